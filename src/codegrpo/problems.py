@@ -1,0 +1,122 @@
+"""Problem sets: load, validate, and turn into a TRL dataset."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import importlib.util
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+EXPRESSION_FIELDS = ("id", "prompt", "test", "expected")
+HUMANEVAL_FIELDS = ("task_id", "prompt", "test", "entry_point")
+OPTIONAL_FIELDS = {"reference": str, "canonical_solution": str, "timeout_s": (int, float), "language": str}
+
+
+class ProblemError(ValueError):
+    """A problem file that cannot be used, with the file, line and field at fault."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    id: str
+    prompt: str
+    test: str
+    form: str  # "expression" (guide style) or "humaneval"
+    expected: str = ""  # JSON text of the test's value (expression form)
+    entry_point: str = ""  # the function under test (HumanEval form)
+    reference: str = ""
+    timeout_s: float | None = None
+    language: str | None = None
+
+
+def resolve_path(path: str) -> Path:
+    """A problem file: ``pkg://package/relative/path`` inside an installed package, or a file path
+    (relative paths are taken from the project root, so any working directory works)."""
+    if path.startswith("pkg://"):
+        package, _, relative = path[len("pkg://") :].partition("/")
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            raise ProblemError(f"problem file {path}: package {package!r} is not installed (pip install it)")
+        return Path(next(iter(spec.submodule_search_locations))) / relative
+    candidate = Path(path).expanduser()
+    return candidate if candidate.is_absolute() else PROJECT_ROOT / candidate
+
+
+def _read_lines(path: Path) -> Iterable[str]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        yield from handle
+
+
+def _require_str(record: dict[str, Any], key: str, where: str) -> str:
+    value = record.get(key)
+    if not isinstance(value, str) or (key != "prompt" and not value.strip()):
+        raise ProblemError(f"{where}: field {key!r} must be a non-empty string")
+    return value
+
+
+def parse_problem(record: Any, where: str) -> Problem:
+    """Validate one decoded JSONL record. Raises ProblemError naming ``where`` and the field."""
+    if not isinstance(record, dict):
+        raise ProblemError(f"{where}: expected a JSON object")
+    for key, kinds in OPTIONAL_FIELDS.items():
+        if key in record and record[key] is not None and not isinstance(record[key], kinds):
+            raise ProblemError(f"{where}: field {key!r} has the wrong type")
+    extras = {
+        "reference": record.get("reference") or record.get("canonical_solution") or "",
+        "timeout_s": record.get("timeout_s"),
+        "language": record.get("language"),
+    }
+    if "task_id" in record or "entry_point" in record:
+        fields = {key: _require_str(record, key, where) for key in HUMANEVAL_FIELDS}
+        return Problem(
+            id=fields["task_id"], prompt=fields["prompt"], test=fields["test"], form="humaneval",
+            entry_point=fields["entry_point"], **extras,
+        )
+    fields = {key: _require_str(record, key, where) for key in EXPRESSION_FIELDS}
+    try:
+        json.loads(fields["expected"])
+    except ValueError as error:
+        raise ProblemError(f"{where}: field 'expected' is not valid JSON text ({error})") from None
+    return Problem(
+        id=fields["id"], prompt=fields["prompt"], test=fields["test"], form="expression",
+        expected=fields["expected"], **extras,
+    )
+
+
+def load_problems(path: str, limit: int | None = None) -> list[Problem]:
+    """Load and validate every line of a JSONL (or .jsonl.gz) problem file before anything trains."""
+    file = resolve_path(path)
+    if not file.is_file():
+        raise ProblemError(f"problem file {file} does not exist (set problems.path)")
+    problems: list[Problem] = []
+    seen: dict[str, int] = {}
+    for number, line in enumerate(_read_lines(file), start=1):
+        if not line.strip():
+            continue
+        where = f"{file}:{number}"
+        try:
+            record = json.loads(line)
+        except ValueError as error:
+            raise ProblemError(f"{where}: not valid JSON ({error})") from None
+        problem = parse_problem(record, where)
+        if problem.id in seen:
+            raise ProblemError(f"{where}: duplicate id {problem.id!r} (first on line {seen[problem.id]})")
+        seen[problem.id] = number
+        problems.append(problem)
+    if not problems:
+        raise ProblemError(f"problem file {file} holds no problems")
+    return problems[:limit] if limit else problems
+
+
+def problem_set_hash(problems: Iterable[Problem]) -> str:
+    """A stable hash of a problem set's content, for the run's reproducibility record."""
+    digest = hashlib.sha256()
+    for problem in problems:
+        digest.update(json.dumps(problem.__dict__, sort_keys=True).encode())
+    return digest.hexdigest()

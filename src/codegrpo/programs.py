@@ -1,0 +1,163 @@
+"""Program assembly: completion code + the problem's test, as a self-contained program for a sandbox."""
+
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from codegrpo.problems import Problem
+from codegrpo.sandbox.base import Program
+
+
+@dataclass(frozen=True)
+class Language:
+    name: str
+    filename: str
+    command: tuple[str, ...]
+    fence_tags: frozenset[str]
+
+
+LANGUAGES: dict[str, Language] = {
+    # -I: no PYTHON* variables, no user site, and the script's own directory is not on sys.path.
+    "python": Language("python", "solution.py", ("python3", "-I", "/tmp/solution.py"), frozenset({"python", "py", "python3"})),
+    "javascript": Language("javascript", "solution.js", ("node", "/tmp/solution.js"), frozenset({"javascript", "js", "node"})),
+}
+
+
+def get_language(name: str) -> Language:
+    try:
+        return LANGUAGES[name]
+    except KeyError:
+        raise ValueError(f"unknown language {name!r}; choose one of {sorted(LANGUAGES)}") from None
+
+
+@cache
+def _python_harness() -> str:
+    return resources.files("codegrpo.harness").joinpath("python_harness.py").read_text()
+
+
+def build_program(problem: Problem, code: str, language: Language, timeout_s: float) -> Program:
+    """The program that runs ``code`` against ``problem``'s test and reports one JSON line on stdout."""
+    timeout = problem.timeout_s or timeout_s
+    if language.name == "javascript":
+        source = _javascript_program(problem, code)
+    elif problem.form == "humaneval":
+        source = _python_program(problem.prompt + "\n" + code, humaneval_check(problem).source, "checks")
+    else:
+        source = _python_program(code, problem.test, "expression")
+    return Program(source, language.filename, language.command, timeout)
+
+
+def _python_program(code: str, test: str, mode: str) -> str:
+    return f"{_python_harness()}\n\nmain({code!r}, {test!r}, {mode!r})\n"
+
+
+def _javascript_program(problem: Problem, code: str) -> str:
+    if problem.form != "expression":
+        raise ValueError(f"problem {problem.id}: JavaScript supports the expression form only")
+    # Weaker than the Python harness: the completion shares the process and its stdout (see README).
+    return (
+        f"{code}\n;\n"
+        "let __report;\n"
+        f"try {{ __report = {{status: 'ok', value: ({problem.test})}}; }}\n"
+        "catch (e) { __report = {status: 'error', error: String(e)}; }\n"
+        "process.stdout.write('\\n' + JSON.stringify(__report) + '\\n');\n"
+    )
+
+
+@dataclass(frozen=True)
+class HumanEvalCheck:
+    source: str  # test code that defines _codegrpo_check() -> records
+    expected: list[Any]  # per check: [literal] compared on the host, or None when judged in the sandbox
+
+
+def _literal(node: ast.expr) -> tuple[bool, Any]:
+    """A JSON-able literal (tuples become lists), or (False, None)."""
+    try:
+        value = ast.literal_eval(node)
+        return True, json.loads(json.dumps(value, allow_nan=True))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False, None
+
+
+@cache
+def humaneval_check(problem: Problem) -> HumanEvalCheck:
+    """Split HumanEval's check(candidate) into one record per top-level statement that asserts.
+
+    ``assert f(x) == <literal>`` becomes a value record compared on the host, so that literal never
+    needs to be trusted to the sandbox's comparison. Other asserts are judged in the sandbox.
+    """
+    module = ast.parse(problem.test)
+    check = next((n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "check"), None)
+    if check is None or not check.args.args:
+        raise ValueError(f"problem {problem.id}: test does not define check(candidate)")
+    param = check.args.args[0].arg
+    body: list[str] = [f"{param} = _guard({problem.entry_point})"]
+    expected: list[Any] = []
+    for statement in check.body:
+        has_assert = any(isinstance(n, ast.Assert) for n in ast.walk(statement))
+        if not has_assert:
+            body.append(ast.unparse(statement))
+            continue
+        value_expr, want = _value_check(statement)
+        if value_expr is not None:
+            record = f"('value', {value_expr})"
+            expected.append([want])
+        else:
+            record = f"('assert', _passes(lambda: {_as_lambda_body(statement)}))"
+            expected.append(None)
+        body.append(f"_records.append(_attempt(lambda: {record}))")
+    others = [ast.unparse(n) for n in module.body if n is not check]
+    function = "def _codegrpo_check():\n    _records = []\n" + "".join(f"    {line}\n" for line in "\n".join(body).splitlines())
+    source = "\n".join(others + [_CHECK_HELPERS, function + "    return _records\n"])
+    return HumanEvalCheck(source, expected)
+
+
+def _value_check(statement: ast.stmt) -> tuple[str | None, Any]:
+    if isinstance(statement, ast.Assert) and isinstance(statement.test, ast.Compare):
+        compare = statement.test
+        if len(compare.ops) == 1 and isinstance(compare.ops[0], ast.Eq):
+            ok, value = _literal(compare.comparators[0])
+            if ok:
+                return ast.unparse(compare.left), value
+    return None, None
+
+
+def _as_lambda_body(statement: ast.stmt) -> str:
+    # Any statement with asserts inside (a loop, say) runs as a nested function; it passes if nothing raises.
+    inner = "def _block():\n" + "".join(f"    {line}\n" for line in ast.unparse(statement).splitlines())
+    return f"_run_block({inner!r}, locals(), globals())"
+
+
+_CHECK_HELPERS = '''
+def _guard(function):
+    # Every value the candidate returns must be plain builtin data: no forged __eq__.
+    def guarded(*args, **kwargs):
+        result = function(*args, **kwargs)
+        _plain(result)
+        return result
+    return guarded
+
+
+def _attempt(thunk):
+    try:
+        return thunk()
+    except Exception as error:
+        return ('raised', type(error).__name__)
+
+
+def _passes(thunk):
+    thunk()
+    return True
+
+
+def _run_block(source, scope, module_scope):
+    namespace = dict(module_scope)
+    namespace.update(scope)
+    exec(source, namespace)
+    namespace['_block']()
+'''

@@ -1,0 +1,114 @@
+"""The sandboxed reward: completions -> programs -> sandbox -> verdicts on the host -> rewards and metrics."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from codegrpo.extraction import completion_text, extract_code
+from codegrpo.problems import Problem
+from codegrpo.programs import Language, build_program, humaneval_check
+from codegrpo.sandbox.base import SandboxBackend
+from codegrpo.verdict import Status, Verdict, envelope, score_checks, score_values
+
+REWARD_KINDS = ("binary", "partial")
+
+
+@dataclass(frozen=True)
+class Scored:
+    problem_id: str
+    code: str
+    verdict: Verdict
+    latency_s: float
+
+
+class Scorer:
+    """Scores completions against problems through any sandbox backend. Identical programs run once."""
+
+    def __init__(
+        self,
+        problems: Sequence[Problem],
+        sandbox: SandboxBackend,
+        language: Language,
+        kind: str = "binary",
+        extract: str = "first",
+        timeout_s: float = 10.0,
+    ) -> None:
+        if kind not in REWARD_KINDS:
+            raise ValueError(f"reward.kind must be one of {REWARD_KINDS}, not {kind!r}")
+        if extract not in ("first", "last"):
+            raise ValueError(f"reward.extract must be 'first' or 'last', not {extract!r}")
+        self.problems = {problem.id: problem for problem in problems}
+        self.sandbox = sandbox
+        self.language = language
+        self.partial = kind == "partial"
+        self.extract = extract
+        self.timeout_s = timeout_s
+
+    def problem(self, problem_id: str) -> Problem:
+        try:
+            return self.problems[problem_id]
+        except KeyError:
+            raise KeyError(f"unknown problem_id {problem_id!r}") from None
+
+    async def score(self, problem_ids: Sequence[str], completions: Sequence[Any]) -> list[Scored]:
+        """One Scored per completion, in order. Raises SandboxFatalError on a fatal sandbox fault."""
+        codes = [extract_code(completion_text(c), self.language.fence_tags, self.extract) for c in completions]
+        keys = list(zip(problem_ids, codes))
+        unique = [key for key in dict.fromkeys(keys) if key[1].strip()]
+        programs = [build_program(self.problem(pid), code, self.language, self.timeout_s) for pid, code in unique]
+        results = await self.sandbox.run_many(programs)
+        by_key = {key: (self._judge(self.problem(key[0]), result), result.duration_s) for key, result in zip(unique, results)}
+        no_code = (Verdict(Status.NO_CODE, 0.0), 0.0)
+        return [Scored(pid, code, *by_key.get((pid, code), no_code)) for pid, code in keys]
+
+    def _judge(self, problem: Problem, result) -> Verdict:
+        early, value = envelope(result)
+        if early is not None:
+            return early
+        if problem.form == "humaneval" and self.language.name == "python":
+            return score_checks(value, humaneval_check(problem).expected, self.partial)
+        return score_values(value, json.loads(problem.expected), self.partial)
+
+
+def batch_metrics(scored: Sequence[Scored]) -> dict[str, float]:
+    """Pass rate, counts per status and sandbox latency for one reward call."""
+    counts = Counter(s.verdict.status for s in scored)
+    metrics = {f"status/{status.value}": float(counts[status]) for status in Status}
+    metrics["pass_rate"] = counts[Status.PASSED] / len(scored) if scored else 0.0
+    latencies = sorted(s.latency_s for s in scored if s.latency_s > 0)
+    if latencies:
+        metrics["sandbox/latency_p50_s"] = statistics.median(latencies)
+        metrics["sandbox/latency_p95_s"] = latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))]
+    return metrics
+
+
+def make_code_reward(scorer: Scorer) -> Callable[..., Any]:
+    """The TRL reward function. Async, so TRL runs it on its event loop; named so TRL logs
+    ``rewards/code_reward/mean``. Infra failures return None, which TRL leaves out of the update."""
+
+    async def code_reward(
+        completions: list[Any],
+        problem_id: list[str],
+        log_metric: Callable[[str, float], None] | None = None,
+        log_extra: Callable[[str, list], None] | None = None,
+        **_: Any,
+    ) -> list[float | None]:
+        started = time.monotonic()
+        scored = await scorer.score(problem_id, completions)
+        if log_metric is not None:
+            metrics = batch_metrics(scored)
+            metrics["sandbox/batch_s"] = time.monotonic() - started
+            metrics.update(scorer.sandbox.stats())
+            for name, value in metrics.items():
+                log_metric(name, value)
+        if log_extra is not None:
+            log_extra("status", [s.verdict.status.value for s in scored])
+        return [s.verdict.reward for s in scored]
+
+    return code_reward

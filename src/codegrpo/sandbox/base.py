@@ -1,0 +1,69 @@
+"""The one interface every sandbox backend implements: run these programs, return the results."""
+
+from __future__ import annotations
+
+import abc
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+class Outcome(str, enum.Enum):
+    """How a program's run ended, as seen by the sandbox (not by the program)."""
+
+    EXITED = "exited"  # the program ended by itself; see exit_code
+    TIMEOUT = "timeout"
+    MEMORY_LIMIT = "memory_limit"
+    OUTPUT_LIMIT = "output_limit"
+    SIGNALED = "signaled"  # killed by a signal we did not send
+    SANDBOX_ERROR = "sandbox_error"  # infrastructure failure: the program's fault is unknown
+
+
+@dataclass(frozen=True)
+class Program:
+    """A self-contained program to run in a fresh sandbox.
+
+    ``source`` is written to ``/tmp/<filename>`` and ``command`` runs it.
+    """
+
+    source: str
+    filename: str = "solution.py"
+    command: tuple[str, ...] = ("python3", "/tmp/solution.py")
+    timeout_s: float = 10.0
+
+
+@dataclass(frozen=True)
+class RunResult:
+    outcome: Outcome
+    exit_code: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    duration_s: float = 0.0
+    error: str = ""  # what went wrong, for SANDBOX_ERROR
+
+    @property
+    def is_infra_failure(self) -> bool:
+        return self.outcome is Outcome.SANDBOX_ERROR
+
+
+class SandboxFatalError(RuntimeError):
+    """A fault that retrying cannot fix (bad credentials, missing binary): stop the run."""
+
+
+class SandboxBackend(abc.ABC):
+    """Runs untrusted programs in isolation, at most ``max_concurrency`` at a time."""
+
+    @abc.abstractmethod
+    async def run_many(self, programs: Sequence[Program]) -> list[RunResult]:
+        """Run every program and return one result per program, in order.
+
+        Transient infrastructure faults come back as ``Outcome.SANDBOX_ERROR``;
+        fatal ones raise ``SandboxFatalError``.
+        """
+
+    async def aclose(self) -> None:
+        """Release every resource the backend holds. Safe to call twice."""
+
+    def stats(self) -> dict[str, float]:
+        """Counters worth logging (sandboxes created and killed, for example)."""
+        return {}

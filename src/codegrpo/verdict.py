@@ -1,0 +1,102 @@
+"""The verdict, computed on the host: the sandbox only ever returns data."""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from codegrpo.sandbox.base import Outcome, RunResult
+
+
+class Status(str, enum.Enum):
+    PASSED = "passed"
+    FAILED = "failed"  # ran, but the answer is wrong (partial credit may still be above 0)
+    ERROR = "error"  # an exception, a syntax error, a non-zero exit, a resource limit
+    TIMEOUT = "timeout"
+    NO_CODE = "no_code"
+    INFRA = "infra"  # the sandbox failed: reward None, left out of the update
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: Status
+    reward: float | None
+    detail: str = ""
+
+
+def strict_equal(a: Any, b: Any) -> bool:
+    """JSON values equal in type and value: True never equals 1, 2 equals 2.0, NaN equals NaN."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+            return True
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(strict_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(strict_equal(a[k], b[k]) for k in a)
+    if a is None or b is None:
+        return a is None and b is None
+    return type(a) is type(b) and a == b
+
+
+def parse_json(text: str) -> tuple[bool, Any]:
+    """Parse JSON that came out of a sandbox; anything malformed, too deep or too big is (False, None)."""
+    try:
+        return True, json.loads(text)
+    except (ValueError, RecursionError, TypeError):
+        return False, None
+
+
+def envelope(result: RunResult) -> tuple[Verdict | None, Any]:
+    """Read the harness's one-line report from a finished run, or the verdict that ends scoring early."""
+    if result.outcome is Outcome.SANDBOX_ERROR:
+        return Verdict(Status.INFRA, None, result.error), None
+    if result.outcome is Outcome.TIMEOUT:
+        return Verdict(Status.TIMEOUT, 0.0, "wall-clock limit"), None
+    if result.outcome is not Outcome.EXITED or result.exit_code != 0:
+        return Verdict(Status.ERROR, 0.0, f"{result.outcome.value} (exit {result.exit_code})"), None
+    last_line = result.stdout.rstrip("\n").rpartition("\n")[2]
+    ok, report = parse_json(last_line)
+    if not ok or not isinstance(report, dict) or report.get("status") not in ("ok", "error"):
+        return Verdict(Status.ERROR, 0.0, "no report from the harness"), None
+    if report["status"] == "error":
+        return Verdict(Status.ERROR, 0.0, str(report.get("error", ""))[:500]), None
+    return None, report.get("value")
+
+
+def score_values(actual: Any, expected: Any, partial: bool) -> Verdict:
+    """Expression form: the whole value must match; with ``partial``, list positions count one by one."""
+    if strict_equal(actual, expected):
+        return Verdict(Status.PASSED, 1.0)
+    if partial and isinstance(expected, list) and expected:
+        if isinstance(actual, list) and len(actual) == len(expected):
+            hits = sum(strict_equal(x, y) for x, y in zip(actual, expected))
+            return Verdict(Status.FAILED, hits / len(expected))
+    return Verdict(Status.FAILED, 0.0)
+
+
+def score_checks(records: Any, expected: list[Any], partial: bool) -> Verdict:
+    """HumanEval form: one record per check; a value record is compared here, on the host.
+
+    ``expected[i]`` is the literal a value-check must equal, or None for a check judged in the sandbox.
+    """
+    if not isinstance(records, list) or len(records) != len(expected):
+        return Verdict(Status.ERROR, 0.0, "the checks did not all run")
+    passed = 0
+    for record, want in zip(records, expected):
+        if not isinstance(record, list) or len(record) != 2:
+            continue
+        kind, value = record
+        if kind == "value" and want is not None:
+            passed += strict_equal(value, want[0])
+        elif kind == "assert" and want is None:
+            passed += value is True
+    total = len(expected)
+    if passed == total:
+        return Verdict(Status.PASSED, 1.0)
+    return Verdict(Status.FAILED, passed / total if partial and total else 0.0)
