@@ -40,6 +40,11 @@ class ProblemsConfig:
     prompt_template: str = (
         "Write a Python function {task} Reply with only the code in one ```python block."
     )
+    # HumanEval-form problems: "{prompt}" is the signature and docstring to complete.
+    humaneval_template: str = (
+        "Complete the following Python function. Reply with the whole function in one ```python block.\n\n"
+        "```python\n{prompt}```"
+    )
     limit: Optional[int] = None  # use only the first N problems
 
 
@@ -134,7 +139,8 @@ def _trainer_schema() -> type:
     hints = typing.get_type_hints(GRPOConfig)
     fields = []
     for f in dataclasses.fields(GRPOConfig):
-        if not f.init or f.name == "output_dir":  # output_dir is always the Hydra run dir
+        # output_dir is always the Hydra run dir; seed is the top-level `seed`.
+        if not f.init or f.name in ("output_dir", "seed"):
             continue
         default = _schema_default(f)
         fields.append((f.name, _schema_type(hints[f.name]), field(default_factory=lambda d=default: d)))
@@ -150,7 +156,7 @@ class TrainConfig:
     problems: ProblemsConfig = MISSING
     reward: RewardConfig = MISSING
     sandbox: SandboxConfig = MISSING
-    trainer: Any = MISSING  # a TrainerConfig; typed in its group so every GRPOConfig key is checked
+    trainer: TrainerConfig = MISSING  # every trl.GRPOConfig field but output_dir and seed
     logger: LoggerConfig = MISSING
     seed: int = 42
     run_dir: str = "${hydra:runtime.output_dir}"

@@ -4,14 +4,8 @@ from __future__ import annotations
 
 from codegrpo.problems import Problem
 
-HUMANEVAL_TEMPLATE = (
-    "Complete the following Python function. Reply with the whole function in one ```python block.\n\n"
-    "```python\n{prompt}```"
-)
-
-
 def build_messages(
-    problem: Problem, template: str, system_prompt: str | None = None, humaneval_template: str = HUMANEVAL_TEMPLATE
+    problem: Problem, template: str, humaneval_template: str, system_prompt: str | None = None
 ) -> list[dict[str, str]]:
     """Chat messages for ``problem``: expression problems fill ``{task}``, HumanEval ones ``{prompt}``."""
     if problem.form == "humaneval":

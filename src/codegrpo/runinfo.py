@@ -1,0 +1,53 @@
+"""What a run dir records so the run can be repeated: config, git state, packages, seed, problem hash."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from codegrpo.problems import PROJECT_ROOT
+
+PACKAGES = ("codegrpo", "torch", "transformers", "trl", "datasets", "accelerate", "hydra-core", "omegaconf",
+            "superserve", "wandb")
+
+
+def _git(*args: str) -> str:
+    try:
+        done = subprocess.run(["git", *args], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout if done.returncode == 0 else ""
+
+
+def package_versions() -> dict[str, str]:
+    versions = {"python": sys.version.split()[0]}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def write_run_info(run_dir: Path, seed: int, problems_hash: str, extra: dict[str, Any] | None = None) -> Path:
+    """Write run_info.json (and git.diff when the tree is dirty) into the run dir."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    diff = _git("diff", "HEAD")
+    if diff:
+        (run_dir / "git.diff").write_text(diff)
+    info = {
+        "git_commit": _git("rev-parse", "HEAD").strip() or None,
+        "git_dirty": bool(diff),
+        "seed": seed,
+        "problems_sha256": problems_hash,
+        "packages": package_versions(),
+        "command": sys.argv,
+        **(extra or {}),
+    }
+    path = run_dir / "run_info.json"
+    path.write_text(json.dumps(info, indent=2))
+    return path

