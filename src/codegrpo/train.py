@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -99,8 +100,10 @@ def train(cfg: DictConfig) -> dict[str, float]:
         result = trainer.train()
         if cfg.save_model:
             trainer.save_model(str(run_dir / "final_model"))
+        history = trainer.state.log_history
+        (run_dir / "log_history.json").write_text(json.dumps(history, indent=1))
         metrics = dict(result.metrics)
-        rewards = [e["rewards/code_reward/mean"] for e in trainer.state.log_history if "rewards/code_reward/mean" in e]
+        rewards = [e["rewards/code_reward/mean"] for e in history if "rewards/code_reward/mean" in e]
         if rewards:
             metrics["final_reward_mean"] = rewards[-1]
         log.info("Run dir: %s", run_dir)

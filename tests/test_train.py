@@ -1,0 +1,94 @@
+"""End to end: train.py with the real offline model, real TRL, the real bubblewrap sandbox and offline W&B."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codegrpo.problems import PROJECT_ROOT
+from tests import wandb_offline
+
+FAST = [
+    "trainer.max_steps=2",
+    "trainer.max_completion_length=48",
+    "trainer.num_generations=2",
+    "trainer.per_device_train_batch_size=2",
+]
+
+
+def _train(run_dir: Path, *overrides: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    command = [sys.executable, "train.py", f"hydra.run.dir={run_dir}", *overrides]
+    environment = {k: v for k, v in os.environ.items() if k != "WANDB_API_KEY"} | (env or {})
+    return subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900, env=environment)
+
+
+def test_train_end_to_end_offline(tmp_path):
+    run_dir = tmp_path / "run"
+    secret = "ss_live_do-not-log-this-0123456789"
+    done = _train(run_dir, *FAST, env={"WANDB_API_KEY": "", "SUPERSERVE_API_KEY": secret, "HF_TOKEN": secret})
+    assert done.returncode == 0, done.stderr[-4000:]
+
+    assert (run_dir / "config.yaml").is_file()
+    assert (run_dir / "final_model" / "model.safetensors").is_file()
+    info = json.loads((run_dir / "run_info.json").read_text())
+    assert info["seed"] == 42 and len(info["problems_sha256"]) == 64
+
+    history = json.loads((run_dir / "log_history.json").read_text())
+    steps = [row for row in history if "rewards/code_reward/mean" in row]
+    assert len(steps) == 2
+    for row in steps:
+        # The sandbox ran every completion: each got a status, and none was an infra failure.
+        statuses = sum(row[f"status/{s}"] for s in ("passed", "failed", "error", "timeout", "no_code", "infra"))
+        assert statuses == 2 and row["status/infra"] == 0  # per_device_train_batch_size completions
+        assert row["sandbox/runs"] >= 1
+        assert 0.0 <= row["rewards/code_reward/mean"] <= 1.0
+
+    [run_file] = run_dir.glob("wandb/offline-run-*/run-*.wandb")
+    logged = [row for row in wandb_offline.history(run_file) if "train/rewards/code_reward/mean" in row]
+    assert [r["train/rewards/code_reward/mean"] for r in logged] == [r["rewards/code_reward/mean"] for r in steps]
+    assert all("train/reward_std" in r and "train/pass_rate" in r for r in logged)
+    logged_config = wandb_offline.config(run_file)
+    assert logged_config["sandbox"]["backend"] == "local" and logged_config["reward"]["kind"] == "binary"
+    assert secret.encode() not in run_file.read_bytes()
+
+
+def test_bad_problem_file_fails_before_the_model_loads(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "prompt": "f(x).", "test": "f(1)", "expected": "[1,"}\n')
+    done = _train(tmp_path / "run", "problems=jsonl", f"problems.path={bad}", "logger=none")
+    assert done.returncode == 2
+    assert f"{bad}:1: field 'expected' is not valid JSON" in done.stderr
+    assert "Loading weights" not in done.stderr
+
+
+def test_missing_bwrap_fails_with_install_hint(tmp_path):
+    done = _train(tmp_path / "run", "sandbox.bwrap=/nonexistent/bwrap", "logger=none")
+    assert done.returncode == 2
+    assert "apt-get install bubblewrap" in done.stderr
+
+
+def test_bad_override_fails_at_compose_time(tmp_path):
+    done = _train(tmp_path / "run", "trainer.learnig_rate=1")
+    assert done.returncode == 1
+    assert "learnig_rate" in done.stderr and "Loading weights" not in done.stderr
+
+
+def test_cfg_job_prints_the_resolved_config():
+    done = subprocess.run([sys.executable, "train.py", "--cfg", "job", "reward=partial"], cwd=PROJECT_ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "kind: partial" in done.stdout and "learning_rate:" in done.stdout
+
+
+@pytest.mark.slow
+def test_mission_example_starts_and_fails_clearly_without_the_hub(tmp_path):
+    done = _train(tmp_path / "run", "model=qwen0.5b", "reward=partial", "logger=none",
+                  env={"HF_HUB_OFFLINE": "1"})
+    # With the Hub out of reach the run stops at the model with a clear message, after composing.
+    if done.returncode != 0:
+        assert "Qwen/Qwen2.5-0.5B-Instruct" in done.stderr and "Hugging Face" in done.stderr

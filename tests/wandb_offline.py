@@ -1,0 +1,65 @@
+"""Read back an offline W&B run file (wandb >= 0.2x dropped its Python reader).
+
+The .wandb file is a LevelDB-style log: a 7-byte header, then 32 KiB blocks of records, each with
+a 7-byte header (crc32, length, type) and a chunk of one serialized protobuf Record.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+BLOCK = 32 * 1024
+HEADER = 7
+FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
+
+
+def _records(data: bytes):
+    position, pending = HEADER, b""
+    while position + HEADER <= len(data):
+        space = BLOCK - (position % BLOCK)
+        if space < HEADER:
+            position += space
+            continue
+        _, length, kind = struct.unpack("<IHB", data[position : position + HEADER])
+        chunk = data[position + HEADER : position + HEADER + length]
+        position += HEADER + length
+        if kind == FULL:
+            yield chunk
+        elif kind in (FIRST, MIDDLE):
+            pending += chunk
+        elif kind == LAST:
+            yield pending + chunk
+            pending = b""
+        elif kind == 0:
+            break
+
+
+def history(run_file: Path) -> list[dict]:
+    """Every history row logged to the run, as {key: value}."""
+    from wandb.proto import wandb_internal_pb2
+
+    rows = []
+    for raw in _records(run_file.read_bytes()):
+        record = wandb_internal_pb2.Record()
+        record.ParseFromString(raw)
+        if record.WhichOneof("record_type") == "history":
+            rows.append({i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in record.history.item})
+    return rows
+
+
+def config(run_file: Path) -> dict:
+    """The run's config as logged (the last config record wins per key)."""
+    from wandb.proto import wandb_internal_pb2
+
+    values: dict = {}
+    for raw in _records(run_file.read_bytes()):
+        record = wandb_internal_pb2.Record()
+        record.ParseFromString(raw)
+        kind = record.WhichOneof("record_type")
+        # The config given to wandb.init travels in the run record; later updates in config records.
+        updates = record.run.config.update if kind == "run" else record.config.update if kind == "config" else []
+        for item in updates:
+            values[item.key or "/".join(item.nested_key)] = json.loads(item.value_json)
+    return values
