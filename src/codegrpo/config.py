@@ -163,10 +163,22 @@ class TrainConfig:
     save_model: bool = True
 
 
+@dataclass
+class ScoreConfig:
+    """The `score` and `validate` commands: the same problem, reward and sandbox groups as training."""
+
+    problems: ProblemsConfig = MISSING
+    reward: RewardConfig = MISSING
+    sandbox: SandboxConfig = MISSING
+    completions: Optional[str] = None  # JSONL of {"problem_id", "completion"} (score)
+    batch_size: int = 64  # completions per sandbox batch; progress is shown after each
+
+
 def register_configs() -> None:
     """Register every schema. Idempotent, so tests and commands may call it freely."""
     cs = ConfigStore.instance()
     cs.store(name="base_train", node=TrainConfig)
+    cs.store(name="base_score", node=ScoreConfig)
     cs.store(group="model", name="base_model", node=ModelConfig)
     cs.store(group="problems", name="base_problems", node=ProblemsConfig)
     cs.store(group="reward", name="base_reward", node=RewardConfig)

@@ -105,12 +105,11 @@ def humaneval_check(problem: Problem) -> HumanEvalCheck:
             continue
         value_expr, want = _value_check(statement)
         if value_expr is not None:
-            record = f"('value', {value_expr})"
+            body.append(f"_records.append(_attempt(lambda: ('value', {value_expr})))")
             expected.append([want])
         else:
-            record = f"('assert', _passes(lambda: {_as_lambda_body(statement)}))"
+            body.append(f"_records.append(_attempt_block({_block_source(statement)!r}, locals(), globals()))")
             expected.append(None)
-        body.append(f"_records.append(_attempt(lambda: {record}))")
     others = [ast.unparse(n) for n in module.body if n is not check]
     function = "def _codegrpo_check():\n    _records = []\n" + "".join(f"    {line}\n" for line in "\n".join(body).splitlines())
     source = "\n".join(others + [_CHECK_HELPERS, function + "    return _records\n"])
@@ -127,10 +126,9 @@ def _value_check(statement: ast.stmt) -> tuple[str | None, Any]:
     return None, None
 
 
-def _as_lambda_body(statement: ast.stmt) -> str:
-    # Any statement with asserts inside (a loop, say) runs as a nested function; it passes if nothing raises.
-    inner = "def _block():\n" + "".join(f"    {line}\n" for line in ast.unparse(statement).splitlines())
-    return f"_run_block({inner!r}, locals(), globals())"
+def _block_source(statement: ast.stmt) -> str:
+    # Any statement with asserts inside (a loop, say) runs as a function of its own; it passes if nothing raises.
+    return "def _block():\n" + "".join(f"    {line}\n" for line in ast.unparse(statement).splitlines())
 
 
 _CHECK_HELPERS = '''
@@ -150,14 +148,13 @@ def _attempt(thunk):
         return ('raised', type(error).__name__)
 
 
-def _passes(thunk):
-    thunk()
-    return True
-
-
-def _run_block(source, scope, module_scope):
+def _attempt_block(source, scope, module_scope):
     namespace = dict(module_scope)
     namespace.update(scope)
-    exec(source, namespace)
-    namespace['_block']()
+    try:
+        exec(source, namespace)
+        namespace['_block']()
+    except Exception as error:
+        return ('raised', type(error).__name__)
+    return ('assert', True)
 '''

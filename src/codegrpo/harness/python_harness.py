@@ -50,6 +50,7 @@ def _child(code, test, mode, result_fd):
 def _run_checks(test, namespace):
     # HumanEval form: test defines check(candidate) whose body the host split into
     # _CHECKS: one entry per top-level statement, recording values or assert outcomes.
+    namespace["_plain"] = _plain
     exec(compile(test, "test", "exec"), namespace)
     return namespace["_codegrpo_check"]()
 

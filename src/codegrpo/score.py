@@ -1,0 +1,66 @@
+"""Score a JSONL file of completions:
+
+    python -m codegrpo.score completions=PATH problems=NAME reward=partial sandbox=local
+
+Each input line is {"problem_id": ..., "completion": ...}. Each output line (stdout, input order) is
+{"problem_id": ..., "reward": <float or null>, "status": ...}. Progress and a summary go to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig
+
+from codegrpo.cli import CONFIG_DIR, run_friendly
+from codegrpo.config import register_configs
+from codegrpo.problems import ProblemError
+from codegrpo.scoring import build_command_scorer, score_all, summary
+
+
+def read_completions(path: str, known_ids: set[str]) -> list[tuple[str, str]]:
+    """Parse and check every line first, so a bad line fails before anything runs."""
+    file = Path(path)
+    if not file.is_file():
+        raise ProblemError(f"completions file {file} does not exist")
+    pairs = []
+    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{file}:{number}"
+        try:
+            record = json.loads(line)
+        except ValueError as error:
+            raise ProblemError(f"{where}: not valid JSON ({error})") from None
+        if not isinstance(record, dict) or not isinstance(record.get("completion"), str):
+            raise ProblemError(f"{where}: expected an object with a string 'completion'")
+        problem_id = record.get("problem_id")
+        if problem_id not in known_ids:
+            raise ProblemError(f"{where}: unknown problem_id {problem_id!r}")
+        pairs.append((problem_id, record["completion"]))
+    return pairs
+
+
+def score(cfg: DictConfig) -> None:
+    if not cfg.completions:
+        raise ProblemError("set completions=PATH (a JSONL file of {problem_id, completion} lines)")
+    scorer = build_command_scorer(cfg)
+    pairs = read_completions(cfg.completions, set(scorer.problems))
+    scored = score_all(scorer, pairs, cfg.batch_size)
+    for item in scored:
+        print(json.dumps({"problem_id": item.problem_id, "reward": item.verdict.reward,
+                          "status": item.verdict.status.value}))
+    print(summary(scored), file=sys.stderr)
+
+
+@hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="score")
+def main(cfg: DictConfig) -> None:
+    run_friendly(lambda: score(cfg))
+
+
+if __name__ == "__main__":
+    register_configs()
+    main()

@@ -1,0 +1,46 @@
+"""Check a problem set: every problem's reference solution must pass in the sandbox.
+
+    python -m codegrpo.validate problems=NAME
+
+Exits non-zero and lists every problem whose reference is missing or does not pass.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import hydra
+from omegaconf import DictConfig
+
+from codegrpo.cli import CONFIG_DIR, run_friendly
+from codegrpo.config import register_configs
+from codegrpo.scoring import build_command_scorer, score_all, summary
+from codegrpo.verdict import Status
+
+
+def validate(cfg: DictConfig) -> int:
+    scorer = build_command_scorer(cfg)
+    problems = list(scorer.problems.values())
+    missing = [p.id for p in problems if not p.reference]
+    # References are bare code; a HumanEval canonical_solution is a body completing the prompt.
+    pairs = [(p.id, p.reference) for p in problems if p.reference]
+    scored = score_all(scorer, pairs, cfg.batch_size)
+    failing = [s for s in scored if s.verdict.status is not Status.PASSED]
+    for problem_id in missing:
+        print(f"MISSING  {problem_id}: no reference solution")
+    for item in failing:
+        print(f"FAIL     {item.problem_id}: {item.verdict.status.value} {item.verdict.detail}")
+    print(summary(scored), file=sys.stderr)
+    ok = not failing and not missing
+    print(f"{cfg.problems.name}: {len(problems) - len(failing) - len(missing)}/{len(problems)} references pass")
+    return 0 if ok else 1
+
+
+@hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="validate")
+def main(cfg: DictConfig) -> None:
+    sys.exit(run_friendly(lambda: validate(cfg)))
+
+
+if __name__ == "__main__":
+    register_configs()
+    main()
