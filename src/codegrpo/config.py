@@ -35,7 +35,7 @@ class ProblemsConfig:
     name: str = MISSING
     path: str = MISSING  # a JSONL file; relative paths are taken from the project root
     language: str = "python"  # see codegrpo.programs.LANGUAGES
-    system_prompt: Optional[str] = None
+    system_prompt: str | None = None
     # "{task}" is the problem's task text (expression form).
     prompt_template: str = (
         "Write a Python function {task} Reply with only the code in one ```python block."
@@ -45,7 +45,7 @@ class ProblemsConfig:
         "Complete the following Python function. Reply with the whole function in one ```python block.\n\n"
         "```python\n{prompt}```"
     )
-    limit: Optional[int] = None  # use only the first N problems
+    limit: int | None = None  # use only the first N problems
 
 
 @dataclass
@@ -82,9 +82,9 @@ class LocalSandboxConfig(SandboxConfig):
 class SuperserveSandboxConfig(SandboxConfig):
     backend: str = "superserve"
     api_key_env: str = "SUPERSERVE_API_KEY"
-    base_url: Optional[str] = None  # None: the SDK's default (or SUPERSERVE_BASE_URL)
+    base_url: str | None = None  # None: the SDK's default (or SUPERSERVE_BASE_URL)
     name: str = "codegrpo-reward"
-    from_template: Optional[str] = None
+    from_template: str | None = None
     sandbox_timeout_s: int = 300  # the sandbox auto-pauses after this, then is deleted at once
     command_timeout_s: float = 30.0
     max_retries: int = 4
@@ -96,11 +96,11 @@ class SuperserveSandboxConfig(SandboxConfig):
 class LoggerConfig:
     backend: str = "none"  # wandb | none
     project: str = "codegrpo"
-    entity: Optional[str] = None
-    group: Optional[str] = None
-    name: Optional[str] = None
+    entity: str | None = None
+    group: str | None = None
+    name: str | None = None
     tags: list[str] = field(default_factory=list)
-    mode: Optional[str] = None  # online | offline | disabled; None: online when WANDB_API_KEY is set
+    mode: str | None = None  # online | offline | disabled; None: online when WANDB_API_KEY is set
 
 
 def _schema_type(hint: Any) -> Any:
@@ -170,7 +170,7 @@ class ScoreConfig:
     problems: ProblemsConfig = MISSING
     reward: RewardConfig = MISSING
     sandbox: SandboxConfig = MISSING
-    completions: Optional[str] = None  # JSONL of {"problem_id", "completion"} (score)
+    completions: str | None = None  # JSONL of {"problem_id", "completion"} (score)
     batch_size: int = 64  # completions per sandbox batch; progress is shown after each
 
 

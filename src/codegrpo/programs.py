@@ -23,8 +23,12 @@ class Language:
 
 LANGUAGES: dict[str, Language] = {
     # -I: no PYTHON* variables, no user site, and the script's own directory is not on sys.path.
-    "python": Language("python", "solution.py", ("python3", "-I", "/tmp/solution.py"), frozenset({"python", "py", "python3"})),
-    "javascript": Language("javascript", "solution.js", ("node", "/tmp/solution.js"), frozenset({"javascript", "js", "node"})),
+    "python": Language(
+        "python", "solution.py", ("python3", "-I", "/tmp/solution.py"), frozenset({"python", "py", "python3"})
+    ),
+    "javascript": Language(
+        "javascript", "solution.js", ("node", "/tmp/solution.js"), frozenset({"javascript", "js", "node"})
+    ),
 }
 
 
@@ -111,8 +115,9 @@ def humaneval_check(problem: Problem) -> HumanEvalCheck:
             body.append(f"_records.append(_attempt_block({_block_source(statement)!r}, locals(), globals()))")
             expected.append(None)
     others = [ast.unparse(n) for n in module.body if n is not check]
-    function = "def _codegrpo_check():\n    _records = []\n" + "".join(f"    {line}\n" for line in "\n".join(body).splitlines())
-    source = "\n".join(others + [_CHECK_HELPERS, function + "    return _records\n"])
+    lines = "\n".join([*body, "return _records"]).splitlines()
+    function = "def _codegrpo_check():\n    _records = []\n" + "".join(f"    {line}\n" for line in lines)
+    source = "\n".join([*others, _CHECK_HELPERS, function])
     return HumanEvalCheck(source, expected)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from codegrpo.problems import Problem
 
+
 def build_messages(
     problem: Problem, template: str, humaneval_template: str, system_prompt: str | None = None
 ) -> list[dict[str, str]]:
@@ -13,4 +14,4 @@ def build_messages(
     else:
         content = template.format(task=problem.prompt)
     messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
-    return messages + [{"role": "user", "content": content}]
+    return [*messages, {"role": "user", "content": content}]

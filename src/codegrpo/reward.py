@@ -59,11 +59,14 @@ class Scorer:
     async def score(self, problem_ids: Sequence[str], completions: Sequence[Any]) -> list[Scored]:
         """One Scored per completion, in order. Raises SandboxFatalError on a fatal sandbox fault."""
         codes = [extract_code(completion_text(c), self.language.fence_tags, self.extract) for c in completions]
-        keys = list(zip(problem_ids, codes))
+        keys = list(zip(problem_ids, codes, strict=True))
         unique = [key for key in dict.fromkeys(keys) if key[1].strip()]
         programs = [build_program(self.problem(pid), code, self.language, self.timeout_s) for pid, code in unique]
         results = await self.sandbox.run_many(programs)
-        by_key = {key: (self._judge(self.problem(key[0]), result), result.duration_s) for key, result in zip(unique, results)}
+        by_key = {
+            key: (self._judge(self.problem(key[0]), result), result.duration_s)
+            for key, result in zip(unique, results, strict=True)
+        }
         no_code = (Verdict(Status.NO_CODE, 0.0), 0.0)
         return [Scored(pid, code, *by_key.get((pid, code), no_code)) for pid, code in keys]
 

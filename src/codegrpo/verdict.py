@@ -36,7 +36,7 @@ def strict_equal(a: Any, b: Any) -> bool:
             return True
         return a == b
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(strict_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(strict_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(strict_equal(a[k], b[k]) for k in a)
     if a is None or b is None:
@@ -73,10 +73,10 @@ def score_values(actual: Any, expected: Any, partial: bool) -> Verdict:
     """Expression form: the whole value must match; with ``partial``, list positions count one by one."""
     if strict_equal(actual, expected):
         return Verdict(Status.PASSED, 1.0)
-    if partial and isinstance(expected, list) and expected:
-        if isinstance(actual, list) and len(actual) == len(expected):
-            hits = sum(strict_equal(x, y) for x, y in zip(actual, expected))
-            return Verdict(Status.FAILED, hits / len(expected))
+    comparable = isinstance(actual, list) and isinstance(expected, list) and len(actual) == len(expected)
+    if partial and comparable and expected:
+        hits = sum(strict_equal(x, y) for x, y in zip(actual, expected, strict=True))
+        return Verdict(Status.FAILED, hits / len(expected))
     return Verdict(Status.FAILED, 0.0)
 
 
@@ -88,7 +88,7 @@ def score_checks(records: Any, expected: list[Any], partial: bool) -> Verdict:
     if not isinstance(records, list) or len(records) != len(expected):
         return Verdict(Status.ERROR, 0.0, "the checks did not all run")
     passed = 0
-    for record, want in zip(records, expected):
+    for record, want in zip(records, expected, strict=True):
         if not isinstance(record, list) or len(record) != 2:
             continue
         kind, value = record

