@@ -1,18 +1,42 @@
-"""Local sandbox: each program runs in a fresh bubblewrap container on this machine."""
+"""Local sandbox: each program runs in a fresh bubblewrap container on this machine.
+
+One run is, from the outside in::
+
+    sh (joins the run's cgroups; only when cgroups are in use)
+      bwrap                      new user/pid/net/ipc/uts/cgroup/mount namespaces, cleared environment
+        bwrap (pid 1 of the sandbox)
+          sh                     writes the start marker, then execs
+            prlimit              rlimits for the program only
+              the program
+
+The memory and process limits come from a per-run cgroup where this process can create one, and from
+rlimits otherwise (README, Security). When pid 1 of the sandbox dies the kernel kills every process
+left in its pid namespace, so killing it (never the program's own process group) ends everything.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import logging
 import os
+import shlex
 import shutil
 import signal
+import subprocess
 import sys
 import time
+import weakref
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
 from codegrpo.config import LocalSandboxConfig
 from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend, SandboxFatalError
+from codegrpo.sandbox.cgroups import CgroupLimits, RunCgroup
+
+log = logging.getLogger(__name__)
 
 BWRAP_INSTALL_HINT = (
     "bubblewrap (bwrap) is required for sandbox=local and was not found. "
@@ -20,7 +44,13 @@ BWRAP_INSTALL_HINT = (
     "or choose sandbox=superserve. Model-written code is never run unsandboxed."
 )
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
+# Written by the sandbox's own sh right before it execs the program: without it, the program never ran.
+START_MARKER = b"codegrpo-started"
 _READ_CHUNK = 1 << 16
+_STATUS_LIMIT = 1 << 16
+_KILL_GRACE_S = 2.0  # how long a killed sandbox may take to go before its launcher is killed as well
+_DRAIN_S = 5.0  # how long to wait for the output pipes to close once every process is gone
+_PREFLIGHT_TIMEOUT_S = 30.0
 
 
 def _interpreter_prefix(python: str) -> Path:
@@ -30,23 +60,64 @@ def _interpreter_prefix(python: str) -> Path:
     return Path(sys.base_prefix).resolve()
 
 
-class LocalSandbox(SandboxBackend):
-    """bubblewrap: new namespaces, no network, a read-only runtime, a private size-limited /tmp."""
+def _require(name: str, hint: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        raise SandboxFatalError(hint)
+    return str(Path(path).resolve())
 
-    def __init__(self, cfg: LocalSandboxConfig) -> None:
+
+class LocalSandbox(SandboxBackend):
+    """bubblewrap: new namespaces, no network, a read-only runtime, a private size-limited /tmp.
+
+    ``use_cgroups=False`` skips cgroups and uses the rlimit fallbacks, as on a machine without a
+    writable cgroup.
+    """
+
+    def __init__(self, cfg: LocalSandboxConfig, *, use_cgroups: bool = True) -> None:
         self.cfg = cfg
-        bwrap = shutil.which(cfg.bwrap)
-        if bwrap is None:
-            raise SandboxFatalError(BWRAP_INSTALL_HINT)
-        self._prlimit = shutil.which("prlimit")
-        if self._prlimit is None:
-            raise SandboxFatalError("prlimit (util-linux) is required for sandbox=local; install util-linux.")
-        self._bwrap = bwrap
+        self._bwrap = _require(cfg.bwrap, BWRAP_INSTALL_HINT)
+        util_hint = "{} is required for sandbox=local; install {}."
+        self._prlimit = _require("prlimit", util_hint.format("prlimit", "util-linux"))
+        self._sh = _require("sh", util_hint.format("sh", "a POSIX shell"))
         self._prefix = _interpreter_prefix(cfg.python)
         self._mount_args = self._build_mount_args()
         self._semaphore: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._runs = 0
+        self._counts: Counter[str] = Counter()
+        self._cgroups: CgroupLimits | None = None
+        if use_cgroups:
+            self._cgroups = CgroupLimits(cfg.memory_mb << 20, cfg.max_processes)
+            self._finalizer = weakref.finalize(self, self._cgroups.close)
+        self.enforcement = self._enforcement()
+        self._preflight()
+
+    # -- setup ---------------------------------------------------------------------------------------
+
+    def _enforcement(self) -> dict[str, str]:
+        """How each limit is enforced on this machine (logged once; the README explains the fallbacks)."""
+        controllers = self._cgroups.controllers if self._cgroups else {}
+        memory = f"cgroup v{controllers['memory']}" if "memory" in controllers else "RLIMIT_AS"
+        processes = f"cgroup v{controllers['pids']}" if "pids" in controllers else "RLIMIT_NPROC"
+        enforcement = {"memory": memory, "processes": processes}
+        unavailable = self._cgroups.unavailable if self._cgroups else {"memory": "disabled", "pids": "disabled"}
+        for controller, why in unavailable.items():
+            log.warning("sandbox %s limit falls back to an rlimit: %s", controller, why)
+        return enforcement
+
+    def _site_dirs(self) -> list[str]:
+        """The sandbox interpreter's site-packages directories, to hide third-party packages."""
+        python = shutil.which("python3", path=self._sandbox_path())
+        if python is None:
+            raise SandboxFatalError(f"no python3 in {self._sandbox_path()}; set sandbox.python")
+        probe = "import json, site; print(json.dumps(site.getsitepackages()))"
+        try:
+            done = subprocess.run(
+                [python, "-I", "-c", probe], capture_output=True, text=True, env={}, timeout=_PREFLIGHT_TIMEOUT_S
+            )
+            return [path for path in json.loads(done.stdout) if os.path.isdir(path)]
+        except (OSError, ValueError, subprocess.SubprocessError) as error:
+            raise SandboxFatalError(f"cannot run {python}: {error}") from error
 
     def _build_mount_args(self) -> list[str]:
         args = ["--ro-bind", "/usr", "/usr"]
@@ -58,31 +129,84 @@ class LocalSandbox(SandboxBackend):
         prefix = str(self._prefix)
         if not prefix.startswith("/usr/"):
             args += ["--ro-bind", prefix, prefix]
-        # Hide third-party packages of the host interpreter: the standard library only.
-        version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-        site = self._prefix / "lib" / version / "site-packages"
-        if site.is_dir():
-            args += ["--tmpfs", str(site)]
         for path in self.cfg.extra_ro_paths:
             real = str(Path(path).resolve())
             args += ["--ro-bind", real, real]
+        # Third-party packages of the host interpreter stay hidden: the standard library only. The mask
+        # is read-only so a program cannot plant a sitecustomize.py there for its own re-exec either.
+        for site in self._site_dirs():
+            args += ["--tmpfs", site, "--remount-ro", site]
         return args
 
     def _sandbox_path(self) -> str:
         return f"{self._prefix}/bin:{SANDBOX_PATH}"
 
-    def _command(self, program: Program, source_fd: int, status_fd: int) -> list[str]:
+    def _preflight(self) -> None:
+        """Run one trivial program now, so a sandbox that cannot work fails at startup, not per reward."""
+        program = Program("print('ok')", "preflight.py", ("python3", "-I", "/tmp/preflight.py"), _PREFLIGHT_TIMEOUT_S)
+        problem = self._preflight_error(program)
+        if problem and self._cgroups is not None and self._preflight_error(program, use_cgroups=False) is None:
+            # Creating cgroups worked but joining them did not (a read-only hierarchy, say): do without.
+            log.warning("sandbox cgroups do not work here (%s); using rlimits instead", problem)
+            self._cgroups.close()
+            self._cgroups = None
+            self.enforcement = self._enforcement()
+            problem = None
+        if problem:
+            raise SandboxFatalError(f"the local sandbox cannot run programs on this machine: {problem}")
+
+    def _preflight_error(self, program: Program, use_cgroups: bool = True) -> str | None:
+        group = self._cgroups.new_run() if self._cgroups is not None and use_cgroups else None
+        source_fd, status_read, status_write = _program_fds(program)
+        try:
+            done = subprocess.run(
+                self._command(program, source_fd, status_write, group),
+                stdin=status_write,
+                capture_output=True,
+                pass_fds=(source_fd, status_write),
+                env={},
+                timeout=program.timeout_s,
+                start_new_session=True,
+            )
+            os.close(status_write)
+            status_write = -1
+            started = START_MARKER in _read_all(status_read)
+        except (OSError, subprocess.SubprocessError) as error:
+            return str(error)
+        finally:
+            for fd in (source_fd, status_read, status_write):
+                if fd >= 0:
+                    os.close(fd)
+            if group is not None:
+                group.destroy()
+        if started and done.returncode == 0 and done.stdout == b"ok\n":
+            return None
+        return f"exit status {done.returncode}: {_decode(done.stderr).strip()[-500:]}"
+
+    def _command(self, program: Program, source_fd: int, status_fd: int, group: RunCgroup | None) -> list[str]:
         cfg = self.cfg
+        join: list[str] = []
+        if group is not None:
+            # Joins before bwrap starts, so every process of the sandbox is born inside the cgroup.
+            script = "".join(f"echo $$ > {shlex.quote(path)} || exit 125\n" for path in group.procs_files)
+            join = [self._sh, "-c", script + 'exec "$@"', "sh"]
         cpu_s = max(1, int(program.timeout_s + 0.999))
         limits = [
             self._prlimit,
-            f"--as={cfg.memory_mb << 20}",
-            f"--cpu={cpu_s}",
+            # Soft limit: SIGXCPU, reported as a timeout; hard limit a second later: SIGKILL.
+            f"--cpu={cpu_s}:{cpu_s + 1}",
             f"--fsize={cfg.file_size_limit_bytes}",
             f"--nofile={cfg.open_files}",
             "--core=0",
-            "--",
         ]
+        controllers = self._cgroups.controllers if self._cgroups is not None else {}
+        if "memory" not in controllers:
+            limits.append(f"--as={cfg.memory_mb << 20}")
+        if "pids" not in controllers:
+            # Counted per user namespace (Linux 5.14+), so it limits this sandbox alone; root is exempt.
+            limits.append(f"--nproc={cfg.max_processes}")
+        # stdin of the sandbox is the status pipe: the marker goes there, and the program gets /dev/null.
+        start = f"printf '%s\\n' {START_MARKER.decode()} >&0 || exit 125; exec \"$@\" </dev/null"
         sandbox = [
             self._bwrap,
             "--unshare-all",
@@ -91,6 +215,7 @@ class LocalSandbox(SandboxBackend):
             "--die-with-parent",
             "--new-session",
             "--cap-drop", "ALL",
+            "--hostname", "sandbox",
             "--clearenv",
             "--setenv", "PATH", self._sandbox_path(),
             "--setenv", "HOME", "/tmp",
@@ -103,12 +228,19 @@ class LocalSandbox(SandboxBackend):
             "--size", str(cfg.tmpfs_limit_bytes),
             "--tmpfs", "/tmp",
             "--ro-bind-data", str(source_fd), f"/tmp/{program.filename}",
+            # /tmp is the only writable place: the root and /dev are tmpfs without a size limit.
+            "--remount-ro", "/dev",
+            "--remount-ro", "/",
             "--json-status-fd", str(status_fd),
             "--chdir", "/tmp",
             "--",
+            self._sh, "-c", start, "sh",
+            *limits, "--",
             *program.command,
-        ]
-        return limits + sandbox
+        ]  # fmt: skip
+        return join + sandbox
+
+    # -- running ------------------------------------------------------------------------------------
 
     def _semaphore_for_loop(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
@@ -126,67 +258,229 @@ class LocalSandbox(SandboxBackend):
         return list(await asyncio.gather(*(run_one(p) for p in programs)))
 
     async def run(self, program: Program) -> RunResult:
-        """Run one program; never raises for anything the program does."""
-        self._runs += 1
+        """Run one program; never raises for anything the program does.
+
+        When it returns (or is cancelled), no process of the program is left and its /tmp is gone.
+        """
+        self._counts["runs"] += 1
         started = time.monotonic()
-        source_fd = os.memfd_create("codegrpo-program", os.MFD_CLOEXEC)
-        status_read, status_write = os.pipe()
+        group: RunCgroup | None = None
         try:
-            os.write(source_fd, program.source.encode("utf-8", "surrogatepass"))
-            os.lseek(source_fd, 0, os.SEEK_SET)
+            if self._cgroups is not None:
+                group = self._cgroups.new_run()
+            result = await self._run(program, group, started)
+        except OSError as error:
+            result = RunResult(Outcome.SANDBOX_ERROR, error=f"could not start the sandbox: {error}")
+        finally:
+            if group is not None and not group.destroy():
+                self._counts["cgroup_leaks"] += 1
+        self._counts[result.outcome.value] += 1
+        return result
+
+    async def _run(self, program: Program, group: RunCgroup | None, started: float) -> RunResult:
+        source_fd, status_read, status_write = _program_fds(program)
+        try:
             process = await asyncio.create_subprocess_exec(
-                *self._command(program, source_fd, status_write),
-                stdin=asyncio.subprocess.DEVNULL,
+                *self._command(program, source_fd, status_write, group),
+                stdin=status_write,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 pass_fds=(source_fd, status_write),
-                start_new_session=True,  # one process group to kill, whatever the program does
+                env={},  # nothing of the trainer's environment, not even in bwrap's own memory
+                start_new_session=True,
             )
-        except OSError as error:
+        except BaseException:
             os.close(status_read)
-            return RunResult(Outcome.SANDBOX_ERROR, error=f"could not start bwrap: {error}")
+            raise
         finally:
             os.close(source_fd)
             os.close(status_write)
-        with os.fdopen(status_read, "rb") as status:
-            result = await self._supervise(process, program, started)
-            # bwrap reports the child's pid once the sandbox is set up; no report means setup failed.
-            started_ok = b"child-pid" in status.read()
-        if not started_ok and result.outcome is not Outcome.TIMEOUT:
-            return RunResult(Outcome.SANDBOX_ERROR, error=f"bwrap failed: {result.stderr.strip()[-500:]}")
-        return result
+        status = _StatusPipe(status_read, process.pid)
+        try:
+            return await self._supervise(process, program, started, status, group)
+        finally:
+            status.close()
 
-    async def _supervise(self, process: asyncio.subprocess.Process, program: Program, started: float) -> RunResult:
+    async def _supervise(
+        self,
+        process: asyncio.subprocess.Process,
+        program: Program,
+        started: float,
+        status: _StatusPipe,
+        group: RunCgroup | None,
+    ) -> RunResult:
         cfg = self.cfg
         overflow = asyncio.Event()
-        readers = [
-            asyncio.ensure_future(_read_capped(process.stdout, cfg.stdout_limit_bytes, overflow)),
-            asyncio.ensure_future(_read_capped(process.stderr, cfg.stderr_limit_bytes, overflow)),
-        ]
+        readers = asyncio.gather(
+            _read_capped(process.stdout, cfg.stdout_limit_bytes, overflow),
+            _read_capped(process.stderr, cfg.stderr_limit_bytes, overflow),
+        )
         waiter = asyncio.ensure_future(process.wait())
         overflow_wait = asyncio.ensure_future(overflow.wait())
+        done: set[asyncio.Future] = set()
         try:
             done, _ = await asyncio.wait(
                 {waiter, overflow_wait}, timeout=program.timeout_s, return_when=asyncio.FIRST_COMPLETED
             )
         finally:
-            if process.returncode is None:
-                _kill_group(process.pid)
             overflow_wait.cancel()
-        await waiter
-        stdout, stderr = await asyncio.gather(*readers)
+            if not waiter.done():
+                await self._kill(process, waiter, status, group)
+            try:
+                stdout, stderr = await asyncio.wait_for(readers, _DRAIN_S)
+            except BaseException:
+                readers.cancel()
+                raise
+        status.poll()
         duration = time.monotonic() - started
         text_out, text_err = _decode(stdout), _decode(stderr)
+        if not status.started:
+            return RunResult(
+                Outcome.SANDBOX_ERROR, process.returncode, text_out, text_err, duration,
+                error=f"the sandbox did not start (exit status {process.returncode}): {text_err.strip()[-500:]}",
+            )  # fmt: skip
         if overflow.is_set():
             outcome, code = Outcome.OUTPUT_LIMIT, None
         elif waiter not in done:
             outcome, code = Outcome.TIMEOUT, None
+        elif group is not None and group.oom_kills():
+            outcome, code = Outcome.MEMORY_LIMIT, process.returncode
         else:
             outcome, code = _classify_exit(process.returncode, text_err)
         return RunResult(outcome, code, text_out, text_err, duration)
 
+    async def _kill(
+        self, process: asyncio.subprocess.Process, waiter: asyncio.Future, status: _StatusPipe, group: RunCgroup | None
+    ) -> None:
+        """SIGKILL the whole sandbox and wait until every process of it is gone.
+
+        Killing the sandbox's pid 1 makes the kernel kill and reap its whole pid namespace before pid 1
+        is reported dead, and only then does bwrap exit: so bwrap's exit means everything is gone.
+        """
+        status.poll()
+        if not status.kill_init():
+            _kill_group(process.pid)  # bwrap has not reported its child yet
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(waiter), _KILL_GRACE_S)
+        if not waiter.done():
+            _kill_group(process.pid)
+            if group is not None:
+                group.destroy()
+            await asyncio.shield(waiter)
+
     def stats(self) -> dict[str, float]:
-        return {"sandbox/runs": float(self._runs)}
+        return {f"sandbox/{name}": float(count) for name, count in self._counts.items()}
+
+    async def aclose(self) -> None:
+        if self._cgroups is not None:
+            self._cgroups.close()
+
+
+class _StatusPipe:
+    """bwrap's --json-status-fd stream, with our start marker mixed in, read as it arrives.
+
+    Only the first line is trusted as bwrap's: it is written before the sandbox starts. Everything
+    after it may come from the program (pid 1 of the sandbox holds the pipe as its stdin).
+    """
+
+    def __init__(self, fd: int, launcher_pid: int) -> None:
+        self._fd = fd
+        self._launcher_pid = launcher_pid
+        self._buffer = b""
+        self._size = 0
+        self._lines = 0
+        self._init_pidfd: int | None = None
+        self.started = False
+        os.set_blocking(fd, False)
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(fd, self.poll)
+        self._reading = True
+
+    def poll(self) -> None:
+        """Read whatever is in the pipe now."""
+        while self._fd >= 0:
+            try:
+                chunk = os.read(self._fd, _READ_CHUNK)
+            except BlockingIOError:
+                return
+            if not chunk:
+                self._stop_reading()
+                return
+            self._size += len(chunk)
+            if self._size > _STATUS_LIMIT:
+                continue  # a program flooding the pipe: drain and ignore
+            self._buffer += chunk
+            *lines, self._buffer = self._buffer.split(b"\n")
+            for line in lines:
+                self._line(line)
+
+    def _line(self, line: bytes) -> None:
+        self._lines += 1
+        if line == START_MARKER:
+            self.started = True
+        elif self._lines == 1:
+            with contextlib.suppress(ValueError, TypeError, KeyError):
+                self._watch_init(int(json.loads(line)["child-pid"]))
+
+    def _watch_init(self, pid: int) -> None:
+        # A pidfd names this very process even if the pid is reused later; check it is bwrap's child.
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            return
+        try:
+            with open(f"/proc/{pid}/stat") as handle:
+                parent = int(handle.read().rpartition(")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            parent = -1
+        if parent == self._launcher_pid:
+            self._init_pidfd = pidfd
+        else:
+            os.close(pidfd)
+
+    def kill_init(self) -> bool:
+        """SIGKILL pid 1 of the sandbox. False when bwrap has not reported it (or it is gone)."""
+        if self._init_pidfd is None:
+            return False
+        try:
+            signal.pidfd_send_signal(self._init_pidfd, signal.SIGKILL)
+        except ProcessLookupError:
+            return False
+        return True
+
+    def _stop_reading(self) -> None:
+        if self._reading:
+            self._loop.remove_reader(self._fd)
+            self._reading = False
+
+    def close(self) -> None:
+        self._stop_reading()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        if self._init_pidfd is not None:
+            os.close(self._init_pidfd)
+            self._init_pidfd = None
+
+
+def _program_fds(program: Program) -> tuple[int, int, int]:
+    """A memfd holding the program's source, and the status pipe (read end, write end)."""
+    source_fd = os.memfd_create("codegrpo-program", os.MFD_CLOEXEC)
+    try:
+        os.write(source_fd, program.source.encode("utf-8", "surrogatepass"))
+        os.lseek(source_fd, 0, os.SEEK_SET)
+        status_read, status_write = os.pipe()
+    except BaseException:
+        os.close(source_fd)
+        raise
+    return source_fd, status_read, status_write
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, _READ_CHUNK):
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 async def _read_capped(stream: asyncio.StreamReader | None, limit: int, overflow: asyncio.Event) -> bytes:
@@ -204,10 +498,8 @@ async def _read_capped(stream: asyncio.StreamReader | None, limit: int, overflow
 
 
 def _kill_group(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def _decode(data: bytes) -> str:
@@ -218,6 +510,8 @@ def _classify_exit(returncode: int | None, stderr: str) -> tuple[Outcome, int | 
     # bwrap reports a child killed by signal N as exit status 128 + N.
     if returncode is None:
         return Outcome.SANDBOX_ERROR, None
+    if returncode == 128 + signal.SIGXCPU:
+        return Outcome.TIMEOUT, returncode  # the CPU-time limit
     if returncode < 0 or returncode > 128:
         return Outcome.SIGNALED, returncode
     if returncode != 0 and stderr.rstrip().endswith("MemoryError"):

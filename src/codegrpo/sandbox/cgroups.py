@@ -1,0 +1,255 @@
+"""Per-run cgroups for the local sandbox: a memory and a process limit, an OOM count, and a sure kill.
+
+Works with cgroup v1 (a hierarchy per controller) and v2 (unified). Each sandbox gets a parent cgroup
+inside this process's own cgroup, so whatever limits the trainer runs under still cover its programs,
+and each run gets a child of that parent with the limits set. Where no writable cgroup exists, the
+caller falls back to rlimits (see ``CgroupLimits.unavailable``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import itertools
+import logging
+import os
+import re
+import signal
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+CONTROLLERS = ("memory", "pids")
+PREFIX = "codegrpo-"
+_instances = itertools.count()
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    version: int  # 1 or 2
+    own: Path  # this process's cgroup, as a directory of the mounted hierarchy
+
+
+def _unescape(field: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def _relative(path: str, root: str) -> str | None:
+    """``path`` (from /proc/self/cgroup) relative to a mount of the hierarchy at ``root``."""
+    if root == "/":
+        return path.lstrip("/")
+    if path == root or path.startswith(root + "/"):
+        return path[len(root) :].lstrip("/")
+    return None  # our cgroup is outside what this mount shows
+
+
+def find_hierarchies() -> dict[str, Hierarchy]:
+    """For each of memory and pids: the mounted hierarchy that has it, and our cgroup in it."""
+    own_v1: dict[str, str] = {}
+    own_v2: str | None = None
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        hierarchy_id, names, path = line.split(":", 2)
+        if hierarchy_id == "0" and not names:
+            own_v2 = path
+        for name in names.split(","):
+            own_v1[name] = path
+    found: dict[str, Hierarchy] = {}
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        left, _, right = line.partition(" - ")
+        fields, (fstype, _source, options) = left.split(), right.split(" ", 2)
+        root, mountpoint = _unescape(fields[3]), _unescape(fields[4])
+        if fstype == "cgroup":
+            for name in set(CONTROLLERS) & set(options.split(",")) - found.keys():
+                relative = _relative(own_v1.get(name, ""), root) if name in own_v1 else None
+                if relative is not None:
+                    found[name] = Hierarchy(1, Path(mountpoint, relative))
+        elif fstype == "cgroup2" and own_v2 is not None:
+            relative = _relative(own_v2, root)
+            if relative is None:
+                continue
+            own = Path(mountpoint, relative)
+            try:
+                available = (own / "cgroup.controllers").read_text().split()
+            except OSError:
+                continue
+            for name in set(CONTROLLERS) & set(available) - found.keys():
+                found[name] = Hierarchy(2, own)
+    return found
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _write(path: Path, value: str) -> None:
+    with open(path, "w") as handle:
+        handle.write(value)
+
+
+def _pids(directory: Path) -> list[int]:
+    try:
+        return [int(pid) for pid in (directory / "cgroup.procs").read_text().split()]
+    except FileNotFoundError:
+        return []
+
+
+def _remove(directory: Path, deadline: float) -> bool:
+    """Kill every process in ``directory`` (and below) and remove it. False if it would not go in time."""
+    for child in sorted((p for p in directory.iterdir() if p.is_dir()), reverse=True):
+        if not _remove(child, deadline):
+            return False
+    while True:
+        try:
+            directory.rmdir()
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError as error:
+            if error.errno != errno.EBUSY or time.monotonic() > deadline:
+                log.warning("could not remove cgroup %s: %s", directory, error)
+                return False
+        kill_file = directory / "cgroup.kill"  # v2, Linux 5.14+: kills the whole cgroup at once
+        if kill_file.exists():
+            with contextlib.suppress(OSError):
+                _write(kill_file, "1")
+        for pid in _pids(directory):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.002)
+
+
+class RunCgroup:
+    """The cgroup(s) of one run: join them before bwrap starts, read the OOM count, then destroy."""
+
+    def __init__(self, directories: list[Path], memory: tuple[int, Path] | None) -> None:
+        self.directories = directories
+        self._memory = memory  # (version, directory) when memory is limited here
+
+    @property
+    def procs_files(self) -> list[str]:
+        return [str(directory / "cgroup.procs") for directory in self.directories]
+
+    def oom_kills(self) -> int:
+        """How many processes the kernel killed for going over the memory limit."""
+        if self._memory is None:
+            return 0
+        version, directory = self._memory
+        try:
+            text = (directory / ("memory.oom_control" if version == 1 else "memory.events")).read_text()
+        except OSError:
+            return 0
+        match = re.search(r"^oom_kill (\d+)$", text, re.MULTILINE)
+        return int(match.group(1)) if match else 0
+
+    def processes(self) -> list[int]:
+        return sorted({pid for directory in self.directories for pid in _pids(directory)})
+
+    def destroy(self, timeout_s: float = 2.0) -> bool:
+        """Kill whatever is still in the run's cgroups and remove them. True when all are gone."""
+        deadline = time.monotonic() + timeout_s
+        return all([_remove(directory, deadline) for directory in self.directories])
+
+
+class CgroupLimits:
+    """Creates this sandbox's parent cgroups, and one child cgroup per run with the limits set.
+
+    ``controllers`` holds the controllers that work here ("memory", "pids", mapped to the cgroup
+    version); ``unavailable`` says for each other one why not, so the caller can fall back.
+    """
+
+    def __init__(self, memory_bytes: int, max_processes: int) -> None:
+        self.memory_bytes = memory_bytes
+        self.max_processes = max_processes
+        self.controllers: dict[str, int] = {}
+        self.unavailable: dict[str, str] = {}
+        self._parents: dict[str, Path] = {}
+        try:
+            hierarchies = find_hierarchies()
+        except (OSError, ValueError) as error:
+            hierarchies = {}
+            log.warning("cannot read this process's cgroups: %s", error)
+        name = f"{PREFIX}{os.getpid()}-{next(_instances)}"
+        for controller in CONTROLLERS:
+            hierarchy = hierarchies.get(controller)
+            if hierarchy is None:
+                self.unavailable[controller] = "no cgroup hierarchy with this controller is mounted"
+                continue
+            try:
+                self._parents[controller] = self._make_parent(hierarchy, controller, name)
+            except OSError as error:
+                self.unavailable[controller] = f"cannot create a cgroup under {hierarchy.own}: {error}"
+                continue
+            self.controllers[controller] = hierarchy.version
+
+    @staticmethod
+    def _make_parent(hierarchy: Hierarchy, controller: str, name: str) -> Path:
+        own = hierarchy.own
+        _sweep_stale(own)
+        parent = own / name
+        if hierarchy.version == 2:
+            # v2 hands a controller to children only through subtree_control; this fails (EBUSY) when
+            # our own cgroup also holds processes and is not the root, which is the usual case.
+            _write(own / "cgroup.subtree_control", f"+{controller}")
+            parent.mkdir(exist_ok=True)
+            _write(parent / "cgroup.subtree_control", f"+{controller}")
+        else:
+            parent.mkdir(exist_ok=True)
+        return parent
+
+    def new_run(self) -> RunCgroup:
+        """A fresh cgroup (per hierarchy) with the limits set. Raises OSError."""
+        name = uuid.uuid4().hex
+        directories: list[Path] = []
+        memory: tuple[int, Path] | None = None
+        run = RunCgroup(directories, None)
+        try:
+            for controller, parent in self._parents.items():
+                directory = parent / name
+                if directory not in directories:
+                    directory.mkdir()
+                    directories.append(directory)
+                version = self.controllers[controller]
+                if controller == "memory":
+                    self._limit_memory(version, directory)
+                    memory = (version, directory)
+                else:
+                    _write(directory / "pids.max", str(self.max_processes))
+        except OSError:
+            run.destroy()
+            raise
+        return RunCgroup(directories, memory)
+
+    def _limit_memory(self, version: int, directory: Path) -> None:
+        limit = str(self.memory_bytes)
+        if version == 1:
+            _write(directory / "memory.limit_in_bytes", limit)
+            swap = directory / "memory.memsw.limit_in_bytes"  # memory + swap: no swapping past the limit
+        else:
+            _write(directory / "memory.max", limit)
+            swap, limit = directory / "memory.swap.max", "0"
+        if swap.exists():
+            _write(swap, limit)
+
+    def close(self) -> None:
+        """Remove the parent cgroups (and any run cgroup still there). Safe to call twice."""
+        deadline = time.monotonic() + 2.0
+        for parent in set(self._parents.values()):
+            _remove(parent, deadline)
+        self._parents.clear()
+
+
+def _sweep_stale(own: Path) -> None:
+    """Remove parents left by sandboxes whose process is gone (a trainer that was killed, say)."""
+    for entry in own.glob(f"{PREFIX}*"):
+        pid = entry.name[len(PREFIX) :].partition("-")[0]
+        if pid.isdigit() and not _pid_alive(int(pid)):
+            _remove(entry, time.monotonic() + 1.0)

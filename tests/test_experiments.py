@@ -1,0 +1,47 @@
+"""Every experiment and debug config composes; a 2-job multirun of one step each runs offline."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codegrpo.cli import CONFIG_DIR
+from codegrpo.problems import PROJECT_ROOT, load_problems
+
+EXPERIMENTS = sorted(p.stem for p in (Path(CONFIG_DIR) / "experiment").glob("*.yaml"))
+DEBUGS = sorted(p.stem for p in (Path(CONFIG_DIR) / "debug").glob("*.yaml"))
+
+
+def test_guide_experiment_has_the_guides_settings(compose_cfg):
+    cfg = compose_cfg("experiment=guide")
+    assert cfg.model.name_or_path == "Qwen/Qwen2.5-0.5B-Instruct"
+    assert cfg.problems.name == "seed"
+    trainer = cfg.trainer
+    assert (trainer.num_generations, trainer.per_device_train_batch_size) == (4, 4)
+    assert (trainer.max_completion_length, trainer.max_steps, trainer.logging_steps) == (256, 50, 1)
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_experiment_composes_and_its_problems_load(compose_cfg, name):
+    cfg = compose_cfg(f"experiment={name}")
+    assert load_problems(cfg.problems.path, cfg.problems.limit)
+
+
+@pytest.mark.parametrize("name", DEBUGS)
+def test_debug_config_composes(compose_cfg, name):
+    cfg = compose_cfg(f"debug={name}")
+    assert cfg.trainer.max_steps == 1 and cfg.logger.backend == "none"
+
+
+@pytest.mark.slow
+def test_two_job_multirun_offline(tmp_path):
+    command = [sys.executable, "train.py", "--multirun", "debug=fast", "reward=binary,partial",
+               f"hydra.sweep.dir={tmp_path}"]
+    done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for job, kind in (("0", "binary"), ("1", "partial")):
+        assert (tmp_path / job / "log_history.json").is_file()
+        assert f"kind: {kind}" in (tmp_path / job / "config.yaml").read_text()
