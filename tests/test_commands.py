@@ -1,0 +1,61 @@
+"""The score and validate commands, run as users run them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from codegrpo.problems import PROJECT_ROOT, load_problems
+
+
+def command(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", *args], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_score_writes_one_line_per_input_in_order(tmp_path):
+    seed = {p.id: p for p in load_problems("problems/seed.jsonl")}
+    rows = [
+        {"problem_id": "is_prime", "completion": f"```python\n{seed['is_prime'].reference}```"},
+        {"problem_id": "is_prime", "completion": "def is_prime(n):\n    return n > 1"},
+        {"problem_id": "median", "completion": "no code here, sorry"},
+        {"problem_id": "roman", "completion": f"```python\n{seed['roman'].reference}```"},
+    ]
+    path = tmp_path / "completions.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    done = command("codegrpo.score", f"completions={path}", "problems=seed", "reward=partial", "sandbox=local")
+    assert done.returncode == 0, done.stderr
+    out = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [o["problem_id"] for o in out] == ["is_prime", "is_prime", "median", "roman"]
+    assert [o["status"] for o in out] == ["passed", "failed", "error", "passed"]
+    assert out[0]["reward"] == 1.0 and abs(out[1]["reward"] - 2 / 3) < 1e-9 and out[2]["reward"] == 0.0
+    assert "scored 4/4" in done.stderr and "mean reward" in done.stderr
+
+
+def test_score_rejects_unknown_problem_ids_naming_the_line(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"problem_id": "is_prime", "completion": "x"}\n{"problem_id": "nope", "completion": "x"}\n')
+    done = command("codegrpo.score", f"completions={path}", "problems=seed")
+    assert done.returncode == 2
+    assert f"{path}:2: unknown problem_id 'nope'" in done.stderr
+
+
+def test_validate_passes_for_the_shipped_sets():
+    for name, count in (("seed", 4), ("basics", 67), ("humaneval", 164)):
+        done = command("codegrpo.validate", f"problems={name}")
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert f"{name}: {count}/{count} references pass" in done.stdout
+
+
+def test_validate_lists_failing_references(tmp_path):
+    path = tmp_path / "p.jsonl"
+    path.write_text(
+        '{"id": "ok", "prompt": "f().", "test": "f()", "expected": "1", "reference": "def f():\\n    return 1"}\n'
+        '{"id": "bad", "prompt": "g().", "test": "g()", "expected": "1", "reference": "def g():\\n    return 2"}\n'
+        '{"id": "none", "prompt": "h().", "test": "h()", "expected": "1"}\n'
+    )
+    done = command("codegrpo.validate", "problems=jsonl", f"problems.path={path}")
+    assert done.returncode == 1
+    assert "FAIL     bad: failed" in done.stdout and "MISSING  none" in done.stdout
+    assert "jsonl: 1/3 references pass" in done.stdout
