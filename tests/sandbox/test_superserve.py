@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -310,7 +311,7 @@ def test_missing_api_key_fails_at_startup(monkeypatch: pytest.MonkeyPatch) -> No
     with pytest.raises(SandboxFatalError, match=f"API key in the environment variable {KEY_ENV}"):
         build_sandbox(cfg)
     monkeypatch.setenv(KEY_ENV, "   ")
-    with pytest.raises(SandboxFatalError, match="docs.superserve.ai/api-key"):
+    with pytest.raises(SandboxFatalError, match=re.escape("docs.superserve.ai/api-key")):
         build_sandbox(cfg)
 
 
@@ -378,25 +379,24 @@ def test_cancelled_call_kills_its_sandboxes(make_backend) -> None:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+        assert fake.alive == 0  # before aclose(): the cancelled call cleaned up after itself
+        await backend.aclose()
 
     # Cancelled while the programs run.
     with FakeSuperserve(latency={"exec": 30}) as fake:
         backend = make_backend(fake, max_concurrency=4)
         asyncio.run(cancel_when(backend, lambda: fake.requests["exec"] == 4, [PRINT_42] * 6))
-        assert fake.alive == 0
         assert_no_leaks(backend, fake)
 
     # Cancelled while the creates are in flight: the server made the sandboxes, we never got their ids.
     with FakeSuperserve(latency={"create": 30}) as fake:
         backend = make_backend(fake, max_concurrency=4)
         asyncio.run(cancel_when(backend, lambda: fake.created == 4, [PRINT_42] * 6))
-        assert fake.alive == 0
         assert backend.stats()["sandbox/reaped"] == 4
         assert_no_leaks(backend, fake)
 
 
 CTRL_C_SCRIPT = """
-import logging; logging.basicConfig(level=logging.INFO)
 import asyncio, atexit, os, signal, sys, threading, time
 from codegrpo.config import SuperserveSandboxConfig
 from codegrpo.fakes import FAKE_API_KEY, FakeSuperserve
@@ -441,7 +441,10 @@ def test_ctrl_c_during_training_kills_every_sandbox(tmp_path: Path, order: str) 
         [sys.executable, str(script), order], capture_output=True, text=True, timeout=120, env=env, check=False
     )
     assert "KeyboardInterrupt" in done.stderr, done.stderr
-    assert done.stdout.strip().splitlines()[-1] == "created=3 killed=3 alive=0", done.stdout + done.stderr[-6000:]
+    last = done.stdout.strip().splitlines()[-1]
+    counts = dict(field.split("=") for field in last.split())
+    assert int(counts["created"]) >= 3 and counts["killed"] == counts["created"], done.stdout + done.stderr[-4000:]
+    assert counts["alive"] == "0"
 
 
 # ----------------------------------------------------------------------------------- the fake

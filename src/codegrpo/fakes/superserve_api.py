@@ -46,7 +46,7 @@ import uuid
 from collections.abc import Collection, Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 from urllib.parse import urlparse
 
@@ -172,7 +172,9 @@ class FakeSuperserve:
         Retry-After header sent with every 429 (the SDK honours it when it retries GET and DELETE).
         """
         self.latency = dict(latency or {})
-        self.fault_rates = {route: {Fault(k): p for k, p in rates.items()} for route, rates in (fault_rates or {}).items()}
+        self.fault_rates = {
+            route: {Fault(k): p for k, p in rates.items()} for route, rates in (fault_rates or {}).items()
+        }
         for route in [*self.latency, *self.fault_rates]:
             if route not in ROUTES:
                 raise ValueError(f"unknown route {route!r}; routes are {', '.join(ROUTES)}")
@@ -286,6 +288,9 @@ class FakeSuperserve:
         return self._finish(call, outcome)
 
     async def _serve_async(self, request: httpx.Request) -> httpx.Response:
+        # Like a real connection: the async client resolves the host on the loop's default executor,
+        # which no longer takes work once the interpreter is exiting.
+        await asyncio.get_running_loop().run_in_executor(None, _resolve_host, request.url.host)
         await request.aread()
         call = self._begin(request)
         outcome = self._early(call) or self._work(call)
@@ -360,7 +365,9 @@ class FakeSuperserve:
         if call.route is None:
             with self._lock:
                 self.unhandled.append(f"{request.method} {request.url}")
-            return self._error(call, 404, "not_found", f"FakeSuperserve does not implement {request.method} {request.url.path}")
+            return self._error(
+                call, 404, "not_found", f"FakeSuperserve does not implement {request.method} {request.url.path}"
+            )
         if fault is Fault.TIMEOUT:
             return httpx.ReadTimeout("timed out", request=request)
         if fault is Fault.RESET:
@@ -423,7 +430,7 @@ class FakeSuperserve:
                 id=str(uuid.uuid4()),
                 request=body,
                 access_token=uuid.uuid4().hex,
-                created_at=datetime.now(timezone.utc).isoformat().replace("+00:00", "Z"),
+                created_at=datetime.now(UTC).isoformat().replace("+00:00", "Z"),
             )
             self.sandboxes[sandbox.id] = sandbox
             self.created += 1
@@ -511,7 +518,9 @@ class FakeSuperserve:
         if path is None:  # a command that runs no written file, such as `echo hi`
             return Program(source="", filename=".empty", command=tuple(argv), timeout_s=limit)
         if os.path.dirname(path) != "/tmp":
-            return self._error(call, 400, "invalid_request", "FakeSuperserve runs only files written directly under /tmp")
+            return self._error(
+                call, 400, "invalid_request", "FakeSuperserve runs only files written directly under /tmp"
+            )
         source = sandbox.files[path].decode("utf-8", "replace")
         return Program(source=source, filename=os.path.basename(path), command=tuple(argv), timeout_s=limit)
 
@@ -541,6 +550,10 @@ def _strip_timeout(argv: list[str]) -> tuple[float, list[str]]:
         return float(duration), argv[i + 1 :]
     except ValueError:
         raise ValueError(f"cannot parse timeout duration {argv[i]!r}") from None
+
+
+def _resolve_host(host: str) -> str:
+    return host
 
 
 def _run_blocking(coro: Coroutine[Any, Any, T]) -> T:

@@ -44,7 +44,10 @@ FAULT_RATES: dict[str, dict[Fault | str, float]] = {
 
 def _programs(n: int, timeout_s: float) -> list[tuple[str, Program, Outcome, str]]:
     picked = [CASES[i % len(CASES)] for i in range(n)]
-    return [(name, Program(source, command=PYTHON, timeout_s=timeout_s), outcome, out) for name, source, outcome, out in picked]
+    return [
+        (name, Program(source, command=PYTHON, timeout_s=timeout_s), outcome, out)
+        for name, source, outcome, out in picked
+    ]
 
 
 def _as_expected(result: RunResult, outcome: Outcome, last_line: str) -> bool:
@@ -73,7 +76,9 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ[KEY_ENV] = FAKE_API_KEY
     cases = _programs(args.programs, args.timeout)
-    with FakeSuperserve(latency=LATENCY, fault_rates=FAULT_RATES, seed=args.seed, max_sandboxes=args.concurrency) as fake:
+    with FakeSuperserve(
+        latency=LATENCY, fault_rates=FAULT_RATES, seed=args.seed, max_sandboxes=args.concurrency
+    ) as fake:
         cfg = SuperserveSandboxConfig(
             api_key_env=KEY_ENV,
             base_url=fake.base_url,
@@ -99,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
             wrong += 1
         stdout = result.stdout.rstrip().rpartition("\n")[2][:8]
         exit_code = "" if result.exit_code is None else result.exit_code
-        print(f"{i:>3}  {name:<14} {result.outcome.value:<14} {exit_code:>4}  {stdout:<8} {result.duration_s:>5.2f}  {check}")
+        row = f"{i:>3}  {name:<14} {result.outcome.value:<14} {exit_code:>4}  {stdout:<8} {result.duration_s:>5.2f}"
+        print(f"{row}  {check}")
 
     stats = backend.stats()
     print(f"\n{len(results)} programs in {elapsed:.1f}s with at most {args.concurrency} sandboxes at once")

@@ -61,7 +61,7 @@ class SandboxBackend(abc.ABC):
         fatal ones raise ``SandboxFatalError``.
         """
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 - an optional hook: most backends hold nothing to release
         """Release every resource the backend holds. Safe to call twice."""
 
     def stats(self) -> dict[str, float]:

@@ -2,16 +2,16 @@
 
 One run is, from the outside in::
 
-    sh (joins the run's cgroups; only when cgroups are in use)
-      bwrap                      new user/pid/net/ipc/uts/cgroup/mount namespaces, cleared environment
-        bwrap (pid 1 of the sandbox)
-          sh                     writes the start marker, then execs
-            prlimit              rlimits for the program only
-              the program
+    sh                 joins the run's cgroups (only when cgroups are in use), then execs
+      bwrap            new user/pid/net/ipc/uts/cgroup/mount namespaces, cleared environment
+        sh             pid 1 of the sandbox: writes the start marker on stdout, then execs
+          prlimit      rlimits for the program only, then execs
+            program    still pid 1
 
 The memory and process limits come from a per-run cgroup where this process can create one, and from
-rlimits otherwise (README, Security). When pid 1 of the sandbox dies the kernel kills every process
-left in its pid namespace, so killing it (never the program's own process group) ends everything.
+rlimits otherwise (README, Security). The program is the sandbox's pid 1 (--as-pid-1): no bwrap process
+it could ptrace or read /proc/1/fd of shares the sandbox with it, it cannot be killed from inside, and
+when it dies the kernel kills every process left in its pid namespace.
 """
 
 from __future__ import annotations
@@ -44,13 +44,17 @@ BWRAP_INSTALL_HINT = (
     "or choose sandbox=superserve. Model-written code is never run unsandboxed."
 )
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
-# Written by the sandbox's own sh right before it execs the program: without it, the program never ran.
-START_MARKER = b"codegrpo-started"
+# The first line on stdout, written by the sandbox's own sh right before it execs the program: a run
+# without it never started, so whatever went wrong is the sandbox's fault. The program cannot write
+# before it, and reading stdout is not something it can do, so it can neither fake nor swallow it.
+START_MARKER = b"codegrpo-started\n"
 _READ_CHUNK = 1 << 16
 _STATUS_LIMIT = 1 << 16
 _KILL_GRACE_S = 2.0  # how long a killed sandbox may take to go before its launcher is killed as well
 _DRAIN_S = 5.0  # how long to wait for the output pipes to close once every process is gone
 _PREFLIGHT_TIMEOUT_S = 30.0
+_JOIN_EXIT = 125  # the launcher's exit status when it cannot move itself into the run's cgroup
+_JOIN_FAILED = "cannot join the run's cgroup"
 
 
 def _interpreter_prefix(python: str) -> Path:
@@ -145,8 +149,8 @@ class LocalSandbox(SandboxBackend):
         """Run one trivial program now, so a sandbox that cannot work fails at startup, not per reward."""
         program = Program("print('ok')", "preflight.py", ("python3", "-I", "/tmp/preflight.py"), _PREFLIGHT_TIMEOUT_S)
         problem = self._preflight_error(program)
-        if problem and self._cgroups is not None and self._preflight_error(program, use_cgroups=False) is None:
-            # Creating cgroups worked but joining them did not (a read-only hierarchy, say): do without.
+        if problem and problem.startswith(_JOIN_FAILED) and self._preflight_error(program, False) is None:
+            # Creating cgroups worked but moving a process into them did not: do without.
             log.warning("sandbox cgroups do not work here (%s); using rlimits instead", problem)
             self._cgroups.close()
             self._cgroups = None
@@ -161,40 +165,39 @@ class LocalSandbox(SandboxBackend):
         try:
             done = subprocess.run(
                 self._command(program, source_fd, status_write, group),
-                stdin=status_write,
+                stdin=subprocess.DEVNULL,
                 capture_output=True,
                 pass_fds=(source_fd, status_write),
                 env={},
+                cwd="/",
                 timeout=program.timeout_s,
                 start_new_session=True,
             )
-            os.close(status_write)
-            status_write = -1
-            started = START_MARKER in _read_all(status_read)
         except (OSError, subprocess.SubprocessError) as error:
             return str(error)
         finally:
             for fd in (source_fd, status_read, status_write):
-                if fd >= 0:
-                    os.close(fd)
+                os.close(fd)
             if group is not None:
                 group.destroy()
-        if started and done.returncode == 0 and done.stdout == b"ok\n":
+        started = done.stdout.startswith(START_MARKER)
+        if started and done.returncode == 0 and done.stdout == START_MARKER + b"ok\n":
             return None
-        return f"exit status {done.returncode}: {_decode(done.stderr).strip()[-500:]}"
+        why = _JOIN_FAILED if not started and done.returncode == _JOIN_EXIT else f"exit status {done.returncode}"
+        return f"{why}: {_decode(done.stderr).strip()[-500:]}"
 
     def _command(self, program: Program, source_fd: int, status_fd: int, group: RunCgroup | None) -> list[str]:
         cfg = self.cfg
         join: list[str] = []
         if group is not None:
             # Joins before bwrap starts, so every process of the sandbox is born inside the cgroup.
-            script = "".join(f"echo $$ > {shlex.quote(path)} || exit 125\n" for path in group.procs_files)
+            script = "".join(f"echo $$ > {shlex.quote(path)} || exit {_JOIN_EXIT}\n" for path in group.procs_files)
             join = [self._sh, "-c", script + 'exec "$@"', "sh"]
         cpu_s = max(1, int(program.timeout_s + 0.999))
         limits = [
             self._prlimit,
-            # Soft limit: SIGXCPU, reported as a timeout; hard limit a second later: SIGKILL.
-            f"--cpu={cpu_s}:{cpu_s + 1}",
+            # SIGKILL at the limit (pid 1 would ignore SIGXCPU): reported as SIGNALED, exit status 137.
+            f"--cpu={cpu_s}",
             f"--fsize={cfg.file_size_limit_bytes}",
             f"--nofile={cfg.open_files}",
             "--core=0",
@@ -205,8 +208,12 @@ class LocalSandbox(SandboxBackend):
         if "pids" not in controllers:
             # Counted per user namespace (Linux 5.14+), so it limits this sandbox alone; root is exempt.
             limits.append(f"--nproc={cfg.max_processes}")
-        # stdin of the sandbox is the status pipe: the marker goes there, and the program gets /dev/null.
-        start = f"printf '%s\\n' {START_MARKER.decode()} >&0 || exit 125; exec \"$@\" </dev/null"
+        # A missing interpreter is the sandbox's fault, so it is checked before the marker.
+        start = (
+            'command -v "$1" >/dev/null || { echo "sandbox: no $1 on PATH" >&2; exit 127; }; '
+            f"printf '%s\\n' {START_MARKER.decode().strip()} || exit 126; "
+            'shift; exec "$@"'
+        )
         sandbox = [
             self._bwrap,
             "--unshare-all",
@@ -214,6 +221,7 @@ class LocalSandbox(SandboxBackend):
             "--disable-userns",
             "--die-with-parent",
             "--new-session",
+            "--as-pid-1",
             "--cap-drop", "ALL",
             "--hostname", "sandbox",
             "--clearenv",
@@ -234,7 +242,7 @@ class LocalSandbox(SandboxBackend):
             "--json-status-fd", str(status_fd),
             "--chdir", "/tmp",
             "--",
-            self._sh, "-c", start, "sh",
+            self._sh, "-c", start, "sh", program.command[0],
             *limits, "--",
             *program.command,
         ]  # fmt: skip
@@ -282,11 +290,12 @@ class LocalSandbox(SandboxBackend):
         try:
             process = await asyncio.create_subprocess_exec(
                 *self._command(program, source_fd, status_write, group),
-                stdin=status_write,
+                stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 pass_fds=(source_fd, status_write),
                 env={},  # nothing of the trainer's environment, not even in bwrap's own memory
+                cwd="/",
                 start_new_session=True,
             )
         except BaseException:
@@ -312,7 +321,7 @@ class LocalSandbox(SandboxBackend):
         cfg = self.cfg
         overflow = asyncio.Event()
         readers = asyncio.gather(
-            _read_capped(process.stdout, cfg.stdout_limit_bytes, overflow),
+            _read_capped(process.stdout, cfg.stdout_limit_bytes, overflow, START_MARKER),
             _read_capped(process.stderr, cfg.stderr_limit_bytes, overflow),
         )
         waiter = asyncio.ensure_future(process.wait())
@@ -327,14 +336,14 @@ class LocalSandbox(SandboxBackend):
             if not waiter.done():
                 await self._kill(process, waiter, status, group)
             try:
-                stdout, stderr = await asyncio.wait_for(readers, _DRAIN_S)
+                (started_ok, stdout), (_, stderr) = await asyncio.wait_for(readers, _DRAIN_S)
             except BaseException:
                 readers.cancel()
                 raise
         status.poll()
         duration = time.monotonic() - started
         text_out, text_err = _decode(stdout), _decode(stderr)
-        if not status.started:
+        if not started_ok:
             return RunResult(
                 Outcome.SANDBOX_ERROR, process.returncode, text_out, text_err, duration,
                 error=f"the sandbox did not start (exit status {process.returncode}): {text_err.strip()[-500:]}",
@@ -377,10 +386,9 @@ class LocalSandbox(SandboxBackend):
 
 
 class _StatusPipe:
-    """bwrap's --json-status-fd stream, with our start marker mixed in, read as it arrives.
+    """bwrap's --json-status-fd stream, read as it arrives, for the host pid of the sandbox's pid 1.
 
-    Only the first line is trusted as bwrap's: it is written before the sandbox starts. Everything
-    after it may come from the program (pid 1 of the sandbox holds the pipe as its stdin).
+    Only the outer bwrap holds the pipe's write end: bwrap closes it in the sandbox.
     """
 
     def __init__(self, fd: int, launcher_pid: int) -> None:
@@ -390,7 +398,6 @@ class _StatusPipe:
         self._size = 0
         self._lines = 0
         self._init_pidfd: int | None = None
-        self.started = False
         os.set_blocking(fd, False)
         self._loop = asyncio.get_running_loop()
         self._loop.add_reader(fd, self.poll)
@@ -416,9 +423,7 @@ class _StatusPipe:
 
     def _line(self, line: bytes) -> None:
         self._lines += 1
-        if line == START_MARKER:
-            self.started = True
-        elif self._lines == 1:
+        if self._lines == 1:
             with contextlib.suppress(ValueError, TypeError, KeyError):
                 self._watch_init(int(json.loads(line)["child-pid"]))
 
@@ -476,25 +481,30 @@ def _program_fds(program: Program) -> tuple[int, int, int]:
     return source_fd, status_read, status_write
 
 
-def _read_all(fd: int) -> bytes:
-    chunks = []
-    while chunk := os.read(fd, _READ_CHUNK):
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-async def _read_capped(stream: asyncio.StreamReader | None, limit: int, overflow: asyncio.Event) -> bytes:
-    """Read up to ``limit`` bytes; past it, flag the overflow and drain so the writer never blocks."""
+async def _read_capped(
+    stream: asyncio.StreamReader | None, limit: int, overflow: asyncio.Event, marker: bytes = b""
+) -> tuple[bool, bytes]:
+    """Read up to ``limit`` bytes after ``marker``; past it, flag the overflow and drain so the writer
+    never blocks. Returns whether the stream began with the marker, and the bytes kept."""
     chunks: list[bytes] = []
     size = 0
     assert stream is not None
+    if marker:
+        try:
+            head = await stream.readexactly(len(marker))
+        except asyncio.IncompleteReadError:
+            return False, b""
+        if head != marker:
+            while await stream.read(_READ_CHUNK):
+                pass  # no marker, no program: nothing here is worth keeping
+            return False, b""
     while chunk := await stream.read(_READ_CHUNK):
         if size < limit:
             chunks.append(chunk[: limit - size])
         size += len(chunk)
         if size > limit:
             overflow.set()
-    return b"".join(chunks)
+    return True, b"".join(chunks)
 
 
 def _kill_group(pid: int) -> None:
@@ -510,8 +520,6 @@ def _classify_exit(returncode: int | None, stderr: str) -> tuple[Outcome, int | 
     # bwrap reports a child killed by signal N as exit status 128 + N.
     if returncode is None:
         return Outcome.SANDBOX_ERROR, None
-    if returncode == 128 + signal.SIGXCPU:
-        return Outcome.TIMEOUT, returncode  # the CPU-time limit
     if returncode < 0 or returncode > 128:
         return Outcome.SIGNALED, returncode
     if returncode != 0 and stderr.rstrip().endswith("MemoryError"):

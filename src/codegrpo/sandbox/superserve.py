@@ -41,6 +41,7 @@ from superserve import (
     CommandResult,
     NetworkConfig,
     RateLimitError,
+    Sandbox,
     SandboxError,
     SandboxStatus,
     SandboxTimeoutError,
@@ -59,8 +60,8 @@ KILLED_EXIT_CODE = 128 + 9  # what `timeout -s KILL` exits with when the time ru
 EXEC_MARGIN_S = 5.0  # the server's own limit on exec stays above the KILL wrapper's
 RUN_TAG = "codegrpo_run"  # metadata: the backend instance that made the sandbox
 ATTEMPT_TAG = "codegrpo_attempt"  # metadata: the create call, to find its sandbox if the answer is lost
-EXIT_CLEANUP_TIMEOUT_S = 60.0
-CANCEL_WAIT_S = 10.0
+CANCEL_WAIT_S = 10.0  # how long a close waits for cancelled programs to kill their own sandboxes
+EXIT_CLEANUP_S = 30.0  # how long the exit hook may keep the process alive
 
 
 class SuperserveSandbox(SandboxBackend):
@@ -90,6 +91,7 @@ class SuperserveSandbox(SandboxBackend):
         self._creates_since_sweep = False
         self._rate_limited_until = 0.0
         self._exit_hook = False
+        self._exiting = False
 
     # ------------------------------------------------------------------------------ interface
 
@@ -112,13 +114,19 @@ class SuperserveSandbox(SandboxBackend):
         if failed:
             log.warning(
                 "superserve: %d of %d programs got no result after %d retries (%s)",
-                len(failed), len(results), self.cfg.max_retries, failed[0].error,
+                len(failed),
+                len(results),
+                self.cfg.max_retries,
+                failed[0].error,
             )
         return results
 
     async def aclose(self) -> None:
         """Cancel calls in flight (on any loop), kill every sandbox this backend knows of, sweep orphans."""
-        await self._cancel_inflight()
+        inflight = self._cancel_inflight()
+        deadline = time.monotonic() + CANCEL_WAIT_S
+        while time.monotonic() < deadline and _pending(inflight):
+            await asyncio.sleep(0.02)
         with self._lock:
             alive = list(self._alive)
         await asyncio.gather(*(self._kill(sandbox_id) for sandbox_id in alive))
@@ -157,6 +165,8 @@ class SuperserveSandbox(SandboxBackend):
             try:
                 async with self._slots.held():
                     return await self._attempt(program)
+            except SandboxFatalError:
+                raise
             except Exception as error:
                 if not _is_transient(error):
                     raise self._fatal(error) from error
@@ -191,6 +201,8 @@ class SuperserveSandbox(SandboxBackend):
     # ----------------------------------------------------------------------------- lifecycle
 
     async def _create(self) -> AsyncSandbox:
+        if self._exiting:
+            raise SandboxFatalError("the process is exiting; no new Superserve sandboxes")
         attempt = uuid.uuid4().hex
         self._creates_since_sweep = True
         cfg = self.cfg
@@ -224,7 +236,7 @@ class SuperserveSandbox(SandboxBackend):
             except Exception as error:
                 failures += 1
                 if not _is_transient(error) or failures > self.cfg.max_retries:
-                    log.error("superserve: could not kill sandbox %s (%s); will retry at close", sandbox_id, _describe(error))
+                    self._warn("could not kill sandbox %s (%s); retrying at close", sandbox_id, _describe(error))
                     return
                 self._count("retries")
                 await asyncio.sleep(self._backoff(failures))
@@ -237,7 +249,7 @@ class SuperserveSandbox(SandboxBackend):
         try:
             found = await AsyncSandbox.list(metadata=tags, api_key=self._api_key, base_url=self.cfg.base_url)
         except Exception as error:
-            log.warning("superserve: could not list sandboxes to clean up (%s); sweeping again at close", _describe(error))
+            self._warn("could not list sandboxes to clean up (%s); sweeping again at close", _describe(error))
             return
         if RUN_TAG in tags:
             self._creates_since_sweep = False
@@ -247,19 +259,15 @@ class SuperserveSandbox(SandboxBackend):
                     self._count("reaped")
                 await self._kill(info.id)
 
-    async def _cancel_inflight(self) -> None:
-        """Cancel every program in flight, on whatever loop runs it, and let it kill its sandbox."""
-        me, loop = asyncio.current_task(), asyncio.get_running_loop()
+    def _cancel_inflight(self) -> list[tuple[asyncio.Task[RunResult], asyncio.AbstractEventLoop]]:
+        """Cancel every program in flight, on whatever loop runs it; each then kills its own sandbox."""
+        me = _current_task()
         with self._lock:
-            inflight = [(task, task_loop) for task, task_loop in self._inflight.items() if task is not me]
-        for task, task_loop in inflight:
-            if task_loop is loop:
-                task.cancel()
-            elif task_loop.is_running():
-                task_loop.call_soon_threadsafe(task.cancel)
-        deadline = time.monotonic() + CANCEL_WAIT_S
-        while time.monotonic() < deadline and any(not t.done() and lp.is_running() for t, lp in inflight):
-            await asyncio.sleep(0.02)
+            inflight = [(task, loop) for task, loop in self._inflight.items() if task is not me]
+        for task, loop in inflight:
+            if loop.is_running():
+                loop.call_soon_threadsafe(task.cancel)
+        return inflight
 
     def _register_exit_hook(self) -> None:
         # On Ctrl-C, TRL's reward loop thread may be stopped with our tasks still pending: kill from here.
@@ -268,14 +276,48 @@ class SuperserveSandbox(SandboxBackend):
             atexit.register(self._cleanup_at_exit)
 
     def _cleanup_at_exit(self) -> None:
+        """Last resort when aclose() was never awaited, as after Ctrl-C.
+
+        Uses the sync SDK: once the interpreter is shutting down, asyncio cannot resolve host names
+        (its executor is gone), while plain sockets still work.
+        """
+        self._exiting = True
+        deadline = time.monotonic() + EXIT_CLEANUP_S
+        inflight = self._cancel_inflight()
+        cancel_deadline = time.monotonic() + CANCEL_WAIT_S
+        while time.monotonic() < cancel_deadline and _pending(inflight):
+            time.sleep(0.02)
+        if self._creates_since_sweep:
+            try:
+                found = Sandbox.list(
+                    metadata={RUN_TAG: self._run_id}, api_key=self._api_key, base_url=self.cfg.base_url
+                )
+            except Exception as error:
+                log.error("superserve: could not list this run's sandboxes at exit (%s)", _describe(error))
+                found = []
+            for info in found:
+                if info.status is not SandboxStatus.DELETED and self._track_created(info.id):
+                    self._count("reaped")
         with self._lock:
-            pending = bool(self._alive or self._inflight) or self._creates_since_sweep
-        if not pending:
-            return
-        try:
-            asyncio.run(asyncio.wait_for(self.aclose(), EXIT_CLEANUP_TIMEOUT_S))
-        except Exception as error:  # at exit there is nobody left to raise to
-            log.error("superserve: cleanup at exit failed (%s); %d sandboxes may be left", _describe(error), len(self._alive))
+            alive = list(self._alive)
+        for sandbox_id in alive:
+            self._kill_at_exit(sandbox_id, deadline)
+        if self._alive:
+            log.error("superserve: %d sandboxes could not be killed at exit: %s", len(self._alive), sorted(self._alive))
+
+    def _kill_at_exit(self, sandbox_id: str, deadline: float) -> None:
+        failures = 0
+        while time.monotonic() < deadline:
+            try:
+                Sandbox.kill_by_id(sandbox_id, api_key=self._api_key, base_url=self.cfg.base_url)
+            except Exception as error:
+                failures += 1
+                if not _is_transient(error) or failures > self.cfg.max_retries:
+                    return
+                time.sleep(self._backoff(failures))
+            else:
+                self._track_killed(sandbox_id)
+                return
 
     # ------------------------------------------------------------------------------- bookkeeping
 
@@ -294,6 +336,10 @@ class SuperserveSandbox(SandboxBackend):
                 self._alive.remove(sandbox_id)
                 self._counts["killed"] += 1
 
+    def _warn(self, message: str, *args: object) -> None:
+        # At exit, async cleanup fails by design (asyncio cannot resolve hosts any more) and the exit hook redoes it.
+        log.log(logging.DEBUG if self._exiting else logging.WARNING, "superserve: " + message, *args)
+
     def _count(self, name: str) -> None:
         with self._lock:
             self._counts[name] += 1
@@ -307,8 +353,6 @@ class SuperserveSandbox(SandboxBackend):
             raise SandboxFatalError(self._fatal_message)
 
     def _fatal(self, error: Exception) -> SandboxFatalError:
-        if isinstance(error, SandboxFatalError):
-            return error
         if isinstance(error, AuthenticationError):
             message = (
                 f"Superserve rejected the API key in {self.cfg.api_key_env} (HTTP {error.status_code}: {error}). "
@@ -373,6 +417,18 @@ class _Slots:
                 except RuntimeError:  # its loop is closed, so nobody waits on it any more
                     continue
             self._free += 1
+
+
+def _current_task() -> asyncio.Task | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no loop runs in this thread
+        return None
+
+
+def _pending(inflight: list[tuple[asyncio.Task[RunResult], asyncio.AbstractEventLoop]]) -> bool:
+    """Whether a cancelled program may still be killing its sandbox (its loop must be running to do so)."""
+    return any(not task.done() and loop.is_running() for task, loop in inflight)
 
 
 def _wake(waiter: asyncio.Future[None]) -> None:

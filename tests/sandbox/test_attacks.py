@@ -1,0 +1,781 @@
+"""Hostile completions against the local sandbox, scored through the real reward.
+
+Every attack asserts that it was contained (the run's outcome, and what the host sees afterwards) and the
+reward it got. Completions that would profit from an escape answer correctly only when their attack
+worked, so a reward of 1.0 on those means the sandbox leaked. After every attack the trainer is alive,
+the next normal program still scores 1.0, and nothing is left behind: no process, cgroup, file
+descriptor, secret in the output, or growth of the trainer's memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import select
+import shutil
+import socket
+import string
+import sys
+import textwrap
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from codegrpo.problems import PROJECT_ROOT, load_problems
+from codegrpo.programs import get_language
+from codegrpo.reward import Scored, Scorer
+from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend
+from codegrpo.verdict import Status
+from tests.sandbox.test_local import (
+    MiB,
+    child_pids,
+    make_sandbox,
+    open_fds,
+    processes_with,
+    run_cgroups,
+)
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the local sandbox needs bubblewrap")
+
+PROBLEMS_FILE = PROJECT_ROOT / "problems" / "seed.jsonl"
+PROBLEMS = {p.id: p for p in load_problems(str(PROBLEMS_FILE))}
+SECRET_NAMES = ("WANDB_API_KEY", "SUPERSERVE_API_KEY", "HF_TOKEN")
+SECRET = f"sekret-{uuid.uuid4().hex}"  # the sandbox searches for the "sekret-" prefix, never the value
+RIGHT_ON_THE_TEST = "n in (2, 3, 5, 7, 97)"  # is_prime's test asks 97, 1 and 91
+
+
+class Recording(SandboxBackend):
+    """Passes programs to the real sandbox and keeps each RunResult, to look at beside the reward."""
+
+    def __init__(self, inner: SandboxBackend) -> None:
+        self.inner = inner
+        self.results: list[RunResult] = []
+
+    async def run_many(self, programs: Sequence[Program]) -> list[RunResult]:
+        results = await self.inner.run_many(programs)
+        self.results.extend(results)
+        return results
+
+
+def score(sandbox, problem_id: str, completion: str, timeout_s: float = 5.0) -> tuple[Scored, RunResult]:
+    recording = Recording(sandbox)
+    scorer = Scorer(list(PROBLEMS.values()), recording, get_language("python"), "binary", timeout_s=timeout_s)
+    (scored,) = asyncio.run(scorer.score([problem_id], [completion]))
+    (result,) = recording.results
+    return scored, result
+
+
+def reported_value(result: RunResult):
+    """The value the harness reported (its one JSON line on stdout)."""
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["status"] == "ok", report
+    return report["value"]
+
+
+def escaped_if(attack: str) -> str:
+    """A completion whose is_prime is right only if ``attack`` (a function body) returned True."""
+    body = textwrap.indent(textwrap.dedent(attack).strip("\n"), "    ")
+    return (
+        f"def _attack():\n{body}\n\n\n_ESCAPED = _attack()\n\n\n"
+        f"def is_prime(n):\n    return ({RIGHT_ON_THE_TEST}) if _ESCAPED else None\n"
+    )
+
+
+def fenced(code: str) -> str:
+    return f"Here is my solution.\n\n```python\n{textwrap.dedent(code).strip()}\n```\n"
+
+
+# -- host services the sandbox must not reach ----------------------------------------------------------
+
+
+class HostServices:
+    """A TCP service on the host's loopback and two unix sockets (abstract and path), all answering
+    is_prime's expected values to whoever connects, and counting every connection."""
+
+    def __init__(self, directory: Path) -> None:
+        self.tcp = socket.create_server(("127.0.0.1", 0))
+        self.tcp_port = self.tcp.getsockname()[1]
+        self.abstract_name = f"codegrpo-test-{uuid.uuid4().hex}"
+        self.abstract = socket.socket(socket.AF_UNIX)
+        self.abstract.bind("\0" + self.abstract_name)
+        self.unix_path = str(directory / "service.sock")
+        self.unix = socket.socket(socket.AF_UNIX)
+        self.unix.bind(self.unix_path)
+        self.accepted: list[str] = []
+        self._stop = False
+        for listener in (self.tcp, self.abstract, self.unix):
+            listener.listen(8)
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        listeners = [self.tcp, self.abstract, self.unix]
+        while not self._stop:
+            for ready in select.select(listeners, [], [], 0.05)[0]:
+                connection, _ = ready.accept()
+                self.accepted.append(str(ready.getsockname()))
+                connection.sendall(b"[true, false, false]\n")
+                connection.close()
+
+    def close(self) -> None:
+        self._stop = True
+        self._thread.join()
+        for listener in (self.tcp, self.abstract, self.unix):
+            listener.close()
+
+
+@pytest.fixture(scope="module")
+def services(tmp_path_factory):
+    host = HostServices(tmp_path_factory.mktemp("services"))
+    yield host
+    host.close()
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    box = make_sandbox()
+    yield box
+    asyncio.run(box.aclose())
+
+
+def has_cgroups(box) -> bool:
+    return box.enforcement["memory"].startswith("cgroup") and box.enforcement["processes"].startswith("cgroup")
+
+
+def _peak_rss() -> int:
+    return int(Path("/proc/self/status").read_text().split("VmHWM:")[1].split()[0]) << 10
+
+
+def _rss() -> int:
+    return int(Path("/proc/self/status").read_text().split("VmRSS:")[1].split()[0]) << 10
+
+
+@pytest.fixture
+def contained(sandbox, monkeypatch):
+    """Secrets in the trainer's environment during the attack; afterwards, the trainer's state is checked."""
+    for name in SECRET_NAMES:
+        monkeypatch.setenv(name, SECRET)
+    fds = open_fds()
+    rss = _rss()
+    Path("/proc/self/clear_refs").write_text("5")  # reset the peak resident set size
+    seen: list[RunResult] = []
+    yield seen
+    assert _peak_rss() - rss < 64 * MiB, "the trainer's memory grew with what a program did"
+    for result in seen:
+        assert "sekret-" not in result.stdout + result.stderr + result.error
+    scored, _ = score(sandbox, "is_prime", PROBLEMS["is_prime"].reference)
+    assert (scored.verdict.status, scored.verdict.reward) == (Status.PASSED, 1.0)
+    assert child_pids() == set()
+    assert run_cgroups() == []
+    assert open_fds() == fds
+
+
+# -- the attacks ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Attack:
+    name: str
+    code: str  # a completion; $names are filled from the test's context
+    status: Status
+    reward: float
+    outcome: Outcome
+    problem: str = "is_prime"
+    timeout_s: float = 5.0
+    needs_cgroups: bool = False
+    check: Callable[[RunResult, dict], None] | None = field(default=None, compare=False)
+
+
+def _not_escaped(result: RunResult, ctx: dict) -> None:
+    assert reported_value(result) == [None, None, None]  # the attack ran to the end and found nothing
+
+
+def _quick(result: RunResult, ctx: dict) -> None:
+    assert result.duration_s < 3
+
+
+def _killed_on_time(result: RunResult, ctx: dict) -> None:
+    assert result.duration_s < 1.0 + 2.0
+
+
+def _fewer_than_the_process_limit(result: RunResult, ctx: dict) -> None:
+    count = reported_value(result)[0]
+    assert 0 < count < ctx["max_processes"]
+
+
+def _output_capped(result: RunResult, ctx: dict) -> None:
+    assert len(result.stderr) == ctx["output_cap"]
+
+
+def _no_connection(result: RunResult, ctx: dict) -> None:
+    _not_escaped(result, ctx)
+    assert ctx["services"].accepted == []
+
+
+def _daemon_gone(result: RunResult, ctx: dict) -> None:
+    assert processes_with(ctx["marker"]) == []
+
+
+def _harness_reported_an_error(result: RunResult, ctx: dict) -> None:
+    assert json.loads(result.stdout.strip().splitlines()[-1])["status"] == "error"
+
+
+def _tmp_full(result: RunResult, ctx: dict) -> None:
+    _quick(result, ctx)
+    written = reported_value(result)[0]
+    assert ctx["tmpfs"] - 4 * MiB <= written <= ctx["tmpfs"]
+
+
+def _not_found(result: RunResult, ctx: dict) -> None:
+    assert reported_value(result) == [None, None]
+
+
+def _forgery_went_to_stderr(result: RunResult, ctx: dict) -> None:
+    assert '"value": [true, false, false]' in result.stderr
+    assert reported_value(result) == [False, False, False]
+
+
+def _planted_nothing_on_the_host(result: RunResult, ctx: dict) -> None:
+    _not_escaped(result, ctx)
+    for directory in (Path(sys.base_prefix), Path(os.__file__).parent, Path("/tmp")):
+        assert not list(directory.glob(f"planted-{ctx['marker']}*"))
+
+
+SPIN = "while True:\n    pass\n"
+
+ATTACKS = [
+    # -- time
+    Attack("infinite_loop", SPIN, Status.TIMEOUT, 0.0, Outcome.TIMEOUT, timeout_s=1.0, check=_killed_on_time),
+    Attack("sleep", "import time\ntime.sleep(3600)\n", Status.TIMEOUT, 0.0, Outcome.TIMEOUT, timeout_s=1.0,
+           check=_killed_on_time),
+    Attack("block_on_stdin", escaped_if("""
+        import os, sys
+        got = []
+        for read in (input, sys.stdin.read, lambda: os.read(0, 100), lambda: open("/dev/tty").read(),
+                     lambda: open("/proc/1/fd/0").read(), lambda: open("/proc/self/fd/0").read()):
+            try:
+                got.append(read())
+            except (OSError, EOFError):
+                pass
+        return any(got)
+    """), Status.FAILED, 0.0, Outcome.EXITED, check=lambda r, c: (_not_escaped(r, c), _quick(r, c))),
+    Attack("ignore_sigterm_and_sigalrm", """
+        import signal
+        for sig in (signal.SIGTERM, signal.SIGALRM, signal.SIGINT, signal.SIGHUP, signal.SIGXCPU, signal.SIGUSR1):
+            signal.signal(sig, signal.SIG_IGN)
+        signal.alarm(0)
+        while True:
+            pass
+    """, Status.TIMEOUT, 0.0, Outcome.TIMEOUT, timeout_s=1.0, check=_killed_on_time),
+    Attack("sigstop_itself", "import os, signal\nos.kill(os.getpid(), signal.SIGSTOP)\n",
+           Status.TIMEOUT, 0.0, Outcome.TIMEOUT, timeout_s=1.0, check=_killed_on_time),
+    Attack("sigstop_everything", """
+        import os, signal
+        for pid in (-1, 1, 0, os.getpid()):
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except OSError:
+                pass
+    """, Status.TIMEOUT, 0.0, Outcome.TIMEOUT, timeout_s=1.0, check=_killed_on_time),
+    # -- processes and resources
+    Attack("fork_bomb", """
+        import os
+        while True:
+            try:
+                os.fork()
+            except OSError:
+                pass
+    """, Status.TIMEOUT, 0.0, Outcome.TIMEOUT, timeout_s=1.0, needs_cgroups=True, check=_killed_on_time),
+    Attack("fork_until_refused", """
+        import os, time
+        COUNT = 0
+        while True:
+            try:
+                pid = os.fork()
+            except OSError:
+                break
+            if pid == 0:
+                time.sleep(60)
+                os._exit(0)
+            COUNT += 1
+
+        def is_prime(n):
+            return COUNT
+    """, Status.FAILED, 0.0, Outcome.EXITED, needs_cgroups=True, check=_fewer_than_the_process_limit),
+    Attack("thread_bomb", """
+        import threading, time
+        COUNT = 0
+        try:
+            while True:
+                threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+                COUNT += 1
+        except RuntimeError:
+            pass
+
+        def is_prime(n):
+            return COUNT
+    """, Status.FAILED, 0.0, Outcome.EXITED, needs_cgroups=True, check=_fewer_than_the_process_limit),
+    Attack("memory_bomb", "BOMB = bytearray(2 << 30)\n\ndef is_prime(n):\n    return len(BOMB) > 0\n",
+           Status.ERROR, 0.0, Outcome.MEMORY_LIMIT, timeout_s=10.0, needs_cgroups=True),
+    Attack("memory_creep", fenced("""
+        chunks = []
+        while True:
+            chunks.append(bytearray(32 << 20))
+    """), Status.ERROR, 0.0, Outcome.MEMORY_LIMIT, timeout_s=10.0, needs_cgroups=True),
+    Attack("fill_tmp", """
+        WRITTEN = 0
+        try:
+            for i in range(1000):
+                with open(f"/tmp/fill-{i}", "wb") as handle:
+                    WRITTEN += handle.write(b"x" * (1 << 20))
+        except OSError:
+            pass
+
+        def is_prime(n):
+            return WRITTEN
+    """, Status.FAILED, 0.0, Outcome.EXITED, check=_tmp_full),
+    Attack("write_outside_tmp", escaped_if("""
+        import os, sys
+        written = []
+        for directory in ["/", "/usr", "/usr/lib", "/bin", "/dev", "/dev/shm", "/proc", "/root", "/etc", "/home",
+                          sys.prefix, sys.base_prefix, os.path.dirname(os.__file__)] + sys.path:
+            try:
+                with open(os.path.join(directory, "planted-$marker"), "w") as handle:
+                    handle.write("x")
+                written.append(directory)
+            except OSError:
+                pass
+        return bool(written)
+    """), Status.FAILED, 0.0, Outcome.EXITED, check=_planted_nothing_on_the_host),
+    # -- output
+    Attack("stdout_flood", "while True:\n    print('x' * 1000)\n", Status.ERROR, 0.0, Outcome.OUTPUT_LIMIT,
+           check=_output_capped),
+    Attack("stderr_flood", "import sys\nwhile True:\n    sys.stderr.write('y' * 4096)\n", Status.ERROR, 0.0,
+           Outcome.OUTPUT_LIMIT, check=_output_capped),
+    Attack("one_100mb_line", "print('z' * 100_000_000)\n", Status.ERROR, 0.0, Outcome.OUTPUT_LIMIT,
+           check=_output_capped),
+    # -- network
+    Attack("internet", escaped_if("""
+        import socket
+        if [name for _, name in socket.if_nameindex()] != ["lo"]:
+            return True
+        for family, address in [(socket.AF_INET, ("1.1.1.1", 80)), (socket.AF_INET, ("8.8.8.8", 53)),
+                                (socket.AF_INET6, ("2606:4700:4700::1111", 80))]:
+            try:
+                socket.socket(family).connect(address)
+                return True
+            except OSError:
+                pass
+        return False
+    """), Status.FAILED, 0.0, Outcome.EXITED, check=_not_escaped),
+    Attack("host_loopback_service", escaped_if("""
+        import socket
+        for host in ("127.0.0.1", "localhost", "::1"):
+            try:
+                return b"true" in socket.create_connection((host, $tcp_port), timeout=1).recv(100)
+            except OSError:
+                pass
+        return False
+    """), Status.FAILED, 0.0, Outcome.EXITED, check=_no_connection),
+    Attack("dns", escaped_if("""
+        import socket
+        for name in ("example.com", "huggingface.co", "api.wandb.ai"):
+            try:
+                socket.getaddrinfo(name, 443)
+                return True
+            except OSError:
+                pass
+        try:
+            socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("8.8.8.8", 53))
+            return True
+        except OSError:
+            return False
+    """), Status.FAILED, 0.0, Outcome.EXITED, check=_not_escaped),
+    Attack("unix_sockets", escaped_if("""
+        import socket
+        for address in ("\\0$abstract", "$unix_path", "/run/dbus/system_bus_socket", "/var/run/docker.sock",
+                        "/run/systemd/private"):
+            try:
+                connection = socket.socket(socket.AF_UNIX)
+                connection.connect(address)
+                return b"true" in connection.recv(100)
+            except OSError:
+                pass
+        return False
+    """), Status.FAILED, 0.0, Outcome.EXITED, check=_no_connection),
+    # -- secrets and host files
+    Attack("env_secrets", escaped_if("""
+        import os
+        found = [v for v in os.environ.values() if "sekret-" in v]
+        for pid in os.listdir("/proc"):
+            for part in ("environ", "cmdline"):
+                try:
+                    found += [pid] if b"sekret-" in open(f"/proc/{pid}/{part}", "rb").read() else []
+                except OSError:
+                    pass
+        return bool(found) or any(name in os.environ for name in ("WANDB_API_KEY", "SUPERSERVE_API_KEY", "HF_TOKEN"))
+    """), Status.FAILED, 0.0, Outcome.EXITED, check=_not_escaped),
+    Attack("proc_1_environ", escaped_if("""
+        data = b""
+        for path in ("/proc/1/environ", "/proc/self/environ", "/proc/1/task/1/environ"):
+            try:
+                data += open(path, "rb").read()
+            except OSError:
+                pass
+        return any(word in data for word in (b"sekret-", b"KEY", b"TOKEN", b"PYENV", b"VIRTUAL_ENV"))
+    """), Status.FAILED, 0.0, Outcome.EXITED, check=_not_escaped),
+    Attack("host_home_directory", escaped_if("""
+        import os
+        return any(os.path.lexists(path) for path in $home_paths)
+    """), Status.FAILED, 0.0, Outcome.EXITED, check=_not_escaped),
+    Attack("the_repository", """
+        import json
+
+        def is_prime(n):
+            # The expected answers are in the repository's problem file: read them, in the test's order.
+            try:
+                for line in open("$problems_file"):
+                    record = json.loads(line)
+                    if record["id"] == "is_prime":
+                        return dict(zip((97, 1, 91), json.loads(record["expected"])))[n]
+            except OSError:
+                return None
+    """, Status.FAILED, 0.0, Outcome.EXITED, check=_not_escaped),
+    Attack("search_for_problem_files", escaped_if("""
+        import os
+        for top in ("/", "/tmp", "/root", "/home", "/work", "/mnt", "/srv", "/opt", "/data"):
+            for root, dirs, files in os.walk(top):
+                dirs[:] = [d for d in dirs if os.path.join(root, d) not in ("/proc", "/usr", "/dev")]
+                if any(f.endswith((".jsonl", ".jsonl.gz")) or "seed" in f for f in files):
+                    return True
+        return False
+    """), Status.FAILED, 0.0, Outcome.EXITED, check=_not_escaped),
+    Attack("walk_the_call_stack", """
+        import gc, sys
+
+        NEEDLE = "MCM" + "XCIV"  # an expected answer, which must not be anywhere in the sandbox
+
+        def _strings(value, depth=0):
+            if isinstance(value, str):
+                yield value
+            elif isinstance(value, (list, tuple, set)) and depth < 3:
+                for item in value:
+                    yield from _strings(item, depth + 1)
+            elif isinstance(value, dict) and depth < 3:
+                for item in value.values():
+                    yield from _strings(item, depth + 1)
+
+        def _found():
+            frame = sys._getframe()
+            while frame is not None:
+                for scope in (frame.f_locals, frame.f_globals):
+                    if any(NEEDLE in s for s in _strings(scope) if s is not NEEDLE):
+                        return True
+                frame = frame.f_back
+            return any(NEEDLE in s for obj in gc.get_objects() for s in _strings(obj) if s is not NEEDLE)
+
+        FOUND = _found()
+
+        def roman(n):
+            return {4: "IV", 1994: NEEDLE}[n] if FOUND else None
+    """, Status.FAILED, 0.0, Outcome.EXITED, problem="roman", check=_not_found),
+    # -- escape and persistence
+    # The harness is the sandbox's pid 1, which nothing inside the sandbox can kill.
+    Attack("kill_the_harness", "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n",
+           Status.ERROR, 0.0, Outcome.EXITED, check=_harness_reported_an_error),
+    Attack("kill_the_process_group", "import os, signal\nos.killpg(os.getpgrp(), signal.SIGKILL)\n",
+           Status.ERROR, 0.0, Outcome.EXITED, check=_harness_reported_an_error),
+    Attack("kill_everything_visible", """
+        import os, signal
+        if os.fork() == 0:
+            os.kill(-1, signal.SIGKILL)
+            os._exit(0)
+        os.wait()
+    """, Status.ERROR, 0.0, Outcome.EXITED, check=_harness_reported_an_error),
+    Attack("kill_the_trainer", escaped_if("""
+        import os, signal
+        for pid in ($trainer_pid, 1):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        return False
+    """), Status.FAILED, 0.0, Outcome.EXITED, check=_not_escaped),
+    Attack("double_fork_setsid_daemon", """
+        import os, sys
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(600)", "$marker"])
+            os._exit(0)
+        os.wait()
+
+        def is_prime(n):
+            return n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1))
+    """, Status.PASSED, 1.0, Outcome.EXITED, check=_daemon_gone),
+    Attack("nested_user_namespace", escaped_if("""
+        import ctypes, os, subprocess
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(0x10000000) == 0:  # CLONE_NEWUSER
+            return True
+        try:
+            return subprocess.run(["unshare", "--user", "--map-root-user", "true"]).returncode == 0
+        except OSError:
+            return False
+    """), Status.FAILED, 0.0, Outcome.EXITED, check=_not_escaped),
+    Attack("remount_and_chroot", escaped_if("""
+        import ctypes, os
+        libc = ctypes.CDLL(None, use_errno=True)
+        MS_REMOUNT, MS_BIND = 32, 4096
+        if libc.mount(None, b"/", None, MS_REMOUNT | MS_BIND, None) == 0:
+            return True
+        if libc.mount(b"none", b"/tmp", b"tmpfs", 0, None) == 0:
+            return True
+        try:
+            os.chroot("/tmp")
+            return True
+        except OSError:
+            return False
+    """), Status.FAILED, 0.0, Outcome.EXITED, check=_not_escaped),
+    Attack("ptrace_the_harness", escaped_if("""
+        import ctypes, os
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+        PTRACE_ATTACH, PTRACE_SEIZE = 16, 0x4206
+        for pid in (os.getppid(), 1):
+            for request in (PTRACE_ATTACH, PTRACE_SEIZE):
+                if libc.ptrace(request, pid, None, None) == 0:
+                    return True
+        for path in (f"/proc/{os.getppid()}/mem", f"/proc/{os.getppid()}/fd/1"):
+            try:
+                open(path, "rb").close()
+                return True
+            except OSError:
+                pass
+        return False
+    """), Status.FAILED, 0.0, Outcome.EXITED, check=_not_escaped),
+    Attack("forge_the_report", """
+        import json, marshal, os, sys
+        FORGED = '{"status": "ok", "value": [true, false, false]}'
+        print(FORGED)
+        os.write(1, (FORGED + "\\n").encode())
+        sys.__stdout__.write(FORGED + "\\n")
+        json.dumps = lambda *args, **kwargs: FORGED
+        marshal.dumps = lambda value: marshal.loads(b"")
+
+        def is_prime(n):
+            return False
+    """, Status.FAILED, 0.0, Outcome.EXITED, check=_forgery_went_to_stderr),
+    Attack("exit_0_before_the_tests", "import os\nos._exit(0)\n", Status.ERROR, 0.0, Outcome.EXITED),
+    Attack("sys_exit_0", fenced("import sys\nsys.exit(0)\n"), Status.ERROR, 0.0, Outcome.EXITED),
+    Attack("override_eq", """
+        class AlwaysEqual(list):
+            def __eq__(self, other):
+                return True
+
+            __hash__ = None
+
+        def is_prime(n):
+            return AlwaysEqual()
+    """, Status.ERROR, 0.0, Outcome.EXITED),
+]
+
+
+def _context(services: HostServices, sandbox) -> dict:
+    prefix = Path(sys.base_prefix).resolve()
+    home = Path.home()
+    home_paths = [str(p) for p in home.iterdir() if not (p == prefix or p in prefix.parents)] if home.is_dir() else []
+    home_paths += [str(home / ".netrc"), str(home / ".cache" / "huggingface"), str(home / ".config" / "wandb")]
+    return {
+        "trainer_pid": os.getpid(),
+        "tcp_port": services.tcp_port,
+        "abstract": services.abstract_name,
+        "unix_path": services.unix_path,
+        "home_paths": repr(home_paths),
+        "problems_file": str(PROBLEMS_FILE),
+        "marker": f"codegrpo-attack-{uuid.uuid4().hex}",
+        "max_processes": sandbox.cfg.max_processes,
+        "output_cap": sandbox.cfg.stderr_limit_bytes,
+        "tmpfs": sandbox.cfg.tmpfs_limit_bytes,
+        "services": services,
+    }
+
+
+def test_there_are_enough_attacks():
+    assert len(ATTACKS) >= 25 and len({a.name for a in ATTACKS}) == len(ATTACKS)
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=[a.name for a in ATTACKS])
+def test_attack_is_contained(attack: Attack, sandbox, services, contained):
+    if attack.needs_cgroups and not has_cgroups(sandbox):
+        pytest.skip(f"needs memory and pids cgroups; here: {sandbox.enforcement}")
+    ctx = _context(services, sandbox)
+    completion = string.Template(textwrap.dedent(attack.code)).substitute(
+        {k: v for k, v in ctx.items() if isinstance(v, (str, int))}
+    )
+    started = time.monotonic()
+    scored, result = score(sandbox, attack.problem, completion, attack.timeout_s)
+    contained.append(result)
+    assert result.outcome is attack.outcome, (result.outcome, result.exit_code, result.stderr[-2000:])
+    assert (scored.verdict.status, scored.verdict.reward) == (attack.status, attack.reward), scored.verdict
+    assert time.monotonic() - started < attack.timeout_s + 5
+    if attack.check is not None:
+        attack.check(result, ctx)
+
+
+def test_poisoning_a_later_run(sandbox, contained):
+    poison = escaped_if("""
+        import os, sys
+        planted = []
+        targets = ["/tmp", "/tmp/.local/lib/python3/site-packages", os.path.dirname(os.__file__)] + sys.path
+        exit_now = "import os; os._exit(0)"
+        files = [("json.py", "raise SystemExit('poisoned')"), ("sitecustomize.py", exit_now),
+                 ("usercustomize.py", exit_now), ("zz-poison.pth", exit_now)]
+        for directory in targets:
+            for name, text in files:
+                try:
+                    os.makedirs(directory, exist_ok=True)
+                    with open(os.path.join(directory, name), "w") as handle:
+                        handle.write(text)
+                    planted.append(directory)
+                except OSError:
+                    pass
+        return sorted(set(planted)) != ["/tmp", "/tmp/.local/lib/python3/site-packages"]
+    """)
+    scored, result = score(sandbox, "is_prime", poison)
+    contained.append(result)
+    assert (scored.verdict.status, scored.verdict.reward) == (Status.FAILED, 0.0)
+    assert reported_value(result) == [None, None, None]  # it planted files only in its own /tmp
+    scored, _ = score(sandbox, "is_prime", PROBLEMS["is_prime"].reference)
+    assert (scored.verdict.status, scored.verdict.reward) == (Status.PASSED, 1.0)
+    probe = """
+        import json, os, sys
+        print(json.__file__.startswith(sys.base_prefix), "sitecustomize" in sys.modules, sorted(os.listdir("/tmp")))
+    """
+    python = get_language("python")
+    result = asyncio.run(sandbox.run(Program(textwrap.dedent(probe), python.filename, python.command)))
+    assert result.stdout.strip() == "True False ['solution.py']"
+
+
+def test_files_left_for_the_next_run(sandbox, contained):
+    marker = uuid.uuid4().hex
+    leave = f"""
+        import os
+        os.makedirs("/tmp/.cache/answers")
+        for path in ("/tmp/answers-{marker}", "/tmp/.cache/answers/{marker}"):
+            with open(path, "w") as handle:
+                handle.write("[true, false, false]")
+
+        def is_prime(n):
+            return None
+    """
+    scored, result = score(sandbox, "is_prime", textwrap.dedent(leave))
+    contained.append(result)
+    assert (scored.verdict.status, scored.verdict.reward) == (Status.FAILED, 0.0)
+    pick_up = escaped_if(f"""
+        import os
+        return os.path.exists("/tmp/answers-{marker}") or os.path.exists("/tmp/.cache/answers/{marker}")
+    """)
+    scored, result = score(sandbox, "is_prime", pick_up)
+    contained.append(result)
+    assert (scored.verdict.status, scored.verdict.reward) == (Status.FAILED, 0.0)
+    assert reported_value(result) == [None, None, None]
+
+
+# -- under load ----------------------------------------------------------------------------------------
+
+
+
+def _attack_code(name: str) -> str:
+    return textwrap.dedent(next(a.code for a in ATTACKS if a.name == name))
+
+
+LOAD_MIX: list[tuple[str, str, set[Status], float]] = [
+    # (name, completion, statuses, reward); {n} makes every program distinct, so none is deduplicated
+    ("correct", PROBLEMS["is_prime"].reference + "# {n}\n", {Status.PASSED}, 1.0),
+    ("correct_fenced", fenced(PROBLEMS["is_prime"].reference + "# {n}"), {Status.PASSED}, 1.0),
+    ("wrong", "def is_prime(n):  # {n}\n    return True\n", {Status.FAILED}, 0.0),
+    ("syntax_error", "def is_prime(n) # {n}\n", {Status.ERROR}, 0.0),
+    ("raises", "def is_prime(n):  # {n}\n    raise ValueError(n)\n", {Status.ERROR}, 0.0),
+    ("exit_early", "import os  # {n}\nos._exit(0)\n", {Status.ERROR}, 0.0),
+    ("override_eq", "class E(list):  # {n}\n    __eq__ = lambda s, o: True\n\ndef is_prime(n):\n    return E()\n",
+     {Status.ERROR}, 0.0),
+    ("daemon", _attack_code("double_fork_setsid_daemon").replace("$marker", "load-{n}"), {Status.PASSED}, 1.0),
+    ("kill_harness", "import os, signal  # {n}\nos.kill(os.getppid(), signal.SIGKILL)\n", {Status.ERROR}, 0.0),
+    ("stdout_flood", "while True:  # {n}\n    print('x' * 1000)\n", {Status.ERROR}, 0.0),
+    ("fork_until_refused", _attack_code("fork_until_refused") + "# {n}\n", {Status.FAILED}, 0.0),
+]
+# Slow ones, a few each: a timeout costs its whole timeout, a memory bomb a second or more of page faults
+# (under load it may reach the wall-clock limit first).
+LOAD_RARE: list[tuple[str, str, set[Status], float]] = [
+    ("infinite_loop", "while True:  # {n}\n    pass\n", {Status.TIMEOUT}, 0.0),
+    ("memory_bomb", "BOMB = bytearray(4 << 30)  # {n}\n", {Status.ERROR, Status.TIMEOUT}, 0.0),
+    ("sigstop", "import os, signal  # {n}\nos.kill(os.getpid(), signal.SIGSTOP)\n", {Status.TIMEOUT}, 0.0),
+]
+
+
+def _threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+@pytest.mark.slow
+def test_500_programs_under_load(compose_cfg):
+    from codegrpo.sandbox import build_sandbox
+
+    cfg = compose_cfg("sandbox=local").sandbox
+    box = build_sandbox(cfg)
+    if not has_cgroups(box):
+        pytest.skip(f"the mix has fork and memory bombs, which need cgroups; here: {box.enforcement}")
+    kinds = ([kind for kind in LOAD_RARE for _ in range(4)] + [kind for kind in LOAD_MIX for _ in range(50)])[:500]
+    random.Random(0).shuffle(kinds)
+    completions = [code.replace("{n}", str(n)) for n, (_, code, _, _) in enumerate(kinds)]
+    recording = Recording(box)
+    scorer = Scorer(list(PROBLEMS.values()), recording, get_language("python"), "binary", timeout_s=3.0)
+
+    fds, threads, tmp, rss = open_fds(), _threads(), set(os.listdir("/tmp")), _rss()
+    peak = {"runs": 0}
+    stop = threading.Event()
+
+    def watch() -> None:  # how many sandboxes run at once, seen from their cgroups
+        while not stop.is_set():
+            peak["runs"] = max(peak["runs"], len(run_cgroups("memory")))
+            time.sleep(0.01)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    started = time.monotonic()
+    try:
+        scored = asyncio.run(scorer.score(["is_prime"] * 500, completions))
+    finally:
+        stop.set()
+        watcher.join()
+    elapsed = time.monotonic() - started
+    asyncio.run(box.aclose())
+
+    assert len(scored) == 500 and len(recording.results) == 500  # every program ran, none was deduplicated
+    wrong = [
+        (name, s.verdict)
+        for s, (name, _, statuses, reward) in zip(scored, kinds, strict=True)
+        if s.verdict.status not in statuses or s.verdict.reward != reward
+    ]
+    assert wrong == []
+    assert not any(r.is_infra_failure for r in recording.results)
+    assert 1 <= peak["runs"] <= cfg.max_concurrency
+    # Nothing leaks: processes, cgroups, descriptors, threads, host /tmp, memory.
+    assert child_pids() == set() and run_cgroups() == []
+    assert [p for n in range(500) for p in processes_with(f"load-{n}\x00")] == []
+    assert open_fds() == fds
+    deadline = time.monotonic() + 5
+    while _threads() > threads and time.monotonic() < deadline:
+        time.sleep(0.05)  # the child watcher's threads end right after their process
+    assert _threads() <= threads
+    assert not [e for e in set(os.listdir("/tmp")) - tmp if "bwrap" in e or "bubblewrap" in e or "codegrpo" in e]
+    assert _rss() - rss < 64 * MiB
+    print(f"500 programs in {elapsed:.1f}s at concurrency {cfg.max_concurrency}; peak {peak['runs']} at once")

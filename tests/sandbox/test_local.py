@@ -1,0 +1,487 @@
+"""The local bubblewrap sandbox: outcomes, limits, isolation of the environment and the filesystem, cleanup.
+
+Every test runs real programs in real sandboxes. The attack suite (test_attacks.py) goes through the
+reward; these tests look at the RunResult itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import shutil
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from codegrpo.config import LocalSandboxConfig
+from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxFatalError
+from codegrpo.sandbox.cgroups import PREFIX, find_hierarchies
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the local sandbox needs bubblewrap")
+
+PYTHON = ("python3", "-I", "/tmp/solution.py")
+MiB = 1 << 20
+
+
+# -- helpers shared with test_attacks.py ----------------------------------------------------------------
+
+
+def make_sandbox(use_cgroups: bool = True, **overrides):
+    from codegrpo.sandbox.local import LocalSandbox
+
+    return LocalSandbox(LocalSandboxConfig(**{"max_concurrency": 2, **overrides}), use_cgroups=use_cgroups)
+
+
+def run_source(sandbox, source: str, timeout_s: float = 5.0, command: tuple[str, ...] = PYTHON) -> RunResult:
+    return asyncio.run(sandbox.run(Program(textwrap.dedent(source), "solution.py", command, timeout_s)))
+
+
+def child_pids() -> set[int]:
+    """Processes whose parent is this (test) process."""
+    me, found = os.getpid(), set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rpartition(")")[2].split()[1]) == me:
+                found.add(int(entry))
+    return found
+
+
+def processes_with(marker: str) -> list[int]:
+    """Processes anywhere on the machine whose command line contains ``marker``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if marker.encode() in cmdline:
+                found.append(int(entry))
+    return found
+
+
+def run_cgroups(controller: str | None = None) -> list[Path]:
+    """Run cgroups of this process's sandboxes (of one controller's hierarchy, or of all)."""
+    leftovers = []
+    for name, hierarchy in find_hierarchies().items():
+        if controller not in (None, name):
+            continue
+        for parent in hierarchy.own.glob(f"{PREFIX}{os.getpid()}-*"):
+            leftovers += [p for p in parent.iterdir() if p.is_dir()]
+    return leftovers
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def assert_nothing_left(fds_before: int, marker: str | None = None) -> None:
+    assert child_pids() == set()
+    assert run_cgroups() == []
+    assert open_fds() == fds_before
+    if marker is not None:
+        assert processes_with(marker) == []
+
+
+def daemon_source(marker: str) -> str:
+    """A program that leaves a double-forked, setsid daemon (named ``marker``) behind and exits at once."""
+    return f"""
+        import os, sys
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(600)", "{marker}"])
+            os._exit(0)
+        os.wait()
+        print("parent done")
+    """
+
+
+# -- fixtures ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    box = make_sandbox()
+    yield box
+    asyncio.run(box.aclose())
+
+
+@pytest.fixture(scope="module")
+def fallback():
+    """The same sandbox without cgroups, as on a machine where none is writable."""
+    return make_sandbox(use_cgroups=False)
+
+
+def needs_cgroups(box) -> None:
+    if not box.enforcement["memory"].startswith("cgroup") or not box.enforcement["processes"].startswith("cgroup"):
+        pytest.skip(f"no writable memory and pids cgroups here: {box.enforcement}")
+
+
+# -- outcomes ------------------------------------------------------------------------------------------
+
+
+def test_normal_program_output_and_exit_code(sandbox):
+    result = run_source(sandbox, "import sys; print('hello'); print('oops', file=sys.stderr); sys.exit(3)")
+    assert (result.outcome, result.exit_code) == (Outcome.EXITED, 3)
+    assert (result.stdout, result.stderr) == ("hello\n", "oops\n")
+    assert not result.is_infra_failure
+    assert 0 < result.duration_s < 5
+
+
+def test_program_errors_are_never_sandbox_errors(sandbox):
+    # A program that imitates bwrap's messages or its launcher's exit codes is still only itself.
+    for code in (1, 125, 126, 127):
+        source = f"import sys; print('bwrap: Can\\'t mount proc', file=sys.stderr); sys.exit({code})"
+        result = run_source(sandbox, source)
+        assert (result.outcome, result.exit_code) == (Outcome.EXITED, code)
+    result = run_source(sandbox, "import os; os.close(0); os.close(1); os.close(2); os._exit(0)")
+    assert (result.outcome, result.exit_code) == (Outcome.EXITED, 0)
+
+
+def test_setup_failures_are_sandbox_errors(sandbox):
+    bad_file = asyncio.run(sandbox.run(Program("print(1)", "", PYTHON, 5.0)))  # bwrap cannot create /tmp/
+    assert bad_file.outcome is Outcome.SANDBOX_ERROR and bad_file.is_infra_failure
+    assert "did not start" in bad_file.error and "bwrap" in bad_file.error
+    no_interpreter = run_source(sandbox, "print(1)", command=("no-such-interpreter", "/tmp/solution.py"))
+    assert no_interpreter.outcome is Outcome.SANDBOX_ERROR
+    assert "no-such-interpreter" in no_interpreter.error
+
+
+def test_a_sandbox_that_cannot_work_fails_at_construction():
+    with pytest.raises(SandboxFatalError, match="bubblewrap"):
+        make_sandbox(bwrap="no-such-bwrap")
+    with pytest.raises(SandboxFatalError, match="cannot run programs"):
+        make_sandbox(extra_ro_paths=[f"/no/such/path-{uuid.uuid4().hex}"])
+
+
+def test_killed_by_a_signal_is_signaled(sandbox):
+    result = run_source(sandbox, "import ctypes; ctypes.string_at(0)")
+    assert (result.outcome, result.exit_code) == (Outcome.SIGNALED, 128 + 11)
+
+
+def test_the_program_is_pid_1_and_cannot_be_killed_from_inside(sandbox):
+    source = """
+        import os, signal
+        if os.fork() == 0:
+            os.kill(1, signal.SIGKILL)
+            os._exit(0)
+        os.wait()
+        os.kill(os.getpid(), signal.SIGKILL)
+        print(os.getpid(), sorted(int(p) for p in os.listdir("/proc") if p.isdigit()))
+    """
+    assert run_source(sandbox, source).stdout == "1 [1]\n"  # nothing of bwrap's is in the sandbox
+
+
+def test_timeout_is_a_sigkill_of_everything(sandbox):
+    source = """
+        import os, signal, time
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGALRM, signal.SIGXCPU):
+            signal.signal(sig, signal.SIG_IGN)
+        os.fork()
+        while True:
+            time.sleep(0.01)
+    """
+    fds = open_fds()
+    started = time.monotonic()
+    result = run_source(sandbox, source, timeout_s=1.0)
+    assert result.outcome is Outcome.TIMEOUT and result.exit_code is None
+    assert 1.0 <= time.monotonic() - started < 3.0
+    assert_nothing_left(fds)
+
+
+def test_cpu_time_limit_is_the_wall_timeout(sandbox):
+    limits = run_source(sandbox, "import resource; print(resource.getrlimit(resource.RLIMIT_CPU))", timeout_s=2.5)
+    assert limits.stdout.strip() == f"({math.ceil(2.5)}, {math.ceil(2.5)})"
+    # Past its CPU time a program gets SIGKILL from the kernel, whatever the wall clock says.
+    spin = "import resource; resource.setrlimit(resource.RLIMIT_CPU, (1, 1))\nwhile True: pass"
+    result = run_source(sandbox, spin, timeout_s=8.0)
+    assert (result.outcome, result.exit_code) == (Outcome.SIGNALED, 128 + 9)
+    assert result.duration_s < 7
+
+
+# -- limits --------------------------------------------------------------------------------------------
+
+
+def test_rlimits_inside_the_sandbox(sandbox, fallback):
+    source = """
+        import resource
+        for name in ("FSIZE", "NOFILE", "CORE", "AS", "NPROC"):
+            print(name, resource.getrlimit(getattr(resource, "RLIMIT_" + name))[0])
+    """
+    cfg = LocalSandboxConfig()
+    expected = {"FSIZE": cfg.file_size_limit_bytes, "NOFILE": cfg.open_files, "CORE": 0}
+    for box in (sandbox, fallback):
+        seen = dict(line.split() for line in run_source(box, source).stdout.splitlines())
+        assert {k: int(v) for k, v in seen.items() if k in expected} == expected
+    seen = dict(line.split() for line in run_source(fallback, source).stdout.splitlines())
+    assert int(seen["AS"]) == cfg.memory_mb << 20  # the fallbacks
+    assert int(seen["NPROC"]) == cfg.max_processes
+
+
+def test_file_size_limit(sandbox):
+    source = """
+        try:
+            open("/tmp/big", "wb").write(b"x" * (3 << 20))
+        except OSError as error:
+            print(error.errno)
+        print(open("/tmp/ok", "wb").write(b"x" * (2 << 20)))
+    """
+    assert run_source(sandbox, source).stdout.split() == ["27", str(2 << 20)]  # EFBIG, then 2 MiB is fine
+
+
+def test_tmpfs_size_limit(sandbox):
+    source = """
+        written = 0
+        try:
+            for i in range(100):
+                with open(f"/tmp/f{i}", "wb") as handle:
+                    written += handle.write(b"x" * (1 << 20))
+        except OSError as error:
+            print(error.errno, written)
+    """
+    errno, written = run_source(sandbox, source).stdout.split()
+    assert errno == "28"  # ENOSPC
+    assert 60 * MiB <= int(written) <= LocalSandboxConfig().tmpfs_limit_bytes
+
+
+def test_open_files_limit(sandbox):
+    source = """
+        files = []
+        try:
+            while True:
+                files.append(open("/dev/null"))
+        except OSError as error:
+            print(error.errno, len(files))
+    """
+    errno, count = run_source(sandbox, source).stdout.split()
+    assert errno == "24" and int(count) < LocalSandboxConfig().open_files  # EMFILE
+
+
+@pytest.mark.parametrize("mode", ["cgroup", "fallback"])
+def test_memory_limit(mode, sandbox, fallback):
+    box = sandbox if mode == "cgroup" else fallback
+    if mode == "cgroup":
+        needs_cgroups(box)
+    result = run_source(box, "chunks = []\nwhile True: chunks.append(bytearray(16 << 20))", timeout_s=10)
+    assert result.outcome is Outcome.MEMORY_LIMIT
+    assert result.duration_s < 8
+    assert run_source(box, "x = bytearray(600 << 20); print(len(x) >> 20)").stdout == "600\n"
+
+
+def test_process_and_thread_limits(sandbox):
+    needs_cgroups(sandbox)
+    forks = """
+        import os, time
+        count = 0
+        try:
+            while True:
+                if os.fork() == 0:
+                    time.sleep(30)
+                    os._exit(0)
+                count += 1
+        except OSError:
+            print(count)
+    """
+    threads = """
+        import threading, time
+        count = 0
+        try:
+            while True:
+                threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+                count += 1
+        except RuntimeError:
+            print(count)
+    """
+    # bwrap outside the sandbox and the program itself count too.
+    limit = LocalSandboxConfig().max_processes
+    assert int(run_source(sandbox, forks).stdout) == limit - 2
+    assert int(run_source(sandbox, threads).stdout) == limit - 2
+
+
+def _peak_rss_reset() -> None:
+    Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM, the peak resident set size
+
+
+def _peak_rss() -> int:
+    status = Path("/proc/self/status").read_text()
+    return int(status.split("VmHWM:")[1].split()[0]) << 10
+
+
+def test_output_is_capped_and_the_trainer_stays_flat(sandbox):
+    cfg = LocalSandboxConfig()
+    rss = int(Path("/proc/self/status").read_text().split("VmRSS:")[1].split()[0]) << 10
+    _peak_rss_reset()
+    result = run_source(sandbox, "import sys\nsys.stdout.write('x' * 100_000_000)\nsys.stdout.flush()")
+    assert result.outcome is Outcome.OUTPUT_LIMIT and result.exit_code is None
+    assert len(result.stdout) == cfg.stdout_limit_bytes
+    assert _peak_rss() - rss < 40 * MiB
+    result = run_source(sandbox, "import sys\nwhile True: sys.stderr.write('y' * 4096)")
+    assert result.outcome is Outcome.OUTPUT_LIMIT
+    assert len(result.stderr) == cfg.stderr_limit_bytes and set(result.stderr) == {"y"}
+    exact = run_source(sandbox, f"import sys; sys.stdout.write('z' * {cfg.stdout_limit_bytes})")
+    assert exact.outcome is Outcome.EXITED and len(exact.stdout) == cfg.stdout_limit_bytes
+
+
+def test_stdin_is_empty(sandbox):
+    source = """
+        import os, sys
+        print(repr(sys.stdin.read()), os.read(0, 10))
+        try:
+            open("/dev/tty")
+        except OSError as error:
+            print("tty", error.errno)
+    """
+    result = run_source(sandbox, source, timeout_s=3)
+    assert result.stdout.splitlines() == ["'' b''", "tty 6"]  # ENXIO: no controlling terminal
+
+
+# -- isolation -----------------------------------------------------------------------------------------
+
+
+def test_environment_is_the_allowlist(sandbox, monkeypatch):
+    secret = f"sekret-{uuid.uuid4().hex}"
+    for name in ("WANDB_API_KEY", "SUPERSERVE_API_KEY", "HF_TOKEN", "PYTHONPATH"):
+        monkeypatch.setenv(name, secret)
+    source = """
+        import os
+        print(sorted(os.environ.items()))
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                try:
+                    print(pid, open(f"/proc/{pid}/environ", "rb").read())
+                except OSError as error:
+                    print(pid, error)
+    """
+    result = run_source(sandbox, source)
+    assert secret not in result.stdout + result.stderr
+    env = eval(result.stdout.splitlines()[0])
+    names = {name for name, _ in env}
+    assert names <= {"PATH", "HOME", "LANG", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "PWD"}
+    assert dict(env)["HOME"] == "/tmp" and dict(env)["OMP_NUM_THREADS"] == "1"
+
+
+def test_filesystem_view(sandbox):
+    repo = Path(__file__).resolve().parents[2]
+    source = f"""
+        import os, socket, sys
+        print(sorted(os.listdir("/")), os.listdir("/tmp"), socket.gethostname(), os.getcwd())
+        print(os.path.exists({str(repo)!r}), os.path.exists("/etc"), os.path.exists("/sys"), os.path.exists("/home"))
+        try:
+            import pytest
+            print("third-party visible")
+        except ImportError:
+            print("stdlib only")
+    """
+    lines = run_source(sandbox, source).stdout.splitlines()
+    assert lines[0].startswith("['bin', 'dev', 'lib") and "['solution.py'] sandbox /tmp" in lines[0]
+    assert lines[1:] == ["False False False False", "stdlib only"]
+
+
+def test_only_tmp_is_writable(sandbox):
+    source = """
+        import os, sys, uuid
+        name = "planted-" + uuid.uuid4().hex
+        writable = []
+        for directory in ["/", "/usr", "/usr/lib", "/bin", "/dev", "/dev/shm", "/proc", "/root", sys.prefix,
+                          os.path.dirname(os.__file__), "/tmp"] + sys.path:
+            try:
+                with open(os.path.join(directory, name), "w") as handle:
+                    handle.write("x")
+                writable.append(directory)
+            except OSError:
+                pass
+        print(writable)
+    """
+    assert run_source(sandbox, source).stdout.strip() == "['/tmp']"
+
+
+def test_next_run_sees_a_clean_tmp(sandbox):
+    marker = uuid.uuid4().hex
+    leave = f"""
+        import os
+        os.makedirs("/tmp/.cache/{marker}")
+        open("/tmp/{marker}", "w").write("left behind")
+        os.mkfifo("/tmp/fifo-{marker}")
+    """
+    assert run_source(sandbox, leave).exit_code == 0
+    after = run_source(sandbox, "import os; print(sorted(os.listdir('/tmp')))")
+    assert after.stdout.strip() == "['solution.py']"
+    assert not list(Path("/tmp").glob(f"*{marker}*"))  # nor did anything reach the host's /tmp
+
+
+# -- cleanup -------------------------------------------------------------------------------------------
+
+
+def test_daemons_are_gone_when_the_result_returns(sandbox, fallback):
+    for box in (sandbox, fallback):
+        fds = open_fds()
+        marker = f"codegrpo-daemon-{uuid.uuid4().hex}"
+        result = run_source(box, daemon_source(marker))
+        assert result.stdout == "parent done\n"
+        assert_nothing_left(fds, marker)
+
+
+def test_a_cancelled_run_leaves_nothing(sandbox):
+    marker = f"codegrpo-cancelled-{uuid.uuid4().hex}"
+    fds = open_fds()
+
+    async def cancel_midway() -> None:
+        source = daemon_source(marker).replace('print("parent done")', "import time; time.sleep(60)")
+        task = asyncio.ensure_future(sandbox.run(Program(textwrap.dedent(source), "solution.py", PYTHON, 30.0)))
+        deadline = time.monotonic() + 10
+        while not processes_with(marker) and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        assert processes_with(marker), "the daemon never started"
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_midway())
+    assert_nothing_left(fds, marker)
+
+
+def test_run_many_keeps_order_and_the_concurrency_cap(sandbox):
+    programs = [Program(f"import time; time.sleep(0.4); print({i})", "solution.py", PYTHON, 5.0) for i in range(6)]
+    started = time.monotonic()
+    results = asyncio.run(sandbox.run_many(programs))
+    assert [r.stdout for r in results] == [f"{i}\n" for i in range(6)]
+    assert time.monotonic() - started >= 3 * 0.4  # two at a time
+
+
+def test_stats_count_outcomes():
+    box = make_sandbox()
+    run_source(box, "print(1)")
+    run_source(box, "while True: pass", timeout_s=0.5)
+    stats = box.stats()
+    assert stats["sandbox/runs"] == 2 and stats["sandbox/exited"] == 1 and stats["sandbox/timeout"] == 1
+    asyncio.run(box.aclose())
+
+
+def _parents() -> set[Path]:
+    return {p for h in find_hierarchies().values() for p in h.own.glob(f"{PREFIX}{os.getpid()}-*")}
+
+
+def test_enforcement_and_aclose_removes_the_cgroups():
+    before = _parents()
+    box = make_sandbox()
+    mine = _parents() - before
+    if box.enforcement["memory"].startswith("cgroup"):
+        assert mine  # a parent cgroup per hierarchy, inside this process's own cgroup
+    assert run_source(box, "print(1)").stdout == "1\n"
+    asyncio.run(box.aclose())
+    asyncio.run(box.aclose())  # twice is fine
+    assert not any(p.exists() for p in mine)
+    assert make_sandbox(use_cgroups=False).enforcement == {"memory": "RLIMIT_AS", "processes": "RLIMIT_NPROC"}
+
+
+def test_fallback_runs_normal_programs(fallback):
+    assert run_source(fallback, "import json; print(json.dumps([1, 2]))").stdout == "[1, 2]\n"
