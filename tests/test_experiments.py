@@ -36,6 +36,12 @@ def test_debug_config_composes(compose_cfg, name):
     assert cfg.trainer.max_steps == 1 and cfg.logger.backend == "none"
 
 
+@pytest.mark.parametrize("mode", ["colocate", "server"])
+def test_vllm_configs_compose(compose_cfg, mode):
+    cfg = compose_cfg("trainer=gpu", f"vllm={mode}")
+    assert cfg.trainer.use_vllm is True and cfg.trainer.vllm_mode == mode
+
+
 @pytest.mark.slow
 def test_two_job_multirun_offline(tmp_path):
     command = [sys.executable, "train.py", "--multirun", "debug=fast", "reward=binary,partial",

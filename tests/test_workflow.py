@@ -52,6 +52,10 @@ def test_same_seed_same_first_step_and_reproducibility_record(tmp_path):
     assert "git_commit" in info and "git_dirty" in info
     assert (runs[0] / ".hydra" / "overrides.yaml").is_file() and (runs[0] / "config.yaml").is_file()
     assert (runs[0] / "reward_curve.png").stat().st_size > 1000
+    # The README's repeat command composes the same config from the run's own dir.
+    again = launch("train.py", "--config-dir", str(runs[0] / ".hydra"), "--config-name", "config", "--cfg", "job")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "max_completion_length: 32" in again.stdout and "limit: 2" in again.stdout
 
 
 @pytest.mark.slow
