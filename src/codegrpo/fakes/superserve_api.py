@@ -144,10 +144,10 @@ _active: FakeSuperserve | None = None
 class FakeSuperserve:
     """The fake server; a context manager that routes the process's Superserve traffic to it.
 
-    Counters (read them at any time): ``created``, ``killed``, ``alive``, ``max_alive``,
-    ``requests`` (per route), ``faults`` (per (route, fault)), ``rejected_by_limit`` (creates refused
-    because ``max_sandboxes`` were alive), ``unhandled`` (requests for routes the fake lacks),
-    and ``sandboxes`` (every sandbox ever created, by id).
+    Counters (read them at any time): ``created``, ``killed``, ``alive``, ``max_alive``, ``executed``
+    (programs run to the end), ``requests`` (per route), ``faults`` (per (route, fault)),
+    ``rejected_by_limit`` (creates refused because ``max_sandboxes`` were alive), ``unhandled``
+    (requests for routes the fake lacks) and ``sandboxes`` (every sandbox ever created, by id).
     """
 
     def __init__(
@@ -198,6 +198,7 @@ class FakeSuperserve:
         self.created = 0
         self.killed = 0
         self.max_alive = 0
+        self.executed = 0
         self.rejected_by_limit = 0
         self.requests: collections.Counter[str] = collections.Counter()
         self.faults: collections.Counter[tuple[str, str]] = collections.Counter()
@@ -227,6 +228,7 @@ class FakeSuperserve:
                 "killed": self.killed,
                 "alive": self.alive,
                 "max_alive": self.max_alive,
+                "executed": self.executed,
                 "rejected_by_limit": self.rejected_by_limit,
                 "requests": dict(self.requests),
                 "faults": {f"{route}/{fault}": n for (route, fault), n in sorted(self.faults.items())},
@@ -524,8 +526,9 @@ class FakeSuperserve:
         source = sandbox.files[path].decode("utf-8", "replace")
         return Program(source=source, filename=os.path.basename(path), command=tuple(argv), timeout_s=limit)
 
-    @staticmethod
-    def _exec_response(result: RunResult) -> httpx.Response:
+    def _exec_response(self, result: RunResult) -> httpx.Response:
+        with self._lock:
+            self.executed += 1
         if result.outcome is Outcome.SANDBOX_ERROR:
             return httpx.Response(500, json={"error": f"exec failed: {result.error}"})
         if result.outcome is Outcome.TIMEOUT or result.exit_code is None:
