@@ -150,7 +150,8 @@ sandbox = LocalSandbox(LocalSandboxConfig(max_concurrency=4))
 asyncio.run(sandbox.run_many([Program('print(1)')] * 8))
 idle = status('VmRSS:')
 open('/proc/self/clear_refs', 'w').write('5')  # reset the peak (VmHWM) to the current RSS
-floods = ["import sys\\nwhile True: sys.stdout.write('x' * 65536)", "import sys\\nwhile True: sys.stderr.write('y' * 65536)",
+floods = ["import sys\\nwhile True: sys.stdout.write('x' * 65536)",
+          "import sys\\nwhile True: sys.stderr.write('y' * 65536)",
           "print('z' * 100_000_000)", "import os\\nwhile True: os.write(1, b'w' * 65536)"]
 asyncio.run(sandbox.run_many([Program(floods[i % 4], timeout_s=5) for i in range({programs})]))
 print(idle, status('VmHWM:'))

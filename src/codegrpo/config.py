@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import types
 import typing
 from dataclasses import dataclass, field
@@ -132,8 +133,12 @@ def _schema_default(f: dataclasses.Field) -> Any:
     return value.value if isinstance(value, enum.Enum) else value
 
 
-def _trainer_schema() -> type:
-    """A dataclass with every field of trl.GRPOConfig, so each one is settable and type-checked."""
+@functools.cache
+def trainer_schema() -> type:
+    """A dataclass with every field of trl.GRPOConfig, so each one is settable and type-checked.
+
+    Built on first use, not at import: importing trl costs seconds that the scoring commands need not pay.
+    """
     from trl import GRPOConfig
 
     hints = typing.get_type_hints(GRPOConfig)
@@ -146,8 +151,6 @@ def _trainer_schema() -> type:
         fields.append((f.name, _schema_type(hints[f.name]), field(default_factory=lambda d=default: d)))
     return dataclasses.make_dataclass("TrainerConfig", fields)
 
-
-TrainerConfig = _trainer_schema()
 
 
 @dataclass
@@ -171,7 +174,7 @@ class TrainConfig:
     problems: ProblemsConfig = MISSING
     reward: RewardConfig = MISSING
     sandbox: SandboxConfig = MISSING
-    trainer: TrainerConfig = MISSING  # every trl.GRPOConfig field but output_dir and seed
+    trainer: Any = MISSING  # typed by its group's schema: every trl.GRPOConfig field but output_dir and seed
     logger: LoggerConfig = MISSING
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
     seed: int = 42
@@ -219,5 +222,5 @@ def register_configs() -> None:
     cs.store(group="reward", name="base_reward", node=RewardConfig)
     cs.store(group="sandbox", name="base_local", node=LocalSandboxConfig)
     cs.store(group="sandbox", name="base_superserve", node=SuperserveSandboxConfig)
-    cs.store(group="trainer", name="base_trainer", node=TrainerConfig)
+    cs.store(group="trainer", name="base_trainer", node=trainer_schema())
     cs.store(group="logger", name="base_logger", node=LoggerConfig)
