@@ -158,7 +158,7 @@ print(idle, status('VmHWM:'))
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=600)
     idle, peak = (int(x) for x in done.stdout.split())
-    return [("scorer RSS idle (MiB)", idle / 1024, "the process has torch and trl imported, as a trainer does"),
+    return [("scorer RSS idle (MiB)", idle / 1024, "a bare scorer process: no torch, the strictest case"),
             ("scorer peak RSS during floods (MiB)", peak / 1024, f"{programs} programs flooding >= 100 MB each"),
             ("peak - idle (MiB)", (peak - idle) / 1024, "what scoring the floods added"),
             ("ratio peak / idle", peak / idle, "target <= 2.0")]

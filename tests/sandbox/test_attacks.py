@@ -733,7 +733,7 @@ def test_500_programs_under_load(compose_cfg):
     box = build_sandbox(cfg)
     if not has_cgroups(box):
         pytest.skip(f"the mix has fork and memory bombs, which need cgroups; here: {box.enforcement}")
-    kinds = ([kind for kind in LOAD_RARE for _ in range(4)] + [kind for kind in LOAD_MIX for _ in range(50)])[:500]
+    kinds = ([kind for kind in LOAD_RARE for _ in range(3)] + [kind for kind in LOAD_MIX for _ in range(50)])[:500]
     random.Random(0).shuffle(kinds)
     completions = [code.replace("{n}", str(n)) for n, (_, code, _, _) in enumerate(kinds)]
     recording = Recording(box)

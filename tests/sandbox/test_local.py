@@ -19,7 +19,7 @@ import pytest
 
 from codegrpo.config import LocalSandboxConfig
 from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxFatalError
-from codegrpo.sandbox.cgroups import PREFIX, find_hierarchies
+from codegrpo.sandbox.cgroups import PREFIX, CgroupLimits, Hierarchy, find_hierarchies
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the local sandbox needs bubblewrap")
 
@@ -181,7 +181,8 @@ def test_the_program_is_pid_1_and_cannot_be_killed_from_inside(sandbox):
     assert run_source(sandbox, source).stdout == "1 [1]\n"  # nothing of bwrap's is in the sandbox
 
 
-def test_timeout_is_a_sigkill_of_everything(sandbox):
+@pytest.mark.parametrize("mode", ["cgroup", "fallback"])
+def test_timeout_is_a_sigkill_of_everything(mode, sandbox, fallback):
     source = """
         import os, signal, time
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGALRM, signal.SIGXCPU):
@@ -192,10 +193,26 @@ def test_timeout_is_a_sigkill_of_everything(sandbox):
     """
     fds = open_fds()
     started = time.monotonic()
-    result = run_source(sandbox, source, timeout_s=1.0)
+    result = run_source(sandbox if mode == "cgroup" else fallback, source, timeout_s=1.0)
     assert result.outcome is Outcome.TIMEOUT and result.exit_code is None
     assert 1.0 <= time.monotonic() - started < 3.0
     assert_nothing_left(fds)
+
+
+@pytest.mark.parametrize("mode", ["cgroup", "fallback"])
+def test_no_process_outlives_a_timeout(mode, sandbox, fallback):
+    marker = f"codegrpo-sleeper-{uuid.uuid4().hex}"
+    source = f"""
+        import os, sys, time
+        for _ in range(12):
+            if os.fork() == 0:
+                os.setsid()
+                os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(600)", "{marker}"])
+        time.sleep(600)
+    """
+    result = run_source(sandbox if mode == "cgroup" else fallback, source, timeout_s=1.0)
+    assert result.outcome is Outcome.TIMEOUT
+    assert processes_with(marker) == []  # at once: the whole sandbox is gone before the result returns
 
 
 def test_cpu_time_limit_is_the_wall_timeout(sandbox):
@@ -485,3 +502,46 @@ def test_enforcement_and_aclose_removes_the_cgroups():
 
 def test_fallback_runs_normal_programs(fallback):
     assert run_source(fallback, "import json; print(json.dumps([1, 2]))").stdout == "[1, 2]\n"
+
+
+# -- cgroup discovery and setup, on descriptions of other machines ----------------------------------------
+
+V1_MOUNTS = """\
+35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+"""
+
+
+def test_finds_v1_hierarchies_and_our_cgroup_in_them():
+    proc_cgroup = "8:pids:/\n4:memory:/jobs/trainer\n0::/\n"
+    found = find_hierarchies(proc_cgroup, V1_MOUNTS)
+    assert found == {
+        "memory": Hierarchy(1, Path("/sys/fs/cgroup/memory/jobs/trainer")),
+        "pids": Hierarchy(1, Path("/sys/fs/cgroup/pids")),
+    }
+    # A container's bind mount of a subtree: paths are relative to the mount's root.
+    bound = "35 31 0:32 /jobs /sys/fs/cgroup/memory ro - cgroup cgroup rw,memory\n"
+    assert find_hierarchies(proc_cgroup, bound)["memory"].own == Path("/sys/fs/cgroup/memory/trainer")
+    assert find_hierarchies("4:memory:/elsewhere\n", bound) == {}  # our cgroup is not under that mount
+
+
+def test_v2_setup_writes_the_unified_files(tmp_path):
+    own = tmp_path / "user.slice" / "trainer"
+    own.mkdir(parents=True)
+    (own / "cgroup.controllers").write_text("cpu memory pids\n")
+    mountinfo = f"30 25 0:26 / {tmp_path} rw - cgroup2 cgroup2 rw\n"
+    hierarchies = find_hierarchies("0::/user.slice/trainer\n", mountinfo)
+    assert hierarchies == {"memory": Hierarchy(2, own), "pids": Hierarchy(2, own)}
+
+    limits = CgroupLimits(256 << 20, 16, hierarchies)  # a plain directory stands in for cgroupfs here
+    assert limits.controllers == {"memory": 2, "pids": 2} and limits.unavailable == {}
+    (parent,) = own.glob(f"{PREFIX}{os.getpid()}-*")
+    # v2 hands controllers down through subtree_control, ours and our parent's.
+    assert (own / "cgroup.subtree_control").exists() and (parent / "cgroup.subtree_control").exists()
+    run = limits.new_run()
+    (directory,) = run.directories  # one directory: both controllers live in the one hierarchy
+    assert (directory / "memory.max").read_text() == str(256 << 20)
+    assert (directory / "pids.max").read_text() == "16"
+    (directory / "memory.events").write_text("low 0\nhigh 0\nmax 7\noom 2\noom_kill 1\n")
+    assert run.oom_kills() == 1

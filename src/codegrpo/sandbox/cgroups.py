@@ -46,18 +46,25 @@ def _relative(path: str, root: str) -> str | None:
     return None  # our cgroup is outside what this mount shows
 
 
-def find_hierarchies() -> dict[str, Hierarchy]:
-    """For each of memory and pids: the mounted hierarchy that has it, and our cgroup in it."""
+def find_hierarchies(proc_cgroup: str | None = None, mountinfo: str | None = None) -> dict[str, Hierarchy]:
+    """For each of memory and pids: the mounted hierarchy that has it, and our cgroup in it.
+
+    ``proc_cgroup`` and ``mountinfo`` default to this process's /proc/self/cgroup and mountinfo.
+    """
+    if proc_cgroup is None:
+        proc_cgroup = Path("/proc/self/cgroup").read_text()
+    if mountinfo is None:
+        mountinfo = Path("/proc/self/mountinfo").read_text()
     own_v1: dict[str, str] = {}
     own_v2: str | None = None
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
+    for line in proc_cgroup.splitlines():
         hierarchy_id, names, path = line.split(":", 2)
         if hierarchy_id == "0" and not names:
             own_v2 = path
         for name in names.split(","):
             own_v1[name] = path
     found: dict[str, Hierarchy] = {}
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+    for line in mountinfo.splitlines():
         left, _, right = line.partition(" - ")
         fields, (fstype, _source, options) = left.split(), right.split(" ", 2)
         root, mountpoint = _unescape(fields[3]), _unescape(fields[4])
@@ -128,15 +135,16 @@ def _remove(directory: Path, deadline: float) -> bool:
 
 
 class RunCgroup:
-    """The cgroup(s) of one run: join them before bwrap starts, read the OOM count, then destroy."""
+    """The cgroup(s) of one run: add the launcher before bwrap starts, read the OOM count, then destroy."""
 
     def __init__(self, directories: list[Path], memory: tuple[int, Path] | None) -> None:
         self.directories = directories
         self._memory = memory  # (version, directory) when memory is limited here
 
-    @property
-    def procs_files(self) -> list[str]:
-        return [str(directory / "cgroup.procs") for directory in self.directories]
+    def add(self, pid: int) -> None:
+        """Move process ``pid`` (not yet running anything but a shell) into the run's cgroups."""
+        for directory in self.directories:
+            _write(directory / "cgroup.procs", str(pid))
 
     def oom_kills(self) -> int:
         """How many processes the kernel killed for going over the memory limit."""
@@ -166,17 +174,20 @@ class CgroupLimits:
     version); ``unavailable`` says for each other one why not, so the caller can fall back.
     """
 
-    def __init__(self, memory_bytes: int, max_processes: int) -> None:
+    def __init__(
+        self, memory_bytes: int, max_processes: int, hierarchies: dict[str, Hierarchy] | None = None
+    ) -> None:
         self.memory_bytes = memory_bytes
         self.max_processes = max_processes
         self.controllers: dict[str, int] = {}
         self.unavailable: dict[str, str] = {}
         self._parents: dict[str, Path] = {}
-        try:
-            hierarchies = find_hierarchies()
-        except (OSError, ValueError) as error:
-            hierarchies = {}
-            log.warning("cannot read this process's cgroups: %s", error)
+        if hierarchies is None:
+            try:
+                hierarchies = find_hierarchies()
+            except (OSError, ValueError) as error:
+                hierarchies = {}
+                log.warning("cannot read this process's cgroups: %s", error)
         name = f"{PREFIX}{os.getpid()}-{next(_instances)}"
         for controller in CONTROLLERS:
             hierarchy = hierarchies.get(controller)

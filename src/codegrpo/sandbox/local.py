@@ -2,7 +2,7 @@
 
 One run is, from the outside in::
 
-    sh                 joins the run's cgroups (only when cgroups are in use), then execs
+    sh                 waits until the trainer has put it in the run's cgroups, then execs
       bwrap            new user/pid/net/ipc/uts/cgroup/mount namespaces, cleared environment
         sh             pid 1 of the sandbox: writes the start marker on stdout, then execs
           prlimit      rlimits for the program only, then execs
@@ -21,7 +21,6 @@ import contextlib
 import json
 import logging
 import os
-import shlex
 import shutil
 import signal
 import subprocess
@@ -53,8 +52,10 @@ _STATUS_LIMIT = 1 << 16
 _KILL_GRACE_S = 2.0  # how long a killed sandbox may take to go before its launcher is killed as well
 _DRAIN_S = 5.0  # how long to wait for the output pipes to close once every process is gone
 _PREFLIGHT_TIMEOUT_S = 30.0
-_JOIN_EXIT = 125  # the launcher's exit status when it cannot move itself into the run's cgroup
-_JOIN_FAILED = "cannot join the run's cgroup"
+_JOIN_FAILED = "cannot move the sandbox into its cgroup"
+# Held until the trainer has moved it into the run's cgroups (faster than moving itself), so that
+# bwrap and everything it starts are born inside them. No go-ahead (the trainer died): no sandbox.
+_GATE = 'read -r _ || exit 125; exec "$@" </dev/null'
 
 
 def _interpreter_prefix(python: str) -> Path:
@@ -161,38 +162,38 @@ class LocalSandbox(SandboxBackend):
 
     def _preflight_error(self, program: Program, use_cgroups: bool = True) -> str | None:
         group = self._cgroups.new_run() if self._cgroups is not None and use_cgroups else None
-        source_fd, status_read, status_write = _program_fds(program)
+        fds = _LaunchFds(program, gated=group is not None)
         try:
-            done = subprocess.run(
-                self._command(program, source_fd, status_write, group),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                pass_fds=(source_fd, status_write),
+            process = subprocess.Popen(
+                self._command(program, fds, gated=group is not None),
+                stdin=fds.stdin,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=fds.pass_fds,
                 env={},
                 cwd="/",
-                timeout=program.timeout_s,
                 start_new_session=True,
             )
+            fds.spawned()
+            if group is not None:
+                moved = fds.release(process.pid, group)
+                if moved is not None:
+                    process.communicate()
+                    return f"{_JOIN_FAILED}: {moved}"
+            stdout, stderr = process.communicate(timeout=program.timeout_s)
         except (OSError, subprocess.SubprocessError) as error:
             return str(error)
         finally:
-            for fd in (source_fd, status_read, status_write):
-                os.close(fd)
+            fds.close()
             if group is not None:
                 group.destroy()
-        started = done.stdout.startswith(START_MARKER)
-        if started and done.returncode == 0 and done.stdout == START_MARKER + b"ok\n":
+        if stdout == START_MARKER + b"ok\n" and process.returncode == 0:
             return None
-        why = _JOIN_FAILED if not started and done.returncode == _JOIN_EXIT else f"exit status {done.returncode}"
-        return f"{why}: {_decode(done.stderr).strip()[-500:]}"
+        return f"exit status {process.returncode}: {_decode(stderr).strip()[-500:]}"
 
-    def _command(self, program: Program, source_fd: int, status_fd: int, group: RunCgroup | None) -> list[str]:
+    def _command(self, program: Program, fds: _LaunchFds, gated: bool) -> list[str]:
         cfg = self.cfg
-        join: list[str] = []
-        if group is not None:
-            # Joins before bwrap starts, so every process of the sandbox is born inside the cgroup.
-            script = "".join(f"echo $$ > {shlex.quote(path)} || exit {_JOIN_EXIT}\n" for path in group.procs_files)
-            join = [self._sh, "-c", script + 'exec "$@"', "sh"]
+        gate = [self._sh, "-c", _GATE, "sh"] if gated else []
         cpu_s = max(1, int(program.timeout_s + 0.999))
         limits = [
             self._prlimit,
@@ -235,18 +236,18 @@ class LocalSandbox(SandboxBackend):
             "--dev", "/dev",
             "--size", str(cfg.tmpfs_limit_bytes),
             "--tmpfs", "/tmp",
-            "--ro-bind-data", str(source_fd), f"/tmp/{program.filename}",
+            "--ro-bind-data", str(fds.source), f"/tmp/{program.filename}",
             # /tmp is the only writable place: the root and /dev are tmpfs without a size limit.
             "--remount-ro", "/dev",
             "--remount-ro", "/",
-            "--json-status-fd", str(status_fd),
+            "--json-status-fd", str(fds.status_write),
             "--chdir", "/tmp",
             "--",
             self._sh, "-c", start, "sh", program.command[0],
             *limits, "--",
             *program.command,
         ]  # fmt: skip
-        return join + sandbox
+        return gate + sandbox
 
     # -- running ------------------------------------------------------------------------------------
 
@@ -286,25 +287,26 @@ class LocalSandbox(SandboxBackend):
         return result
 
     async def _run(self, program: Program, group: RunCgroup | None, started: float) -> RunResult:
-        source_fd, status_read, status_write = _program_fds(program)
+        fds = _LaunchFds(program, gated=group is not None)
         try:
             process = await asyncio.create_subprocess_exec(
-                *self._command(program, source_fd, status_write, group),
-                stdin=asyncio.subprocess.DEVNULL,
+                *self._command(program, fds, gated=group is not None),
+                stdin=fds.stdin,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                pass_fds=(source_fd, status_write),
+                pass_fds=fds.pass_fds,
                 env={},  # nothing of the trainer's environment, not even in bwrap's own memory
                 cwd="/",
                 start_new_session=True,
             )
-        except BaseException:
-            os.close(status_read)
-            raise
+            fds.spawned()
+            status = _StatusPipe(fds.take_status(), process.pid)
+            if group is not None and (moved := fds.release(process.pid, group)) is not None:
+                status.close()
+                await process.communicate()  # the launcher saw no go-ahead and exited
+                return RunResult(Outcome.SANDBOX_ERROR, error=f"{_JOIN_FAILED}: {moved}")
         finally:
-            os.close(source_fd)
-            os.close(status_write)
-        status = _StatusPipe(status_read, process.pid)
+            fds.close()
         try:
             return await self._supervise(process, program, started, status, group)
         finally:
@@ -468,17 +470,62 @@ class _StatusPipe:
             self._init_pidfd = None
 
 
-def _program_fds(program: Program) -> tuple[int, int, int]:
-    """A memfd holding the program's source, and the status pipe (read end, write end)."""
-    source_fd = os.memfd_create("codegrpo-program", os.MFD_CLOEXEC)
-    try:
-        os.write(source_fd, program.source.encode("utf-8", "surrogatepass"))
-        os.lseek(source_fd, 0, os.SEEK_SET)
-        status_read, status_write = os.pipe()
-    except BaseException:
-        os.close(source_fd)
-        raise
-    return source_fd, status_read, status_write
+class _LaunchFds:
+    """The descriptors of one launch: a memfd with the program's source and bwrap's status pipe, passed
+    to bwrap; and with cgroups, the gate pipe that holds the launcher until it is in the run's cgroup."""
+
+    def __init__(self, program: Program, gated: bool) -> None:
+        self._open: list[int] = []
+        try:
+            self.source = self._keep(os.memfd_create("codegrpo-program", os.MFD_CLOEXEC))
+            os.write(self.source, program.source.encode("utf-8", "surrogatepass"))
+            os.lseek(self.source, 0, os.SEEK_SET)
+            self.status_read, self.status_write = map(self._keep, os.pipe())
+            self.gate_read, self.gate_write = map(self._keep, os.pipe()) if gated else (-1, -1)
+        except BaseException:
+            self.close()
+            raise
+
+    def _keep(self, fd: int) -> int:
+        self._open.append(fd)
+        return fd
+
+    @property
+    def stdin(self) -> int:
+        return self.gate_read if self.gate_read >= 0 else subprocess.DEVNULL
+
+    @property
+    def pass_fds(self) -> tuple[int, int]:
+        return (self.source, self.status_write)
+
+    def _close(self, fd: int) -> None:
+        if fd in self._open:
+            self._open.remove(fd)
+            os.close(fd)
+
+    def spawned(self) -> None:
+        """The launcher has its copies now: only the status read end and the gate's write end stay."""
+        for fd in (self.source, self.status_write, self.gate_read):
+            self._close(fd)
+
+    def take_status(self) -> int:
+        self._open.remove(self.status_read)
+        return self.status_read
+
+    def release(self, pid: int, group: RunCgroup) -> str | None:
+        """Move the waiting launcher into the run's cgroup, then let it go; the error if it cannot move."""
+        try:
+            group.add(pid)
+            os.write(self.gate_write, b"go\n")
+            return None
+        except OSError as error:
+            return str(error)
+        finally:
+            self._close(self.gate_write)
+
+    def close(self) -> None:
+        for fd in list(self._open):
+            self._close(fd)
 
 
 async def _read_capped(
