@@ -39,6 +39,8 @@ def _unescape(field: str) -> str:
 
 def _relative(path: str, root: str) -> str | None:
     """``path`` (from /proc/self/cgroup) relative to a mount of the hierarchy at ``root``."""
+    if path.startswith("/.."):
+        return None  # outside our cgroup namespace
     if root == "/":
         return path.lstrip("/")
     if path == root or path.startswith(root + "/"):
@@ -70,8 +72,7 @@ def find_hierarchies(proc_cgroup: str | None = None, mountinfo: str | None = Non
         root, mountpoint = _unescape(fields[3]), _unescape(fields[4])
         if fstype == "cgroup":
             for name in set(CONTROLLERS) & set(options.split(",")) - found.keys():
-                relative = _relative(own_v1.get(name, ""), root) if name in own_v1 else None
-                if relative is not None:
+                if name in own_v1 and (relative := _relative(own_v1[name], root)) is not None:
                     found[name] = Hierarchy(1, Path(mountpoint, relative))
         elif fstype == "cgroup2" and own_v2 is not None:
             relative = _relative(own_v2, root)
@@ -93,7 +94,7 @@ def _pid_alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        pass  # alive, and someone else's
     return True
 
 
@@ -111,7 +112,11 @@ def _pids(directory: Path) -> list[int]:
 
 def _remove(directory: Path, deadline: float) -> bool:
     """Kill every process in ``directory`` (and below) and remove it. False if it would not go in time."""
-    for child in sorted((p for p in directory.iterdir() if p.is_dir()), reverse=True):
+    try:
+        children = [p for p in directory.iterdir() if p.is_dir()]
+    except FileNotFoundError:
+        return True
+    for child in children:
         if not _remove(child, deadline):
             return False
     while True:

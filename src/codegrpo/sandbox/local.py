@@ -328,21 +328,21 @@ class LocalSandbox(SandboxBackend):
         )
         waiter = asyncio.ensure_future(process.wait())
         overflow_wait = asyncio.ensure_future(overflow.wait())
-        done: set[asyncio.Future] = set()
         try:
             done, _ = await asyncio.wait(
                 {waiter, overflow_wait}, timeout=program.timeout_s, return_when=asyncio.FIRST_COMPLETED
             )
+        except BaseException:
+            readers.cancel()  # cancelled: kill below, and let the pipes close by themselves
+            raise
         finally:
             overflow_wait.cancel()
             if not waiter.done():
                 await self._kill(process, waiter, status, group)
-            try:
-                (started_ok, stdout), (_, stderr) = await asyncio.wait_for(readers, _DRAIN_S)
-            except BaseException:
-                readers.cancel()
-                raise
-        status.poll()
+        try:
+            (started_ok, stdout), (_, stderr) = await asyncio.wait_for(readers, _DRAIN_S)
+        except TimeoutError:
+            return RunResult(Outcome.SANDBOX_ERROR, error="the sandbox's output stayed open after it was gone")
         duration = time.monotonic() - started
         text_out, text_err = _decode(stdout), _decode(stderr)
         if not started_ok:
@@ -380,6 +380,7 @@ class LocalSandbox(SandboxBackend):
             await asyncio.shield(waiter)
 
     def stats(self) -> dict[str, float]:
+        """sandbox/runs, sandbox/<outcome> for each outcome seen, and sandbox/cgroup_leaks if any."""
         return {f"sandbox/{name}": float(count) for name, count in self._counts.items()}
 
     async def aclose(self) -> None:
@@ -417,7 +418,7 @@ class _StatusPipe:
                 return
             self._size += len(chunk)
             if self._size > _STATUS_LIMIT:
-                continue  # a program flooding the pipe: drain and ignore
+                continue  # far more than bwrap writes: drain and ignore
             self._buffer += chunk
             *lines, self._buffer = self._buffer.split(b"\n")
             for line in lines:
