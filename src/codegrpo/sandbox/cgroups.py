@@ -140,16 +140,16 @@ def _remove(directory: Path, deadline: float) -> bool:
 
 
 class RunCgroup:
-    """The cgroup(s) of one run: add the launcher before bwrap starts, read the OOM count, then destroy."""
+    """The cgroup(s) of one run: the launcher joins before bwrap starts; then the OOM count, then destroy."""
 
     def __init__(self, directories: list[Path], memory: tuple[int, Path] | None) -> None:
         self.directories = directories
         self._memory = memory  # (version, directory) when memory is limited here
 
-    def add(self, pid: int) -> None:
-        """Move process ``pid`` (not yet running anything but a shell) into the run's cgroups."""
-        for directory in self.directories:
-            _write(directory / "cgroup.procs", str(pid))
+    @property
+    def procs_files(self) -> list[str]:
+        """Where a process writes its pid to move into the run's cgroups."""
+        return [str(directory / "cgroup.procs") for directory in self.directories]
 
     def oom_kills(self) -> int:
         """How many processes the kernel killed for going over the memory limit."""
@@ -162,9 +162,6 @@ class RunCgroup:
             return 0
         match = re.search(r"^oom_kill (\d+)$", text, re.MULTILINE)
         return int(match.group(1)) if match else 0
-
-    def processes(self) -> list[int]:
-        return sorted({pid for directory in self.directories for pid in _pids(directory)})
 
     def destroy(self, timeout_s: float = 2.0) -> bool:
         """Kill whatever is still in the run's cgroups and remove them. True when all are gone."""
@@ -226,7 +223,6 @@ class CgroupLimits:
         name = uuid.uuid4().hex
         directories: list[Path] = []
         memory: tuple[int, Path] | None = None
-        run = RunCgroup(directories, None)
         try:
             for controller, parent in self._parents.items():
                 directory = parent / name
@@ -240,7 +236,7 @@ class CgroupLimits:
                 else:
                     _write(directory / "pids.max", str(self.max_processes))
         except OSError:
-            run.destroy()
+            RunCgroup(directories, None).destroy()
             raise
         return RunCgroup(directories, memory)
 

@@ -2,7 +2,7 @@
 
 One run is, from the outside in::
 
-    sh                 waits until the trainer has put it in the run's cgroups, then execs
+    sh                 moves itself into the run's cgroups (only with cgroups), then execs
       bwrap            new user/pid/net/ipc/uts/cgroup/mount namespaces, cleared environment
         sh             pid 1 of the sandbox: writes the start marker on stdout, then execs
           prlimit      rlimits for the program only, then execs
@@ -21,6 +21,7 @@ import contextlib
 import json
 import logging
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -52,10 +53,8 @@ _STATUS_LIMIT = 1 << 16
 _KILL_GRACE_S = 2.0  # how long a killed sandbox may take to go before its launcher is killed as well
 _DRAIN_S = 5.0  # how long to wait for the output pipes to close once every process is gone
 _PREFLIGHT_TIMEOUT_S = 30.0
+_JOIN_EXIT = 125  # the launcher's exit status when it cannot move itself into the run's cgroup
 _JOIN_FAILED = "cannot move the sandbox into its cgroup"
-# Held until the trainer has moved it into the run's cgroups (faster than moving itself), so that
-# bwrap and everything it starts are born inside them. No go-ahead (the trainer died): no sandbox.
-_GATE = 'read -r _ || exit 125; exec "$@" </dev/null'
 
 
 def _interpreter_prefix(python: str) -> Path:
@@ -75,11 +74,11 @@ def _require(name: str, hint: str) -> str:
 class LocalSandbox(SandboxBackend):
     """bubblewrap: new namespaces, no network, a read-only runtime, a private size-limited /tmp.
 
-    ``use_cgroups=False`` skips cgroups and uses the rlimit fallbacks, as on a machine without a
+    ``cfg.use_cgroups=False`` skips cgroups and uses the rlimit fallbacks, as on a machine without a
     writable cgroup.
     """
 
-    def __init__(self, cfg: LocalSandboxConfig, *, use_cgroups: bool = True) -> None:
+    def __init__(self, cfg: LocalSandboxConfig) -> None:
         self.cfg = cfg
         self._bwrap = _require(cfg.bwrap, BWRAP_INSTALL_HINT)
         util_hint = "{} is required for sandbox=local; install {}."
@@ -91,7 +90,7 @@ class LocalSandbox(SandboxBackend):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._counts: Counter[str] = Counter()
         self._cgroups: CgroupLimits | None = None
-        if use_cgroups:
+        if cfg.use_cgroups:
             self._cgroups = CgroupLimits(cfg.memory_mb << 20, cfg.max_processes)
             self._finalizer = weakref.finalize(self, self._cgroups.close)
         self.enforcement = self._enforcement()
@@ -162,38 +161,37 @@ class LocalSandbox(SandboxBackend):
 
     def _preflight_error(self, program: Program, use_cgroups: bool = True) -> str | None:
         group = self._cgroups.new_run() if self._cgroups is not None and use_cgroups else None
-        fds = _LaunchFds(program, gated=group is not None)
+        fds = _LaunchFds(program)
         try:
-            process = subprocess.Popen(
-                self._command(program, fds, gated=group is not None),
-                stdin=fds.stdin,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+            done = subprocess.run(
+                self._command(program, fds, group),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
                 pass_fds=fds.pass_fds,
                 env={},
                 cwd="/",
+                timeout=program.timeout_s,
                 start_new_session=True,
             )
-            fds.spawned()
-            if group is not None:
-                moved = fds.release(process.pid, group)
-                if moved is not None:
-                    process.communicate()
-                    return f"{_JOIN_FAILED}: {moved}"
-            stdout, stderr = process.communicate(timeout=program.timeout_s)
         except (OSError, subprocess.SubprocessError) as error:
             return str(error)
         finally:
             fds.close()
             if group is not None:
                 group.destroy()
-        if stdout == START_MARKER + b"ok\n" and process.returncode == 0:
+        if done.stdout == START_MARKER + b"ok\n" and done.returncode == 0:
             return None
-        return f"exit status {process.returncode}: {_decode(stderr).strip()[-500:]}"
+        joined = done.stdout.startswith(START_MARKER) or done.returncode != _JOIN_EXIT
+        return f"{'exit status' if joined else _JOIN_FAILED} {done.returncode}: {_decode(done.stderr).strip()[-500:]}"
 
-    def _command(self, program: Program, fds: _LaunchFds, gated: bool) -> list[str]:
+    def _command(self, program: Program, fds: _LaunchFds, group: RunCgroup | None) -> list[str]:
         cfg = self.cfg
-        gate = [self._sh, "-c", _GATE, "sh"] if gated else []
+        join: list[str] = []
+        if group is not None:
+            # Before bwrap starts, so everything of the sandbox is born inside the cgroups. Moving takes a
+            # few ms on cgroup v1 (an RCU grace period): the launcher waits for it, not the event loop.
+            script = "".join(f"echo $$ > {shlex.quote(path)} || exit {_JOIN_EXIT}\n" for path in group.procs_files)
+            join = [self._sh, "-c", script + 'exec "$@"', "sh"]
         cpu_s = max(1, int(program.timeout_s + 0.999))
         limits = [
             self._prlimit,
@@ -247,7 +245,7 @@ class LocalSandbox(SandboxBackend):
             *limits, "--",
             *program.command,
         ]  # fmt: skip
-        return gate + sandbox
+        return join + sandbox
 
     # -- running ------------------------------------------------------------------------------------
 
@@ -287,11 +285,11 @@ class LocalSandbox(SandboxBackend):
         return result
 
     async def _run(self, program: Program, group: RunCgroup | None, started: float) -> RunResult:
-        fds = _LaunchFds(program, gated=group is not None)
+        fds = _LaunchFds(program)
         try:
             process = await asyncio.create_subprocess_exec(
-                *self._command(program, fds, gated=group is not None),
-                stdin=fds.stdin,
+                *self._command(program, fds, group),
+                stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 pass_fds=fds.pass_fds,
@@ -299,12 +297,7 @@ class LocalSandbox(SandboxBackend):
                 cwd="/",
                 start_new_session=True,
             )
-            fds.spawned()
             status = _StatusPipe(fds.take_status(), process.pid)
-            if group is not None and (moved := fds.release(process.pid, group)) is not None:
-                status.close()
-                await process.communicate()  # the launcher saw no go-ahead and exited
-                return RunResult(Outcome.SANDBOX_ERROR, error=f"{_JOIN_FAILED}: {moved}")
         finally:
             fds.close()
         try:
@@ -472,17 +465,15 @@ class _StatusPipe:
 
 
 class _LaunchFds:
-    """The descriptors of one launch: a memfd with the program's source and bwrap's status pipe, passed
-    to bwrap; and with cgroups, the gate pipe that holds the launcher until it is in the run's cgroup."""
+    """What bwrap gets besides its arguments: a memfd with the program's source, and its status pipe."""
 
-    def __init__(self, program: Program, gated: bool) -> None:
+    def __init__(self, program: Program) -> None:
         self._open: list[int] = []
         try:
             self.source = self._keep(os.memfd_create("codegrpo-program", os.MFD_CLOEXEC))
             os.write(self.source, program.source.encode("utf-8", "surrogatepass"))
             os.lseek(self.source, 0, os.SEEK_SET)
             self.status_read, self.status_write = map(self._keep, os.pipe())
-            self.gate_read, self.gate_write = map(self._keep, os.pipe()) if gated else (-1, -1)
         except BaseException:
             self.close()
             raise
@@ -492,41 +483,18 @@ class _LaunchFds:
         return fd
 
     @property
-    def stdin(self) -> int:
-        return self.gate_read if self.gate_read >= 0 else subprocess.DEVNULL
-
-    @property
     def pass_fds(self) -> tuple[int, int]:
         return (self.source, self.status_write)
 
-    def _close(self, fd: int) -> None:
-        if fd in self._open:
-            self._open.remove(fd)
-            os.close(fd)
-
-    def spawned(self) -> None:
-        """The launcher has its copies now: only the status read end and the gate's write end stay."""
-        for fd in (self.source, self.status_write, self.gate_read):
-            self._close(fd)
-
     def take_status(self) -> int:
+        """The status pipe's read end, now the caller's to close."""
         self._open.remove(self.status_read)
         return self.status_read
 
-    def release(self, pid: int, group: RunCgroup) -> str | None:
-        """Move the waiting launcher into the run's cgroup, then let it go; the error if it cannot move."""
-        try:
-            group.add(pid)
-            os.write(self.gate_write, b"go\n")
-            return None
-        except OSError as error:
-            return str(error)
-        finally:
-            self._close(self.gate_write)
-
     def close(self) -> None:
-        for fd in list(self._open):
-            self._close(fd)
+        for fd in self._open:
+            os.close(fd)
+        self._open.clear()
 
 
 async def _read_capped(
