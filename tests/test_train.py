@@ -48,6 +48,12 @@ def test_train_end_to_end_offline(tmp_path):
         assert row["sandbox/runs"] >= 1
         assert 0.0 <= row["rewards/code_reward/mean"] <= 1.0
 
+    import pandas as pd
+
+    tables = sorted(run_dir.glob("completions/completions_*.parquet"))
+    assert len(tables) == 2  # one table of sampled completions per logged step
+    assert {"completion", "code_reward", "status"} <= set(pd.read_parquet(tables[0]).columns)
+
     [run_file] = run_dir.glob("wandb/offline-run-*/run-*.wandb")
     logged = [row for row in wandb_offline.history(run_file) if "train/rewards/code_reward/mean" in row]
     assert [r["train/rewards/code_reward/mean"] for r in logged] == [r["rewards/code_reward/mean"] for r in steps]
