@@ -60,3 +60,56 @@ def test_prompts_follow_the_guide_and_the_humaneval_template():
     messages = build_messages(problem, "Write a Python function {task} Reply.", "{prompt}", "Be brief.")
     assert messages == [{"role": "system", "content": "Be brief."},
                         {"role": "user", "content": f"Write a Python function {problem.prompt} Reply."}]
+
+
+def _cfg(**overrides):
+    from omegaconf import OmegaConf
+
+    from codegrpo.config import ProblemsConfig
+
+    return OmegaConf.merge(OmegaConf.structured(ProblemsConfig(name="t", path="problems/basics.jsonl")), overrides)
+
+
+def test_train_and_eval_splits_are_disjoint_stable_and_cover_the_set():
+    from codegrpo.problems import load_problem_set
+
+    train = load_problem_set(_cfg(split="train"))
+    evaluation = load_problem_set(_cfg(split="eval"))
+    everything = load_problem_set(_cfg())
+    assert {p.id for p in train} | {p.id for p in evaluation} == {p.id for p in everything}
+    assert not {p.id for p in train} & {p.id for p in evaluation}
+    assert 0.05 < len(evaluation) / len(everything) < 0.4
+    assert [p.id for p in load_problem_set(_cfg(split="eval"))] == [p.id for p in evaluation]
+    with pytest.raises(ProblemError, match="split"):
+        load_problem_set(_cfg(split="test"))
+
+
+def test_dataset_rows_with_a_column_mapping_mbpp_style(tmp_path, local_sandbox):
+    from codegrpo.problems import load_problem_set
+    from codegrpo.programs import get_language
+    from codegrpo.reward import Scorer
+    from tests.conftest import run
+
+    rows = [
+        {"task_id": 11, "prompt": "Remove first and last occurrence of ch from s.",
+         "code": "def remove_occ(s, ch):\n    s = s.replace(ch, '', 1)\n    i = s.rfind(ch)\n"
+                 "    return s if i < 0 else s[:i] + s[i + 1:]\n",
+         "test_list": ["assert remove_occ('hello', 'l') == 'heo'", "assert remove_occ('abcda', 'a') == 'bcd'"]},
+    ]
+    data = tmp_path / "mbpp.jsonl"
+    data.write_text("".join(__import__("json").dumps(r) + "\n" for r in rows))
+    cfg = _cfg(hub_path="json", data_files=str(data), columns={"id": "task_id", "prompt": "prompt",
+                                                                  "reference": "code"},
+               assert_list_column="test_list")
+    [problem] = load_problem_set(cfg)
+    assert (problem.id, problem.form, problem.entry_point) == ("11", "humaneval", "remove_occ")
+    scorer = Scorer([problem], local_sandbox, get_language("python"), "partial")
+    good, half = run(scorer.score(["11", "11"], [problem.reference, "def remove_occ(s, ch):\n    return 'heo'"]))
+    assert good.verdict.reward == 1.0 and half.verdict.reward == 0.5
+
+
+def test_unloadable_dataset_is_a_clear_error(tmp_path):
+    from codegrpo.problems import load_problem_set
+
+    with pytest.raises(ProblemError, match="cannot load dataset"):
+        load_problem_set(_cfg(hub_path="json", data_files=str(tmp_path / "missing.jsonl")))

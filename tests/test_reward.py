@@ -136,3 +136,18 @@ def test_humaneval_eq_override_scores_zero(local_sandbox):
            "def has_close_elements(numbers, threshold):\n    return Any()\n"
     [scored] = score(local_sandbox, [hack], problem.id, "partial", problems=HUMANEVAL)
     assert scored.verdict.reward == 0.0
+
+
+def test_javascript_problems_run_on_node_in_the_local_sandbox(tmp_path, local_sandbox):
+    path = tmp_path / "js.jsonl"
+    path.write_text('{"id": "is_even", "prompt": "isEven(n) that returns true if n is even.", '
+                    '"test": "[isEven(2), isEven(3)]", "expected": "[true, false]"}\n')
+    problems = load_problems(str(path))
+    scorer = Scorer(problems, local_sandbox, get_language("javascript"), "partial")
+    completions = ["```javascript\nfunction isEven(n) { return n % 2 === 0; }\n```",
+                   "```js\nfunction isEven(n) { return true; }\n```",
+                   "```js\nfunction isEven(n) { throw new Error('no'); }\n```",
+                   "```python\ndef isEven(n): return n % 2 == 0\n```"]
+    results = run(scorer.score(["is_even"] * 4, completions))
+    assert [s.verdict.reward for s in results] == [1.0, 0.5, 0.0, 0.0]
+    assert [s.verdict.status for s in results] == [Status.PASSED, Status.FAILED, Status.ERROR, Status.NO_CODE]

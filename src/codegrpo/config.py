@@ -46,7 +46,17 @@ class ProblemsConfig:
         "Complete the following Python function. Reply with the whole function in one ```python block.\n\n"
         "```python\n{prompt}```"
     )
-    limit: int | None = None  # use only the first N problems
+    limit: int | None = None  # use only the first N problems (after the split)
+    # A stable train/eval split by problem id: all | train | eval (eval_fraction of the ids go to eval).
+    split: str = "all"
+    eval_fraction: float = 0.2
+    # problems=hub: rows of datasets.load_dataset(hub_path, hub_name, split=hub_split, data_files=data_files).
+    hub_path: str | None = None
+    hub_name: str | None = None
+    hub_split: str = "train"
+    data_files: str | None = None
+    columns: dict[str, str] = field(default_factory=dict)  # problem field -> dataset column
+    assert_list_column: str | None = None  # MBPP style: a column of assert statements becomes check()
 
 
 @dataclass

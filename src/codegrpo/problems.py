@@ -6,6 +6,7 @@ import gzip
 import hashlib
 import importlib.util
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,6 +113,58 @@ def load_problems(path: str, limit: int | None = None) -> list[Problem]:
     if not problems:
         raise ProblemError(f"problem file {file} holds no problems")
     return problems[:limit] if limit else problems
+
+
+def select_split(problems: list[Problem], split: str, eval_fraction: float) -> list[Problem]:
+    """A split that depends on each problem's id alone, so it never changes as a set grows."""
+    if split == "all":
+        return problems
+    if split not in ("train", "eval"):
+        raise ProblemError(f"problems.split must be all, train or eval, not {split!r}")
+
+    def in_eval(problem: Problem) -> bool:
+        return int(hashlib.sha256(problem.id.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF < eval_fraction
+
+    chosen = [p for p in problems if in_eval(p) == (split == "eval")]
+    if not chosen:
+        raise ProblemError(f"the {split} split is empty (problems.eval_fraction={eval_fraction})")
+    return chosen
+
+
+def _checks_from_asserts(asserts: list[str], reference: str, where: str) -> dict[str, str]:
+    """MBPP-style rows: a list of asserts and a solution become a HumanEval-form check and entry point."""
+    match = re.search(r"^def\s+(\w+)\s*\(", reference, re.MULTILINE)
+    if match is None or not asserts:
+        raise ProblemError(f"{where}: needs a reference with a def and a non-empty list of asserts")
+    body = "".join(f"    {line}\n" for line in asserts)
+    return {"test": f"def check(candidate):\n{body}", "entry_point": match.group(1)}
+
+
+def load_hub_problems(cfg: Any) -> list[Problem]:
+    """Problems from a Hugging Face dataset (or a local json/parquet through data_files), mapped by cfg.columns."""
+    from datasets import load_dataset
+
+    try:
+        rows = load_dataset(cfg.hub_path, cfg.hub_name, split=cfg.hub_split, data_files=cfg.data_files)
+    except Exception as error:  # the datasets library raises many kinds; all mean "cannot load"
+        raise ProblemError(f"cannot load dataset {cfg.hub_path!r} (split {cfg.hub_split!r}): {error}") from None
+    problems = []
+    for number, row in enumerate(rows):
+        where = f"{cfg.hub_path}[{cfg.hub_split}] row {number}"
+        record = {field: row[column] for field, column in cfg.columns.items() if column in row}
+        if cfg.assert_list_column:
+            record |= _checks_from_asserts(list(row[cfg.assert_list_column]), record.get("reference", ""), where)
+        if "id" in record:
+            record["task_id" if "entry_point" in record else "id"] = str(record.pop("id"))
+        problems.append(parse_problem(record, where))
+    return problems
+
+
+def load_problem_set(cfg: Any) -> list[Problem]:
+    """The configured problems: a file or a dataset, then the split, then the limit."""
+    problems = load_hub_problems(cfg) if cfg.hub_path else load_problems(cfg.path)
+    chosen = select_split(problems, cfg.split, cfg.eval_fraction)
+    return chosen[: cfg.limit] if cfg.limit else chosen
 
 
 def problem_set_hash(problems: Iterable[Problem]) -> str:

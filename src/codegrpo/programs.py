@@ -50,10 +50,21 @@ def build_program(problem: Problem, code: str, language: Language, timeout_s: fl
     if language.name == "javascript":
         source = _javascript_program(problem, code)
     elif problem.form == "humaneval":
-        source = _python_program(problem.prompt + "\n" + code, humaneval_check(problem).source, "checks")
+        # A HumanEval prompt is code (signature, docstring, imports) the completion continues; an MBPP one is prose.
+        prefix = problem.prompt + "\n" if _is_python(problem.prompt) else ""
+        source = _python_program(prefix + code, humaneval_check(problem).source, "checks")
     else:
         source = _python_program(code, problem.test, "expression")
     return Program(source, language.filename, language.command, timeout)
+
+
+@cache
+def _is_python(text: str) -> bool:
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 def _python_program(code: str, test: str, mode: str) -> str:

@@ -9,14 +9,14 @@ from collections.abc import Sequence
 
 from omegaconf import DictConfig
 
-from codegrpo.problems import load_problems
+from codegrpo.problems import load_problem_set
 from codegrpo.programs import get_language
 from codegrpo.reward import Scored, Scorer
 from codegrpo.sandbox import build_sandbox
 
 
 def build_command_scorer(cfg: DictConfig) -> Scorer:
-    problems = load_problems(cfg.problems.path, cfg.problems.limit)
+    problems = load_problem_set(cfg.problems)
     return Scorer(problems, build_sandbox(cfg.sandbox), get_language(cfg.problems.language),
                   cfg.reward.kind, cfg.reward.extract, cfg.sandbox.timeout_s)
 

@@ -12,7 +12,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from codegrpo import tracking
-from codegrpo.problems import Problem, load_problems, problem_set_hash
+from codegrpo.problems import Problem, load_problem_set, problem_set_hash
 from codegrpo.programs import get_language
 from codegrpo.prompts import build_messages
 from codegrpo.reward import Scorer, make_code_reward
@@ -66,7 +66,7 @@ def build_scorer(cfg: DictConfig) -> tuple[list[Problem], Scorer]:
 
     Under a distributed launch every rank scores its own completions, so each gets its share of the cap.
     """
-    problems = load_problems(cfg.problems.path, cfg.problems.limit)
+    problems = load_problem_set(cfg.problems)
     language = get_language(cfg.problems.language)
     sandbox_cfg = cfg.sandbox.copy()
     with open_dict(sandbox_cfg):
