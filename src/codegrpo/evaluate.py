@@ -24,7 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 from codegrpo import tracking
 from codegrpo.cli import CONFIG_DIR, run_friendly
 from codegrpo.config import register_configs
-from codegrpo.problems import Problem, load_problems
+from codegrpo.problems import Problem, load_problems, select_split
 from codegrpo.prompts import build_messages
 from codegrpo.reward import Scorer
 
@@ -87,7 +87,8 @@ def evaluate_model(model, tokenizer, scorer: Scorer, problems: list[Problem], pr
 def build_eval_scorer(cfg: DictConfig, sandbox) -> tuple[list[Problem], Scorer]:
     from codegrpo.programs import get_language
 
-    problems = load_problems(cfg.evaluation.problems_path, cfg.evaluation.limit)
+    problems = select_split(load_problems(cfg.evaluation.problems_path), cfg.evaluation.split,
+                            cfg.problems.eval_fraction)[: cfg.evaluation.limit]
     scorer = Scorer(problems, sandbox, get_language(cfg.problems.language), "binary", cfg.reward.extract,
                     cfg.sandbox.timeout_s)
     return problems, scorer
