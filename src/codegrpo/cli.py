@@ -11,12 +11,16 @@ CONFIG_DIR = str(Path(__file__).resolve().parents[2] / "conf")
 
 
 
+class UsageError(RuntimeError):
+    """A setting that cannot work as given; the message says what to change."""
+
+
 def user_errors() -> tuple[type[BaseException], ...]:
     from codegrpo.models import ModelNotFoundError
     from codegrpo.problems import ProblemError
     from codegrpo.sandbox import SandboxFatalError
 
-    return ProblemError, SandboxFatalError, ModelNotFoundError
+    return ProblemError, SandboxFatalError, ModelNotFoundError, UsageError
 
 
 def run_friendly(function: Callable[[], Any]) -> Any:

@@ -12,6 +12,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from codegrpo import tracking
+from codegrpo.cli import UsageError
 from codegrpo.problems import Problem, load_problem_set, problem_set_hash
 from codegrpo.programs import get_language
 from codegrpo.prompts import build_messages
@@ -96,7 +97,7 @@ def resume_checkpoint(cfg: DictConfig, run_dir: Path) -> str | None:
         return None
     if cfg.resume != "auto":
         if not Path(cfg.resume).is_dir():
-            raise SandboxFatalError(f"resume={cfg.resume}: no such checkpoint directory")
+            raise UsageError(f"resume={cfg.resume}: no such checkpoint directory (or use resume=auto)")
         return cfg.resume
     checkpoints = sorted(run_dir.glob("checkpoint-*"), key=lambda p: int(p.name.rpartition("-")[2]))
     return str(checkpoints[-1]) if checkpoints else None
@@ -152,7 +153,7 @@ def train(cfg: DictConfig) -> dict[str, float]:
     from codegrpo.plots import write_plots
 
     if world_size() > 1 and not os.environ.get("CODEGRPO_RUN_DIR"):
-        raise SandboxFatalError(
+        raise UsageError(
             "a distributed launch needs one run dir for every rank: set CODEGRPO_RUN_DIR, e.g. "
             "CODEGRPO_RUN_DIR=outputs/runs/$(date +%F_%H-%M-%S) accelerate launch ... train.py"
         )
