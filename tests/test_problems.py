@@ -28,7 +28,7 @@ def test_shipped_sets_load():
         ("{not json", ":2: not valid JSON"),
         ('{"id": "b", "prompt": "f(x).", "test": "f(1)"}', ":2: field 'expected' must be a non-empty string"),
         ('{"id": "b", "prompt": "f(x).", "test": "f(1)", "expected": "[1,"}', ":2: field 'expected' is not valid JSON"),
-        ('{"id": "a", "prompt": "f(x).", "test": "f(1)", "expected": "1"}', ":2: duplicate id 'a' (first on line 1)"),
+        ('{"id": "a", "prompt": "f(x).", "test": "f(1)", "expected": "1"}', ":2: duplicate id 'a' (first at "),
         ('{"id": "b", "prompt": "f(x).", "test": "f(1)", "expected": "1", "timeout_s": "x"}', ":2: field 'timeout_s'"),
         ('{"task_id": "H/1", "prompt": "def f():", "test": "def check(c): pass"}', ":2: field 'entry_point'"),
         ("[1, 2]", ":2: expected a JSON object"),

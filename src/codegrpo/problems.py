@@ -7,7 +7,7 @@ import hashlib
 import importlib.util
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,18 @@ def _read_lines(path: Path) -> Iterable[str]:
         yield from handle
 
 
+def read_jsonl(file: Path) -> Iterator[tuple[str, Any]]:
+    """(``file:line``, decoded record) for each non-blank line; a line that is not JSON is a ProblemError."""
+    for number, line in enumerate(_read_lines(file), start=1):
+        if not line.strip():
+            continue
+        where = f"{file}:{number}"
+        try:
+            yield where, json.loads(line)
+        except ValueError as error:
+            raise ProblemError(f"{where}: not valid JSON ({error})") from None
+
+
 def _require_str(record: dict[str, Any], key: str, where: str) -> str:
     value = record.get(key)
     if not isinstance(value, str) or (key != "prompt" and not value.strip()):
@@ -96,19 +108,12 @@ def load_problems(path: str, limit: int | None = None) -> list[Problem]:
     if not file.is_file():
         raise ProblemError(f"problem file {file} does not exist (set problems.path)")
     problems: list[Problem] = []
-    seen: dict[str, int] = {}
-    for number, line in enumerate(_read_lines(file), start=1):
-        if not line.strip():
-            continue
-        where = f"{file}:{number}"
-        try:
-            record = json.loads(line)
-        except ValueError as error:
-            raise ProblemError(f"{where}: not valid JSON ({error})") from None
+    seen: dict[str, str] = {}
+    for where, record in read_jsonl(file):
         problem = parse_problem(record, where)
         if problem.id in seen:
-            raise ProblemError(f"{where}: duplicate id {problem.id!r} (first on line {seen[problem.id]})")
-        seen[problem.id] = number
+            raise ProblemError(f"{where}: duplicate id {problem.id!r} (first at {seen[problem.id]})")
+        seen[problem.id] = where
         problems.append(problem)
     if not problems:
         raise ProblemError(f"problem file {file} holds no problems")

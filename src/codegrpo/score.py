@@ -17,7 +17,7 @@ from omegaconf import DictConfig
 
 from codegrpo.cli import CONFIG_DIR, run_friendly
 from codegrpo.config import register_configs
-from codegrpo.problems import ProblemError
+from codegrpo.problems import ProblemError, read_jsonl
 from codegrpo.scoring import build_command_scorer, score_all, summary
 
 
@@ -27,14 +27,7 @@ def read_completions(path: str, known_ids: set[str]) -> list[tuple[str, str]]:
     if not file.is_file():
         raise ProblemError(f"completions file {file} does not exist")
     pairs = []
-    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{file}:{number}"
-        try:
-            record = json.loads(line)
-        except ValueError as error:
-            raise ProblemError(f"{where}: not valid JSON ({error})") from None
+    for where, record in read_jsonl(file):
         if not isinstance(record, dict) or not isinstance(record.get("completion"), str):
             raise ProblemError(f"{where}: expected an object with a string 'completion'")
         problem_id = record.get("problem_id")
