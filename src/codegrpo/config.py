@@ -88,6 +88,7 @@ class LocalSandboxConfig(SandboxConfig):
     tmpfs_limit_bytes: int = 64 << 20
     open_files: int = 64
     use_cgroups: bool = True  # memory and process limits through a writable cgroup; rlimits when false or absent
+    warm: bool = True  # Python programs run in long-lived sandboxes, a fresh process each (README, Security)
 
 
 @dataclass
@@ -102,6 +103,8 @@ class SuperserveSandboxConfig(SandboxConfig):
     max_retries: int = 4
     backoff_base_s: float = 0.5
     backoff_max_s: float = 8.0
+    # Programs run one after another in one sandbox by a trusted runner (1: a fresh sandbox per program).
+    programs_per_sandbox: int = 16
 
 
 @dataclass

@@ -41,7 +41,8 @@ def get_language(name: str) -> Language:
 
 @cache
 def _python_harness() -> str:
-    return resources.files("codegrpo.harness").joinpath("python_harness.py").read_text()
+    text = resources.files("codegrpo.harness").joinpath("python_harness.py").read_text()
+    return text if text.endswith("\n") else text + "\n"  # whole lines: the program's prelude
 
 
 def build_program(problem: Problem, code: str, language: Language, timeout_s: float) -> Program:
@@ -55,7 +56,8 @@ def build_program(problem: Problem, code: str, language: Language, timeout_s: fl
         source = _python_program(prefix + code, humaneval_check(problem).source, "checks")
     else:
         source = _python_program(code, problem.test, "expression")
-    return Program(source, language.filename, language.command, timeout)
+    prelude = len(_python_harness()) if language.name == "python" else 0
+    return Program(source, language.filename, language.command, timeout, prelude)
 
 
 @cache

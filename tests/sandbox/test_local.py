@@ -25,6 +25,7 @@ pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the local
 
 PYTHON = ("python3", "-I", "/tmp/solution.py")
 MiB = 1 << 20
+WORKER_FDS = 5  # what a warm worker holds open here: its stdin, stdout, stderr, bwrap's status, a pidfd
 
 
 # -- helpers shared with test_attacks.py ----------------------------------------------------------------
@@ -40,18 +41,29 @@ def run_source(sandbox, source: str, timeout_s: float = 5.0, command: tuple[str,
     return asyncio.run(sandbox.run(Program(textwrap.dedent(source), "solution.py", command, timeout_s)))
 
 
-def child_pids() -> set[int]:
-    """Processes whose parent is this (test) process."""
-    me, found = os.getpid(), set()
+def children_of(parent: int) -> set[int]:
+    found = set()
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 stat = Path(f"/proc/{entry}/stat").read_text()
             except OSError:
                 continue
-            if int(stat.rpartition(")")[2].split()[1]) == me:
+            if int(stat.rpartition(")")[2].split()[1]) == parent:
                 found.add(int(entry))
     return found
+
+
+def child_pids() -> set[int]:
+    """Processes whose parent is this (test) process."""
+    return children_of(os.getpid())
+
+
+def is_idle_warm_worker(pid: int) -> bool:
+    """bwrap with one child, the worker (its sandbox's pid 1), which has no process of a program left."""
+    inside = children_of(pid)
+    comm = Path(f"/proc/{pid}/comm").read_text().strip()
+    return comm == "bwrap" and len(inside) == 1 and children_of(inside.pop()) == set()
 
 
 def processes_with(marker: str) -> list[int]:
@@ -80,12 +92,15 @@ def run_cgroups(controller: str | None = None) -> list[Path]:
 
 
 def open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
+    """This process's open file descriptors, less those its idle warm workers hold."""
+    return len(os.listdir("/proc/self/fd")) - WORKER_FDS * len(child_pids())
 
 
 def assert_nothing_left(fds_before: int, marker: str | None = None) -> None:
-    assert child_pids() == set()
-    assert run_cgroups() == []
+    """No process of a program is left, only idle warm workers; no cgroup or fd but theirs."""
+    workers = child_pids()
+    assert all(is_idle_warm_worker(pid) for pid in workers), workers
+    assert len({group.name for group in run_cgroups()}) <= len(workers)
     assert open_fds() == fds_before
     if marker is not None:
         assert processes_with(marker) == []
@@ -108,17 +123,25 @@ def daemon_source(marker: str) -> str:
 # -- fixtures ------------------------------------------------------------------------------------------
 
 
+@pytest.fixture(scope="module", params=["warm", "cold"])
+def kind(request) -> str:
+    """Every sandbox test runs against warm workers (the default) and a fresh sandbox per program."""
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def sandbox():
-    box = make_sandbox()
+def sandbox(kind):
+    box = make_sandbox(warm=kind == "warm")
     yield box
     asyncio.run(box.aclose())
 
 
 @pytest.fixture(scope="module")
-def fallback():
+def fallback(kind):
     """The same sandbox without cgroups, as on a machine where none is writable."""
-    return make_sandbox(use_cgroups=False)
+    box = make_sandbox(use_cgroups=False, warm=kind == "warm")
+    yield box
+    asyncio.run(box.aclose())
 
 
 def needs_cgroups(box) -> None:
@@ -168,17 +191,30 @@ def test_killed_by_a_signal_is_signaled(sandbox):
     assert (result.outcome, result.exit_code) == (Outcome.SIGNALED, 128 + 11)
 
 
-def test_the_program_is_pid_1_and_cannot_be_killed_from_inside(sandbox):
+def test_pid_1_cannot_be_killed_from_inside(sandbox, kind):
     source = """
         import os, signal
         if os.fork() == 0:
             os.kill(1, signal.SIGKILL)
+            os.kill(-1, signal.SIGKILL)
             os._exit(0)
         os.wait()
         os.kill(os.getpid(), signal.SIGKILL)
         print(os.getpid(), sorted(int(p) for p in os.listdir("/proc") if p.isdigit()))
     """
-    assert run_source(sandbox, source).stdout == "1 [1]\n"  # nothing of bwrap's is in the sandbox
+    if kind == "cold":
+        # The program is pid 1 itself, and nothing of bwrap's is in the sandbox.
+        assert run_source(sandbox, source).stdout == "1 [1]\n"
+        return
+    # The program is a child of the worker, which it can neither kill nor find anything else beside.
+    retired = sandbox.stats()["sandbox/warm_retired"]
+    result = run_source(sandbox, source)
+    assert (result.outcome, result.exit_code) == (Outcome.SIGNALED, 128 + 9)
+    listing = "import os; print(os.getpid(), sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))"
+    probe = run_source(sandbox, listing)
+    pid, pids = probe.stdout.split(" ", 1)
+    assert pids.strip() == f"[1, {pid}]"
+    assert sandbox.stats()["sandbox/warm_retired"] == retired  # no worker was lost
 
 
 @pytest.mark.parametrize("mode", ["cgroup", "fallback"])
@@ -228,7 +264,7 @@ def test_cpu_time_limit_is_the_wall_timeout(sandbox):
 # -- limits --------------------------------------------------------------------------------------------
 
 
-def test_rlimits_inside_the_sandbox(sandbox, fallback):
+def test_rlimits_inside_the_sandbox(sandbox, fallback, kind):
     source = """
         import resource
         for name in ("FSIZE", "NOFILE", "CORE", "AS", "NPROC"):
@@ -241,7 +277,7 @@ def test_rlimits_inside_the_sandbox(sandbox, fallback):
         assert {k: int(v) for k, v in seen.items() if k in expected} == expected
     seen = dict(line.split() for line in run_source(fallback, source).stdout.splitlines())
     assert int(seen["AS"]) == cfg.memory_mb << 20  # the fallbacks
-    assert int(seen["NPROC"]) == cfg.max_processes
+    assert int(seen["NPROC"]) == cfg.max_processes + (kind == "warm")  # a warm worker's pid 1 counts too
 
 
 def test_file_size_limit(sandbox):
@@ -497,7 +533,8 @@ def test_enforcement_and_aclose_removes_the_cgroups():
     asyncio.run(box.aclose())
     asyncio.run(box.aclose())  # twice is fine
     assert not any(p.exists() for p in mine)
-    assert make_sandbox(use_cgroups=False).enforcement == {"memory": "RLIMIT_AS", "processes": "RLIMIT_NPROC"}
+    fallback = make_sandbox(use_cgroups=False, warm=False)
+    assert fallback.enforcement == {"memory": "RLIMIT_AS", "processes": "RLIMIT_NPROC"}
 
 
 def test_fallback_runs_normal_programs(fallback):

@@ -8,6 +8,7 @@ that no sandbox is ever left alive.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import logging
 import os
 import re
@@ -110,7 +111,7 @@ def test_runs_each_program_in_a_fresh_sandbox_like_the_guide(make_backend) -> No
         py("print('x' * (3 << 20))"),
     ]
     with FakeSuperserve() as fake:
-        backend = make_backend(fake)
+        backend = make_backend(fake, programs_per_sandbox=1)
         ok, exits_3, raises, loops, floods = score(backend, programs)
 
     assert_42(ok)
@@ -162,6 +163,294 @@ def test_network_lists_and_template_are_configurable(make_backend) -> None:
         with pytest.raises(SandboxFatalError, match="template 'no-such-template'"):
             score(missing, [PRINT_42])
         assert fake.requests["create"] == 2
+
+
+# ------------------------------------------------------------------- several programs per sandbox
+
+
+def comparable(result: RunResult) -> tuple:
+    # The runner gives each program its own directory, so tracebacks name a different path.
+    return (result.outcome, result.exit_code, result.stdout, re.sub(r"/tmp/run-[^/]+/", "/tmp/", result.stderr))
+
+
+def run_in_one_chunk(make_backend, programs: list[Program], **overrides) -> tuple[list[RunResult], SuperserveSandbox]:
+    """Run ``programs`` in this order in a single sandbox (a cap of 1 puts the whole batch in one chunk)."""
+    with FakeSuperserve() as fake:
+        backend = make_backend(fake, max_concurrency=1, **overrides)
+        results = score(backend, programs)
+        assert fake.requests["exec"] == 1 + backend.stats()["sandbox/chunks_rerun"] * len(programs)
+        assert_no_leaks(backend, fake)
+    return results, backend
+
+
+def test_chunks_give_the_same_results_as_a_sandbox_each(make_backend) -> None:
+    # A cap of 3 makes three chunks, strided: [0, 3, 6], [1, 4, 7], [2, 5, 8].
+    programs = [
+        PRINT_42,
+        py("raise ValueError('boom')"),
+        py("import sys\nsys.stdout.buffer.write(b'caf\\xc3\\xa9 \\xff')\nprint('err', file=sys.stderr)"),
+        py("import sys\nprint('partial')\nsys.exit(3)"),
+        py("pass"),
+        py("import ctypes\nctypes.string_at(0)"),  # a real fault: pid 1 of the fake's sandbox ignores kill()
+        py("while True:\n    pass", timeout_s=1),
+        py("raise MemoryError"),
+        py("print('x' * (3 << 20))"),  # too much output for the runner's document: this chunk runs again apart
+    ]
+    with FakeSuperserve() as fake:
+        backend = make_backend(fake, max_concurrency=3)
+        chunked = score(backend, programs)
+        assert_no_leaks(backend, fake)
+        stats = backend.stats()
+        assert (stats["sandbox/chunks"], stats["sandbox/chunks_rerun"]) == (3, 1)
+        assert fake.requests["create"] == 3 + 3
+    with FakeSuperserve() as fake:
+        single = make_backend(fake, max_concurrency=3, programs_per_sandbox=1)
+        apart = score(single, programs)
+        assert fake.requests["create"] == len(programs)
+        assert_no_leaks(single, fake)
+
+    assert [comparable(r) for r in chunked] == [comparable(r) for r in apart]
+    outcomes = [r.outcome for r in chunked]
+    assert outcomes[6:] == [Outcome.TIMEOUT, Outcome.MEMORY_LIMIT, Outcome.OUTPUT_LIMIT]
+    assert outcomes[5] is Outcome.SIGNALED and chunked[5].exit_code == 128 + 11
+    assert chunked[2].stdout == "café \ufffd"
+    assert 1.0 <= chunked[6].duration_s < 3.0
+
+
+@pytest.mark.parametrize(
+    ("n", "cap", "per_sandbox", "sandboxes"),
+    [(20, 4, 16, 4), (20, 4, 3, 7), (64, 8, 16, 8), (4, 4, 16, 4), (3, 8, 16, 3), (9, 2, 1, 9)],
+)
+def test_a_batch_is_split_into_as_few_sandboxes_as_use_the_cap(
+    make_backend, n: int, cap: int, per_sandbox: int, sandboxes: int
+) -> None:
+    programs = [py(f"print({i})") for i in range(n)]
+    with FakeSuperserve() as fake:
+        backend = make_backend(fake, max_concurrency=cap, programs_per_sandbox=per_sandbox)
+        results = score(backend, programs)
+        assert [r.stdout for r in results] == [f"{i}\n" for i in range(n)]
+        assert fake.requests["create"] == fake.requests["write"] == fake.requests["exec"] == sandboxes
+        assert fake.max_alive <= cap
+        assert_no_leaks(backend, fake)
+
+
+def test_chunks_keep_the_sandbox_timeout(make_backend) -> None:
+    # 9 s each: with sandbox_timeout_s=120, a chunk's programs may take 120 - 60 - 5 = 55 s, so 5 each.
+    programs = [py(f"print({i})", timeout_s=9) for i in range(16)]
+    with FakeSuperserve() as fake:
+        backend = make_backend(fake, max_concurrency=1, sandbox_timeout_s=120)
+        results = score(backend, programs)
+        assert [r.stdout for r in results] == [f"{i}\n" for i in range(16)]
+        assert fake.requests["exec"] == 4
+        assert_no_leaks(backend, fake)
+
+
+def test_files_and_ipc_a_program_leaves_are_gone_for_the_next(make_backend) -> None:
+    plant = py("""
+        import ctypes, os
+        written = []
+        for d in ["/tmp", "/var/tmp", "/dev/shm", "/run/lock", os.getcwd(), os.environ["HOME"], os.environ["TMPDIR"]]:
+            try:
+                with open(os.path.join(d, "planted-file"), "w") as f:
+                    f.write("x")
+                os.makedirs(os.path.join(d, "planted-dir", "deeper"))
+                written.append(d)
+            except OSError:
+                pass
+        os.makedirs("/tmp/planted-locked/inner")
+        open("/tmp/planted-locked/inner/f", "w").close()
+        os.chmod("/tmp/planted-locked/inner", 0)
+        os.chmod("/tmp/planted-locked", 0o500)
+        os.symlink("/tmp", "/tmp/planted-link")
+        libc = ctypes.CDLL(None)
+        shm = libc.shmget(0x1234, 4096, 0o1666)  # IPC_CREAT | 0666
+        print(len(written), shm >= 0)
+    """)
+    look = py("""
+        import os
+        seen = [os.path.join(r, n) for top in ["/tmp", "/var/tmp", "/dev/shm", "/run/lock"] if os.path.isdir(top)
+                for r, ds, fs in os.walk(top) for n in ds + fs if "planted" in n]
+        with open("/proc/sysvipc/shm") as f:
+            print(seen, len(f.read().splitlines()) - 1, sorted(os.listdir(os.getcwd())))
+    """)
+    (planted, found), _ = run_in_one_chunk(make_backend, [plant, look])
+    # /tmp and its own directory (cwd, HOME and TMPDIR); the rest is read-only in the fake. The local
+    # sandbox's seccomp filter, where it has one, refuses System V IPC (see the next test).
+    assert planted.stdout in ("2 True\n", "2 False\n"), planted
+    assert found.stdout == "[] 0 ['solution.py']\n", found
+
+
+def test_the_runner_removes_new_system_v_ipc_objects() -> None:
+    from codegrpo.sandbox import batch_runner
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    before = batch_runner._ipc_ids()
+    made = {"shm": libc.shmget(0, 4096, 0o1600), "msg": libc.msgget(0, 0o1600), "sem": libc.semget(0, 1, 0o1600)}
+    if min(made.values()) < 0:
+        pytest.skip(f"System V IPC is not available here (errno {ctypes.get_errno()})")
+    assert all(made[kind] in ids for kind, ids in batch_runner._ipc_ids().items())
+    batch_runner._restore({}, before)
+    assert batch_runner._ipc_ids() == before
+
+
+def test_daemons_and_fork_chains_die_with_their_program(make_backend) -> None:
+    leave_daemons = py("""
+        import os, time
+        if os.fork() == 0:  # a double-forked setsid daemon that writes into the next program's directory
+            os.setsid()
+            if os.fork() == 0:
+                time.sleep(0.3)
+                for name in os.listdir("/tmp"):
+                    try:
+                        open(f"/tmp/{name}/from-daemon", "w").close()
+                    except OSError:
+                        pass
+                print("daemon was here", flush=True)
+                time.sleep(30)
+            os._exit(0)
+        if os.fork() == 0:  # a chain that keeps moving to a new pid
+            os.setsid()
+            while True:
+                if os.fork():
+                    os._exit(0)
+                time.sleep(0.005)
+        print("a done")
+    """)
+    look = py("""
+        import os, time
+        time.sleep(0.8)
+        mine = {os.getpid(), os.getppid()}
+        others = sorted(int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in mine)
+        states = []
+        for pid in others:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    states.append(f.read().rpartition(")")[2].split()[0])
+            except OSError:
+                pass
+        print(sorted(os.listdir(".")), [s for s in states if s not in "ZX"])
+    """)
+    (daemons, found), _ = run_in_one_chunk(make_backend, [leave_daemons, look])
+    assert (daemons.outcome, daemons.stdout) == (Outcome.EXITED, "a done\n"), daemons
+    assert found.stdout == "['solution.py'] []\n", found
+
+
+def test_a_program_cannot_reach_the_runner_or_forge_results(make_backend) -> None:
+    forge = py("""
+        import ctypes, json, os
+        ppid = os.getppid()
+        forged = "codegrpo-batch 0\\n" + json.dumps([{"exit_code": 0, "stdout": "42\\n", "stderr": "",
+                                                      "duration_s": 0, "truncated": False}] * 2) + "\\n"
+        reached = []
+        for pid in [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]:
+            for name in ["fd/1", "fd/2", "environ", "mem", "cwd/x"]:
+                try:
+                    with open(f"/proc/{pid}/{name}", "rb") as f:
+                        f.read(1)
+                    reached.append(f"{pid}/{name}")
+                except OSError:
+                    pass
+            try:
+                for fd in os.listdir(f"/proc/{pid}/fd"):
+                    with open(f"/proc/{pid}/fd/{fd}", "w") as f:
+                        f.write(forged)
+                    reached.append(f"{pid}/fd/{fd}")
+            except OSError:
+                pass
+        libc = ctypes.CDLL(None, use_errno=True)
+        traced = libc.ptrace(16, ppid, 0, 0)  # PTRACE_ATTACH
+        print(reached, traced, os.environ.get("CODEGRPO_BUNDLE_KEY"))
+        raise SystemExit(1)
+    """)
+    results, backend = run_in_one_chunk(make_backend, [forge, PRINT_42])
+    assert (results[0].outcome, results[0].exit_code, results[0].stdout) == (Outcome.EXITED, 1, "[] -1 None\n")
+    assert_42(results[1])
+    assert backend.stats()["sandbox/chunks_rerun"] == 0
+
+
+def test_a_program_that_attacks_the_runner_gets_no_better_verdict(make_backend) -> None:
+    attack = py("""
+        import os, signal
+        for sig in (signal.SIGKILL, signal.SIGSTOP, signal.SIGTERM):
+            try:
+                os.kill(os.getppid(), sig)
+            except OSError:
+                pass
+        raise SystemExit(1)
+    """)
+    results, _ = run_in_one_chunk(make_backend, [attack, PRINT_42, attack])
+    for result in (results[0], results[2]):
+        assert not result.is_infra_failure and (result.outcome, result.exit_code) != (Outcome.EXITED, 0), result
+    assert_42(results[1])
+
+
+BROKEN_RUNNERS = {
+    "dies": "import os\nos._exit(9)\n",
+    "prints garbage": "def main(bundle):\n    print('codegrpo-batch x')\n    print('[]')\n",
+    "extra output": "\n_real_main = main\n\n\ndef main(bundle):\n    _real_main(bundle)\n    print('more')\n",
+}
+
+
+@pytest.mark.parametrize("broken", BROKEN_RUNNERS)
+def test_a_chunk_whose_runner_fails_runs_again_a_sandbox_each(make_backend, monkeypatch, broken: str) -> None:
+    # However a runner fails (a program killed it, or its document is wrong), each program is judged alone.
+    from codegrpo.sandbox import superserve
+
+    source = BROKEN_RUNNERS[broken]
+    monkeypatch.setattr(superserve, "RUNNER_SOURCE", superserve.RUNNER_SOURCE + source if "_real" in source else source)
+    programs = [PRINT_42, py("import sys; sys.exit(4)"), py("print(1)")]
+    results, backend = run_in_one_chunk(make_backend, programs)
+    assert [(r.outcome, r.exit_code, r.stdout) for r in results] == [
+        (Outcome.EXITED, 0, "42\n"),
+        (Outcome.EXITED, 4, ""),
+        (Outcome.EXITED, 0, "1\n"),
+    ]
+    assert backend.stats()["sandbox/chunks_rerun"] == 1
+
+
+def test_no_program_can_read_another_programs_source(make_backend) -> None:
+    snoop = py("""
+        import os
+        needle = ("sibling" + "-secret-").encode()
+        found = []
+        for top in ["/tmp", "/var/tmp", "/dev/shm", os.getcwd()]:
+            for root, _, files in os.walk(top):
+                for name in files:
+                    try:
+                        with open(os.path.join(root, name), "rb") as f:
+                            if needle in f.read():
+                                found.append(name)
+                    except OSError:
+                        pass
+        with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
+            found += ["cmdline"] if needle in f.read() else []
+        print(found, sorted(os.environ))
+    """)
+    secret = py(f"# sibling-secret-{uuid.uuid4().hex}\nprint(6 * 7)")
+    (snooped, answer), _ = run_in_one_chunk(make_backend, [snoop, secret])
+    assert snooped.stdout == "[] ['HOME', 'LANG', 'OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'PATH', 'TMPDIR']\n"
+    assert_42(answer)
+
+
+@pytest.mark.parametrize(("route", "fault"), [("exec", Fault.TIMEOUT), ("create", Fault.SERVER_ERROR)])
+def test_a_chunk_that_keeps_failing_is_an_infra_failure_for_each_program(make_backend, route: str, fault) -> None:
+    with FakeSuperserve(fault_rates={route: {fault: 1.0}}) as fake:
+        backend = make_backend(fake, max_concurrency=2, max_retries=2)
+        results = score(backend, [PRINT_42] * 6)
+        assert [r.outcome for r in results] == [Outcome.SANDBOX_ERROR] * 6
+        stats = backend.stats()
+        assert (stats["sandbox/infra_failures"], stats["sandbox/retries"]) == (6, 4)
+        assert fake.requests["create"] == 6  # 2 chunks, 3 attempts each
+        assert_no_leaks(backend, fake)
+
+    # A transient fault costs the chunk one more attempt, no more.
+    with FakeSuperserve() as fake:
+        fake.inject(route, fault)
+        backend = make_backend(fake, max_concurrency=2)
+        for result in score(backend, [PRINT_42] * 6):
+            assert_42(result)
+        assert fake.requests["create"] == 3
+        assert_no_leaks(backend, fake)
 
 
 # ---------------------------------------------------------------------------- transient faults
@@ -279,7 +568,7 @@ def test_revoked_key_mid_batch_raises_once_and_kills_the_batch(make_backend) -> 
     programs = [PRINT_42, sleeper, sleeper, sleeper, PRINT_42, PRINT_42, PRINT_42, PRINT_42]
     with FakeSuperserve() as fake:
         fake.inject("create", Fault.UNAUTHORIZED, times=99, after=4)
-        backend = make_backend(fake, max_concurrency=4)
+        backend = make_backend(fake, max_concurrency=4, programs_per_sandbox=1)
 
         async def run() -> tuple[BaseException, int, float]:
             started = time.monotonic()
@@ -392,17 +681,24 @@ def test_cancelled_call_kills_its_sandboxes(make_backend) -> None:
 
     # Cancelled while the programs run.
     with FakeSuperserve(latency={"exec": 30}) as fake:
-        backend = make_backend(fake, max_concurrency=4)
+        backend = make_backend(fake, max_concurrency=4, programs_per_sandbox=1)
         asyncio.run(cancel_when(backend, lambda: fake.executed >= 4, [PRINT_42] * 6))
         assert_no_leaks(backend, fake)
         assert fake.created == 4
 
     # Cancelled while the creates are in flight: the server made the sandboxes, we never got their ids.
     with FakeSuperserve(latency={"create": 30}) as fake:
-        backend = make_backend(fake, max_concurrency=4)
+        backend = make_backend(fake, max_concurrency=4, programs_per_sandbox=1)
         asyncio.run(cancel_when(backend, lambda: fake.created >= 4, [PRINT_42] * 6))
         assert backend.stats()["sandbox/reaped"] == 4
         assert_no_leaks(backend, fake)
+
+    # Chunks: cancelled while their runners run.
+    with FakeSuperserve(latency={"exec": 30}) as fake:
+        backend = make_backend(fake, max_concurrency=2)
+        asyncio.run(cancel_when(backend, lambda: fake.executed >= 2, [PRINT_42] * 6))
+        assert_no_leaks(backend, fake)
+        assert fake.created == 2 and backend.stats()["sandbox/chunks"] == 2
 
 
 CTRL_C_SCRIPT = """

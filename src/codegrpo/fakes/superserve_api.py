@@ -20,7 +20,11 @@ What it mirrors (superserve 0.11):
 
 POST /exec runs the command in a fresh bubblewrap sandbox (``codegrpo.sandbox.local``): a leading
 ``timeout [-s SIGNAL] N`` sets the time limit, the file the command names is the one written with
-files.write under /tmp, and a program that runs out of time exits 137, as under ``timeout -s KILL``.
+files.write under /tmp, ``env`` is added to the command's environment, and a program that runs out
+of time exits 137, as under ``timeout -s KILL``. As in a VM, the command may run other processes
+(the local sandbox's limits cover them all); unlike a VM, it runs as uid 0 with no capabilities
+(so it cannot change uid), as pid 1 of its pid namespace, with the written file read-only and /tmp
+the only writable place.
 
 Faults: ``inject(route, fault, times=, after=)`` queues exact faults for one route; ``fault_rates``
 draws them at random from a seeded generator. ``latency`` delays each route's answer; the work is
@@ -188,7 +192,8 @@ class FakeSuperserve:
         self.templates = None if templates is None else set(templates)
         self.slow_s = slow_s
         self.retry_after_s = retry_after_s
-        self._local = LocalSandbox(local_cfg or LocalSandboxConfig())
+        # Each exec gets a fresh sandbox, as each cloud sandbox is its own VM: no warm workers shared between them.
+        self._local = LocalSandbox(local_cfg or LocalSandboxConfig(warm=False))
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._queued: dict[str, collections.deque[_QueuedFault]] = collections.defaultdict(collections.deque)
@@ -516,6 +521,13 @@ class FakeSuperserve:
             limit = min(limit, wrapper_limit)
         if not argv:
             return self._error(call, 400, "invalid_request", "nothing to run")
+        env = body.get("env") or {}
+        if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+            return self._error(call, 400, "invalid_request", "env must map strings to strings")
+        if any(not k or "=" in k for k in env):
+            return self._error(call, 400, "invalid_request", "invalid env name")
+        if env:  # set for the command only, as the server does: `env` execs it with them added
+            argv = ["env", "--", *(f"{k}={v}" for k, v in env.items()), *argv]
         path = next((arg for arg in argv if arg in sandbox.files), None)
         if path is None:  # a command that runs no written file, such as `echo hi`
             return Program(source="", filename=".empty", command=tuple(argv), timeout_s=limit)

@@ -23,13 +23,16 @@ class Outcome(str, enum.Enum):
 class Program:
     """A self-contained program to run in a fresh sandbox.
 
-    ``source`` is written to ``/tmp/<filename>`` and ``command`` runs it.
+    ``source`` is written to ``/tmp/<filename>`` and ``command`` runs it. Its first ``prelude_chars``
+    characters may be trusted code that many programs share (the harness), whole lines: a warm worker
+    compiles them once.
     """
 
     source: str
     filename: str = "solution.py"
     command: tuple[str, ...] = ("python3", "/tmp/solution.py")
     timeout_s: float = 10.0
+    prelude_chars: int = 0
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,17 @@ class RunResult:
     @property
     def is_infra_failure(self) -> bool:
         return self.outcome is Outcome.SANDBOX_ERROR
+
+
+def classify_exit(returncode: int | None, stderr: str) -> tuple[Outcome, int | None]:
+    """The outcome of a program that ended by itself; a death by signal N is exit status 128 + N."""
+    if returncode is None:
+        return Outcome.SANDBOX_ERROR, None
+    if returncode < 0 or returncode > 128:
+        return Outcome.SIGNALED, returncode
+    if returncode != 0 and stderr.rstrip().endswith("MemoryError"):
+        return Outcome.MEMORY_LIMIT, returncode
+    return Outcome.EXITED, returncode
 
 
 class SandboxFatalError(RuntimeError):

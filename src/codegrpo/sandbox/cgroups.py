@@ -218,8 +218,9 @@ class CgroupLimits:
             parent.mkdir(exist_ok=True)
         return parent
 
-    def new_run(self) -> RunCgroup:
-        """A fresh cgroup (per hierarchy) with the limits set. Raises OSError."""
+    def new_run(self, extra_processes: int = 0) -> RunCgroup:
+        """A fresh cgroup (per hierarchy) with the limits set, the process limit raised by
+        ``extra_processes`` for the sandbox's own. Raises OSError."""
         name = uuid.uuid4().hex
         directories: list[Path] = []
         memory: tuple[int, Path] | None = None
@@ -234,7 +235,7 @@ class CgroupLimits:
                     self._limit_memory(version, directory)
                     memory = (version, directory)
                 else:
-                    _write(directory / "pids.max", str(self.max_processes))
+                    _write(directory / "pids.max", str(self.max_processes + extra_processes))
         except OSError:
             RunCgroup(directories, None).destroy()
             raise

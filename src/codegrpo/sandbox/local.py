@@ -21,6 +21,7 @@ import contextlib
 import json
 import logging
 import os
+import platform
 import shlex
 import shutil
 import signal
@@ -33,8 +34,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from codegrpo.config import LocalSandboxConfig
-from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend, SandboxFatalError
+from codegrpo.sandbox import seccomp
+from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend, SandboxFatalError, classify_exit
 from codegrpo.sandbox.cgroups import CgroupLimits, RunCgroup
+from codegrpo.sandbox.warm import WORKER_PATH, Launch, Ticket, WarmPool, eligible, init_pidfd, worker_files
 
 log = logging.getLogger(__name__)
 
@@ -90,11 +93,14 @@ class LocalSandbox(SandboxBackend):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._counts: Counter[str] = Counter()
         self._cgroups: CgroupLimits | None = None
+        self._warm: WarmPool | None = None
         if cfg.use_cgroups:
             self._cgroups = CgroupLimits(cfg.memory_mb << 20, cfg.max_processes)
-            self._finalizer = weakref.finalize(self, self._cgroups.close)
+        self._finalizer = weakref.finalize(self, _close, self._cgroups)
         self.enforcement = self._enforcement()
         self._preflight()
+        if cfg.warm:
+            self._start_warm()
 
     # -- setup ---------------------------------------------------------------------------------------
 
@@ -159,9 +165,39 @@ class LocalSandbox(SandboxBackend):
         if problem:
             raise SandboxFatalError(f"the local sandbox cannot run programs on this machine: {problem}")
 
+    def _start_warm(self) -> None:
+        if not seccomp.supported():
+            log.warning("no seccomp filter for %s: warm workers are off, every program gets a fresh sandbox",
+                        platform.machine())  # fmt: skip
+            return
+        cfg = self.cfg
+        # The most one result can take as JSON: both outputs, each byte escaped as \\u00XX at worst.
+        result_limit = 6 * (cfg.stdout_limit_bytes + cfg.stderr_limit_bytes) + (1 << 16)
+        self._warm = WarmPool(cfg.max_concurrency, self._warm_launch, result_limit)
+        self._finalizer.detach()
+        self._finalizer = weakref.finalize(self, _close, self._cgroups, self._warm)
+        program = Program("print('ok')", "preflight.py", ("python3", "-I", "/tmp/preflight.py"), _PREFLIGHT_TIMEOUT_S)
+        result = self._warm.run(program)
+        if result.outcome is not Outcome.EXITED or result.exit_code != 0 or result.stdout != "ok\n":
+            log.warning("warm workers do not work here (%s); every program gets a fresh sandbox", result)
+            self._warm.close()
+            self._warm = None
+
+    def _warm_launch(self) -> Launch:
+        """A warm worker's sandbox: the same as a cold run's, with the worker as pid 1 and the program's
+        limits set by the worker on each program's process instead of by prlimit."""
+        cfg = self.cfg
+        group = self._cgroups.new_run(extra_processes=1) if self._cgroups is not None else None
+        fds = _LaunchFds(worker_files())
+        limits = {"RLIMIT_FSIZE": cfg.file_size_limit_bytes, "RLIMIT_NOFILE": cfg.open_files, "RLIMIT_CORE": 0}
+        limits |= {f"RLIMIT_{name.upper()}": value for name, value in self._fallback_limits(extra_processes=1).items()}
+        worker = ["python3", "-I", WORKER_PATH, str(cfg.stdout_limit_bytes), str(cfg.stderr_limit_bytes)]
+        argv = self._sandbox_command(fds, group, [*worker, json.dumps(limits)])
+        return Launch(argv, fds.pass_fds, group, fds.take_status(), fds.close)
+
     def _preflight_error(self, program: Program, use_cgroups: bool = True) -> str | None:
         group = self._cgroups.new_run() if self._cgroups is not None and use_cgroups else None
-        fds = _LaunchFds(program)
+        fds = _LaunchFds({f"/tmp/{program.filename}": program.source})
         try:
             done = subprocess.run(
                 self._command(program, fds, group),
@@ -186,12 +222,6 @@ class LocalSandbox(SandboxBackend):
 
     def _command(self, program: Program, fds: _LaunchFds, group: RunCgroup | None) -> list[str]:
         cfg = self.cfg
-        join: list[str] = []
-        if group is not None:
-            # Before bwrap starts, so everything of the sandbox is born inside the cgroups. Moving takes a
-            # few ms on cgroup v1 (an RCU grace period): the launcher waits for it, not the event loop.
-            script = "".join(f"echo $$ > {shlex.quote(path)} || exit {_JOIN_EXIT}\n" for path in group.procs_files)
-            join = [self._sh, "-c", script + 'exec "$@"', "sh"]
         cpu_s = max(1, int(program.timeout_s + 0.999))
         limits = [
             self._prlimit,
@@ -201,18 +231,39 @@ class LocalSandbox(SandboxBackend):
             f"--nofile={cfg.open_files}",
             "--core=0",
         ]
-        controllers = self._cgroups.controllers if self._cgroups is not None else {}
-        if "memory" not in controllers:
-            limits.append(f"--as={cfg.memory_mb << 20}")
-        if "pids" not in controllers:
-            # Counted per user namespace (Linux 5.14+), so it limits this sandbox alone; root is exempt.
-            limits.append(f"--nproc={cfg.max_processes}")
+        limits += [f"--{name}={value}" for name, value in self._fallback_limits().items()]
         # A missing interpreter is the sandbox's fault, so it is checked before the marker.
         start = (
             'command -v "$1" >/dev/null || { echo "sandbox: no $1 on PATH" >&2; exit 127; }; '
             f"printf '%s\\n' {START_MARKER.decode().strip()} || exit 126; "
             'shift; exec "$@"'
         )
+        inner = [self._sh, "-c", start, "sh", program.command[0], *limits, "--", *program.command]
+        return self._sandbox_command(fds, group, inner)
+
+    def _fallback_limits(self, extra_processes: int = 0) -> dict[str, int]:
+        """prlimit's names and values for the limits no cgroup enforces here."""
+        controllers = self._cgroups.controllers if self._cgroups is not None else {}
+        limits = {}
+        if "memory" not in controllers:
+            limits["as"] = self.cfg.memory_mb << 20
+        if "pids" not in controllers:
+            # Counted per user namespace (Linux 5.14+), so it limits this sandbox alone; root is exempt.
+            limits["nproc"] = self.cfg.max_processes + extra_processes
+        return limits
+
+    def _sandbox_command(
+        self, fds: _LaunchFds, group: RunCgroup | None, inner: list[str]
+    ) -> list[str]:
+        """sh (joins the cgroups) -> bwrap -> ``inner``, with ``fds.files`` read-only at their paths."""
+        cfg = self.cfg
+        join: list[str] = []
+        if group is not None:
+            # Before bwrap starts, so everything of the sandbox is born inside the cgroups. Moving takes a
+            # few ms on cgroup v1 (an RCU grace period): the launcher waits for it, not the event loop.
+            script = "".join(f"echo $$ > {shlex.quote(path)} || exit {_JOIN_EXIT}\n" for path in group.procs_files)
+            join = [self._sh, "-c", script + 'exec "$@"', "sh"]
+        seccomp = ["--seccomp", str(fds.seccomp)] if fds.seccomp >= 0 else []
         sandbox = [
             self._bwrap,
             "--unshare-all",
@@ -234,16 +285,15 @@ class LocalSandbox(SandboxBackend):
             "--dev", "/dev",
             "--size", str(cfg.tmpfs_limit_bytes),
             "--tmpfs", "/tmp",
-            "--ro-bind-data", str(fds.source), f"/tmp/{program.filename}",
+            *(arg for path, fd in fds.files.items() for arg in ("--ro-bind-data", str(fd), path)),
             # /tmp is the only writable place: the root and /dev are tmpfs without a size limit.
             "--remount-ro", "/dev",
             "--remount-ro", "/",
+            *seccomp,
             "--json-status-fd", str(fds.status_write),
             "--chdir", "/tmp",
             "--",
-            self._sh, "-c", start, "sh", program.command[0],
-            *limits, "--",
-            *program.command,
+            *inner,
         ]  # fmt: skip
         return join + sandbox
 
@@ -270,6 +320,10 @@ class LocalSandbox(SandboxBackend):
         When it returns (or is cancelled), no process of the program is left and its /tmp is gone.
         """
         self._counts["runs"] += 1
+        if self._warm is not None and eligible(program):
+            result = await self._run_warm(self._warm, program)
+            self._counts[result.outcome.value] += 1
+            return result
         started = time.monotonic()
         group: RunCgroup | None = None
         try:
@@ -284,8 +338,21 @@ class LocalSandbox(SandboxBackend):
         self._counts[result.outcome.value] += 1
         return result
 
+    @staticmethod
+    async def _run_warm(pool: WarmPool, program: Program) -> RunResult:
+        ticket = Ticket()
+        done = asyncio.wrap_future(pool.executor.submit(pool.run, program, ticket))
+        try:
+            return await asyncio.shield(done)
+        except asyncio.CancelledError:
+            # Kill the worker, then wait until its sandbox is gone: as when a cold run is cancelled.
+            ticket.cancel()
+            with contextlib.suppress(Exception):
+                await done
+            raise
+
     async def _run(self, program: Program, group: RunCgroup | None, started: float) -> RunResult:
-        fds = _LaunchFds(program)
+        fds = _LaunchFds({f"/tmp/{program.filename}": program.source})
         try:
             process = await asyncio.create_subprocess_exec(
                 *self._command(program, fds, group),
@@ -350,7 +417,7 @@ class LocalSandbox(SandboxBackend):
         elif group is not None and group.oom_kills():
             outcome, code = Outcome.MEMORY_LIMIT, process.returncode
         else:
-            outcome, code = _classify_exit(process.returncode, text_err)
+            outcome, code = classify_exit(process.returncode, text_err)
         return RunResult(outcome, code, text_out, text_err, duration)
 
     async def _kill(
@@ -373,12 +440,16 @@ class LocalSandbox(SandboxBackend):
             await asyncio.shield(waiter)
 
     def stats(self) -> dict[str, float]:
-        """sandbox/runs, sandbox/<outcome> for each outcome seen, and sandbox/cgroup_leaks if any."""
-        return {f"sandbox/{name}": float(count) for name, count in self._counts.items()}
+        """sandbox/runs, sandbox/<outcome> for each outcome seen, sandbox/cgroup_leaks if any, and how
+        many warm workers were started and retired."""
+        stats = {f"sandbox/{name}": float(count) for name, count in self._counts.items()}
+        if self._warm is not None:
+            stats["sandbox/warm_started"] = float(self._warm.started)
+            stats["sandbox/warm_retired"] = float(self._warm.retired)
+        return stats
 
     async def aclose(self) -> None:
-        if self._cgroups is not None:
-            self._cgroups.close()
+        self._finalizer()
 
 
 class _StatusPipe:
@@ -420,24 +491,7 @@ class _StatusPipe:
     def _line(self, line: bytes) -> None:
         self._lines += 1
         if self._lines == 1:
-            with contextlib.suppress(ValueError, TypeError, KeyError):
-                self._watch_init(int(json.loads(line)["child-pid"]))
-
-    def _watch_init(self, pid: int) -> None:
-        # A pidfd names this very process even if the pid is reused later; check it is bwrap's child.
-        try:
-            pidfd = os.pidfd_open(pid)
-        except OSError:
-            return
-        try:
-            with open(f"/proc/{pid}/stat") as handle:
-                parent = int(handle.read().rpartition(")")[2].split()[1])
-        except (OSError, ValueError, IndexError):
-            parent = -1
-        if parent == self._launcher_pid:
-            self._init_pidfd = pidfd
-        else:
-            os.close(pidfd)
+            self._init_pidfd = init_pidfd(line, self._launcher_pid)
 
     def kill_init(self) -> bool:
         """SIGKILL pid 1 of the sandbox. False when bwrap has not reported it (or it is gone)."""
@@ -465,14 +519,20 @@ class _StatusPipe:
 
 
 class _LaunchFds:
-    """What bwrap gets besides its arguments: a memfd with the program's source, and its status pipe."""
+    """What bwrap gets besides its arguments: memfds with the files to bind (path: text) and the seccomp
+    filter (where this machine has one), and its status pipe."""
 
-    def __init__(self, program: Program) -> None:
+    def __init__(self, files: dict[str, str]) -> None:
         self._open: list[int] = []
+        self.seccomp = -1
+        self.files: dict[str, int] = {}
         try:
-            self.source = self._keep(os.memfd_create("codegrpo-program", os.MFD_CLOEXEC))
-            os.write(self.source, program.source.encode("utf-8", "surrogatepass"))
-            os.lseek(self.source, 0, os.SEEK_SET)
+            for path, text in files.items():
+                fd = self.files[path] = self._keep(os.memfd_create("codegrpo-file", os.MFD_CLOEXEC))
+                os.write(fd, text.encode("utf-8", "surrogatepass"))
+                os.lseek(fd, 0, os.SEEK_SET)
+            if seccomp.supported():
+                self.seccomp = self._keep(seccomp.filter_fd())
             self.status_read, self.status_write = map(self._keep, os.pipe())
         except BaseException:
             self.close()
@@ -483,8 +543,8 @@ class _LaunchFds:
         return fd
 
     @property
-    def pass_fds(self) -> tuple[int, int]:
-        return (self.source, self.status_write)
+    def pass_fds(self) -> tuple[int, ...]:
+        return tuple(fd for fd in (*self.files.values(), self.seccomp, self.status_write) if fd >= 0)
 
     def take_status(self) -> int:
         """The status pipe's read end, now the caller's to close."""
@@ -523,6 +583,13 @@ async def _read_capped(
     return True, b"".join(chunks)
 
 
+def _close(cgroups: CgroupLimits | None, warm: WarmPool | None = None) -> None:
+    if warm is not None:
+        warm.close()
+    if cgroups is not None:
+        cgroups.close()
+
+
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
@@ -530,14 +597,3 @@ def _kill_group(pid: int) -> None:
 
 def _decode(data: bytes) -> str:
     return data.decode("utf-8", "replace")
-
-
-def _classify_exit(returncode: int | None, stderr: str) -> tuple[Outcome, int | None]:
-    # bwrap reports a child killed by signal N as exit status 128 + N.
-    if returncode is None:
-        return Outcome.SANDBOX_ERROR, None
-    if returncode < 0 or returncode > 128:
-        return Outcome.SIGNALED, returncode
-    if returncode != 0 and stderr.rstrip().endswith("MemoryError"):
-        return Outcome.MEMORY_LIMIT, returncode
-    return Outcome.EXITED, returncode

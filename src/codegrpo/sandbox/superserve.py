@@ -1,8 +1,15 @@
-"""Superserve backend: each program runs in a fresh Firecracker microVM in Superserve's cloud.
+"""Superserve backend: programs run in fresh Firecracker microVMs in Superserve's cloud.
 
-As in Superserve's TRL guide, every program gets its own sandbox, created with outbound traffic
+As in Superserve's TRL guide, a program can get its own sandbox, created with outbound traffic
 denied and ``auto_delete_seconds=0``; the program is written with files.write, run under
-``timeout -s KILL``, and the sandbox is killed in a ``finally``. On top of the guide:
+``timeout -s KILL``, and the sandbox is killed in a ``finally``. A sandbox costs four round trips
+(create, write, exec, kill), and a create is much the slowest, so when a batch has more programs
+than ``max_concurrency`` they are split into chunks of up to ``programs_per_sandbox``: each chunk
+gets one sandbox, one write (batch_runner.py with the programs, encrypted) and one exec, in which
+the trusted runner runs the programs one after another, isolated from it and from each other
+(see batch_runner.py). A chunk whose runner gives no well-formed result for every program is run
+again, one sandbox per program, so nothing a program does to the runner changes any verdict but
+its own. On top of the guide:
 
 - one cap on live sandboxes for every call, from any thread or event loop (TRL scores async
   rewards on its own loop thread; commands use asyncio.run);
@@ -14,25 +21,30 @@ denied and ``auto_delete_seconds=0``; the program is written with files.write, r
 Retry budget. The SDK retries only idempotent requests itself (GET and DELETE: 3 attempts on 429,
 502-504 and connection errors), and resends a data-plane call once after re-activating the sandbox
 on 401 or 503. Create, write and exec are POSTs it never retries, so ``max_retries`` is the budget
-for a whole attempt (create, write, exec) per program; kills get the same budget on top of the
-SDK's own DELETE retries.
+for a whole attempt (create, write, exec) per program or chunk; kills get the same budget on top
+of the SDK's own DELETE retries.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import base64
 import contextlib
+import hashlib
+import json
 import logging
 import math
 import os
 import random
+import secrets
 import shlex
 import threading
 import time
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 
 import httpx
 from superserve import (
@@ -51,6 +63,7 @@ from superserve import (
 
 from codegrpo.config import SuperserveSandboxConfig
 from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend, SandboxFatalError
+from codegrpo.sandbox.batch_runner import KEY_ENV
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +75,11 @@ RUN_TAG = "codegrpo_run"  # metadata: the backend instance that made the sandbox
 ATTEMPT_TAG = "codegrpo_attempt"  # metadata: the create call, to find its sandbox if the answer is lost
 CANCEL_WAIT_S = 10.0  # how long a close waits for cancelled programs to kill their own sandboxes
 EXIT_CLEANUP_S = 30.0  # how long the exit hook may keep the process alive
+RUNNER_SOURCE = (Path(__file__).with_name("batch_runner.py")).read_text(encoding="utf-8")
+RUNNER_PATH = "/tmp/codegrpo_batch.py"
+RUNNER_START_S = 5.0  # the runner's own start, on top of its programs' time
+RUNNER_SLACK_S = 1.0  # per program: start, kill and clean-up around its timeout
+SANDBOX_MARGIN_S = 60  # a chunk's programs finish this long before the sandbox's own timeout
 
 
 class SuperserveSandbox(SandboxBackend):
@@ -77,6 +95,8 @@ class SuperserveSandbox(SandboxBackend):
             )
         if cfg.max_concurrency < 1:
             raise SandboxFatalError(f"sandbox.max_concurrency must be at least 1, not {cfg.max_concurrency}")
+        if cfg.programs_per_sandbox < 1:
+            raise SandboxFatalError(f"sandbox.programs_per_sandbox must be at least 1, not {cfg.programs_per_sandbox}")
         if "0.0.0.0/0" not in cfg.deny_out:
             log.warning("sandbox.deny_out does not block 0.0.0.0/0: model-written code can reach the internet")
         self.cfg = cfg
@@ -85,8 +105,10 @@ class SuperserveSandbox(SandboxBackend):
         self._slots = _Slots(cfg.max_concurrency)
         self._lock = threading.Lock()
         self._alive: set[str] = set()
-        self._inflight: dict[asyncio.Task[RunResult], asyncio.AbstractEventLoop] = {}
-        self._counts = dict.fromkeys(("created", "killed", "max_alive", "retries", "infra_failures", "reaped"), 0)
+        self._inflight: dict[asyncio.Task[list[RunResult]], asyncio.AbstractEventLoop] = {}
+        counters = ("created", "killed", "max_alive", "retries", "infra_failures", "reaped", "chunks", "chunks_rerun")
+        self._counts = dict.fromkeys(counters, 0)
+        self._warned_rerun = False
         self._fatal_message: str | None = None
         self._creates_since_sweep = False
         self._rate_limited_until = 0.0
@@ -100,16 +122,20 @@ class SuperserveSandbox(SandboxBackend):
         if not programs:
             return []
         self._register_exit_hook()
+        chunks = self._chunks(programs)
         error: BaseException | None = None
         async with async_connection_pool():  # creates in this batch share connections
             try:
                 async with asyncio.TaskGroup() as group:  # the first fatal error cancels the rest
-                    tasks = [group.create_task(self._run_one(p)) for p in programs]
+                    tasks = [group.create_task(self._run_one([programs[i] for i in c])) for c in chunks]
             except ExceptionGroup as failures:
                 error = _first_error(failures)
         if error is not None:
             raise error  # outside the except block: one traceback, not the whole group
-        results = [task.result() for task in tasks]
+        by_index = {
+            i: r for chunk, task in zip(chunks, tasks, strict=True) for i, r in zip(chunk, task.result(), strict=True)
+        }
+        results = [by_index[i] for i in range(len(programs))]
         failed = [r for r in results if r.is_infra_failure]
         if failed:
             log.warning(
@@ -142,20 +168,42 @@ class SuperserveSandbox(SandboxBackend):
             counts["sandbox/alive"] = float(len(self._alive))
         return counts
 
-    # ------------------------------------------------------------------------------- one program
+    # ---------------------------------------------------------------------- one sandbox's programs
 
-    async def _run_one(self, program: Program) -> RunResult:
+    def _chunks(self, programs: Sequence[Program]) -> list[list[int]]:
+        """Indices of the programs each sandbox runs: enough sandboxes to use the cap, no more."""
+        n = len(programs)
+        size = max(1, min(self.cfg.programs_per_sandbox, math.ceil(n / self.cfg.max_concurrency)))
+        count = math.ceil(n / size)
+        # Strided, not sliced: a GRPO group's completions sit side by side in the batch, so with at
+        # least as many chunks as the group has completions, no two of them share a sandbox.
+        budget = self.cfg.sandbox_timeout_s - SANDBOX_MARGIN_S - RUNNER_START_S
+        chunks = []
+        for start in range(count):
+            chunk: list[int] = []
+            total = 0.0
+            for i in range(start, n, count):
+                cost = programs[i].timeout_s + RUNNER_SLACK_S
+                if chunk and total + cost > budget:  # the sandbox would time out before this program ends
+                    chunks.append(chunk)
+                    chunk, total = [], 0.0
+                chunk.append(i)
+                total += cost
+            chunks.append(chunk)
+        return chunks
+
+    async def _run_one(self, programs: list[Program]) -> list[RunResult]:
         task = asyncio.current_task()
         assert task is not None
         with self._lock:
             self._inflight[task] = asyncio.get_running_loop()
         try:
-            return await self._run_with_retries(program)
+            return await self._run_with_retries(programs)
         finally:
             with self._lock:
                 self._inflight.pop(task, None)
 
-    async def _run_with_retries(self, program: Program) -> RunResult:
+    async def _run_with_retries(self, programs: list[Program]) -> list[RunResult]:
         failures = 0
         while True:
             self._raise_if_fatal()
@@ -164,25 +212,66 @@ class SuperserveSandbox(SandboxBackend):
                 await asyncio.sleep(pause)
             try:
                 async with self._slots.held():
-                    return await self._attempt(program)
+                    if len(programs) == 1:
+                        return [await self._attempt(programs[0])]
+                    return await self._attempt_chunk(programs)
             except SandboxFatalError:
                 raise
+            except _RunnerFailed as error:
+                return await self._rerun_apart(programs, error)
             except Exception as error:
                 if not _is_transient(error):
                     raise self._fatal(error) from error
                 failures += 1
                 if failures > self.cfg.max_retries:
-                    self._count("infra_failures")
-                    return RunResult(
+                    self._count("infra_failures", len(programs))
+                    failure = RunResult(
                         Outcome.SANDBOX_ERROR,
                         error=f"{_describe(error)}; gave up after {failures} attempts",
                     )
+                    return [failure] * len(programs)
                 self._count("retries")
                 delay = self._backoff(failures)
                 if isinstance(error, RateLimitError):  # everyone waits: more creates now would also be refused
                     self._rate_limited_until = max(self._rate_limited_until, time.monotonic() + delay)
                 log.debug("superserve: attempt %d failed (%s); retrying in %.2fs", failures, _describe(error), delay)
                 await asyncio.sleep(delay)
+
+    async def _rerun_apart(self, programs: list[Program], error: _RunnerFailed) -> list[RunResult]:
+        """Run a chunk's programs again, a sandbox each: whatever broke its runner breaks only itself."""
+        self._count("chunks_rerun")
+        level = logging.DEBUG if self._warned_rerun else logging.WARNING
+        self._warned_rerun = True
+        log.log(level, "superserve: a chunk of %d programs is run again one per sandbox (%s)", len(programs), error)
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(self._run_with_retries([program])) for program in programs]
+        return [task.result()[0] for task in tasks]
+
+    async def _attempt_chunk(self, programs: list[Program]) -> list[RunResult]:
+        key, header = secrets.token_hex(32), f"codegrpo-batch {secrets.token_hex(16)}"
+        bundle = {
+            "header": header,
+            "limit_bytes": OUTPUT_LIMIT_BYTES,
+            "programs": [
+                {"filename": p.filename, "source": p.source, "command": list(p.command), "timeout_s": p.timeout_s}
+                for p in programs
+            ],
+        }
+        script = f"{RUNNER_SOURCE}\nmain({_encrypt(json.dumps(bundle).encode(), key)!r})\n"
+        wrapper_s = math.ceil(RUNNER_START_S + sum(p.timeout_s + RUNNER_SLACK_S for p in programs))
+        sandbox = await self._create()
+        self._count("chunks")
+        try:
+            await sandbox.files.write(RUNNER_PATH, script)
+            result = await sandbox.commands.run(
+                f"timeout -s KILL {wrapper_s} python3 -I -S {RUNNER_PATH}",
+                cwd="/tmp",
+                env={KEY_ENV: key},
+                timeout_seconds=math.ceil(max(self.cfg.command_timeout_s, wrapper_s + EXEC_MARGIN_S)),
+            )
+        finally:
+            await self._kill(sandbox.id, sandbox)
+        return _chunk_results(result, programs, header)
 
     async def _attempt(self, program: Program) -> RunResult:
         sandbox = await self._create()
@@ -259,7 +348,7 @@ class SuperserveSandbox(SandboxBackend):
                     self._count("reaped")
                 await self._kill(info.id)
 
-    def _cancel_inflight(self) -> list[tuple[asyncio.Task[RunResult], asyncio.AbstractEventLoop]]:
+    def _cancel_inflight(self) -> list[tuple[asyncio.Task[list[RunResult]], asyncio.AbstractEventLoop]]:
         """Cancel every program in flight, on whatever loop runs it; each then kills its own sandbox."""
         me = _current_task()
         with self._lock:
@@ -340,9 +429,9 @@ class SuperserveSandbox(SandboxBackend):
         # At exit, async cleanup fails by design (asyncio cannot resolve hosts any more) and the exit hook redoes it.
         log.log(logging.DEBUG if self._exiting else logging.WARNING, "superserve: " + message, *args)
 
-    def _count(self, name: str) -> None:
+    def _count(self, name: str, n: int = 1) -> None:
         with self._lock:
-            self._counts[name] += 1
+            self._counts[name] += n
 
     def _backoff(self, failures: int) -> float:
         delay = min(self.cfg.backoff_max_s, self.cfg.backoff_base_s * 2 ** (failures - 1))
@@ -367,6 +456,10 @@ class SuperserveSandbox(SandboxBackend):
             if self._fatal_message is None:
                 self._fatal_message = message
         return SandboxFatalError(message)
+
+
+class _RunnerFailed(Exception):
+    """A chunk's runner gave no well-formed result for every program: not retried as a chunk."""
 
 
 class _Slots:
@@ -426,7 +519,7 @@ def _current_task() -> asyncio.Task | None:
         return None
 
 
-def _pending(inflight: list[tuple[asyncio.Task[RunResult], asyncio.AbstractEventLoop]]) -> bool:
+def _pending(inflight: list[tuple[asyncio.Task[list[RunResult]], asyncio.AbstractEventLoop]]) -> bool:
     """Whether a cancelled program may still be killing its sandbox (its loop must be running to do so)."""
     return any(not task.done() and loop.is_running() for task, loop in inflight)
 
@@ -496,3 +589,42 @@ def _to_run_result(result: CommandResult, program: Program, duration_s: float) -
     else:
         outcome = Outcome.EXITED
     return RunResult(outcome, code, stdout, stderr, duration_s)
+
+
+def _encrypt(data: bytes, key: str) -> str:
+    """XOR with SHAKE-256 of a one-time key, as batch_runner._decrypt undoes it; base64 for the script."""
+    stream = hashlib.shake_256(key.encode()).digest(len(data))
+    return base64.b64encode(
+        (int.from_bytes(data, "big") ^ int.from_bytes(stream, "big")).to_bytes(len(data), "big")
+    ).decode()
+
+
+def _chunk_results(result: CommandResult, programs: list[Program], header: str) -> list[RunResult]:
+    """The runner's document as RunResults; anything but exactly one well-formed result per program fails."""
+    head, _, body = result.stdout.partition("\n")
+    if result.exit_code != 0 or result.truncated or head != header:
+        tail = result.stderr.strip()[-300:]
+        raise _RunnerFailed(f"exit status {result.exit_code}, truncated={result.truncated}, stderr: {tail!r}")
+    try:
+        records = json.loads(body)
+    except ValueError as error:
+        raise _RunnerFailed(f"malformed results: {error}") from None
+    fields = {"exit_code": int, "stdout": str, "stderr": str, "duration_s": (int, float), "truncated": bool}
+    if not isinstance(records, list) or len(records) != len(programs):
+        raise _RunnerFailed(f"expected {len(programs)} results")
+    for record in records:
+        if not (
+            isinstance(record, dict)
+            and record.keys() == fields.keys()
+            and all(isinstance(record[k], t) for k, t in fields.items())
+            and not isinstance(record["exit_code"], bool)
+        ):
+            raise _RunnerFailed("malformed result")
+    return [
+        _to_run_result(
+            CommandResult(stdout=r["stdout"], stderr=r["stderr"], exit_code=r["exit_code"], truncated=r["truncated"]),
+            program,
+            float(r["duration_s"]),
+        )
+        for r, program in zip(records, programs, strict=True)
+    ]

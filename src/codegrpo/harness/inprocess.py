@@ -1,0 +1,74 @@
+# Runs INSIDE a sandbox, in a process just forked from a warm interpreter: runs one program in this
+# process as `python3 -I <path>` would run it, so that no program pays for starting an interpreter.
+# Shared by the local warm worker and the Superserve batch runner, which import it from their own
+# directory. Standard library only.
+import atexit
+import contextlib
+import sys
+import threading
+import traceback
+import types
+
+PRELUDE_CACHE = 8
+_preludes = {}
+
+
+def prelude_code(path, source, prelude_chars):
+    """The compiled prelude of ``source`` (trusted code many programs share, whole lines), compiled once
+    per process, or None. Call it in the warm parent, before forking, for the cache to help."""
+    if not 0 < prelude_chars <= len(source) or source[prelude_chars - 1] != "\n":
+        return None
+    key = (path, source[:prelude_chars])
+    if key not in _preludes and len(_preludes) < PRELUDE_CACHE:
+        try:
+            _preludes[key] = compile(key[1], path, "exec")
+        except (SyntaxError, ValueError):
+            _preludes[key] = None
+    return _preludes.get(key)
+
+
+def run_as_main(path, source, prelude=None, prelude_chars=0):
+    """Run ``source`` as the __main__ module of this process; returns the exit status the interpreter
+    would have ended with. The caller has set up fds, limits, the environment and the cwd."""
+    sys.argv[:] = [path]
+    atexit._clear()  # the warm parent's hooks are not the program's
+    main = types.ModuleType("__main__")
+    main.__file__ = path
+    main.__builtins__ = __builtins__
+    sys.modules["__main__"] = main
+    status = 0
+    try:
+        if prelude is None:
+            exec(compile(source, path, "exec"), main.__dict__)
+        else:
+            # Compiled before anything runs, as the whole file would be, with the same line numbers.
+            rest = compile("\n" * source.count("\n", 0, prelude_chars) + source[prelude_chars:], path, "exec")
+            exec(prelude, main.__dict__)
+            exec(rest, main.__dict__)
+    except SystemExit as error:
+        status = exit_status(error.code)
+    except BaseException as error:
+        # Without this function's frame: the traceback a cold run would print.
+        traceback.print_exception(type(error), error, error.__traceback__.tb_next)
+        status = 1
+    try:
+        threading._shutdown()  # non-daemon threads, then atexit hooks, as at interpreter exit
+        atexit._run_exitfuncs()
+    except SystemExit as error:
+        status = exit_status(error.code)
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(BaseException):
+                stream.flush()
+    return status
+
+
+def exit_status(code):
+    """What the interpreter makes of SystemExit's argument."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    with contextlib.suppress(BaseException):
+        print(code, file=sys.stderr)
+    return 1

@@ -1,0 +1,316 @@
+"""Warm workers for the local sandbox: one long-lived sandbox per slot, a fresh process per program.
+
+Starting bubblewrap, joining a cgroup and starting Python cost about 70 ms a program, far more than
+most programs run. A warm worker pays that once: its sandbox's pid 1 is a Python
+(``codegrpo/harness/warm_worker.py``) that forks a child from its pristine self for each program and,
+once the program is over, kills every process left, empties /tmp and checks nothing else is left
+(README, Security, has the guarantees). A worker that cannot show it is clean is thrown away.
+
+Workers are driven from threads with blocking pipes, so a pool serves any event loop: TRL scores
+async rewards on its own loop thread, and the commands use asyncio.run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import select
+import signal
+import struct
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from importlib import resources
+
+from codegrpo.sandbox.base import Outcome, Program, RunResult, classify_exit
+from codegrpo.sandbox.cgroups import RunCgroup
+
+log = logging.getLogger(__name__)
+
+HARNESS_DIR = "/run/codegrpo"  # outside /tmp, which the worker empties
+WORKER_PATH = f"{HARNESS_DIR}/warm_worker.py"
+_HEADER = struct.Struct(">I")
+_START_TIMEOUT_S = 30.0
+_GRACE_S = 10.0  # past the program's timeout, how long the worker may take to report before it is killed
+_STOP_S = 2.0
+
+
+def worker_files() -> dict[str, str]:
+    """The worker and the module it shares with the Superserve runner, by their paths in the sandbox."""
+    harness = resources.files("codegrpo.harness")
+    return {f"{HARNESS_DIR}/{name}": harness.joinpath(name).read_text() for name in ("warm_worker.py", "inprocess.py")}
+
+
+def eligible(program: Program) -> bool:
+    """Programs a warm worker runs exactly as the cold sandbox would: ``python3 -I /tmp/<file>``."""
+    return program.command == ("python3", "-I", f"/tmp/{program.filename}") and "/" not in program.filename
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How to start one worker's sandbox: its argv, the fds it inherits, and its cgroup (if any)."""
+
+    argv: list[str]
+    pass_fds: tuple[int, ...]
+    group: RunCgroup | None
+    status_fd: int  # the read end of bwrap's --json-status-fd pipe, now the worker's
+    close: Callable[[], None]  # releases the launch's own fds once the worker has started
+
+
+def init_pidfd(status_line: bytes, launcher_pid: int) -> int | None:
+    """A pidfd for the sandbox's pid 1, from bwrap's first status line, if it is still bwrap's child.
+
+    A pidfd names this very process even if the pid is reused later.
+    """
+    try:
+        pid = int(json.loads(status_line)["child-pid"])
+        pidfd = os.pidfd_open(pid)
+    except (ValueError, TypeError, KeyError, OSError):
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            parent = int(handle.read().rpartition(")")[2].split()[1])
+    except (OSError, ValueError, IndexError):
+        parent = -1
+    if parent == launcher_pid:
+        return pidfd
+    os.close(pidfd)
+    return None
+
+
+class WorkerError(RuntimeError):
+    """The worker broke its protocol or died; it is discarded."""
+
+
+class WarmWorker:
+    """One sandbox whose pid 1 runs programs one at a time."""
+
+    def __init__(self, launch: Launch, result_limit: int) -> None:
+        self.group = launch.group
+        self._result_limit = result_limit
+        self._status_fd = launch.status_fd
+        self._init_pidfd: int | None = None
+        self._close_lock = threading.Lock()
+        self.alive = True
+        try:
+            self._process = subprocess.Popen(
+                launch.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=launch.pass_fds,
+                env={},
+                cwd="/",
+                start_new_session=True,
+            )
+        except BaseException:
+            self._destroy_group()
+            os.close(self._status_fd)
+            raise
+        finally:
+            launch.close()
+        try:
+            deadline = time.monotonic() + _START_TIMEOUT_S
+            self._init_pidfd = init_pidfd(self._read_line(self._status_fd, deadline), self._process.pid)
+            ready = self._receive(deadline)
+            if not (ready.get("ready") and ready.get("clean")):
+                raise WorkerError(f"the worker did not start cleanly: {ready}")
+        except BaseException:
+            self.close()
+            raise
+
+    def run(self, program: Program) -> RunResult:
+        """Run one program; never raises for anything the program does."""
+        started = time.monotonic()
+        ooms = self.group.oom_kills() if self.group is not None else 0
+        request = {"filename": program.filename, "source": program.source, "timeout": program.timeout_s,
+                   "prelude_chars": program.prelude_chars}  # fmt: skip
+        try:
+            self._send(request)
+            done = self._receive(started + program.timeout_s + _GRACE_S)
+        except (OSError, WorkerError, ValueError) as error:
+            self.close()
+            return RunResult(Outcome.SANDBOX_ERROR, error=f"warm worker failed: {error}{self._stderr_tail()}")
+        if not done.get("clean"):
+            self.close()  # the result stands; the sandbox it leaves behind is not reused
+        stdout, stderr, code = str(done["stdout"]), str(done["stderr"]), int(done["code"])
+        duration = time.monotonic() - started
+        if done["overflow"]:
+            return RunResult(Outcome.OUTPUT_LIMIT, None, stdout, stderr, duration)
+        if done["timeout"]:
+            return RunResult(Outcome.TIMEOUT, None, stdout, stderr, duration)
+        if self.group is not None and self.group.oom_kills() > ooms:
+            return RunResult(Outcome.MEMORY_LIMIT, code, stdout, stderr, duration)
+        outcome, exit_code = classify_exit(code, stderr)
+        return RunResult(outcome, exit_code, stdout, stderr, duration)
+
+    def _send(self, document: dict) -> None:
+        data = json.dumps(document).encode("utf-8", "surrogatepass")
+        assert self._process.stdin is not None
+        self._process.stdin.write(_HEADER.pack(len(data)) + data)
+        self._process.stdin.flush()
+
+    def _receive(self, deadline: float) -> dict:
+        header = self._read(_HEADER.size, deadline)
+        (size,) = _HEADER.unpack(header)
+        if size > self._result_limit:
+            raise WorkerError(f"a result of {size} bytes is over the limit")
+        document = json.loads(self._read(size, deadline))
+        if not isinstance(document, dict):
+            raise WorkerError("a result that is not an object")
+        return document
+
+    @staticmethod
+    def _read_line(fd: int, deadline: float) -> bytes:
+        line = b""
+        while not line.endswith(b"\n") and len(line) < 4096:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                raise WorkerError("bubblewrap did not report the sandbox's pid 1")
+            chunk = os.read(fd, 1)
+            if not chunk:
+                raise WorkerError("bubblewrap exited before starting the sandbox")
+            line += chunk
+        return line
+
+    def _read(self, size: int, deadline: float) -> bytes:
+        assert self._process.stdout is not None
+        fd = self._process.stdout.fileno()
+        data = b""
+        while len(data) < size:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                raise WorkerError("no answer in time")
+            chunk = os.read(fd, size - len(data))
+            if not chunk:
+                raise WorkerError("the worker is gone")
+            data += chunk
+        return data
+
+    def _stderr_tail(self) -> str:
+        if self._process.stderr is None or self._process.poll() is None:
+            return ""
+        with contextlib.suppress(OSError, ValueError):
+            return ": " + self._process.stderr.read(1 << 16).decode("utf-8", "replace").strip()[-500:]
+        return ""
+
+    def kill(self) -> None:
+        """SIGKILL the sandbox from any thread: the kernel kills its whole pid namespace with its pid 1,
+        and then bwrap exits, so a run blocked on this worker ends at once with an error."""
+        with self._close_lock, contextlib.suppress(OSError):
+            if self._init_pidfd is not None:
+                signal.pidfd_send_signal(self._init_pidfd, signal.SIGKILL)
+            elif self._process.returncode is None:
+                os.killpg(self._process.pid, signal.SIGKILL)
+
+    def close(self) -> None:
+        """Stop the worker and wait until every process of its sandbox is gone. Safe to call twice."""
+        with self._close_lock:
+            if not self.alive:
+                return
+            self.alive = False
+        with contextlib.suppress(OSError, ValueError):
+            self._process.stdin.close()  # type: ignore[union-attr]
+        try:
+            self._process.wait(_STOP_S)
+        except subprocess.TimeoutExpired:
+            self.kill()  # the lock is free again: only the flag was set under it
+            try:
+                self._process.wait(_STOP_S)
+            except subprocess.TimeoutExpired:
+                os.killpg(self._process.pid, signal.SIGKILL)  # bwrap itself: --die-with-parent does the rest
+                self._process.wait()
+        for stream in (self._process.stdout, self._process.stderr):
+            if stream is not None:
+                stream.close()
+        with self._close_lock:
+            for fd in (self._status_fd, self._init_pidfd):
+                if fd is not None:
+                    os.close(fd)
+            self._init_pidfd = None
+        self._destroy_group()
+
+    def _destroy_group(self) -> None:
+        if self.group is not None and not self.group.destroy():
+            log.warning("a warm worker's cgroup could not be removed")
+
+
+class Ticket:
+    """One run's claim on a worker, which another thread may cancel at any time."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._worker: WarmWorker | None = None
+        self._cancelled = False
+
+    def hold(self, worker: WarmWorker) -> bool:
+        """Record the worker about to run the program; False when the run was cancelled already."""
+        with self._lock:
+            self._worker = worker
+            return not self._cancelled
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._cancelled = True
+            if self._worker is not None:
+                self._worker.kill()
+
+
+class WarmPool:
+    """Up to ``size`` warm workers, started on demand; each program takes an idle one."""
+
+    def __init__(self, size: int, launch: Callable[[], Launch], result_limit: int) -> None:
+        self._launch = launch
+        self._result_limit = result_limit
+        self._idle: list[WarmWorker] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        self.executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix="codegrpo-warm")
+        self.started = 0
+        self.retired = 0
+
+    def run(self, program: Program, ticket: Ticket | None = None) -> RunResult:
+        """Blocking: run ``program`` on an idle worker, or on a new one. ``ticket`` lets another thread
+        cancel the run: the program does not start, or its worker is killed."""
+        ticket = ticket or Ticket()
+        try:
+            worker = self._take()
+        except (OSError, WorkerError, ValueError) as error:
+            return RunResult(Outcome.SANDBOX_ERROR, error=f"cannot start a warm worker: {error}")
+        try:
+            if not ticket.hold(worker):
+                return RunResult(Outcome.SANDBOX_ERROR, error="cancelled before it started")
+            return worker.run(program)
+        finally:
+            self._give_back(worker)
+
+    def _take(self) -> WarmWorker:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the warm pool is closed")
+            if self._idle:
+                return self._idle.pop()
+            self.started += 1
+        return WarmWorker(self._launch(), self._result_limit)
+
+    def _give_back(self, worker: WarmWorker) -> None:
+        with self._lock:
+            if worker.alive and not self._closed:
+                self._idle.append(worker)
+                return
+            self.retired += 1
+        worker.close()
+
+    def close(self) -> None:
+        """Stop every idle worker; busy ones stop when their program ends. Safe to call twice."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for worker in idle:
+            worker.close()
+        self.executor.shutdown(wait=False)
