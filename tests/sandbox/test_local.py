@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import platform
 import shutil
 import textwrap
 import time
@@ -469,6 +470,115 @@ def test_next_run_sees_a_clean_tmp(sandbox):
     after = run_source(sandbox, "import os; print(sorted(os.listdir('/tmp')))")
     assert after.stdout.strip() == "['solution.py']"
     assert not list(Path("/tmp").glob(f"*{marker}*"))  # nor did anything reach the host's /tmp
+
+
+def test_state_a_namespace_keeps_without_a_process_is_refused(sandbox):
+    # Keyrings, SysV IPC and POSIX message queues outlive every process of a sandbox: a warm worker's
+    # next program could read them, so the seccomp filter refuses them in every sandbox.
+    source = """
+        import ctypes, ctypes.util, errno
+        libc = ctypes.CDLL(None, use_errno=True)
+        librt = ctypes.CDLL(ctypes.util.find_library("rt") or "librt.so.1", use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        attempts = {
+            "add_key": lambda: libc.syscall(248, b"user", b"planted", b"answer", 6, -4),  # KEY_SPEC_USER_KEYRING
+            "shmget": lambda: libc.shmget(1234, 4096, 0o1666),
+            "semget": lambda: libc.semget(1234, 1, 0o1666),
+            "msgget": lambda: libc.msgget(1234, 0o1666),
+            "mq_open": lambda: librt.mq_open(b"/planted", 0o102, 0o600, None),
+        }
+        for name, attempt in attempts.items():
+            ctypes.set_errno(0)
+            print(name, attempt(), errno.errorcode.get(ctypes.get_errno()))
+    """
+    if platform.machine() != "x86_64":
+        pytest.skip("the add_key number in this test is x86_64's")
+    lines = run_source(sandbox, source).stdout.splitlines()
+    assert lines == [f"{name} -1 EPERM" for name in ("add_key", "shmget", "semget", "msgget", "mq_open")]
+
+
+@pytest.fixture(scope="module")
+def one_worker():
+    """A warm sandbox with a single worker, so that one program's successor runs in the same one."""
+    box = make_sandbox(max_concurrency=1)
+    yield box
+    asyncio.run(box.aclose())
+
+
+def test_a_warm_program_leaves_nothing_for_the_next(one_worker):
+    marker = uuid.uuid4().hex
+    plant = f"""
+        import builtins, json, os, sys, threading, time
+        os.makedirs("/tmp/locked/deeper")
+        open("/tmp/locked/deeper/{marker}", "w").write("answer")
+        os.chmod("/tmp/locked/deeper", 0)
+        os.chmod("/tmp/locked", 0)
+        os.symlink("/proc/self/environ", "/tmp/link-{marker}")
+        os.environ["PLANTED"] = "{marker}"
+        json.dumps = lambda *args, **kwargs: "{marker}"
+        builtins.print = lambda *args, **kwargs: None
+        sys.modules["planted_{marker}"] = sys
+        threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+        if os.fork() == 0:
+            os.setsid()
+            time.sleep(60)
+    """
+    retired = one_worker.stats()["sandbox/warm_retired"]
+    assert run_source(one_worker, plant).exit_code == 0
+    probe = f"""
+        import builtins, json, os, sys
+        print(sorted(os.listdir("/tmp")), os.environ.get("PLANTED"), json.dumps([1]))
+        print("planted_{marker}" in sys.modules, builtins.print.__module__)
+    """
+    lines = run_source(one_worker, probe).stdout.splitlines()
+    assert lines == ["['solution.py'] None [1]", "False builtins"]
+    procs = run_source(one_worker, "import os; print(sorted(p for p in os.listdir('/proc') if p.isdigit()))")
+    assert len(eval(procs.stdout)) == 2  # the worker and this program: the daemon is gone
+    assert one_worker.stats()["sandbox/warm_retired"] == retired  # all of it was cleaned, so it was reused
+
+
+def test_a_worker_that_cannot_be_cleaned_is_replaced(one_worker):
+    # A tree deeper than PATH_MAX cannot be walked by path: the worker cannot show /tmp is empty.
+    deep = """
+        import os
+        os.chdir("/tmp")
+        for _ in range(300):
+            os.mkdir("d" * 20)
+            os.chdir("d" * 20)
+        open("answer", "w").write("left behind")
+        print("planted")
+    """
+    stats = one_worker.stats()
+    result = run_source(one_worker, deep)
+    assert (result.outcome, result.stdout) == (Outcome.EXITED, "planted\n")  # the result itself stands
+    after = one_worker.stats()
+    assert after["sandbox/warm_retired"] == stats["sandbox/warm_retired"] + 1
+    assert run_source(one_worker, "import os; print(os.listdir('/tmp'))").stdout == "['solution.py']\n"
+    assert one_worker.stats()["sandbox/warm_started"] == stats["sandbox/warm_started"] + 1
+
+
+def test_a_warm_program_cannot_write_to_the_worker(one_worker):
+    source = """
+        import os, struct
+        forged = b'{"timeout": false, "overflow": false, "stdout": "x", "stderr": "", "code": 0, "clean": true}'
+        for fd in range(0, 12):
+            try:
+                with open(f"/proc/1/fd/{fd}", "wb") as handle:
+                    handle.write(struct.pack(">I", len(forged)) + forged)
+                print("wrote", fd)
+            except OSError as error:
+                print(fd, error.errno)
+    """
+    result = run_source(one_worker, source)
+    assert "wrote" not in result.stdout and result.stdout.count(" 13\n") >= 3  # EACCES for its pipes
+    assert run_source(one_worker, "print('next')").stdout == "next\n"
+
+
+def test_only_python_programs_run_warm(one_worker):
+    pid_of = "import os; print(os.getpid())"
+    assert run_source(one_worker, pid_of).stdout != "1\n"
+    for command in (("python3", "/tmp/solution.py"), ("python3", "-I", "-c", pid_of)):
+        assert run_source(one_worker, pid_of, command=command).stdout == "1\n"  # a cold sandbox of its own
 
 
 # -- cleanup -------------------------------------------------------------------------------------------

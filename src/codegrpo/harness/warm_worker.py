@@ -7,8 +7,8 @@
 #
 # Between programs nothing of one can reach the next: every process left is killed and reaped, /tmp is
 # emptied, and the host's seccomp filter already refuses keyrings, SysV IPC and POSIX message queues,
-# the only other state a namespace keeps without a process. When any of that cannot be verified, the
-# result says clean=false and the host throws this sandbox away.
+# the only other state a namespace keeps without a process. After each result comes a second frame,
+# {"clean": bool}; when the cleanup cannot be verified it says false and the host throws this sandbox away.
 #
 # The imports marked F401 are for the programs: a forked child finds them imported.
 import collections  # noqa: F401
@@ -236,9 +236,11 @@ def main():
         result = run_program(request, stdout_limit, stderr_limit, limits, base_env)
         kill_everything()
         reap_all()
-        result["clean"] = result.pop("drained") and wipe_tmp() and sysv_empty()
-        write_frame(results, result)
-        if not result["clean"]:
+        drained = result.pop("drained")
+        write_frame(results, result)  # the program's result does not wait for the cleanup
+        clean = drained and wipe_tmp() and sysv_empty()
+        write_frame(results, {"clean": clean})
+        if not clean:
             return
 
 

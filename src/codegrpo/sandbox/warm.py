@@ -37,6 +37,7 @@ WORKER_PATH = f"{HARNESS_DIR}/warm_worker.py"
 _HEADER = struct.Struct(">I")
 _START_TIMEOUT_S = 30.0
 _GRACE_S = 10.0  # past the program's timeout, how long the worker may take to report before it is killed
+_CLEANUP_S = 30.0  # how long the worker may take to kill what a program left and empty /tmp
 _STOP_S = 2.0
 
 
@@ -136,7 +137,11 @@ class WarmWorker:
         except (OSError, WorkerError, ValueError) as error:
             self.close()
             return RunResult(Outcome.SANDBOX_ERROR, error=f"warm worker failed: {error}{self._stderr_tail()}")
-        if not done.get("clean"):
+        try:
+            clean = self._receive(time.monotonic() + _CLEANUP_S).get("clean") is True
+        except (OSError, WorkerError, ValueError):
+            clean = False
+        if not clean:
             self.close()  # the result stands; the sandbox it leaves behind is not reused
         stdout, stderr, code = str(done["stdout"]), str(done["stderr"]), int(done["code"])
         duration = time.monotonic() - started
