@@ -11,6 +11,7 @@ import math
 import os
 import platform
 import shutil
+import signal
 import textwrap
 import time
 import uuid
@@ -571,6 +572,23 @@ def test_a_warm_program_cannot_write_to_the_worker(one_worker):
     """
     result = run_source(one_worker, source)
     assert "wrote" not in result.stdout and result.stdout.count(" 13\n") >= 3  # EACCES for its pipes
+    assert run_source(one_worker, "print('next')").stdout == "next\n"
+
+
+def test_a_worker_that_dies_is_an_infrastructure_failure(one_worker):
+    async def kill_the_worker_midway() -> RunResult:
+        run = asyncio.ensure_future(one_worker.run(Program("import time; time.sleep(30)", "solution.py", PYTHON, 60.0)))
+        await asyncio.sleep(0.5)
+        [init] = [pid for bwrap in child_pids() for pid in children_of(bwrap) if children_of(pid)]  # the busy one
+        os.kill(init, signal.SIGKILL)  # from the host: nothing inside the sandbox can do this
+        return await run
+
+    retired = one_worker.stats()["sandbox/warm_retired"]
+    started = time.monotonic()
+    result = asyncio.run(kill_the_worker_midway())
+    assert result.outcome is Outcome.SANDBOX_ERROR and "warm worker failed" in result.error
+    assert time.monotonic() - started < 5
+    assert one_worker.stats()["sandbox/warm_retired"] == retired + 1
     assert run_source(one_worker, "print('next')").stdout == "next\n"
 
 

@@ -134,20 +134,21 @@ class WarmWorker:
         try:
             self._send(request)
             done = self._receive(started + program.timeout_s + _GRACE_S)
-        except (OSError, WorkerError, ValueError) as error:
+            stdout, stderr, code = str(done["stdout"]), str(done["stderr"]), int(done["code"])
+            overflow, timed_out = bool(done["overflow"]), bool(done["timeout"])
+        except (OSError, WorkerError, ValueError, KeyError, TypeError) as error:
             self.close()
-            return RunResult(Outcome.SANDBOX_ERROR, error=f"warm worker failed: {error}{self._stderr_tail()}")
+            return RunResult(Outcome.SANDBOX_ERROR, error=f"warm worker failed: {error!r}{self._stderr_tail()}")
         try:
             clean = self._receive(time.monotonic() + _CLEANUP_S).get("clean") is True
         except (OSError, WorkerError, ValueError):
             clean = False
         if not clean:
             self.close()  # the result stands; the sandbox it leaves behind is not reused
-        stdout, stderr, code = str(done["stdout"]), str(done["stderr"]), int(done["code"])
         duration = time.monotonic() - started
-        if done["overflow"]:
+        if overflow:
             return RunResult(Outcome.OUTPUT_LIMIT, None, stdout, stderr, duration)
-        if done["timeout"]:
+        if timed_out:
             return RunResult(Outcome.TIMEOUT, None, stdout, stderr, duration)
         if self.group is not None and self.group.oom_kills() > ooms:
             return RunResult(Outcome.MEMORY_LIMIT, code, stdout, stderr, duration)
