@@ -319,7 +319,7 @@ def test_daemons_and_fork_chains_die_with_their_program(make_backend) -> None:
     look = py("""
         import os, time
         time.sleep(0.8)
-        mine = {os.getpid(), os.getppid()}
+        mine = {os.getpid(), os.getppid(), 1}  # with the zygote (our parent) and the runner (pid 1 in the fake)
         others = sorted(int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in mine)
         states = []
         for pid in others:
@@ -408,6 +408,18 @@ def test_a_chunk_whose_runner_fails_runs_again_a_sandbox_each(make_backend, monk
     assert backend.stats()["sandbox/chunks_rerun"] == 1
 
 
+def test_a_fork_that_cannot_be_set_up_fails_the_runner_not_the_program(make_backend, monkeypatch) -> None:
+    from codegrpo.sandbox import superserve
+
+    broken = superserve.RUNNER_SOURCE.replace("os.chdir(os.path.dirname(path))", "os.chdir('/no/such/dir')")
+    assert broken != superserve.RUNNER_SOURCE
+    monkeypatch.setattr(superserve, "RUNNER_SOURCE", broken)
+    results, backend = run_in_one_chunk(make_backend, [PRINT_42, py("import sys; sys.exit(70)")])
+    assert_42(results[0])
+    assert results[1].exit_code == 70
+    assert backend.stats()["sandbox/chunks_rerun"] == 1
+
+
 def test_no_program_can_read_another_programs_source(make_backend) -> None:
     snoop = py("""
         import os
@@ -430,6 +442,173 @@ def test_no_program_can_read_another_programs_source(make_backend) -> None:
     (snooped, answer), _ = run_in_one_chunk(make_backend, [snoop, secret])
     assert snooped.stdout == "[] ['HOME', 'LANG', 'OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'PATH', 'TMPDIR']\n"
     assert_42(answer)
+
+
+# ------------------------------------------------------------------- Python programs forked warm
+
+# The runner forks `python3 -I /tmp/<file>` programs from its zygote and runs anything else as a
+# subprocess; `env python3 ...` runs the same interpreter the subprocess way.
+SUBPROCESS_PYTHON = ("env", "python3", "-I", "/tmp/solution.py")
+FORK_BEHAVIOURS = {
+    "system exit message": "raise SystemExit('bye')",
+    "exit code": "import sys\nprint('partial')\nsys.exit(300)",
+    "os._exit drops buffered output": "import os\nprint('lost', end='')\nos._exit(5)",
+    "chained traceback": (
+        "def f():\n    raise KeyError('k')\ntry:\n    f()\nexcept KeyError as e:\n    raise ValueError('v') from e\n"
+    ),
+    "syntax error": "def f(:\n    pass\n",
+    "eof on stdin": "input()",
+    "atexit hooks": (
+        "import atexit\natexit.register(print, 'last')\natexit.register(lambda: print('first'))\nprint('main')"
+    ),
+    "atexit exits": "import atexit, sys\ndef h():\n    print('in hook')\n    sys.exit(7)\natexit.register(h)\n",
+    "threads are joined": (
+        "import threading, time\ndef late():\n    time.sleep(0.2)\n    print('late')\n"
+        "threading.Thread(target=late).start()\nprint('main done')"
+    ),
+    "unflushed output": "import sys\nsys.stdout.write('out')\nsys.stderr.write('err')",
+    "empty exit message": "import sys\nsys.exit('')",
+    "interpreter state": (
+        "import os, sys\nprint(__name__, __file__ == sys.argv[0], sys.flags, sys.path, sys.stdout.encoding,\n"
+        "      sys.stdout.line_buffering, sys.stdin.read(), sorted(os.environ), os.getpgid(0) == os.getpid())\n"
+        "print([m for m in ('batch_runner', 'inprocess') if m in sys.modules])"
+    ),
+}
+
+
+def test_forked_python_programs_behave_as_a_fresh_interpreter(make_backend) -> None:
+    sources = list(FORK_BEHAVIOURS.values())
+    is_warm = "import sys\nprint('heapq' in sys.modules)"  # preloaded only in the zygote
+    forked = [py(s, timeout_s=5) for s in [*sources, is_warm]]  # 5 s: all of them fit in one sandbox
+    spawned = [Program(p.source, command=SUBPROCESS_PYTHON, timeout_s=5) for p in forked]
+    results, backend = run_in_one_chunk(make_backend, forked + spawned, programs_per_sandbox=len(forked) * 2)
+    assert backend.stats()["sandbox/chunks_rerun"] == 0
+    n = len(forked)
+    assert (results[n - 1].stdout, results[-1].stdout) == ("True\n", "False\n")  # both paths were taken
+
+    def same(result: RunResult) -> tuple:
+        return *comparable(result)[:3], re.sub(r" at 0x[0-9a-f]+", "", result.stderr)
+
+    for name, fork, spawn in zip(FORK_BEHAVIOURS, results[:n], results[n:], strict=False):
+        assert same(fork) == same(spawn), name
+    by_name = dict(zip(FORK_BEHAVIOURS, results, strict=False))
+    assert (by_name["system exit message"].exit_code, by_name["system exit message"].stderr) == (1, "bye\n")
+    assert by_name["exit code"].exit_code == 300 & 0xFF
+    assert by_name["chained traceback"].stderr.count("Traceback") == 2
+    assert by_name["atexit hooks"].stdout == "main\nfirst\nlast\n"
+    assert by_name["atexit exits"].stdout == "in hook\n" and "SystemExit: 7" in by_name["atexit exits"].stderr
+    assert by_name["threads are joined"].stdout == "main done\nlate\n"
+    assert by_name["interpreter state"].stdout.endswith("True\n[]\n")
+
+
+def test_a_program_cannot_find_a_siblings_source(make_backend) -> None:
+    # Everywhere a forked program can look: every object the gc tracks, every frame's globals and
+    # locals, its whole address space, every /proc/<pid>/{cmdline,environ} it may read, and files.
+    snoop = py(f"""
+        # own-marker-{uuid.uuid4().hex}
+        import gc, os, re, sys
+        sibling = re.compile(rb"sibling" + rb"-secret-[0-9a-f]{{32}}")
+        own = re.compile(rb"own" + rb"-marker-[0-9a-f]{{32}}")
+        places = {{}}
+
+        def look(place, data):
+            if isinstance(data, str):
+                data = data.encode("utf-8", "surrogatepass")
+            if isinstance(data, (bytes, bytearray)):
+                for name, pattern in (("sibling", sibling), ("own", own)):
+                    if pattern.search(data):
+                        places.setdefault(name, set()).add(place)
+
+        def values(obj):
+            if isinstance(obj, dict):
+                return [*obj.keys(), *obj.values()]
+            if isinstance(obj, (list, tuple, set, frozenset)):
+                return list(obj)
+            if type(obj).__name__ == "code":
+                return list(obj.co_consts) + list(obj.co_names)
+            return []
+
+        for obj in gc.get_objects():
+            for value in values(obj):
+                look("gc", value)
+        for frame in sys._current_frames().values():
+            while frame is not None:
+                for value in [*frame.f_globals.values(), *frame.f_locals.values()]:
+                    look("frames", value)
+                    for inner in values(value):
+                        look("frames", inner)
+                frame = frame.f_back
+        with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", buffering=0) as mem:
+            for line in maps:
+                start, end = (int(x, 16) for x in line.split()[0].split("-"))
+                if line.split()[1][0] == "r" and end - start < 1 << 30:
+                    try:
+                        mem.seek(start)
+                        look("memory", mem.read(end - start))
+                    except (OSError, OverflowError, ValueError):
+                        pass
+        for pid in [p for p in os.listdir("/proc") if p.isdigit()] + ["self"]:
+            for name in ("cmdline", "environ"):
+                try:
+                    with open(f"/proc/{{pid}}/{{name}}", "rb") as f:
+                        look("proc", f.read())
+                except OSError:
+                    pass
+        for top in ["/tmp", "/var/tmp", "/dev/shm", os.getcwd()]:
+            for root, _, files in os.walk(top):
+                for name in files:
+                    try:
+                        with open(os.path.join(root, name), "rb") as f:
+                            look("files", f.read())
+                    except OSError:
+                        pass
+        print(sorted(places.get("sibling", ())), sorted(places.get("own", ())))
+    """)
+    before, after = (py(f"# sibling-secret-{uuid.uuid4().hex}\nprint(6 * 7)") for _ in range(2))
+    (first, snooped, last), backend = run_in_one_chunk(make_backend, [before, snoop, after])
+    # The scan works (it finds the program's own source in its memory, frames and file), and finds no sibling.
+    assert snooped.stdout == "[] ['files', 'frames', 'memory']\n", snooped
+    assert_42(first)
+    assert_42(last)
+    assert backend.stats()["sandbox/chunks_rerun"] == 0
+
+
+def test_what_a_program_patches_in_its_interpreter_is_gone_for_the_next(make_backend) -> None:
+    patch = py("""
+        import atexit, builtins, json, math, os, sys
+        builtins.len = lambda obj: 42
+        builtins.__import__ = lambda *args, **kwargs: sys
+        json.dumps = lambda *args, **kwargs: "forged"
+        math.sqrt = lambda x: -1.0
+        sys.modules["heapq"] = sys
+        sys.path.insert(0, os.getcwd())
+        sys.setrecursionlimit(50)
+        os.environ["INJECTED"] = "1"
+        atexit.register(print, "hook of the first program")
+        print("patched")
+    """)
+    check = py("""
+        import heapq, json, math, os, sys
+        print(len([1, 2]), json.dumps([1]), math.sqrt(4.0), heapq.__name__, sys.getrecursionlimit(),
+              os.getcwd() in sys.path, "INJECTED" in os.environ)
+    """)
+    (patched, checked), backend = run_in_one_chunk(make_backend, [patch, check])
+    assert patched.stdout == "patched\nhook of the first program\n", patched
+    assert checked.stdout == "2 [1] 2.0 heapq 1000 False False\n", checked
+    assert backend.stats()["sandbox/chunks_rerun"] == 0
+
+
+def test_a_program_that_stops_the_zygote_or_closes_its_output_is_still_judged_alone(make_backend) -> None:
+    # Same uid in the fake: a program can stop the zygote that forked it; the runner resumes it.
+    stops = py("import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)\nprint('stopped it')")
+    closes = py("import os, time\nos.close(1)\nos.close(2)\ntime.sleep(30)", timeout_s=1)
+    started = time.monotonic()
+    (stopped, closed, ok), backend = run_in_one_chunk(make_backend, [stops, closes, PRINT_42])
+    assert (stopped.outcome, stopped.stdout) == (Outcome.EXITED, "stopped it\n"), stopped
+    assert closed.outcome is Outcome.TIMEOUT and 1.0 <= closed.duration_s < 3.0, closed
+    assert_42(ok)
+    assert backend.stats()["sandbox/chunks_rerun"] == 0
+    assert time.monotonic() - started < 10
 
 
 @pytest.mark.parametrize(("route", "fault"), [("exec", Fault.TIMEOUT), ("create", Fault.SERVER_ERROR)])

@@ -3,31 +3,41 @@
 Standard library only: the host (codegrpo.sandbox.superserve) reads this file as text, appends one
 line, ``main("<bundle>")``, uploads the result as a single file and runs ``python3 -I -S <file>``
 with the bundle's key in the environment variable ``KEY_ENV``. The bundle is base64 of the JSON
-``{"header": str, "limit_bytes": int, "programs": [{"filename", "source", "command", "timeout_s"}]}``
-XORed with SHAKE-256 of the key, so the uploaded file is useless to whoever reads it without the key.
+``{"header": str, "limit_bytes": int, "modules": {"batch_runner": str, "inprocess": str},
+"programs": [{"filename", "source", "command", "timeout_s", "prelude_chars"}]}`` XORed with
+SHAKE-256 of the key, so the uploaded file is useless to whoever reads it without the key.
 
 Each program gets a fresh private directory (0700) holding its file; its command's ``/tmp/<filename>``
 becomes that path, and it runs there with HOME and TMPDIR there, a clean environment, a new session,
 stdin from /dev/null, stdout and stderr through pipes capped at ``limit_bytes`` each (past that it is
-killed and flagged), and a wall-clock limit (past it, killed). Isolation from the runner and from the
-programs before and after it:
+killed and flagged), and a wall-clock limit (past it, killed).
+
+A ``python3 -I /tmp/<filename>`` program is not given an interpreter of its own: the zygote, a
+``python3 -I`` started once per chunk with the modules programs use already imported, forks it and
+runs its file in the fork as ``python3 -I`` would (codegrpo's inprocess.py, which the bundle carries
+with this file's own text). The zygote is started with exec and a clean environment and is never
+sent a source, the key or the bundle: each fork reads its own file, so a program's memory holds
+nothing of any other program (the runner's own memory does; it never forks a program). Other
+commands run as a subprocess. Either way, isolation from the runner and from the programs before
+and after it:
 
 - as root, each program runs as an unprivileged uid, so it can neither signal nor ptrace the runner
-  nor read its /proc files; otherwise (the uid cannot change) it runs as the runner's uid and the
-  runner is non-dumpable, which keeps it from ptracing the runner or opening /proc/<runner>/fd, mem
-  and environ. Either way no_new_privs keeps setuid binaries from giving a program more rights;
+  or the zygote nor read their /proc files; otherwise (the uid cannot change) it runs as their uid
+  and both are non-dumpable, which keeps it from ptracing them or opening /proc/<pid>/fd, mem and
+  environ. Either way no_new_privs keeps setuid binaries from giving a program more rights;
 - the bundle file is removed before any program runs, and the key leaves the environment (what is
   left of either is only in the runner's memory, which the programs cannot read);
 - after each program, every process that did not exist before it started is killed (setsid daemons
   and fork loops included: the runner is a child subreaper and kills until none is left), and its
   directory, every new entry in the world-writable directories and every new System V IPC object
-  are removed;
-- the programs never hold the runner's stdout (pipes, close_fds). The runner writes once, at the end:
-  the bundle's header line, then one line of JSON with one result per program, each
-  ``{"exit_code", "stdout", "stderr", "duration_s", "truncated"}``.
+  are removed. A fork shares nothing with the next one: whatever a program changes in its
+  interpreter (builtins, modules) dies with its process;
+- the programs never hold the runner's stdout nor the zygote's socket (pipes, close_fds). The runner
+  writes once, at the end: the bundle's header line, then one line of JSON with one result per
+  program, each ``{"exit_code", "stdout", "stderr", "duration_s", "truncated"}``.
 
-Whenever a clean slate cannot be restored, the runner fails with no document, and the host runs the
-chunk's programs again in a sandbox each.
+Whenever a clean slate cannot be restored, or the zygote fails (a same-uid program may kill it), the
+runner fails with no document, and the host runs the chunk's programs again in a sandbox each.
 """
 
 from __future__ import annotations
@@ -36,26 +46,52 @@ import base64
 import contextlib
 import ctypes
 import hashlib
+import importlib
+import io
 import json
 import os
+import secrets
+import select
 import selectors
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
 import tempfile
 import time
+import types
 
 KEY_ENV = "CODEGRPO_BUNDLE_KEY"
 PROGRAM_UID = PROGRAM_GID = 65534  # nobody
 WRITABLE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/dev/mqueue")
 SYSV_IPC = ("shm", "msg", "sem")
-PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 4, 36, 38
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
 IPC_RMID = 0
 READ_CHUNK = 1 << 16
 POLL_S = 0.05  # how often a running program is checked for leftovers that hold its pipes
 KILL_ROUNDS = 2000
+WAIT_S = 10.0  # how long a program killed with everything it started may take to be reported gone
+ZYGOTE_START_S = 30.0
+MESSAGE_LIMIT = 1 << 20  # one request to the zygote
+PRELUDE_LIMIT = 1 << 16  # a longer prelude is not shared (it would not fit in one message)
+SETUP_REPORT_LIMIT = 2000
+FD_LIMIT = 1 << 20
+# What programs and the harness import, imported once in the zygote (as in codegrpo's warm worker).
+PRELOAD = ("collections", "functools", "heapq", "itertools", "json", "marshal", "math", "re", "select", "typing")
+# The zygote's __main__: imports this file and inprocess.py from a private directory that the runner
+# deletes once the zygote is ready, leaving sys.path as a cold `python3 -I` has it.
+ZYGOTE_BOOT = """\
+import sys
+sys.path.insert(0, sys.argv[1])
+sys.dont_write_bytecode = True
+import batch_runner, inprocess
+sys.dont_write_bytecode = False
+sys.path.remove(sys.argv[1])
+sys.path_importer_cache.pop(sys.argv[1], None)
+batch_runner.serve_forks(inprocess, int(sys.argv[2]))
+"""
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -67,12 +103,21 @@ def main(bundle: str) -> None:
     spec = json.loads(_decrypt(bundle, os.environ.pop(KEY_ENV)))
     drop = _can_drop_privileges()
     path = _safe_path(os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), drop)
+    # One directory name for every program: the zygote compiles their shared prelude once for it.
+    workdir = f"/tmp/run-{secrets.token_hex(8)}"
+    zygote = None
+    if any(_forkable(program) for program in spec["programs"]):
+        zygote = _Zygote(_executable("python3", path, drop), spec["modules"], _environment(path, "/"))
     dirs = {d: set(os.listdir(d)) for d in WRITABLE_DIRS if os.path.isdir(d) and not os.path.islink(d)}
     ipc = _ipc_ids()
+    before = _snapshot()
     results = []
     for program in spec["programs"]:
-        results.append(_run(program, spec["limit_bytes"], path, drop))
+        result, before = _run(program, spec["limit_bytes"], path, drop, workdir, zygote, before)
+        results.append(result)
         _restore(dirs, ipc)
+    if zygote is not None:
+        zygote.close()
     sys.stdout.buffer.write(f"{spec['header']}\n{json.dumps(results)}\n".encode())
     sys.stdout.flush()
 
@@ -131,8 +176,35 @@ def _safe_path(path: str, drop: bool) -> str:
     return os.pathsep.join(keep)
 
 
-def _run(program: dict, limit: int, path: str, drop: bool) -> dict:
-    workdir = tempfile.mkdtemp(prefix="run-", dir="/tmp")
+def _executable(name: str, path: str, drop: bool) -> str | None:
+    executable = name if "/" in name else shutil.which(name, path=path)
+    if executable is not None and _writable_by_programs(executable, drop):
+        raise RuntimeError(f"{executable} is writable by the programs; running them together is not safe")
+    return executable
+
+
+def _environment(path: str, home: str) -> dict[str, str]:
+    return {
+        "PATH": path,
+        "HOME": home,
+        "TMPDIR": home,
+        "LANG": "C.UTF-8",
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+    }
+
+
+def _forkable(program: dict) -> bool:
+    """Programs the zygote runs exactly as the subprocess would: ``python3 -I /tmp/<filename>``."""
+    filename = program["filename"]
+    return program["command"] == ["python3", "-I", f"/tmp/{filename}"] and "/" not in filename
+
+
+def _run(
+    program: dict, limit: int, path: str, drop: bool, workdir: str, zygote: _Zygote | None, before: set
+) -> tuple[dict, set]:
+    """The program's result, and the processes alive once it is gone (the next program's ``before``)."""
+    os.mkdir(workdir, 0o700)  # fails if anything is left of the last program's
     target = os.path.join(workdir, program["filename"])
     with open(target, "w", encoding="utf-8") as file:
         file.write(program["source"])
@@ -140,52 +212,47 @@ def _run(program: dict, limit: int, path: str, drop: bool) -> dict:
         os.chown(target, PROGRAM_UID, PROGRAM_GID)
         os.chown(workdir, PROGRAM_UID, PROGRAM_GID)
     argv = [target if arg == f"/tmp/{program['filename']}" else arg for arg in program["command"]]
-    executable = argv[0] if "/" in argv[0] else shutil.which(argv[0], path=path)
-    if executable is None:
-        return _result(127, b"", f"runner: {argv[0]}: command not found\n".encode(), 0.0, False)
-    if _writable_by_programs(executable, drop):
-        raise RuntimeError(f"{executable} is writable by the programs; running them together is not safe")
-    env = {
-        "PATH": path,
-        "HOME": workdir,
-        "TMPDIR": workdir,
-        "LANG": "C.UTF-8",
-        "OMP_NUM_THREADS": "1",
-        "OPENBLAS_NUM_THREADS": "1",
-    }
-    identity = {"user": PROGRAM_UID, "group": PROGRAM_GID, "extra_groups": []} if drop else {}
-    before = {(pid, start) for pid, start, _ in _processes()}
+    env = _environment(path, workdir)
+    process: subprocess.Popen | _Forked
     started = time.monotonic()
+    if zygote is not None and _forkable(program):
+        prelude = program["source"][: program["prelude_chars"]]
+        process = zygote.fork(argv, "" if len(prelude) > PRELUDE_LIMIT else prelude, env, drop)
+    else:
+        executable = _executable(argv[0], path, drop)
+        if executable is None:
+            return _result(127, b"", f"runner: {argv[0]}: command not found\n".encode(), 0.0, False), before
+        identity = {"user": PROGRAM_UID, "group": PROGRAM_GID, "extra_groups": []} if drop else {}
+        try:
+            process = subprocess.Popen(
+                argv,
+                executable=executable,
+                cwd=workdir,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                close_fds=True,
+                start_new_session=True,
+                preexec_fn=_no_new_privs,
+                **identity,
+            )
+        except OSError as error:  # as under `timeout`, a program that cannot start exits 126 or 127
+            code = 127 if isinstance(error, FileNotFoundError) else 126
+            return _result(code, b"", f"runner: cannot run {argv[0]}: {error}\n".encode(), 0.0, False), before
     try:
-        process = subprocess.Popen(
-            argv,
-            executable=executable,
-            cwd=workdir,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            close_fds=True,
-            start_new_session=True,
-            preexec_fn=_no_new_privs,
-            **identity,
-        )
-    except OSError as error:  # as under `timeout`, a program that cannot start exits 126 or 127
-        code = 127 if isinstance(error, FileNotFoundError) else 126
-        return _result(code, b"", f"runner: cannot run {argv[0]}: {error}\n".encode(), 0.0, False)
-    try:
-        return _supervise(process, program["timeout_s"], limit, before, started)
+        result = _supervise(process, program["timeout_s"], limit, before, started)
     finally:
-        _kill_new(before)
-        process.wait()
+        after = _kill_new(before, process)
         _reap()
+    return result, after
 
 
 def _no_new_privs() -> None:
     _prctl(PR_SET_NO_NEW_PRIVS, 1)
 
 
-def _supervise(process: subprocess.Popen, timeout_s: float, limit: int, before: set, started: float) -> dict:
+def _supervise(process: subprocess.Popen | _Forked, timeout_s: float, limit: int, before: set, started: float) -> dict:
     assert process.stdout is not None and process.stderr is not None
     output = {process.stdout.fileno(): bytearray(), process.stderr.fileno(): bytearray()}
     deadline = started + timeout_s
@@ -198,10 +265,10 @@ def _supervise(process: subprocess.Popen, timeout_s: float, limit: int, before: 
             now = time.monotonic()
             if not killed and now >= deadline:
                 killed = True
-                _kill_new(before)
+                _kill_new(before, process)
             if ended is None and process.poll() is not None:
                 ended = now
-                _kill_new(before)  # whatever it left behind may still hold its pipes
+                _kill_new(before, process)  # whatever it left behind may still hold its pipes
             wait = POLL_S if killed or ended is not None else min(POLL_S, deadline - now)
             for key, _ in selector.select(timeout=wait):
                 data = os.read(key.fd, READ_CHUNK)
@@ -213,8 +280,14 @@ def _supervise(process: subprocess.Popen, timeout_s: float, limit: int, before: 
                 kept += data[:room]
                 if len(data) > room and not truncated:
                     truncated = killed = True
-                    _kill_new(before)
-    code = process.wait()
+                    _kill_new(before, process)
+    try:  # it may have closed its pipes and gone on running
+        code = process.wait(WAIT_S if killed else max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        if killed:
+            raise
+        _kill_new(before, process)
+        code = process.wait(WAIT_S)
     duration = (ended or time.monotonic()) - started
     stdout, stderr = (bytes(output[stream.fileno()]) for stream in (process.stdout, process.stderr))
     return _result(128 - code if code < 0 else code, stdout, stderr, duration, truncated)
@@ -244,14 +317,20 @@ def _processes() -> list[tuple[int, bytes, bytes]]:
     return found
 
 
-def _kill_new(before: set) -> None:
-    """SIGKILL every live process not in ``before`` but us, until none is left."""
+def _snapshot() -> set[tuple[int, bytes]]:
+    return {(pid, start) for pid, start, state in _processes() if state not in (b"Z", b"X")}
+
+
+def _kill_new(before: set, process: subprocess.Popen | _Forked) -> set[tuple[int, bytes]]:
+    """SIGKILL every live process not in ``before`` but us, until none is left; returns those alive then."""
     me = os.getpid()
+    if isinstance(process, _Forked):
+        process.zygote.resume()  # a program may have stopped it, holding its pipes' other ends
     for _ in range(KILL_ROUNDS):
-        alive = [(pid, start) for pid, start, state in _processes() if state not in (b"Z", b"X")]
-        new = [pid for pid, start in alive if (pid, start) not in before and pid != me]
+        alive = _snapshot()
+        new = [pid for pid, start in alive - before if pid != me]
         if not new:
-            return
+            return alive
         for pid in new:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
@@ -306,3 +385,176 @@ def _ipc_remove(kind: str, ipc_id: int) -> None:
     done = _libc.semctl(ipc_id, 0, IPC_RMID) if kind == "sem" else getattr(_libc, f"{kind}ctl")(ipc_id, IPC_RMID, None)
     if done != 0 and ctypes.get_errno() not in (22, 43):  # EINVAL, EIDRM: already gone
         raise OSError(ctypes.get_errno(), f"cannot remove System V {kind} {ipc_id}")
+
+
+# ----------------------------------------------------------------------------------- the zygote
+
+
+class _Zygote:
+    """The runner's end of the zygote: starts it, asks it to fork programs, reads their exit status."""
+
+    def __init__(self, executable: str | None, modules: dict[str, str], env: dict[str, str]) -> None:
+        if executable is None:
+            raise RuntimeError("no python3 for the zygote")
+        directory = tempfile.mkdtemp(prefix="zygote-", dir="/tmp")
+        try:
+            for name, source in modules.items():
+                with open(os.path.join(directory, f"{name}.py"), "w", encoding="utf-8") as file:
+                    file.write(source)
+            self._socket, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            with theirs:
+                self._process = subprocess.Popen(
+                    ["python3", "-I", "-c", ZYGOTE_BOOT, directory, str(theirs.fileno())],
+                    executable=executable,
+                    cwd="/",
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    pass_fds=(theirs.fileno(),),
+                )
+            if self._receive(ZYGOTE_START_S) != {"ready": True}:
+                raise RuntimeError("the zygote did not start in time")
+        finally:
+            shutil.rmtree(directory)
+
+    def fork(self, argv: list[str], prelude: str, env: dict[str, str], drop: bool) -> _Forked:
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        request = {"argv": argv, "prelude": prelude, "env": env, "drop": drop}
+        try:
+            self.resume()
+            socket.send_fds(self._socket, [json.dumps(request).encode()], [out_w, err_w])
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+        return _Forked(self, open(out_r, "rb", buffering=0), open(err_r, "rb", buffering=0))
+
+    def exit_code(self, timeout: float) -> int | None:
+        """The exit code (Popen's: -N for signal N) of the program forked last, once reported."""
+        message = self._receive(timeout)
+        if message is None:
+            return None
+        if message["setup_error"] is not None:
+            raise RuntimeError(message["setup_error"])
+        return os.waitstatus_to_exitcode(message["status"])
+
+    def resume(self) -> None:
+        """SIGCONT: a same-uid program may have stopped the zygote."""
+        if self._process.poll() is None:
+            os.kill(self._process.pid, signal.SIGCONT)
+
+    def close(self) -> None:
+        self._socket.close()  # the zygote exits at end of file
+        try:
+            self._process.wait(WAIT_S)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+
+    def _receive(self, timeout: float) -> dict | None:
+        if not select.select([self._socket], [], [], timeout)[0]:
+            return None
+        message = self._socket.recv(MESSAGE_LIMIT)
+        if not message:
+            raise RuntimeError("the zygote is gone")
+        return json.loads(message)
+
+
+class _Forked:
+    """A program the zygote forked, with the part of Popen's interface that _supervise uses."""
+
+    def __init__(self, zygote: _Zygote, stdout: io.FileIO, stderr: io.FileIO) -> None:
+        self.zygote = zygote
+        self.stdout, self.stderr = stdout, stderr
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.returncode = self.zygote.exit_code(0)
+        return self.returncode
+
+    def wait(self, timeout: float) -> int:
+        if self.returncode is None:
+            self.zygote.resume()
+            self.returncode = self.zygote.exit_code(timeout)
+            if self.returncode is None:
+                raise subprocess.TimeoutExpired("forked program", timeout)
+        return self.returncode
+
+
+def serve_forks(inprocess: types.ModuleType, fd: int) -> None:
+    """The zygote's loop: fork a program per request, report its wait status; exit at end of file.
+
+    Requests are ``{"argv", "prelude", "env", "drop"}`` with the program's stdout and stderr pipes.
+    """
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # it never outlives the runner
+    _prctl(PR_SET_DUMPABLE, 0)  # same-uid programs cannot ptrace it to change what it forks next
+    for name in PRELOAD:
+        importlib.import_module(name)
+    channel = socket.socket(fileno=fd)
+    channel.send(b'{"ready": true}')
+    while True:
+        message, fds, _, _ = socket.recv_fds(channel, MESSAGE_LIMIT, 2)
+        if not message:
+            os._exit(0)
+        request = json.loads(message)
+        path = request["argv"][-1]
+        prelude = inprocess.prelude_code(path, request["prelude"], len(request["prelude"]))
+        # The fork says on its own pipe whether its set-up worked, and closes it before the program
+        # runs: a set-up that fails is the runner's failure, not an exit status of the program.
+        setup_r, setup_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _forked(inprocess, request, prelude, *fds, setup_w)
+            finally:
+                os._exit(70)
+        for received in (*fds, setup_w):
+            os.close(received)
+        status = os.waitpid(pid, 0)[1]
+        with open(setup_r, "rb") as setup:
+            report = setup.read(SETUP_REPORT_LIMIT)
+        error = None if report == b"+" else report.decode("utf-8", "replace") or f"no set-up report, status {status}"
+        channel.send(json.dumps({"status": status, "setup_error": error}).encode())
+
+
+def _forked(
+    inprocess: types.ModuleType,
+    request: dict,
+    prelude: types.CodeType | None,
+    stdout: int,
+    stderr: int,
+    setup: int,
+) -> None:
+    """In the fork: the subprocess path's set-up, then the program's file as ``python3 -I`` runs it."""
+    argv, path = request["argv"], request["argv"][-1]
+    try:
+        os.setsid()
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(stdout, 1)
+        os.dup2(stderr, 2)
+        os.closerange(3, setup)  # the zygote's socket and everything else
+        os.closerange(setup + 1, FD_LIMIT)
+        os.chdir(os.path.dirname(path))
+        if request["drop"]:
+            os.setgroups([])
+            os.setgid(PROGRAM_GID)
+            os.setuid(PROGRAM_UID)
+        _prctl(PR_SET_NO_NEW_PRIVS, 1)
+        _prctl(PR_SET_DUMPABLE, 1)  # as after an exec: the zygote's protection is not the program's
+        os.environ.clear()
+        os.environ.update(request["env"])
+        for name in ("batch_runner", "inprocess"):  # a cold interpreter has neither
+            sys.modules.pop(name, None)
+        sys.orig_argv[:] = argv
+        with open(path, "rb") as file:  # read here, so the zygote never holds a program's source
+            source = file.read().decode("utf-8")
+    except BaseException as error:  # whatever it is, the host logs it
+        os.write(setup, f"set-up of a forked program failed: {error!r}".encode()[:SETUP_REPORT_LIMIT])
+        os._exit(70)
+    os.write(setup, b"+")
+    os.close(setup)
+    shared = request["prelude"]
+    if prelude is None or not source.startswith(shared):
+        os._exit(inprocess.run_as_main(path, source))
+    os._exit(inprocess.run_as_main(path, source, prelude, len(shared)))

@@ -5,11 +5,11 @@ denied and ``auto_delete_seconds=0``; the program is written with files.write, r
 ``timeout -s KILL``, and the sandbox is killed in a ``finally``. A sandbox costs four round trips
 (create, write, exec, kill), and a create is much the slowest, so when a batch has more programs
 than ``max_concurrency`` they are split into chunks of up to ``programs_per_sandbox``: each chunk
-gets one sandbox, one write (batch_runner.py with the programs, encrypted) and one exec, in which
-the trusted runner runs the programs one after another, isolated from it and from each other
-(see batch_runner.py). A chunk whose runner gives no well-formed result for every program is run
-again, one sandbox per program, so nothing a program does to the runner changes any verdict but
-its own. On top of the guide:
+gets one sandbox, one write (batch_runner.py with the programs and inprocess.py, encrypted) and
+one exec, in which the trusted runner runs the programs one after another, isolated from it and
+from each other, the Python ones forked from a warm interpreter (see batch_runner.py). A chunk
+whose runner gives no well-formed result for every program is run again, one sandbox per program,
+so nothing a program does to the runner changes any verdict but its own. On top of the guide:
 
 - one cap on live sandboxes for every call, from any thread or event loop (TRL scores async
   rewards on its own loop thread; commands use asyncio.run);
@@ -76,6 +76,8 @@ ATTEMPT_TAG = "codegrpo_attempt"  # metadata: the create call, to find its sandb
 CANCEL_WAIT_S = 10.0  # how long a close waits for cancelled programs to kill their own sandboxes
 EXIT_CLEANUP_S = 30.0  # how long the exit hook may keep the process alive
 RUNNER_SOURCE = (Path(__file__).with_name("batch_runner.py")).read_text(encoding="utf-8")
+# Shared with the local warm worker: runs a program in a forked interpreter as `python3 -I` would.
+INPROCESS_SOURCE = (Path(__file__).parents[1] / "harness" / "inprocess.py").read_text(encoding="utf-8")
 RUNNER_PATH = "/tmp/codegrpo_batch.py"
 RUNNER_START_S = 5.0  # the runner's own start, on top of its programs' time
 RUNNER_SLACK_S = 1.0  # per program: start, kill and clean-up around its timeout
@@ -252,8 +254,16 @@ class SuperserveSandbox(SandboxBackend):
         bundle = {
             "header": header,
             "limit_bytes": OUTPUT_LIMIT_BYTES,
+            # The runner's zygote imports both (the runner's own text, without the bundle line below).
+            "modules": {"batch_runner": RUNNER_SOURCE, "inprocess": INPROCESS_SOURCE},
             "programs": [
-                {"filename": p.filename, "source": p.source, "command": list(p.command), "timeout_s": p.timeout_s}
+                {
+                    "filename": p.filename,
+                    "source": p.source,
+                    "command": list(p.command),
+                    "timeout_s": p.timeout_s,
+                    "prelude_chars": p.prelude_chars,
+                }
                 for p in programs
             ],
         }
