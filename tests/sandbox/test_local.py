@@ -10,8 +10,10 @@ import asyncio
 import math
 import os
 import platform
+import random
 import shutil
 import signal
+import string
 import textwrap
 import time
 import uuid
@@ -27,7 +29,7 @@ pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the local
 
 PYTHON = ("python3", "-I", "/tmp/solution.py")
 MiB = 1 << 20
-WORKER_FDS = 5  # what a warm worker holds open here: its stdin, stdout, stderr, bwrap's status, a pidfd
+WORKER_FDS = 4  # what a warm worker holds open here: its control socket, stderr, bwrap's status, a pidfd
 
 
 # -- helpers shared with test_attacks.py ----------------------------------------------------------------
@@ -536,6 +538,56 @@ def test_a_warm_program_leaves_nothing_for_the_next(one_worker):
     procs = run_source(one_worker, "import os; print(sorted(p for p in os.listdir('/proc') if p.isdigit()))")
     assert len(eval(procs.stdout)) == 2  # the worker and this program: the daemon is gone
     assert one_worker.stats()["sandbox/warm_retired"] == retired  # all of it was cleaned, so it was reused
+
+
+MEMORY_PROBE = """
+import os, re, sys
+lowered = "{upper}".lower()  # the marker only ever exists in this process as these two objects
+needle = lowered.encode()
+control = "".join(reversed("{reversed}")) if {control} else ""  # a copy the probe must find
+buffer = bytearray(1 << 20)
+own = [(id(o), id(o) + sys.getsizeof(o)) for o in (lowered, needle, buffer)]
+hits = 0
+with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", buffering=0) as mem:
+    for line in maps.read().splitlines():
+        start, end = (int(x, 16) for x in line.split()[0].split("-"))
+        if line.split()[1][0] != "r":
+            continue
+        for base in range(start, end, len(buffer) - 64):
+            try:
+                mem.seek(base)
+                size = mem.readinto(memoryview(buffer)[: min(len(buffer), end - base)])
+            except OSError:
+                break
+            at = buffer.find(needle, 0, size)
+            while at >= 0:
+                address = base + at
+                if not any(low <= address < high for low, high in own) and at + len(needle) <= size:
+                    hits += 1
+                at = buffer.find(needle, at + 1, size)
+print(hits)
+"""
+
+
+def test_a_later_program_finds_nothing_of_an_earlier_one_in_its_memory(one_worker):
+    # The worker never holds a program's source, output or file names: its children are copies of it.
+    marker = "".join(random.choice(string.ascii_lowercase) for _ in range(40))
+
+    def probe(control: bool) -> int:
+        source = MEMORY_PROBE.format(upper=marker.upper(), reversed=marker[::-1], control=control)
+        return int(run_source(one_worker, source).stdout)
+
+    assert probe(control=True) >= 1  # the probe does find a copy that is there
+    plant = f"""
+        import os, sys
+        SECRET = "{marker}"
+        print(SECRET * 100)
+        print(SECRET, file=sys.stderr)
+        open("/tmp/" + SECRET, "w").write(SECRET)
+    """
+    for _ in range(2):
+        assert run_source(one_worker, plant).stdout.startswith(marker)
+    assert probe(control=False) == 0
 
 
 def test_a_worker_that_cannot_be_cleaned_is_replaced(one_worker):

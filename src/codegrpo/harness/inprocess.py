@@ -4,6 +4,9 @@
 # directory. Standard library only.
 import atexit
 import contextlib
+import importlib.machinery
+import os
+import signal
 import sys
 import threading
 import traceback
@@ -29,11 +32,17 @@ def prelude_code(path, source, prelude_chars):
 
 def run_as_main(path, source, prelude=None, prelude_chars=0):
     """Run ``source`` as the __main__ module of this process; returns the exit status the interpreter
-    would have ended with. The caller has set up fds, limits, the environment and the cwd."""
+    would have ended with (an uncaught KeyboardInterrupt kills the process by SIGINT, as there). The
+    caller has set up fds, limits, the environment and the cwd."""
     sys.argv[:] = [path]
     atexit._clear()  # the warm parent's hooks are not the program's
+    # The program's module code runs a few frames deep here (and exec() counts as one), one frame deep
+    # in a cold interpreter: the same recursion is allowed either way.
+    sys.setrecursionlimit(sys.getrecursionlimit() + _depth() + 1)
     main = types.ModuleType("__main__")
     main.__file__ = path
+    main.__cached__ = None
+    main.__loader__ = importlib.machinery.SourceFileLoader("__main__", path)
     main.__builtins__ = __builtins__
     sys.modules["__main__"] = main
     status = 0
@@ -50,7 +59,7 @@ def run_as_main(path, source, prelude=None, prelude_chars=0):
     except BaseException as error:
         # Without this function's frame: the traceback a cold run would print.
         traceback.print_exception(type(error), error, error.__traceback__.tb_next)
-        status = 1
+        status = -signal.SIGINT if isinstance(error, KeyboardInterrupt) else 1
     try:
         threading._shutdown()  # non-daemon threads, then atexit hooks, as at interpreter exit
         atexit._run_exitfuncs()
@@ -60,7 +69,18 @@ def run_as_main(path, source, prelude=None, prelude_chars=0):
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(BaseException):
                 stream.flush()
+    if status == -signal.SIGINT:
+        # A cold interpreter ends an uncaught KeyboardInterrupt by dying of SIGINT.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
     return status
+
+
+def _depth():
+    frame, depth = sys._getframe(1), 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1
+    return depth
 
 
 def exit_status(code):

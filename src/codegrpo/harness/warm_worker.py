@@ -1,14 +1,22 @@
 # Runs INSIDE a local sandbox as its pid 1: a warm Python that runs one program at a time, each in a
 # process forked from this pristine one, so no program pays for starting an interpreter or a sandbox.
 #
-# argv: stdout_limit stderr_limit limits_json. Frames on fds 0 (requests) and 1 (results) are a 4-byte
-# big-endian length and a JSON document. This process never runs program code and is non-dumpable, so a
-# program can neither ptrace it nor open /proc/1/fd; as pid 1 it ignores every signal sent from inside.
+# argv: control_fd limits_json. The control fd is a unix SOCK_SEQPACKET socket to the host. A request is
+# {"filename", "timeout", "prelude"} with three fds: a memfd holding the program's source and the write
+# ends of its stdout and stderr pipes, whose read ends only the host holds. The answers are
+# {"code", "timeout"} once the program is over, then {"clean"} once its leftovers are gone. {"kill": true}
+# from the host (output over its limit) ends the program at once.
 #
-# Between programs nothing of one can reach the next: every process left is killed and reaped, /tmp is
-# emptied, and the host's seccomp filter already refuses keyrings, SysV IPC and POSIX message queues,
-# the only other state a namespace keeps without a process. After each result comes a second frame,
-# {"clean": bool}; when the cleanup cannot be verified it says false and the host throws this sandbox away.
+# This process never runs program code and is non-dumpable, so a program can neither ptrace it nor open
+# /proc/1/fd; as pid 1 it ignores every signal sent from inside. It never holds a program's source,
+# output or files either: the program's own process reads its source, its output goes straight to the
+# host, and /tmp is emptied by a short-lived janitor. A later program, forked from this process, finds
+# nothing of an earlier one even in its own memory.
+#
+# Between programs every process left is killed and reaped, /tmp is emptied, and the host's seccomp
+# filter already refuses keyrings, SysV IPC and POSIX message queues, the only other state a namespace
+# keeps without a process. When that cannot be verified, {"clean": false} and the host throws this
+# sandbox away.
 #
 # The imports marked F401 are for the programs: a forked child finds them imported.
 import collections  # noqa: F401
@@ -25,8 +33,8 @@ import re  # noqa: F401
 import resource
 import select
 import signal
+import socket
 import stat
-import struct
 import sys
 import time
 import typing  # noqa: F401
@@ -36,111 +44,67 @@ import inprocess  # the shared module beside this file
 
 sys.path.pop(0)  # a program's sys.path is a cold interpreter's
 
-HEADER = struct.Struct(">I")
-REQUEST_LIMIT = 64 << 20
 TMP = "/tmp"
-CHUNK = 1 << 16
-DRAIN_S = 5.0
+MESSAGE_LIMIT = 1 << 20
 
 
-def read_frame(fd):
-    header = read_exactly(fd, HEADER.size)
-    if header is None:
-        return None
-    (size,) = HEADER.unpack(header)
-    if size > REQUEST_LIMIT:
-        raise ValueError("request too large")
-    return json.loads(read_exactly(fd, size) or b"")
+def receive(control):
+    """The next request and its fds; (None, []) when the host is gone."""
+    data, fds, _, _ = socket.recv_fds(control, MESSAGE_LIMIT, 3)
+    if not data:
+        for fd in fds:
+            os.close(fd)
+        return None, []
+    return json.loads(data), fds
 
 
-def read_exactly(fd, size):
-    data = b""
-    while len(data) < size:
-        chunk = os.read(fd, size - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    return data
+def send(control, document):
+    control.send(json.dumps(document).encode())
 
 
-def write_frame(fd, document):
-    data = json.dumps(document, ensure_ascii=False).encode("utf-8", "surrogatepass")
-    data = HEADER.pack(len(data)) + data
-    while data:
-        data = data[os.write(fd, data) :]
-
-
-def run_program(request, stdout_limit, stderr_limit, limits, base_env):
+def run_program(control, request, fds, limits, base_env):
     path = f"{TMP}/{request['filename']}"
-    prelude = inprocess.prelude_code(path, request["source"], request["prelude_chars"])
-    with open(path, "w", encoding="utf-8", errors="surrogatepass") as handle:
-        handle.write(request["source"])
-    os.chmod(path, 0o444)
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
+    prelude = inprocess.prelude_code(path, request["prelude"], len(request["prelude"]))
     started = time.monotonic()
     pid = os.fork()
     if pid == 0:
         try:
-            child(path, request, prelude, out_w, err_w, limits, base_env)
+            child(path, request, prelude, fds, limits, base_env)
         finally:
             os._exit(70)
-    os.close(out_w)
-    os.close(err_w)
-    done = watch(pid, out_r, err_r, stdout_limit, stderr_limit, started + request["timeout"])
-    done["duration"] = time.monotonic() - started
-    return done
+    for fd in fds:
+        os.close(fd)
+    return wait(control, pid, started + request["timeout"])
 
 
-def watch(pid, out_r, err_r, stdout_limit, stderr_limit, deadline):
-    """Collect the program's capped output until it and everything it started are gone."""
+def wait(control, pid, deadline):
+    """Until the program ends, runs out of time, or the host says kill; then kill what it left."""
     pidfd = os.pidfd_open(pid)
-    limits = {out_r: stdout_limit, err_r: stderr_limit}
-    kept = {out_r: b"", err_r: b""}
-    status, timed_out, overflow, killed_at = None, False, False, None
+    timed_out = False
     try:
-        while limits or status is None:
-            now = time.monotonic()
-            if killed_at is None and (status is not None or now >= deadline or overflow):
-                timed_out = status is None and not overflow
-                kill_everything()  # the program is over: what it left behind goes now, as in a cold sandbox
-                killed_at = now
-            if killed_at is not None and status is None:
-                status = os.waitpid(pid, 0)[1]
-                continue
-            if killed_at is not None and now - killed_at > DRAIN_S:
-                break  # a pipe stayed open with no process left to write it: report, then start afresh
-            wait = DRAIN_S if killed_at is not None else max(0.0, deadline - now)
-            ready = select.select([*limits, *([pidfd] if status is None else [])], [], [], wait)[0]
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                break
+            ready = select.select([pidfd, control], [], [], remaining)[0]
             if pidfd in ready:
-                status = os.waitpid(pid, 0)[1]
-            for fd in ready:
-                if fd in limits:
-                    overflow |= read_capped(fd, limits, kept)
+                break
+            if control in ready:
+                message, fds = receive(control)
+                for fd in fds:
+                    os.close(fd)
+                if message is None:
+                    kill_everything()
+                    sys.exit(0)  # the host is gone
+                break  # a kill: the host saw too much output
     finally:
         os.close(pidfd)
-        for fd in limits:
-            os.close(fd)
-    result = {"timeout": timed_out, "overflow": overflow, "stdout": decode(kept[out_r]), "stderr": decode(kept[err_r])}
-    result["code"] = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.waitstatus_to_exitcode(status)
-    result["drained"] = not limits
-    return result
-
-
-def read_capped(fd, limits, kept):
-    """Read what is there; True when the stream went past its limit."""
-    chunk = os.read(fd, CHUNK)
-    if not chunk:
-        del limits[fd]
-        os.close(fd)
-        return False
-    over = len(kept[fd]) + len(chunk) > limits[fd]
-    kept[fd] = (kept[fd] + chunk)[: limits[fd]]
-    return over
-
-
-def decode(data):
-    return data.decode("utf-8", "replace")
+    kill_everything()  # what the program left behind goes now, as in a cold sandbox
+    status = os.waitpid(pid, 0)[1]
+    reap_all()
+    code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.waitstatus_to_exitcode(status)
+    return {"code": code, "timeout": timed_out}
 
 
 def kill_everything():
@@ -155,6 +119,14 @@ def reap_all():
             os.waitpid(-1, 0)
         except ChildProcessError:
             return
+
+
+def cleaned():
+    """Empty /tmp in a janitor process, whose memory (file names included) dies with it."""
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if wipe_tmp() and sysv_empty() else 1)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
 
 
 def wipe_tmp():
@@ -200,13 +172,19 @@ def sysv_empty():
     return True
 
 
-def child(path, request, prelude, out_w, err_w, limits, base_env):
+def child(path, request, prelude, fds, limits, base_env):
+    source_fd, out_w, err_w = fds
     os.setsid()
+    with os.fdopen(source_fd, "rb") as handle:
+        source = handle.read().decode("utf-8", "surrogatepass")
+    with open(path, "w", encoding="utf-8", errors="surrogatepass") as handle:
+        handle.write(source)
+    os.chmod(path, 0o444)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(out_w, 1)
     os.dup2(err_w, 2)
-    os.closerange(3, 1 << 16)  # the request/result pipes and everything else of this process
+    os.closerange(3, 1 << 16)  # the control socket and everything else of this process
     with open("/proc/self/oom_score_adj", "w") as handle:
         handle.write("1000")  # at the memory limit the kernel kills the program, never pid 1
     cpu = max(1, int(request["timeout"] + 0.999))
@@ -216,30 +194,29 @@ def child(path, request, prelude, out_w, err_w, limits, base_env):
     os.chdir(TMP)
     os.environ.clear()
     os.environ.update(base_env)
-    os._exit(inprocess.run_as_main(path, request["source"], prelude, request["prelude_chars"]))
+    shared = request["prelude"]
+    if prelude is None or not source.startswith(shared):
+        os._exit(inprocess.run_as_main(path, source))
+    os._exit(inprocess.run_as_main(path, source, prelude, len(shared)))
 
 
 def main():
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
-    stdout_limit, stderr_limit = int(sys.argv[1]), int(sys.argv[2])
-    limits = json.loads(sys.argv[3])
-    requests, results = os.dup(0), os.dup(1)
-    devnull = os.open(os.devnull, os.O_RDWR)
-    os.dup2(devnull, 0)
-    os.dup2(devnull, 1)
+    control = socket.socket(fileno=int(sys.argv[1]))
+    limits = json.loads(sys.argv[2])
     base_env = dict(os.environ)
-    write_frame(results, {"ready": True, "clean": wipe_tmp() and sysv_empty()})
+    send(control, {"ready": True, "clean": cleaned()})
     while True:
-        request = read_frame(requests)
+        request, fds = receive(control)
         if request is None:
             return
-        result = run_program(request, stdout_limit, stderr_limit, limits, base_env)
-        kill_everything()
-        reap_all()
-        drained = result.pop("drained")
-        write_frame(results, result)  # the program's result does not wait for the cleanup
-        clean = drained and wipe_tmp() and sysv_empty()
-        write_frame(results, {"clean": clean})
+        if "kill" in request or len(fds) != 3:
+            for fd in fds:  # a kill that came after its program ended
+                os.close(fd)
+            continue
+        send(control, run_program(control, request, fds, limits, base_env))
+        clean = cleaned()
+        send(control, {"clean": clean})
         if not clean:
             return
 

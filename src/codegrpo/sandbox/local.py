@@ -25,6 +25,7 @@ import platform
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -171,9 +172,8 @@ class LocalSandbox(SandboxBackend):
                         platform.machine())  # fmt: skip
             return
         cfg = self.cfg
-        # The most one result can take as JSON: both outputs, each byte escaped as \\u00XX at worst.
-        result_limit = 6 * (cfg.stdout_limit_bytes + cfg.stderr_limit_bytes) + (1 << 16)
-        self._warm = WarmPool(cfg.max_concurrency, self._warm_launch, result_limit)
+        output_limits = (cfg.stdout_limit_bytes, cfg.stderr_limit_bytes)
+        self._warm = WarmPool(cfg.max_concurrency, self._warm_launch, output_limits)
         self._finalizer.detach()
         self._finalizer = weakref.finalize(self, _close, self._cgroups, self._warm)
         program = Program("print('ok')", "preflight.py", ("python3", "-I", "/tmp/preflight.py"), _PREFLIGHT_TIMEOUT_S)
@@ -189,11 +189,17 @@ class LocalSandbox(SandboxBackend):
         cfg = self.cfg
         group = self._cgroups.new_run(extra_processes=1) if self._cgroups is not None else None
         fds = _LaunchFds(worker_files())
+        host, worker = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         limits = {"RLIMIT_FSIZE": cfg.file_size_limit_bytes, "RLIMIT_NOFILE": cfg.open_files, "RLIMIT_CORE": 0}
         limits |= {f"RLIMIT_{name.upper()}": value for name, value in self._fallback_limits(extra_processes=1).items()}
-        worker = ["python3", "-I", WORKER_PATH, str(cfg.stdout_limit_bytes), str(cfg.stderr_limit_bytes)]
-        argv = self._sandbox_command(fds, group, [*worker, json.dumps(limits)])
-        return Launch(argv, fds.pass_fds, group, fds.take_status(), fds.close)
+        command = ["python3", "-I", WORKER_PATH, str(worker.fileno()), json.dumps(limits)]
+        argv = self._sandbox_command(fds, group, command)
+
+        def close() -> None:
+            fds.close()
+            worker.close()
+
+        return Launch(argv, (*fds.pass_fds, worker.fileno()), group, host, fds.take_status(), close)
 
     def _preflight_error(self, program: Program, use_cgroups: bool = True) -> str | None:
         group = self._cgroups.new_run() if self._cgroups is not None and use_cgroups else None

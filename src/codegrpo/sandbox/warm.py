@@ -6,7 +6,7 @@ most programs run. A warm worker pays that once: its sandbox's pid 1 is a Python
 once the program is over, kills every process left, empties /tmp and checks nothing else is left
 (README, Security, has the guarantees). A worker that cannot show it is clean is thrown away.
 
-Workers are driven from threads with blocking pipes, so a pool serves any event loop: TRL scores
+Workers are driven from threads with blocking sockets and pipes, so a pool serves any event loop: TRL scores
 async rewards on its own loop thread, and the commands use asyncio.run.
 """
 
@@ -18,7 +18,7 @@ import logging
 import os
 import select
 import signal
-import struct
+import socket
 import subprocess
 import threading
 import time
@@ -34,7 +34,8 @@ log = logging.getLogger(__name__)
 
 HARNESS_DIR = "/run/codegrpo"  # outside /tmp, which the worker empties
 WORKER_PATH = f"{HARNESS_DIR}/warm_worker.py"
-_HEADER = struct.Struct(">I")
+_MESSAGE_LIMIT = 1 << 16
+_READ_CHUNK = 1 << 16
 _START_TIMEOUT_S = 30.0
 _GRACE_S = 10.0  # past the program's timeout, how long the worker may take to report before it is killed
 _CLEANUP_S = 30.0  # how long the worker may take to kill what a program left and empty /tmp
@@ -59,6 +60,7 @@ class Launch:
     argv: list[str]
     pass_fds: tuple[int, ...]
     group: RunCgroup | None
+    control: socket.socket  # the host's end of the worker's control socket
     status_fd: int  # the read end of bwrap's --json-status-fd pipe, now the worker's
     close: Callable[[], None]  # releases the launch's own fds once the worker has started
 
@@ -84,16 +86,30 @@ def init_pidfd(status_line: bytes, launcher_pid: int) -> int | None:
     return None
 
 
+def _read_line(fd: int, deadline: float) -> bytes:
+    line = b""
+    while not line.endswith(b"\n") and len(line) < 4096:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+            raise WorkerError("bubblewrap did not report the sandbox's pid 1")
+        chunk = os.read(fd, 1)
+        if not chunk:
+            raise WorkerError("bubblewrap exited before starting the sandbox")
+        line += chunk
+    return line
+
+
 class WorkerError(RuntimeError):
     """The worker broke its protocol or died; it is discarded."""
 
 
 class WarmWorker:
-    """One sandbox whose pid 1 runs programs one at a time."""
+    """One sandbox whose pid 1 runs programs one at a time (the protocol is in warm_worker.py)."""
 
-    def __init__(self, launch: Launch, result_limit: int) -> None:
+    def __init__(self, launch: Launch, output_limits: tuple[int, int]) -> None:
         self.group = launch.group
-        self._result_limit = result_limit
+        self._control = launch.control
+        self._output_limits = output_limits
         self._status_fd = launch.status_fd
         self._init_pidfd: int | None = None
         self._close_lock = threading.Lock()
@@ -101,9 +117,9 @@ class WarmWorker:
         try:
             self._process = subprocess.Popen(
                 launch.argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,  # bwrap's and the worker's own errors, read once it is gone
                 pass_fds=launch.pass_fds,
                 env={},
                 cwd="/",
@@ -112,12 +128,13 @@ class WarmWorker:
         except BaseException:
             self._destroy_group()
             os.close(self._status_fd)
+            self._control.close()
             raise
         finally:
             launch.close()
         try:
             deadline = time.monotonic() + _START_TIMEOUT_S
-            self._init_pidfd = init_pidfd(self._read_line(self._status_fd, deadline), self._process.pid)
+            self._init_pidfd = init_pidfd(_read_line(self._status_fd, deadline), self._process.pid)
             ready = self._receive(deadline)
             if not (ready.get("ready") and ready.get("clean")):
                 raise WorkerError(f"the worker did not start cleanly: {ready}")
@@ -129,13 +146,12 @@ class WarmWorker:
         """Run one program; never raises for anything the program does."""
         started = time.monotonic()
         ooms = self.group.oom_kills() if self.group is not None else 0
-        request = {"filename": program.filename, "source": program.source, "timeout": program.timeout_s,
-                   "prelude_chars": program.prelude_chars}  # fmt: skip
+        prelude = program.source[: program.prelude_chars]
+        request = {"filename": program.filename, "timeout": program.timeout_s, "prelude": prelude}
         try:
-            self._send(request)
-            done = self._receive(started + program.timeout_s + _GRACE_S)
-            stdout, stderr, code = str(done["stdout"]), str(done["stderr"]), int(done["code"])
-            overflow, timed_out = bool(done["overflow"]), bool(done["timeout"])
+            streams = self._start(program, request)
+            done, (stdout, stderr), overflow = self._collect(streams, started + program.timeout_s + _GRACE_S)
+            code, timed_out = int(done["code"]), bool(done["timeout"])
         except (OSError, WorkerError, ValueError, KeyError, TypeError) as error:
             self.close()
             return RunResult(Outcome.SANDBOX_ERROR, error=f"warm worker failed: {error!r}{self._stderr_tail()}")
@@ -155,48 +171,68 @@ class WarmWorker:
         outcome, exit_code = classify_exit(code, stderr)
         return RunResult(outcome, exit_code, stdout, stderr, duration)
 
-    def _send(self, document: dict) -> None:
-        data = json.dumps(document).encode("utf-8", "surrogatepass")
-        assert self._process.stdin is not None
-        self._process.stdin.write(_HEADER.pack(len(data)) + data)
-        self._process.stdin.flush()
+    def _start(self, program: Program, request: dict) -> list[int]:
+        """Send the request with the program's source and output pipes; returns the pipes' read ends."""
+        source = os.memfd_create("codegrpo-program", os.MFD_CLOEXEC)
+        ends: list[int] = [source]
+        try:
+            os.write(source, program.source.encode("utf-8", "surrogatepass"))
+            os.lseek(source, 0, os.SEEK_SET)
+            out_r, out_w = os.pipe()
+            ends += [out_r, out_w]
+            err_r, err_w = os.pipe()
+            ends += [err_r, err_w]
+            socket.send_fds(self._control, [json.dumps(request).encode()], [source, out_w, err_w])
+        except BaseException:
+            for fd in ends:
+                os.close(fd)
+            raise
+        for fd in (source, out_w, err_w):
+            os.close(fd)
+        return [out_r, err_r]
+
+    def _collect(self, streams: list[int], deadline: float) -> tuple[dict, list[str], bool]:
+        """Read the program's output (up to the limits) and the worker's answer. Past a limit, the worker
+        is told to kill the program, and the rest is drained unread."""
+        limits = dict(zip(streams, self._output_limits, strict=True))
+        kept = {fd: bytearray() for fd in streams}
+        seen = dict.fromkeys(streams, 0)
+        open_fds, done, overflow = list(streams), None, False
+        control = self._control.fileno()
+        try:
+            while open_fds or done is None:
+                waiting = open_fds + ([control] if done is None else [])
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not (ready := select.select(waiting, [], [], remaining)[0]):
+                    raise WorkerError("no answer in time")
+                if control in ready:
+                    done = self._receive(deadline)
+                for fd in [fd for fd in ready if fd in open_fds]:
+                    chunk = os.read(fd, _READ_CHUNK)
+                    if not chunk:
+                        open_fds.remove(fd)
+                        continue
+                    kept[fd] += chunk[: max(0, limits[fd] - len(kept[fd]))]
+                    seen[fd] += len(chunk)
+                    if seen[fd] > limits[fd] and not overflow:
+                        overflow = True
+                        self._control.send(b'{"kill": true}')
+        finally:
+            for fd in streams:
+                os.close(fd)
+        return done, [bytes(kept[fd]).decode("utf-8", "replace") for fd in streams], overflow
 
     def _receive(self, deadline: float) -> dict:
-        header = self._read(_HEADER.size, deadline)
-        (size,) = _HEADER.unpack(header)
-        if size > self._result_limit:
-            raise WorkerError(f"a result of {size} bytes is over the limit")
-        document = json.loads(self._read(size, deadline))
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([self._control], [], [], remaining)[0]:
+            raise WorkerError("no answer in time")
+        data = self._control.recv(_MESSAGE_LIMIT)
+        if not data:
+            raise WorkerError("the worker is gone")
+        document = json.loads(data)
         if not isinstance(document, dict):
-            raise WorkerError("a result that is not an object")
+            raise WorkerError("an answer that is not an object")
         return document
-
-    @staticmethod
-    def _read_line(fd: int, deadline: float) -> bytes:
-        line = b""
-        while not line.endswith(b"\n") and len(line) < 4096:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
-                raise WorkerError("bubblewrap did not report the sandbox's pid 1")
-            chunk = os.read(fd, 1)
-            if not chunk:
-                raise WorkerError("bubblewrap exited before starting the sandbox")
-            line += chunk
-        return line
-
-    def _read(self, size: int, deadline: float) -> bytes:
-        assert self._process.stdout is not None
-        fd = self._process.stdout.fileno()
-        data = b""
-        while len(data) < size:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
-                raise WorkerError("no answer in time")
-            chunk = os.read(fd, size - len(data))
-            if not chunk:
-                raise WorkerError("the worker is gone")
-            data += chunk
-        return data
 
     def _stderr_tail(self) -> str:
         if self._process.stderr is None or self._process.poll() is None:
@@ -220,8 +256,7 @@ class WarmWorker:
             if not self.alive:
                 return
             self.alive = False
-        with contextlib.suppress(OSError, ValueError):
-            self._process.stdin.close()  # type: ignore[union-attr]
+        self._control.close()  # the worker's cue to exit
         try:
             self._process.wait(_STOP_S)
         except subprocess.TimeoutExpired:
@@ -231,9 +266,8 @@ class WarmWorker:
             except subprocess.TimeoutExpired:
                 os.killpg(self._process.pid, signal.SIGKILL)  # bwrap itself: --die-with-parent does the rest
                 self._process.wait()
-        for stream in (self._process.stdout, self._process.stderr):
-            if stream is not None:
-                stream.close()
+        if self._process.stderr is not None:
+            self._process.stderr.close()
         with self._close_lock:
             for fd in (self._status_fd, self._init_pidfd):
                 if fd is not None:
@@ -270,9 +304,9 @@ class Ticket:
 class WarmPool:
     """Up to ``size`` warm workers, started on demand; each program takes an idle one."""
 
-    def __init__(self, size: int, launch: Callable[[], Launch], result_limit: int) -> None:
+    def __init__(self, size: int, launch: Callable[[], Launch], output_limits: tuple[int, int]) -> None:
         self._launch = launch
-        self._result_limit = result_limit
+        self._output_limits = output_limits
         self._idle: list[WarmWorker] = []
         self._lock = threading.Lock()
         self._closed = False
@@ -302,7 +336,7 @@ class WarmPool:
             if self._idle:
                 return self._idle.pop()
             self.started += 1
-        return WarmWorker(self._launch(), self._result_limit)
+        return WarmWorker(self._launch(), self._output_limits)
 
     def _give_back(self, worker: WarmWorker) -> None:
         with self._lock:
