@@ -590,6 +590,25 @@ def test_a_later_program_finds_nothing_of_an_earlier_one_in_its_memory(one_worke
     assert probe(control=False) == 0
 
 
+@pytest.mark.parametrize(
+    "leave",
+    [
+        "pass",
+        "os.remove(__file__)",
+        "os.remove(__file__); os.mkdir(__file__); open(__file__ + '/x', 'w').close()",
+        "os.link(__file__, '/tmp/again')",
+        "os.chmod('/tmp', 0o700)",
+        "os.chmod(__file__, 0o644); open(__file__, 'a').write('# appended')",
+        "open('/tmp/.hidden', 'w').close()",
+    ],
+)
+def test_tmp_is_emptied_whatever_a_program_leaves(one_worker, leave):
+    # The worker checks an emptied /tmp by its size, not by names: every kind of leftover must be caught.
+    assert run_source(one_worker, f"import os\n{leave}\n").exit_code == 0
+    probe = "import os; print(sorted(os.listdir('/tmp')), oct(os.stat('/tmp').st_mode & 0o7777))"
+    assert run_source(one_worker, probe).stdout == "['solution.py'] 0o1777\n"
+
+
 def test_a_worker_that_cannot_be_cleaned_is_replaced(one_worker):
     # A tree deeper than PATH_MAX cannot be walked by path: the worker cannot show /tmp is empty.
     deep = """

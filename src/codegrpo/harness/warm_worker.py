@@ -10,8 +10,8 @@
 # This process never runs program code and is non-dumpable, so a program can neither ptrace it nor open
 # /proc/1/fd; as pid 1 it ignores every signal sent from inside. It never holds a program's source,
 # output or files either: the program's own process reads its source, its output goes straight to the
-# host, and /tmp is emptied by a short-lived janitor. A later program, forked from this process, finds
-# nothing of an earlier one even in its own memory.
+# host, and a /tmp with more in it than the program's own file is emptied by a short-lived janitor. A
+# later program, forked from this process, finds nothing of an earlier one even in its own memory.
 #
 # Between programs every process left is killed and reaped, /tmp is emptied, and the host's seccomp
 # filter already refuses keyrings, SysV IPC and POSIX message queues, the only other state a namespace
@@ -46,6 +46,7 @@ sys.path.pop(0)  # a program's sys.path is a cold interpreter's
 
 TMP = "/tmp"
 MESSAGE_LIMIT = 1 << 20
+EMPTY_SIZE = None  # /tmp's size when empty, where that tells an empty /tmp (see only_file_left)
 
 
 def receive(control):
@@ -121,12 +122,40 @@ def reap_all():
             return
 
 
-def cleaned():
-    """Empty /tmp in a janitor process, whose memory (file names included) dies with it."""
+def cleaned(filename=None):
+    """Empty /tmp; True when nothing is left. Without reading a name this process did not choose."""
+    if filename is not None and EMPTY_SIZE is not None and only_file_left(filename):
+        return sysv_empty()
+    # A janitor process does it, whose memory (file names included) dies with it.
     pid = os.fork()
     if pid == 0:
         os._exit(0 if wipe_tmp() and sysv_empty() else 1)
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
+def only_file_left(filename):
+    """Remove the program's file; True when /tmp is then empty and as it was. tmpfs counts a directory's
+    entries in its size, which is how this knows without listing names."""
+    path = f"{TMP}/{filename}"
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return False
+        os.unlink(path)
+        os.chmod(TMP, 0o1777)
+        return os.lstat(TMP).st_size == EMPTY_SIZE
+    except OSError:
+        return False
+
+
+def empty_size():
+    """/tmp's size when empty, if its size counts its entries (tmpfs), else None."""
+    probe = f"{TMP}/.codegrpo-probe"
+    empty = os.lstat(TMP).st_size
+    with open(probe, "w"):
+        pass
+    counted = os.lstat(TMP).st_size > empty
+    os.unlink(probe)
+    return empty if counted and os.lstat(TMP).st_size == empty else None
 
 
 def wipe_tmp():
@@ -205,7 +234,10 @@ def main():
     control = socket.socket(fileno=int(sys.argv[1]))
     limits = json.loads(sys.argv[2])
     base_env = dict(os.environ)
-    send(control, {"ready": True, "clean": cleaned()})
+    ready = cleaned()
+    global EMPTY_SIZE
+    EMPTY_SIZE = empty_size() if ready else None
+    send(control, {"ready": True, "clean": ready})
     while True:
         request, fds = receive(control)
         if request is None:
@@ -215,7 +247,7 @@ def main():
                 os.close(fd)
             continue
         send(control, run_program(control, request, fds, limits, base_env))
-        clean = cleaned()
+        clean = cleaned(request["filename"])
         send(control, {"clean": clean})
         if not clean:
             return
