@@ -153,8 +153,9 @@ class WarmWorker:
             done, (stdout, stderr), overflow = self._collect(streams, started + program.timeout_s + _GRACE_S)
             code, timed_out = int(done["code"]), bool(done["timeout"])
         except (OSError, WorkerError, ValueError, KeyError, TypeError) as error:
+            message = f"warm worker failed: {error!r}{self._stderr_tail()}"
             self.close()
-            return RunResult(Outcome.SANDBOX_ERROR, error=f"warm worker failed: {error!r}{self._stderr_tail()}")
+            return RunResult(Outcome.SANDBOX_ERROR, error=message)
         try:
             clean = self._receive(time.monotonic() + _CLEANUP_S).get("clean") is True
         except (OSError, WorkerError, ValueError):
