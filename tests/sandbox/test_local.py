@@ -190,6 +190,28 @@ def test_a_sandbox_that_cannot_work_fails_at_construction():
         make_sandbox(extra_ro_paths=[f"/no/such/path-{uuid.uuid4().hex}"])
 
 
+def test_recursion_depth_is_a_cold_interpreters(sandbox):
+    # A warm worker runs programs some frames deep; the limit they see and reach must be the same.
+    source = """
+        import sys
+        def depth(n):
+            return 0 if n == 0 else 1 + depth(n - 1)
+        def deepest(start):
+            reached = 0
+            for n in range(start, start + 30):
+                try:
+                    depth(n)
+                except RecursionError:
+                    break
+                reached = n
+            return reached
+        print(sys.getrecursionlimit(), deepest(980))
+        sys.setrecursionlimit(3000)
+        print(sys.getrecursionlimit(), deepest(2980))
+    """
+    assert run_source(sandbox, source).stdout == "1000 997\n3000 2997\n"
+
+
 def test_killed_by_a_signal_is_signaled(sandbox):
     result = run_source(sandbox, "import ctypes; ctypes.string_at(0)")
     assert (result.outcome, result.exit_code) == (Outcome.SIGNALED, 128 + 11)

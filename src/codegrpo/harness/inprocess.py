@@ -36,9 +36,7 @@ def run_as_main(path, source, prelude=None, prelude_chars=0):
     caller has set up fds, limits, the environment and the cwd."""
     sys.argv[:] = [path]
     atexit._clear()  # the warm parent's hooks are not the program's
-    # The program's module code runs a few frames deep here (and exec() counts as one), one frame deep
-    # in a cold interpreter: the same recursion is allowed either way.
-    sys.setrecursionlimit(sys.getrecursionlimit() + _depth() + 1)
+    _match_cold_recursion_limit()
     main = types.ModuleType("__main__")
     main.__file__ = path
     main.__cached__ = None
@@ -76,11 +74,16 @@ def run_as_main(path, source, prelude=None, prelude_chars=0):
     return status
 
 
-def _depth():
-    frame, depth = sys._getframe(1), 0
+def _match_cold_recursion_limit():
+    """The program's module code runs a few frames deep here, one frame deep in a cold interpreter: raise
+    the limit by the difference, and show the program the limit a cold interpreter would have."""
+    frame, offset = sys._getframe(1), 1  # exec() counts as a frame too
     while frame is not None:
-        frame, depth = frame.f_back, depth + 1
-    return depth
+        frame, offset = frame.f_back, offset + 1
+    get, set_ = sys.getrecursionlimit, sys.setrecursionlimit
+    set_(get() + offset)
+    sys.getrecursionlimit = lambda: get() - offset
+    sys.setrecursionlimit = lambda limit: set_(limit + offset)
 
 
 def exit_status(code):
