@@ -29,9 +29,7 @@ from omegaconf import OmegaConf
 from superserve import (
     AsyncSandbox,
     AuthenticationError,
-    NetworkConfig,
     RateLimitError,
-    Sandbox,
     SandboxError,
     SandboxTimeoutError,
     ServerError,
@@ -39,6 +37,7 @@ from superserve import (
 
 from codegrpo.config import SuperserveSandboxConfig
 from codegrpo.fakes import FAKE_API_KEY, FakeSuperserve, Fault
+from codegrpo.fakes.superserve_bench import run_as_the_guide
 from codegrpo.sandbox import build_sandbox
 from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxFatalError
 from codegrpo.sandbox.superserve import SuperserveSandbox
@@ -936,19 +935,7 @@ def test_ctrl_c_during_training_kills_every_sandbox(tmp_path: Path, order: str) 
 
 def test_fake_serves_the_sync_sdk_as_the_guide_uses_it() -> None:
     def run_in_sandbox(source: str) -> str:
-        sandbox = Sandbox.create(
-            name="grpo-reward",
-            network=NetworkConfig(deny_out=["0.0.0.0/0"]),
-            timeout_seconds=300,
-            auto_delete_seconds=0,
-            api_key=FAKE_API_KEY,
-            base_url=fake.base_url,
-        )
-        try:
-            sandbox.files.write("/tmp/solution.py", source)
-            return sandbox.commands.run("timeout -s KILL 10 python3 /tmp/solution.py", timeout_seconds=30).stdout
-        finally:
-            sandbox.kill()
+        return run_as_the_guide(source, fake.base_url)
 
     latency = {"create": 0.2, "write": 0.05, "exec": 0.05, "kill": 0.05}
     with FakeSuperserve(latency=latency) as fake:

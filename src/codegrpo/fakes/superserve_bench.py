@@ -46,28 +46,33 @@ def _corpus(groups: int, duplicates: bool) -> list[tuple[str, str]]:
     return corpus
 
 
-def _guide(corpus: list[tuple[str, str]], base_url: str) -> float:
+def run_as_the_guide(source: str, base_url: str) -> str:
+    """One completion the guide's way: a sandbox of its own through the sync SDK, killed in a finally."""
     from superserve import NetworkConfig, Sandbox
 
+    sandbox = Sandbox.create(
+        name="grpo-reward",
+        network=NetworkConfig(deny_out=["0.0.0.0/0"]),
+        timeout_seconds=300,
+        auto_delete_seconds=0,
+        api_key=FAKE_API_KEY,
+        base_url=base_url,
+    )
+    try:
+        sandbox.files.write("/tmp/solution.py", source)
+        return sandbox.commands.run("timeout -s KILL 10 python3 -I /tmp/solution.py", timeout_seconds=30).stdout
+    finally:
+        sandbox.kill()
+
+
+def _guide(corpus: list[tuple[str, str]], base_url: str) -> float:
     problems = {p.id: p for p in load_problems("problems/basics.jsonl")}
     language = get_language("python")
 
     def run_one(pair: tuple[str, str]) -> str:
         problem_id, completion = pair
         program = build_program(problems[problem_id], completion.strip("`").removeprefix("python\n"), language, 10)
-        sandbox = Sandbox.create(
-            name="grpo-reward",
-            network=NetworkConfig(deny_out=["0.0.0.0/0"]),
-            timeout_seconds=300,
-            auto_delete_seconds=0,
-            api_key=FAKE_API_KEY,
-            base_url=base_url,
-        )
-        try:
-            sandbox.files.write("/tmp/solution.py", program.source)
-            return sandbox.commands.run("timeout -s KILL 10 python3 -I /tmp/solution.py", timeout_seconds=30).stdout
-        finally:
-            sandbox.kill()
+        return run_as_the_guide(program.source, base_url)
 
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=CAP) as pool:
