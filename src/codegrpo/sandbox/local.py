@@ -1,6 +1,9 @@
-"""Local sandbox: each program runs in a fresh bubblewrap container on this machine.
+"""Local sandbox: programs run in bubblewrap containers on this machine.
 
-One run is, from the outside in::
+Python programs run in warm workers by default (``sandbox.warm``; codegrpo.sandbox.warm): long-lived
+sandboxes built exactly like the one below, whose pid 1 forks a fresh process per program. Everything
+else, and every program with ``sandbox.warm=false``, gets a fresh sandbox. One cold run is, from the
+outside in::
 
     sh                 moves itself into the run's cgroups (only with cgroups), then execs
       bwrap            new user/pid/net/ipc/uts/cgroup/mount namespaces, cleared environment
@@ -187,9 +190,15 @@ class LocalSandbox(SandboxBackend):
         """A warm worker's sandbox: the same as a cold run's, with the worker as pid 1 and the program's
         limits set by the worker on each program's process instead of by prlimit."""
         cfg = self.cfg
-        group = self._cgroups.new_run(extra_processes=1) if self._cgroups is not None else None
         fds = _LaunchFds(worker_files())
         host, worker = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            group = self._cgroups.new_run(extra_processes=1) if self._cgroups is not None else None
+        except OSError:
+            for end in (host, worker):
+                end.close()
+            fds.close()
+            raise
         limits = {"RLIMIT_FSIZE": cfg.file_size_limit_bytes, "RLIMIT_NOFILE": cfg.open_files, "RLIMIT_CORE": 0}
         limits |= {f"RLIMIT_{name.upper()}": value for name, value in self._fallback_limits(extra_processes=1).items()}
         command = ["python3", "-I", WORKER_PATH, str(worker.fileno()), json.dumps(limits)]
@@ -269,7 +278,7 @@ class LocalSandbox(SandboxBackend):
             # few ms on cgroup v1 (an RCU grace period): the launcher waits for it, not the event loop.
             script = "".join(f"echo $$ > {shlex.quote(path)} || exit {_JOIN_EXIT}\n" for path in group.procs_files)
             join = [self._sh, "-c", script + 'exec "$@"', "sh"]
-        seccomp = ["--seccomp", str(fds.seccomp)] if fds.seccomp >= 0 else []
+        syscall_filter = ["--seccomp", str(fds.seccomp)] if fds.seccomp >= 0 else []
         sandbox = [
             self._bwrap,
             "--unshare-all",
@@ -295,7 +304,7 @@ class LocalSandbox(SandboxBackend):
             # /tmp is the only writable place: the root and /dev are tmpfs without a size limit.
             "--remount-ro", "/dev",
             "--remount-ro", "/",
-            *seccomp,
+            *syscall_filter,
             "--json-status-fd", str(fds.status_write),
             "--chdir", "/tmp",
             "--",
