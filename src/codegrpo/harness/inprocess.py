@@ -4,6 +4,7 @@
 # directory. Standard library only.
 import atexit
 import contextlib
+import importlib
 import importlib.machinery
 import os
 import signal
@@ -13,7 +14,22 @@ import traceback
 import types
 
 PRELUDE_CACHE = 8
+# What programs and the harness import, imported once in the warm parent so that forks find them.
+PRELOAD = (
+    "collections", "ctypes", "functools", "heapq", "itertools", "json", "marshal", "math", "re", "select", "typing",
+)
 _preludes = {}
+
+
+def runs_in_process(command, filename):
+    """Whether a program with this command can run here exactly as its own interpreter would run it:
+    ``python3 -I /tmp/<filename>``."""
+    return list(command) == ["python3", "-I", f"/tmp/{filename}"] and "/" not in filename
+
+
+def preload():
+    for name in PRELOAD:
+        importlib.import_module(name)
 
 
 def prelude_code(path, source, prelude_chars):

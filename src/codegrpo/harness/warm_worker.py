@@ -17,19 +17,10 @@
 # filter already refuses keyrings, SysV IPC and POSIX message queues, the only other state a namespace
 # keeps without a process. When that cannot be verified, {"clean": false} and the host throws this
 # sandbox away.
-#
-# The imports marked F401 are for the programs: a forked child finds them imported.
-import collections  # noqa: F401
 import contextlib
 import ctypes
-import functools  # noqa: F401
-import heapq  # noqa: F401
-import itertools  # noqa: F401
 import json
-import marshal  # noqa: F401
-import math  # noqa: F401
 import os
-import re  # noqa: F401
 import resource
 import select
 import signal
@@ -37,12 +28,12 @@ import socket
 import stat
 import sys
 import time
-import typing  # noqa: F401
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import inprocess  # the shared module beside this file
 
 sys.path.pop(0)  # a program's sys.path is a cold interpreter's
+inprocess.preload()  # what programs import: a forked child finds it imported
 
 TMP = "/tmp"
 MESSAGE_LIMIT = 1 << 20

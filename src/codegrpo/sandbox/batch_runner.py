@@ -46,7 +46,6 @@ import base64
 import contextlib
 import ctypes
 import hashlib
-import importlib
 import io
 import json
 import os
@@ -78,8 +77,6 @@ MESSAGE_LIMIT = 1 << 20  # one request to the zygote
 PRELUDE_LIMIT = 1 << 16  # a longer prelude is not shared (it would not fit in one message)
 SETUP_REPORT_LIMIT = 2000
 FD_LIMIT = 1 << 20
-# What programs and the harness import, imported once in the zygote (as in codegrpo's warm worker).
-PRELOAD = ("collections", "functools", "heapq", "itertools", "json", "marshal", "math", "re", "select", "typing")
 # The zygote's __main__: imports this file and inprocess.py from a private directory that the runner
 # deletes once the zygote is ready, leaving sys.path as a cold `python3 -I` has it.
 ZYGOTE_BOOT = """\
@@ -488,8 +485,7 @@ def serve_forks(inprocess: types.ModuleType, fd: int) -> None:
     """
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # it never outlives the runner
     _prctl(PR_SET_DUMPABLE, 0)  # same-uid programs cannot ptrace it to change what it forks next
-    for name in PRELOAD:
-        importlib.import_module(name)
+    inprocess.preload()
     channel = socket.socket(fileno=fd)
     channel.send(b'{"ready": true}')
     while True:

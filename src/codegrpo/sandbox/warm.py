@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
 
+from codegrpo.harness import inprocess
 from codegrpo.sandbox.base import Outcome, Program, RunResult, classify_exit
 from codegrpo.sandbox.cgroups import RunCgroup
 
@@ -50,7 +51,7 @@ def worker_files() -> dict[str, str]:
 
 def eligible(program: Program) -> bool:
     """Programs a warm worker runs exactly as the cold sandbox would: ``python3 -I /tmp/<file>``."""
-    return program.command == ("python3", "-I", f"/tmp/{program.filename}") and "/" not in program.filename
+    return inprocess.runs_in_process(program.command, program.filename)
 
 
 @dataclass(frozen=True)
