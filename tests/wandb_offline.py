@@ -63,3 +63,32 @@ def config(run_file: Path) -> dict:
         for item in updates:
             values[item.key or "/".join(item.nested_key)] = json.loads(item.value_json)
     return values
+
+
+def run_record(run_file: Path) -> dict:
+    """The run's identity as logged: project, entity, group, job_type, display name and tags."""
+    from wandb.proto import wandb_internal_pb2
+
+    for raw in _records(run_file.read_bytes()):
+        record = wandb_internal_pb2.Record()
+        record.ParseFromString(raw)
+        if record.WhichOneof("record_type") == "run":
+            run = record.run
+            return {"project": run.project, "entity": run.entity, "group": run.run_group,
+                    "job_type": run.job_type, "name": run.display_name, "tags": list(run.tags)}
+    return {}
+
+
+def artifacts(run_file: Path) -> list[dict]:
+    """Every artifact the run logged: name, type, aliases and the paths in its manifest."""
+    from wandb.proto import wandb_internal_pb2
+
+    found = []
+    for raw in _records(run_file.read_bytes()):
+        record = wandb_internal_pb2.Record()
+        record.ParseFromString(raw)
+        if record.WhichOneof("record_type") == "artifact":
+            artifact = record.artifact
+            found.append({"name": artifact.name, "type": artifact.type, "aliases": list(artifact.aliases),
+                          "files": sorted(entry.path for entry in artifact.manifest.contents)})
+    return found
