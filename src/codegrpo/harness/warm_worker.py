@@ -1,31 +1,33 @@
 # Runs INSIDE a local sandbox as its pid 1: a warm Python that runs one program at a time, each in a
 # process forked from this pristine one, so no program pays for starting an interpreter or a sandbox.
 #
-# argv: control_fd limits_json. The control fd is a unix SOCK_SEQPACKET socket to the host. A request is
+# argv: control_fd config_json. The control fd is a unix SOCK_SEQPACKET socket to the host. A request is
 # {"filename", "timeout", "prelude"} with three fds: a memfd holding the program's source and the write
-# ends of its stdout and stderr pipes, whose read ends only the host holds. The answers are
-# {"code", "timeout"} once the program is over, then {"clean"} once its leftovers are gone. {"kill": true}
-# from the host (output over its limit) ends the program at once.
+# ends of its stdout and stderr pipes, whose read ends only the host holds. The answer is {"code",
+# "timeout"} once the program and everything it started are gone, or {"error"} when the program could
+# not be started (the host then reruns it in a fresh sandbox). {"kill": true} from the host (output over
+# its limit) ends the program at once.
 #
-# This process never runs program code and is non-dumpable, so a program can neither ptrace it nor open
-# /proc/1/fd; as pid 1 it ignores every signal sent from inside. It never holds a program's source,
-# output or files either: the program's own process reads its source, its output goes straight to the
-# host, and a /tmp with more in it than the program's own file is emptied by a short-lived janitor. A
-# later program, forked from this process, finds nothing of an earlier one even in its own memory.
+# Each program gets namespaces of its own, made here with the capabilities bubblewrap left this process
+# in the sandbox's user namespace (never the host's): a fresh pid namespace (the program is its pid 1,
+# as in a cold sandbox, with its own /proc), mount namespace with a fresh size-limited /tmp, and UTS,
+# IPC and network namespaces. The program's process then drops every capability before it runs a line
+# of the program. Whatever one program sets (files, xattrs and times of /tmp, the hostname, sockets and
+# their TIME_WAIT entries, pids) lives in namespaces that die with it: the next program cannot see them.
 #
-# Between programs every process left is killed and reaped, /tmp is emptied, and the host's seccomp
-# filter already refuses keyrings, SysV IPC and POSIX message queues, the only other state a namespace
-# keeps without a process. When that cannot be verified, {"clean": false} and the host throws this
-# sandbox away.
+# This process never runs program code, never reads what a program wrote, is non-dumpable (no ptrace,
+# no /proc/1/fd) and ignores every signal; a program cannot even name it, since it lives outside the
+# program's pid namespace.
 import contextlib
 import ctypes
+import fcntl
 import json
 import os
 import resource
 import select
 import signal
 import socket
-import stat
+import struct
 import sys
 import time
 
@@ -37,7 +39,20 @@ inprocess.preload()  # what programs import: a forked child finds it imported
 
 TMP = "/tmp"
 MESSAGE_LIMIT = 1 << 20
-EMPTY_SIZE = None  # /tmp's size when empty, where that tells an empty /tmp (see only_file_left)
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
+PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 4, 24, 47, 4
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+CAPABILITY_VERSION_3 = 0x20080522
+libc = ctypes.CDLL(None, use_errno=True)
+SIGNALS = [s for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD)]
+
+
+def check(result, what):
+    if result != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"{what}: {os.strerror(error)}")
 
 
 def receive(control):
@@ -54,19 +69,52 @@ def send(control, document):
     control.send(json.dumps(document).encode())
 
 
-def run_program(control, request, fds, limits, base_env):
+def run_program(control, request, fds, config, dispositions):
     path = f"{TMP}/{request['filename']}"
     prelude = inprocess.prelude_code(path, request["prelude"], len(request["prelude"]))
+    report_r, report_w = os.pipe()
+    pid_r, pid_w = os.pipe()
     started = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
+    # A short-lived process makes the program's namespaces and forks the program into them (the first
+    # process of a new pid namespace is its pid 1), tells us its pid and exits: the program is then
+    # our child, as an orphan of this pid namespace.
+    maker = os.fork()
+    if maker == 0:
         try:
-            child(path, request, prelude, fds, limits, base_env)
+            os.close(report_r)
+            os.close(pid_r)
+            enter_namespaces(config)
+            pid = os.fork()
+            if pid == 0:
+                child(path, request, prelude, fds, config, dispositions, report_w)
+            os.write(pid_w, str(pid).encode())
+            os._exit(0)
+        except BaseException as error:
+            with contextlib.suppress(BaseException):
+                os.write(report_w, f"E{type(error).__name__}: {error}"[:1000].encode())
         finally:
             os._exit(70)
-    for fd in fds:
+    for fd in (report_w, pid_w, *fds):
         os.close(fd)
-    return wait(control, pid, started + request["timeout"])
+    try:
+        os.waitpid(maker, 0)
+        pid = int(read_report(pid_r) or 0)
+        answer = wait(control, pid, started + request["timeout"]) if pid else None
+        report = read_report(report_r)
+    finally:
+        os.close(report_r)
+        os.close(pid_r)
+    if answer is None or report != b"S":  # the program never started: not its exit status
+        return {"error": report[1:].decode("utf-8", "replace") or "the program's process died during setup"}
+    return answer
+
+
+def read_report(fd):
+    os.set_blocking(fd, False)
+    try:
+        return os.read(fd, 4096)
+    except BlockingIOError:
+        return b""
 
 
 def wait(control, pid, deadline):
@@ -92,143 +140,118 @@ def wait(control, pid, deadline):
                 break  # a kill: the host saw too much output
     finally:
         os.close(pidfd)
-    kill_everything()  # what the program left behind goes now, as in a cold sandbox
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(-1, signal.SIGKILL)  # the program, and what it left behind, as in a cold sandbox
     status = os.waitpid(pid, 0)[1]
-    reap_all()
+    kill_everything()
     code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.waitstatus_to_exitcode(status)
     return {"code": code, "timeout": timed_out}
 
 
 def kill_everything():
-    # As pid 1, kill(-1) reaches every other process of this pid namespace: the program's too.
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(-1, signal.SIGKILL)
-
-
-def reap_all():
+    # As pid 1, kill(-1) reaches every other process of this pid namespace and of those below it. Again
+    # until no child is left, so a process forked while the first kill went round goes too.
     while True:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(-1, signal.SIGKILL)
         try:
             os.waitpid(-1, 0)
         except ChildProcessError:
             return
 
 
-def cleaned(filename=None):
-    """Empty /tmp; True when nothing is left. Without reading a name this process did not choose."""
-    if filename is not None and EMPTY_SIZE is not None and only_file_left(filename):
-        return sysv_empty()
-    # A janitor process does it, whose memory (file names included) dies with it.
-    pid = os.fork()
-    if pid == 0:
-        os._exit(0 if wipe_tmp() and sysv_empty() else 1)
-    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+def loopback_up():
+    # A cold sandbox's network namespace has its loopback up (bubblewrap does it); so does this one.
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        request = struct.pack("16sH14x", b"lo", 0)
+        flags = struct.unpack("16sH14x", fcntl.ioctl(sock, SIOCGIFFLAGS, request))[1]
+        fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP))
 
 
-def only_file_left(filename):
-    """Remove the program's file; True when /tmp is then empty and as it was. tmpfs counts a directory's
-    entries in its size, which is how this knows without listing names."""
-    path = f"{TMP}/{filename}"
+def drop_capabilities():
+    """No capability left, and none to be had again: bounding and ambient sets emptied too."""
+    check(libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "clear ambient capabilities")
+    with open("/proc/sys/kernel/cap_last_cap") as handle:
+        last = int(handle.read())
+    for capability in range(last + 1):
+        check(libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0), "drop a bounding capability")
+    header = struct.pack("Ii", CAPABILITY_VERSION_3, 0)
+    check(libc.capset(header, bytes(24)), "capset")
+    with open("/proc/self/status") as handle:
+        effective = next(line for line in handle if line.startswith("CapEff:")).split()[1]
+    if int(effective, 16):
+        raise OSError("capabilities are still effective")
+
+
+def enter_namespaces(config):
+    """Fresh namespaces (the pid one for the next child), a fresh /tmp, and the loopback up."""
+    check(libc.unshare(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET), "unshare")
+    check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
+    options = f"size={config['tmpfs_bytes']},mode=1777".encode()
+    check(libc.mount(b"tmpfs", TMP.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options), "mount /tmp")
+    loopback_up()
+
+
+def child(path, request, prelude, fds, config, dispositions, report_w):
+    """The program's process: pid 1 of its namespace. Never returns."""
     try:
-        if not stat.S_ISREG(os.lstat(path).st_mode):
-            return False
-        os.unlink(path)
-        os.chmod(TMP, 0o1777)
-        return os.lstat(TMP).st_size == EMPTY_SIZE
-    except OSError:
-        return False
-
-
-def empty_size():
-    """/tmp's size when empty, if its size counts its entries (tmpfs), else None."""
-    probe = f"{TMP}/.codegrpo-probe"
-    empty = os.lstat(TMP).st_size
-    with open(probe, "w"):
-        pass
-    counted = os.lstat(TMP).st_size > empty
-    os.unlink(probe)
-    return empty if counted and os.lstat(TMP).st_size == empty else None
-
-
-def wipe_tmp():
-    """Empty /tmp; True when it is empty afterwards. Anything odd (a tree too deep to walk) is False."""
-    try:
-        unlock(TMP)
-        for root, dirs, files in os.walk(TMP, topdown=False, onerror=fail):
-            for name in files:
-                os.unlink(os.path.join(root, name))
-            for name in dirs:
-                path = os.path.join(root, name)
-                if os.path.islink(path):
-                    os.unlink(path)
-                else:
-                    os.rmdir(path)
-        return not os.listdir(TMP)
-    except (OSError, RecursionError):
-        return False
-
-
-def unlock(top):
-    # A program may leave directories it cannot enter or list; their owner can always chmod them back.
-    os.chmod(top, 0o1777)
-    for root, dirs, _ in os.walk(top, onerror=fail):
-        for name in dirs:
-            path = os.path.join(root, name)
-            if stat.S_ISDIR(os.lstat(path).st_mode):
-                os.chmod(path, 0o700)  # before os.walk goes into it
-
-
-def fail(error):
-    raise error
-
-
-def sysv_empty():
-    for kind in ("shm", "sem", "msg"):
-        try:
-            with open(f"/proc/sysvipc/{kind}") as handle:
-                if len(handle.read().splitlines()) > 1:
-                    return False
-        except OSError:
-            continue  # not there: nothing to leave behind
-    return True
-
-
-def child(path, request, prelude, fds, limits, base_env):
-    source_fd, out_w, err_w = fds
-    os.setsid()
-    with os.fdopen(source_fd, "rb") as handle:
-        source = handle.read().decode("utf-8", "surrogatepass")
-    with open(path, "w", encoding="utf-8", errors="surrogatepass") as handle:
-        handle.write(source)
-    os.chmod(path, 0o444)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.dup2(out_w, 1)
-    os.dup2(err_w, 2)
-    os.closerange(3, 1 << 16)  # the control socket and everything else of this process
-    with open("/proc/self/oom_score_adj", "w") as handle:
-        handle.write("1000")  # at the memory limit the kernel kills the program, never pid 1
-    cpu = max(1, int(request["timeout"] + 0.999))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-    for name, value in limits.items():
-        resource.setrlimit(getattr(resource, name), (value, value))
-    os.chdir(TMP)
-    os.environ.clear()
-    os.environ.update(base_env)
+        setup(path, request, fds, config, dispositions)
+        source = read_source(path)
+    except BaseException as error:
+        with contextlib.suppress(BaseException):
+            os.write(report_w, f"E{type(error).__name__}: {error}"[:1000].encode())
+        os._exit(70)
+    os.write(report_w, b"S")
+    os.closerange(3, 1 << 16)  # the control socket, the report pipe and everything else of this process
     shared = request["prelude"]
     if prelude is None or not source.startswith(shared):
         os._exit(inprocess.run_as_main(path, source))
     os._exit(inprocess.run_as_main(path, source, prelude, len(shared)))
 
 
+def read_source(path):
+    with open(path, encoding="utf-8", errors="surrogatepass") as handle:
+        return handle.read()
+
+
+def setup(path, request, fds, config, dispositions):
+    source_fd, out_w, err_w = fds
+    os.setsid()
+    check(libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount /proc")
+    with os.fdopen(source_fd, "rb") as source, open(path, "wb") as handle:
+        handle.write(source.read())
+    os.chmod(path, 0o444)
+    check(libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")  # as a cold program: its /proc is its own
+    with open("/proc/self/oom_score_adj", "w") as handle:
+        handle.write("1000")  # at the memory limit the kernel kills the program, never pid 1
+    drop_capabilities()
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(out_w, 1)
+    os.dup2(err_w, 2)
+    cpu = max(1, int(request["timeout"] + 0.999))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+    for name, value in config["limits"].items():
+        resource.setrlimit(getattr(resource, name), (value, value))
+    os.chdir(TMP)
+    os.environ.clear()
+    os.environ.update(config["env"])
+    for number, handler in dispositions.items():
+        signal.signal(number, handler)
+
+
 def main():
-    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+    check(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")
+    # What a cold interpreter starts with (SIGINT raises KeyboardInterrupt, SIGPIPE ignored, ...), for
+    # each program; this process ignores them all, or a program's SIGINT would be a KeyboardInterrupt here.
+    dispositions = {}
+    for number in SIGNALS:
+        with contextlib.suppress(OSError, ValueError):
+            dispositions[number] = signal.signal(number, signal.SIG_IGN) or signal.SIG_DFL
     control = socket.socket(fileno=int(sys.argv[1]))
-    limits = json.loads(sys.argv[2])
-    base_env = dict(os.environ)
-    ready = cleaned()
-    global EMPTY_SIZE
-    EMPTY_SIZE = empty_size() if ready else None
-    send(control, {"ready": True, "clean": ready})
+    config = json.loads(sys.argv[2])
+    config["env"] = dict(os.environ)
+    send(control, {"ready": True})
     while True:
         request, fds = receive(control)
         if request is None:
@@ -237,11 +260,7 @@ def main():
             for fd in fds:  # a kill that came after its program ended
                 os.close(fd)
             continue
-        send(control, run_program(control, request, fds, limits, base_env))
-        clean = cleaned(request["filename"])
-        send(control, {"clean": clean})
-        if not clean:
-            return
+        send(control, run_program(control, request, fds, config, dispositions))
 
 
 main()

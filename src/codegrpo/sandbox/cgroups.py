@@ -163,6 +163,20 @@ class RunCgroup:
         match = re.search(r"^oom_kill (\d+)$", text, re.MULTILINE)
         return int(match.group(1)) if match else 0
 
+    def pinned_bytes(self) -> int | None:
+        """Memory charged to the run that reclaim cannot free (page cache is left out); None without a
+        memory cgroup. What a warm worker holds once its program is gone, which should be little."""
+        if self._memory is None:
+            return None
+        version, directory = self._memory
+        try:
+            usage = int((directory / ("memory.usage_in_bytes" if version == 1 else "memory.current")).read_text())
+            stat = dict(line.split(" ", 1) for line in (directory / "memory.stat").read_text().splitlines())
+            cache = int(stat.get("cache" if version == 1 else "file", 0)) - int(stat.get("shmem", 0))
+            return usage - cache - int(stat.get("slab_reclaimable", 0))
+        except (OSError, ValueError):
+            return None
+
     def destroy(self, timeout_s: float = 2.0) -> bool:
         """Kill whatever is still in the run's cgroups and remove them. True when all are gone."""
         deadline = time.monotonic() + timeout_s

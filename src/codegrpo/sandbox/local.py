@@ -29,6 +29,7 @@ import shlex
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -41,7 +42,16 @@ from codegrpo.config import LocalSandboxConfig
 from codegrpo.sandbox import seccomp
 from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend, SandboxFatalError, classify_exit
 from codegrpo.sandbox.cgroups import CgroupLimits, RunCgroup
-from codegrpo.sandbox.warm import WORKER_PATH, Launch, Ticket, WarmPool, eligible, init_pidfd, worker_files
+from codegrpo.sandbox.warm import (
+    WORKER_CAPABILITIES,
+    WORKER_PATH,
+    Launch,
+    Ticket,
+    WarmPool,
+    eligible,
+    init_pidfd,
+    worker_files,
+)
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +68,6 @@ START_MARKER = b"codegrpo-started\n"
 _READ_CHUNK = 1 << 16
 _STATUS_LIMIT = 1 << 16
 _KILL_GRACE_S = 2.0  # how long a killed sandbox may take to go before its launcher is killed as well
-_DRAIN_S = 5.0  # how long to wait for the output pipes to close once every process is gone
 _PREFLIGHT_TIMEOUT_S = 30.0
 _JOIN_EXIT = 125  # the launcher's exit status when it cannot move itself into the run's cgroup
 _JOIN_FAILED = "cannot move the sandbox into its cgroup"
@@ -69,6 +78,16 @@ def _interpreter_prefix(python: str) -> Path:
     if python:
         return Path(python).resolve().parent.parent
     return Path(sys.base_prefix).resolve()
+
+
+def _reachable_by_others(path: Path) -> bool:
+    """Whether a user outside the path's owners and groups can list ``path`` (mode bits)."""
+    try:
+        if not path.stat().st_mode & stat.S_IROTH:
+            return False
+        return all(directory.stat().st_mode & stat.S_IXOTH for directory in (path, *path.parents))
+    except OSError:
+        return False
 
 
 def _require(name: str, hint: str) -> str:
@@ -91,7 +110,13 @@ class LocalSandbox(SandboxBackend):
         util_hint = "{} is required for sandbox=local; install {}."
         self._prlimit = _require("prlimit", util_hint.format("prlimit", "util-linux"))
         self._sh = _require("sh", util_hint.format("sh", "a POSIX shell"))
-        self._prefix = _interpreter_prefix(cfg.python)
+        # As root, every sandbox runs as an unprivileged host user: never as host root, whose uid 0
+        # would own /proc/sys inside (and RLIMIT_NPROC would not bind).
+        self._user: list[str] = []
+        if os.geteuid() == 0:
+            setpriv = _require("setpriv", util_hint.format("setpriv", "util-linux"))
+            self._user = [setpriv, f"--reuid={cfg.uid}", f"--regid={cfg.gid}", "--clear-groups", "--"]
+        self._prefix = self._reachable_prefix()
         self._mount_args = self._build_mount_args()
         self._semaphore: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -107,6 +132,28 @@ class LocalSandbox(SandboxBackend):
             self._start_warm()
 
     # -- setup ---------------------------------------------------------------------------------------
+
+    def _reachable_prefix(self) -> Path:
+        """The interpreter's tree, which the sandbox's user must be able to reach (bwrap binds it as
+        that user). A trainer's Python under /root is not: the system's python3 stands in, with a warning."""
+        prefix = _interpreter_prefix(self.cfg.python)
+        if not self._user:
+            return prefix
+        for path in self.cfg.extra_ro_paths:
+            if os.path.exists(path) and not _reachable_by_others(Path(path).resolve()):
+                raise SandboxFatalError(f"sandbox.extra_ro_paths: {path} is not readable by the sandbox's uid "
+                                        f"{self.cfg.uid}; make it world-readable or drop it")  # fmt: skip
+        if _reachable_by_others(prefix):
+            return prefix
+        system = Path("/usr/bin/python3")
+        if not self.cfg.python and system.exists() and _reachable_by_others(_interpreter_prefix(str(system))):
+            log.warning("the sandbox runs as uid %d, which cannot reach this Python's %s: programs run with %s "
+                        "(set sandbox.python to choose another)", self.cfg.uid, prefix, system)  # fmt: skip
+            return _interpreter_prefix(str(system))
+        raise SandboxFatalError(
+            f"the sandbox runs as uid {self.cfg.uid} (sandbox.uid), which cannot reach the interpreter under "
+            f"{prefix}: set sandbox.python to a python3 every user can run, or make its directories world-readable"
+        )
 
     def _enforcement(self) -> dict[str, str]:
         """How each limit is enforced on this machine (logged once; the README explains the fallbacks)."""
@@ -201,8 +248,9 @@ class LocalSandbox(SandboxBackend):
             raise
         limits = {"RLIMIT_FSIZE": cfg.file_size_limit_bytes, "RLIMIT_NOFILE": cfg.open_files, "RLIMIT_CORE": 0}
         limits |= {f"RLIMIT_{name.upper()}": value for name, value in self._fallback_limits(extra_processes=1).items()}
-        command = ["python3", "-I", WORKER_PATH, str(worker.fileno()), json.dumps(limits)]
-        argv = self._sandbox_command(fds, group, command)
+        config = {"limits": limits, "tmpfs_bytes": cfg.tmpfs_limit_bytes}
+        command = ["python3", "-I", WORKER_PATH, str(worker.fileno()), json.dumps(config)]
+        argv = self._sandbox_command(fds, group, command, WORKER_CAPABILITIES)
 
         def close() -> None:
             fds.close()
@@ -268,9 +316,11 @@ class LocalSandbox(SandboxBackend):
         return limits
 
     def _sandbox_command(
-        self, fds: _LaunchFds, group: RunCgroup | None, inner: list[str]
+        self, fds: _LaunchFds, group: RunCgroup | None, inner: list[str], capabilities: Sequence[str] = ()
     ) -> list[str]:
-        """sh (joins the cgroups) -> bwrap -> ``inner``, with ``fds.files`` read-only at their paths."""
+        """sh (joins the cgroups) -> setpriv (as root: the sandbox's uid) -> bwrap -> ``inner``, with
+        ``fds.files`` read-only at their paths. ``capabilities`` are kept in the sandbox's own user
+        namespace (a warm worker needs them to give each program namespaces of its own)."""
         cfg = self.cfg
         join: list[str] = []
         if group is not None:
@@ -283,11 +333,14 @@ class LocalSandbox(SandboxBackend):
             self._bwrap,
             "--unshare-all",
             "--unshare-user",
-            "--disable-userns",
+            # A warm worker's pid 1 must stay in the user namespace that owns the sandbox's others (to
+            # make each program a pid namespace): there, the seccomp filter refuses new user namespaces.
+            *([] if capabilities else ["--disable-userns"]),
             "--die-with-parent",
             "--new-session",
             "--as-pid-1",
             "--cap-drop", "ALL",
+            *(arg for capability in capabilities for arg in ("--cap-add", capability)),
             "--hostname", "sandbox",
             "--clearenv",
             "--setenv", "PATH", self._sandbox_path(),
@@ -310,7 +363,7 @@ class LocalSandbox(SandboxBackend):
             "--",
             *inner,
         ]  # fmt: skip
-        return join + sandbox
+        return join + self._user + sandbox
 
     # -- running ------------------------------------------------------------------------------------
 
@@ -337,8 +390,13 @@ class LocalSandbox(SandboxBackend):
         self._counts["runs"] += 1
         if self._warm is not None and eligible(program):
             result = await self._run_warm(self._warm, program)
-            self._counts[result.outcome.value] += 1
-            return result
+            if not result.is_infra_failure:
+                self._counts[result.outcome.value] += 1
+                return result
+            # The worker failed or was left unclean: the program's result is unknown, so it runs again in
+            # a sandbox of its own, and nothing an earlier program did can decide its reward.
+            log.info("rerunning a program in a fresh sandbox: %s", result.error)
+            self._counts["warm_reruns"] += 1
         started = time.monotonic()
         group: RunCgroup | None = None
         try:
@@ -367,25 +425,43 @@ class LocalSandbox(SandboxBackend):
             raise
 
     async def _run(self, program: Program, group: RunCgroup | None, started: float) -> RunResult:
+        cfg = self.cfg
         fds = _LaunchFds({f"/tmp/{program.filename}": program.source})
+        overflow = asyncio.Event()
+        captures: list[_Capture] = []
+        ends: list[int] = []
         try:
+            for limit, marker in ((cfg.stdout_limit_bytes, START_MARKER), (cfg.stderr_limit_bytes, b"")):
+                read_end, write_end = os.pipe()
+                ends.append(write_end)
+                captures.append(_Capture(read_end, limit, overflow, marker))
+            # Plain fds, not asyncio's pipes: its wait() would also wait for them to close, which a
+            # program can put off by keeping a write end alive as an fd in flight.
             process = await asyncio.create_subprocess_exec(
                 *self._command(program, fds, group),
                 stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
+                stdout=ends[0],
+                stderr=ends[1],
                 pass_fds=fds.pass_fds,
                 env={},  # nothing of the trainer's environment, not even in bwrap's own memory
                 cwd="/",
                 start_new_session=True,
             )
             status = _StatusPipe(fds.take_status(), process.pid)
+        except BaseException:
+            for capture in captures:
+                capture.close()
+            raise
         finally:
+            for fd in ends:
+                os.close(fd)
             fds.close()
         try:
-            return await self._supervise(process, program, started, status, group)
+            return await self._supervise(process, program, started, status, group, captures, overflow)
         finally:
             status.close()
+            for capture in captures:
+                capture.close()
 
     async def _supervise(
         self,
@@ -394,33 +470,28 @@ class LocalSandbox(SandboxBackend):
         started: float,
         status: _StatusPipe,
         group: RunCgroup | None,
+        captures: list[_Capture],
+        overflow: asyncio.Event,
     ) -> RunResult:
-        cfg = self.cfg
-        overflow = asyncio.Event()
-        readers = asyncio.gather(
-            _read_capped(process.stdout, cfg.stdout_limit_bytes, overflow, START_MARKER),
-            _read_capped(process.stderr, cfg.stderr_limit_bytes, overflow),
-        )
         waiter = asyncio.ensure_future(process.wait())
         overflow_wait = asyncio.ensure_future(overflow.wait())
         try:
             done, _ = await asyncio.wait(
                 {waiter, overflow_wait}, timeout=program.timeout_s, return_when=asyncio.FIRST_COMPLETED
             )
-        except BaseException:
-            readers.cancel()  # cancelled: kill below, and let the pipes close by themselves
-            raise
         finally:
             overflow_wait.cancel()
             if not waiter.done():
                 await self._kill(process, waiter, status, group)
-        try:
-            (started_ok, stdout), (_, stderr) = await asyncio.wait_for(readers, _DRAIN_S)
-        except TimeoutError:
-            return RunResult(Outcome.SANDBOX_ERROR, error="the sandbox's output stayed open after it was gone")
+        if not waiter.done():
+            return RunResult(Outcome.SANDBOX_ERROR, error="the sandbox could not be killed")
+        # Every process of the sandbox is gone: what is in the pipes now is all there will be.
+        stdout, stderr = captures
+        for capture in captures:
+            capture.drain()
         duration = time.monotonic() - started
-        text_out, text_err = _decode(stdout), _decode(stderr)
-        if not started_ok:
+        text_out, text_err = _decode(bytes(stdout.kept)), _decode(bytes(stderr.kept))
+        if not stdout.started:
             return RunResult(
                 Outcome.SANDBOX_ERROR, process.returncode, text_out, text_err, duration,
                 error=f"the sandbox did not start (exit status {process.returncode}): {text_err.strip()[-500:]}",
@@ -438,7 +509,7 @@ class LocalSandbox(SandboxBackend):
     async def _kill(
         self, process: asyncio.subprocess.Process, waiter: asyncio.Future, status: _StatusPipe, group: RunCgroup | None
     ) -> None:
-        """SIGKILL the whole sandbox and wait until every process of it is gone.
+        """SIGKILL the whole sandbox and wait (a bounded time) until every process of it is gone.
 
         Killing the sandbox's pid 1 makes the kernel kill and reap its whole pid namespace before pid 1
         is reported dead, and only then does bwrap exit: so bwrap's exit means everything is gone.
@@ -452,7 +523,8 @@ class LocalSandbox(SandboxBackend):
             _kill_group(process.pid)
             if group is not None:
                 group.destroy()
-            await asyncio.shield(waiter)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(waiter), _KILL_GRACE_S)
 
     def stats(self) -> dict[str, float]:
         """sandbox/runs, sandbox/<outcome> for each outcome seen, sandbox/cgroup_leaks if any, and how
@@ -461,6 +533,7 @@ class LocalSandbox(SandboxBackend):
         if self._warm is not None:
             stats["sandbox/warm_started"] = float(self._warm.started)
             stats["sandbox/warm_retired"] = float(self._warm.retired)
+            stats["sandbox/warm_runs"] = float(self._warm.runs)
         return stats
 
     async def aclose(self) -> None:
@@ -572,30 +645,54 @@ class _LaunchFds:
         self._open.clear()
 
 
-async def _read_capped(
-    stream: asyncio.StreamReader | None, limit: int, overflow: asyncio.Event, marker: bytes = b""
-) -> tuple[bool, bytes]:
-    """Read up to ``limit`` bytes after ``marker``; past it, flag the overflow and drain so the writer
-    never blocks. Returns whether the stream began with the marker, and the bytes kept."""
-    chunks: list[bytes] = []
-    size = 0
-    assert stream is not None
-    if marker:
-        try:
-            head = await stream.readexactly(len(marker))
-        except asyncio.IncompleteReadError:
-            return False, b""
-        if head != marker:
-            while await stream.read(_READ_CHUNK):
-                pass  # no marker, no program: nothing here is worth keeping
-            return False, b""
-    while chunk := await stream.read(_READ_CHUNK):
-        if size < limit:
-            chunks.append(chunk[: limit - size])
-        size += len(chunk)
-        if size > limit:
-            overflow.set()
-    return True, b"".join(chunks)
+class _Capture:
+    """One output pipe, read as data arrives, up to ``limit`` bytes after ``marker``; past the limit it
+    sets ``overflow`` and drains the rest unread, so the writer never blocks. ``started`` tells whether
+    the stream began with the marker; without it nothing is kept."""
+
+    def __init__(self, fd: int, limit: int, overflow: asyncio.Event, marker: bytes = b"") -> None:
+        self._fd = fd
+        self._limit = limit
+        self._overflow = overflow
+        self._marker = marker
+        self._head = bytearray()
+        self._size = 0
+        self.kept = bytearray()
+        os.set_blocking(fd, False)
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(fd, self.drain)
+
+    @property
+    def started(self) -> bool:
+        return bytes(self._head) == self._marker
+
+    def drain(self) -> None:
+        """Read whatever is in the pipe now."""
+        while self._fd >= 0:
+            try:
+                chunk = os.read(self._fd, _READ_CHUNK)
+            except BlockingIOError:
+                return
+            if not chunk:
+                self.close()
+                return
+            if len(self._head) < len(self._marker):
+                missing = len(self._marker) - len(self._head)
+                self._head += chunk[:missing]
+                chunk = chunk[missing:]
+            if not self.started:
+                continue  # no marker, no program: nothing here is worth keeping
+            if self._size < self._limit:
+                self.kept += chunk[: self._limit - self._size]
+            self._size += len(chunk)
+            if self._size > self._limit:
+                self._overflow.set()
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            self._loop.remove_reader(self._fd)
+            os.close(self._fd)
+            self._fd = -1
 
 
 def _close(cgroups: CgroupLimits | None, warm: WarmPool | None = None) -> None:

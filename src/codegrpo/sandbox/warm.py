@@ -2,9 +2,11 @@
 
 Starting bubblewrap, joining a cgroup and starting Python cost about 70 ms a program, far more than
 most programs run. A warm worker pays that once: its sandbox's pid 1 is a Python
-(``codegrpo/harness/warm_worker.py``) that forks a child from its pristine self for each program and,
-once the program is over, kills every process left, empties /tmp and checks nothing else is left
-(README, Security, has the guarantees). A worker that cannot show it is clean is thrown away.
+(``codegrpo/harness/warm_worker.py``) that forks a child from its pristine self for each program, in
+fresh pid, mount (/tmp, /proc), UTS, IPC and network namespaces of the program's own, and kills
+everything left once the program is over (README, Security, has the guarantees). A worker that still
+holds memory after a program, breaks its protocol or dies is thrown away, and a program it could not
+run properly is run again in a fresh sandbox by the caller.
 
 Workers are driven from threads with blocking sockets and pipes, so a pool serves any event loop: TRL scores
 async rewards on its own loop thread, and the commands use asyncio.run.
@@ -35,12 +37,16 @@ log = logging.getLogger(__name__)
 
 HARNESS_DIR = "/run/codegrpo"  # outside /tmp, which the worker empties
 WORKER_PATH = f"{HARNESS_DIR}/warm_worker.py"
+# Held in the sandbox's own user namespace only, by pid 1, to give each program fresh namespaces, mount
+# its /tmp and /proc, and bring its loopback up; each program's process drops them all before it runs.
+WORKER_CAPABILITIES = ("CAP_SYS_ADMIN", "CAP_NET_ADMIN", "CAP_SETPCAP")
 _MESSAGE_LIMIT = 1 << 16
 _READ_CHUNK = 1 << 16
 _START_TIMEOUT_S = 30.0
 _GRACE_S = 10.0  # past the program's timeout, how long the worker may take to report before it is killed
-_CLEANUP_S = 30.0  # how long the worker may take to kill what a program left and empty /tmp
 _STOP_S = 2.0
+# Memory a worker may still hold after a program (above what it held when it started) and be reused.
+PINNED_SLACK_BYTES = 32 << 20
 
 
 def worker_files() -> dict[str, str]:
@@ -115,6 +121,7 @@ class WarmWorker:
         self._init_pidfd: int | None = None
         self._close_lock = threading.Lock()
         self.alive = True
+        self._pinned_at_start: int | None = None
         try:
             self._process = subprocess.Popen(
                 launch.argv,
@@ -137,14 +144,17 @@ class WarmWorker:
             deadline = time.monotonic() + _START_TIMEOUT_S
             self._init_pidfd = init_pidfd(_read_line(self._status_fd, deadline), self._process.pid)
             ready = self._receive(deadline)
-            if not (ready.get("ready") and ready.get("clean")):
-                raise WorkerError(f"the worker did not start cleanly: {ready}")
+            if not ready.get("ready"):
+                raise WorkerError(f"the worker did not start: {ready}")
         except BaseException:
             self.close()
             raise
+        if self.group is not None:
+            self._pinned_at_start = self.group.pinned_bytes()
 
     def run(self, program: Program) -> RunResult:
-        """Run one program; never raises for anything the program does."""
+        """Run one program; never raises for anything the program does. A SANDBOX_ERROR means the
+        program's result is unknown (the worker failed, or could not be shown clean afterwards)."""
         started = time.monotonic()
         ooms = self.group.oom_kills() if self.group is not None else 0
         prelude = program.source[: program.prelude_chars]
@@ -152,17 +162,19 @@ class WarmWorker:
         try:
             streams = self._start(program, request)
             done, (stdout, stderr), overflow = self._collect(streams, started + program.timeout_s + _GRACE_S)
+            if "error" in done:
+                raise WorkerError(f"the program could not be started: {done['error']}")
             code, timed_out = int(done["code"]), bool(done["timeout"])
         except (OSError, WorkerError, ValueError, KeyError, TypeError) as error:
             message = f"warm worker failed: {error!r}{self._stderr_tail()}"
             self.close()
             return RunResult(Outcome.SANDBOX_ERROR, error=message)
-        try:
-            clean = self._receive(time.monotonic() + _CLEANUP_S).get("clean") is True
-        except (OSError, WorkerError, ValueError):
-            clean = False
-        if not clean:
-            self.close()  # the result stands; the sandbox it leaves behind is not reused
+        pinned = self._pinned_beyond_slack()
+        if pinned:
+            # What the program left charged to the worker (xattrs, files or sockets kept alive by fds in
+            # flight) would count against every later program's limit: neither is trusted.
+            self.close()
+            return RunResult(Outcome.SANDBOX_ERROR, error=f"the worker still held {pinned >> 20} MiB after the program")
         duration = time.monotonic() - started
         if overflow:
             return RunResult(Outcome.OUTPUT_LIMIT, None, stdout, stderr, duration)
@@ -172,6 +184,16 @@ class WarmWorker:
             return RunResult(Outcome.MEMORY_LIMIT, code, stdout, stderr, duration)
         outcome, exit_code = classify_exit(code, stderr)
         return RunResult(outcome, exit_code, stdout, stderr, duration)
+
+    def _pinned_beyond_slack(self) -> int:
+        """Bytes the worker's cgroup holds beyond its start and the slack; 0 when fine or unknown."""
+        if self.group is None or self._pinned_at_start is None:
+            return 0
+        pinned = self.group.pinned_bytes()
+        if pinned is None:
+            return 0
+        excess = pinned - self._pinned_at_start
+        return excess if excess > PINNED_SLACK_BYTES else 0
 
     def _start(self, program: Program, request: dict) -> list[int]:
         """Send the request with the program's source and output pipes; returns the pipes' read ends."""
@@ -195,18 +217,25 @@ class WarmWorker:
 
     def _collect(self, streams: list[int], deadline: float) -> tuple[dict, list[str], bool]:
         """Read the program's output (up to the limits) and the worker's answer. Past a limit, the worker
-        is told to kill the program, and the rest is drained unread."""
+        is told to kill the program, and the rest is drained unread. Once the answer is in, every process
+        of the program is gone: what is in the pipes now is all there is, even if a write end lives on
+        as an fd in flight, so the pipes are drained without waiting for their end."""
         limits = dict(zip(streams, self._output_limits, strict=True))
         kept = {fd: bytearray() for fd in streams}
         seen = dict.fromkeys(streams, 0)
         open_fds, done, overflow = list(streams), None, False
         control = self._control.fileno()
         try:
-            while open_fds or done is None:
+            while open_fds:
                 waiting = open_fds + ([control] if done is None else [])
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not (ready := select.select(waiting, [], [], remaining)[0]):
+                remaining = 0.0 if done is not None else deadline - time.monotonic()
+                if done is None and remaining <= 0:
                     raise WorkerError("no answer in time")
+                ready = select.select(waiting, [], [], remaining)[0]
+                if not ready:
+                    if done is None:
+                        raise WorkerError("no answer in time")
+                    break  # drained
                 if control in ready:
                     done = self._receive(deadline)
                 for fd in [fd for fd in ready if fd in open_fds]:
@@ -219,6 +248,8 @@ class WarmWorker:
                     if seen[fd] > limits[fd] and not overflow:
                         overflow = True
                         self._control.send(b'{"kill": true}')
+            if done is None:
+                done = self._receive(deadline)
         finally:
             for fd in streams:
                 os.close(fd)
@@ -315,6 +346,7 @@ class WarmPool:
         self.executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix="codegrpo-warm")
         self.started = 0
         self.retired = 0
+        self.runs = 0
 
     def run(self, program: Program, ticket: Ticket | None = None) -> RunResult:
         """Blocking: run ``program`` on an idle worker, or on a new one. ``ticket`` lets another thread
@@ -327,6 +359,7 @@ class WarmPool:
         try:
             if not ticket.hold(worker):
                 return RunResult(Outcome.SANDBOX_ERROR, error="cancelled before it started")
+            self.runs += 1
             return worker.run(program)
         finally:
             self._give_back(worker)
