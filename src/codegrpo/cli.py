@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-CONFIG_DIR = str(Path(__file__).resolve().parents[2] / "conf")
+from codegrpo.resources import config_dir
 
+# The repo's conf/ in a checkout, the copy inside the package when installed from a wheel.
+CONFIG_DIR = str(config_dir())
 
 
 class UsageError(RuntimeError):
@@ -30,3 +31,28 @@ def run_friendly(function: Callable[[], Any]) -> Any:
     except user_errors() as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
+
+
+def _hydra_command(module: str) -> None:
+    """Run a command module's Hydra ``main`` the way ``python -m codegrpo.<module>`` does."""
+    import importlib
+
+    from codegrpo.config import register_configs
+
+    register_configs()  # the typed schemas must be in Hydra's ConfigStore before it composes
+    importlib.import_module(f"codegrpo.{module}").main()
+
+
+def evaluate_command() -> None:
+    """codegrpo-evaluate: pass@k of a model or checkpoint (python -m codegrpo.evaluate)."""
+    _hydra_command("evaluate")
+
+
+def score_command() -> None:
+    """codegrpo-score: score completions against a problem set (python -m codegrpo.score)."""
+    _hydra_command("score")
+
+
+def validate_command() -> None:
+    """codegrpo-validate: check a problem set's references pass (python -m codegrpo.validate)."""
+    _hydra_command("validate")

@@ -1,0 +1,22 @@
+"""codegrpo-train: the same command as `python train.py` in a checkout, for an installed package."""
+
+from __future__ import annotations
+
+import hydra
+from omegaconf import DictConfig
+
+from codegrpo.cli import CONFIG_DIR, run_friendly
+from codegrpo.config import register_configs
+
+register_configs()
+
+
+@hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="train")
+def main(cfg: DictConfig) -> float | None:
+    from codegrpo.train import train
+
+    return run_friendly(lambda: train(cfg)).get("final_reward_mean")
+
+
+if __name__ == "__main__":
+    main()
