@@ -162,7 +162,8 @@ with initialize_config_dir(CONFIG_DIR, version_base="1.3"):
     cfg = compose("train", overrides=["problems=basics"])
 print(json.dumps({
     "package": codegrpo.__file__, "config_dir": CONFIG_DIR, "checkout": str(resources.source_root()),
-    "basics": str(resources.project_path(cfg.problems.path)), "seed": str(resources.project_path("problems/seed.jsonl")),
+    "basics": str(resources.project_path(cfg.problems.path)),
+    "seed": str(resources.project_path("problems/seed.jsonl")),
     "model": cfg.model.gguf_package,
 }))
 """
