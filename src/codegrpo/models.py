@@ -77,14 +77,28 @@ def resolve_model(cfg: ModelConfig) -> str:
     return cfg.name_or_path
 
 
-def load_model_and_tokenizer(cfg: ModelConfig, bf16: bool = False):
-    """Load the model (float32 on the CPU, bfloat16 when the trainer trains in bf16) and its tokenizer."""
+def load_dtype(cfg: ModelConfig):
+    """The dtype the weights are loaded in. `auto` is float32 whatever the trainer's precision: under
+    bf16/fp16 training the trainable weights and AdamW's state must stay fp32 (autocast computes in
+    bf16), or most small updates round away (at lr 1e-6, bf16 weights barely move). Pure reduced-precision
+    weights only when asked for by name (model.dtype=bfloat16); DeepSpeed ZeRO keeps fp32 masters itself."""
     import torch
+
+    dtypes = {"auto": torch.float32, "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+    if cfg.dtype not in dtypes:
+        raise ValueError(f"model.dtype must be one of {sorted(dtypes)}, not {cfg.dtype!r}")
+    return dtypes[cfg.dtype]
+
+
+def load_model_and_tokenizer(cfg: ModelConfig, bf16: bool = False):
+    """Load the model and its tokenizer. Weights are float32 unless model.dtype names another dtype, also
+    when the trainer trains in bf16 (`bf16` is accepted for callers, and logged): see load_dtype."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = resolve_model(cfg)
-    dtype = {"auto": torch.bfloat16 if bf16 else torch.float32, "float32": torch.float32,
-             "bfloat16": torch.bfloat16, "float16": torch.float16}[cfg.dtype]
+    dtype = load_dtype(cfg)
+    if bf16 and cfg.dtype == "auto":
+        log.info("Mixed precision: fp32 weights and optimizer state, bf16 autocast for compute")
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=cfg.trust_remote_code)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, trust_remote_code=cfg.trust_remote_code)

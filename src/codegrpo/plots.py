@@ -33,3 +33,32 @@ def write_plots(history: list[dict], run_dir: Path) -> list[Path]:
         plt.close(figure)
         written.append(run_dir / filename)
     return written
+
+
+def write_comparison_plot(comparison: dict, path: Path) -> Path:
+    """Per-problem pass@1 before and after (sorted by change), with the mean change and its 95% interval."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = sorted(comparison["per_problem"].items(), key=lambda item: item[1]["diff"])
+    names = [name for name, _ in rows]
+    figure, axes = plt.subplots(figsize=(7, max(3.0, 0.22 * len(rows) + 1.2)))
+    positions = range(len(rows))
+    axes.barh(positions, [r["diff"] for _, r in rows], color=["tab:green" if r["diff"] > 0 else "tab:red"
+                                                             for _, r in rows])
+    axes.set_yticks(list(positions), names, fontsize=7)
+    axes.axvline(0, color="black", linewidth=0.8)
+    low, high = comparison["ci95"]
+    axes.axvspan(low, high, color="tab:blue", alpha=0.15, label="95% CI of the mean change")
+    axes.axvline(comparison["change"], color="tab:blue", label=f"mean change {comparison['change']:+.3f}")
+    axes.set_xlim(-1.02, 1.02)
+    axes.set_xlabel("pass@1 after - before (per problem)")
+    axes.set_title(f"pass@1 {comparison['pass@1_before']:.3f} -> {comparison['pass@1_after']:.3f} "
+                   f"[{low:+.3f}, {high:+.3f}]", fontsize=9)
+    axes.legend(fontsize=7, loc="lower right")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return path

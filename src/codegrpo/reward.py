@@ -91,6 +91,20 @@ def batch_metrics(scored: Sequence[Scored]) -> dict[str, float]:
     return metrics
 
 
+ERROR_CHARS = 160
+
+
+def first_error_line(scored: Scored) -> str:
+    """The first line of why a completion did not pass (exception type and message), truncated; '' if it passed."""
+    if scored.verdict.status is Status.PASSED:
+        return ""
+    lines = [line.strip() for line in scored.verdict.detail.splitlines() if line.strip()]
+    if not lines:
+        return "wrong answer" if scored.verdict.status is Status.FAILED else scored.verdict.status.value
+    line = lines[0]
+    return line if len(line) <= ERROR_CHARS else line[: ERROR_CHARS - 3] + "..."
+
+
 def make_code_reward(scorer: Scorer) -> Callable[..., Any]:
     """The TRL reward function. Async, so TRL runs it on its event loop; named so TRL logs
     ``rewards/code_reward/mean``. Infra failures return None, which TRL leaves out of the update."""
@@ -111,7 +125,10 @@ def make_code_reward(scorer: Scorer) -> Callable[..., Any]:
             for name, value in metrics.items():
                 log_metric(name, value)
         if log_extra is not None:
+            # Columns of the completions table (parquet and W&B): which problem, and why it failed.
+            log_extra("problem_id", [s.problem_id for s in scored])
             log_extra("status", [s.verdict.status.value for s in scored])
+            log_extra("error", [first_error_line(s) for s in scored])
         return [s.verdict.reward for s in scored]
 
     return code_reward

@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -133,22 +134,107 @@ def start_tracking(cfg: DictConfig, run_dir: Path):
     return run
 
 
-def evaluate_phase(cfg: DictConfig, model, tokenizer, sandbox: SandboxBackend, phase: str, run) -> None:
+def evaluate_phase(cfg: DictConfig, model, tokenizer, sandbox: SandboxBackend, phase: str, run) -> dict[str, Any]:
     from codegrpo.evaluate import build_eval_scorer, evaluate_model
 
     problems, scorer = build_eval_scorer(cfg, sandbox)
+    started = time.monotonic()
     results = evaluate_model(model, tokenizer, scorer, problems, cfg.problems, cfg.evaluation)
+    results["wall_s"] = time.monotonic() - started
     Path(cfg.run_dir, f"eval_{phase}.json").write_text(json.dumps(results, indent=2))
     log.info("eval %s: %s", phase, {k: v for k, v in results.items() if k.startswith("pass@")})
     if run is not None:
         run.log({f"eval_{phase}/{k}": v for k, v in results.items() if k.startswith("pass@")})
+    return results
+
+
+def compare_phases(cfg: DictConfig, before: dict[str, Any], after: dict[str, Any], run) -> dict[str, Any]:
+    """The paired change in pass@1 from before to after training: comparison.json, .png, W&B, the log."""
+    from codegrpo.evaluate import compare, comparison_summary, write_comparison
+
+    comparison = compare(before, after, cfg.evaluation.bootstrap, cfg.seed)
+    write_comparison(comparison, Path(cfg.run_dir), run)
+    log.info("eval change: %s", comparison_summary(comparison))
+    return comparison
+
+
+class LearningSignal:
+    """A TrainerCallback that measures, for each optimizer step, the relative size of the update
+    ||delta theta|| / ||theta|| of the trainable weights, and warns when no group has had any reward
+    spread for `patience` logged steps in a row (GRPO then has no advantage to learn from)."""
+
+    def __init__(self, patience: int = 3) -> None:
+        self.patience = patience
+        self.before: list | None = None
+        self.ratios: list[float] = []
+        self.flat_steps = 0
+
+    def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs) -> None:
+        import torch
+
+        with torch.no_grad():
+            self.before = [p.detach().float().clone() for p in model.parameters() if p.requires_grad]
+
+    def on_optimizer_step(self, args, state, control, model=None, **kwargs) -> None:
+        import torch
+
+        if self.before is None:
+            return
+        with torch.no_grad():
+            params = [p for p in model.parameters() if p.requires_grad]
+            delta = sum(float((p.detach().float() - b).pow(2).sum()) for p, b in zip(params, self.before,
+                                                                                    strict=True))
+            norm = sum(float(b.pow(2).sum()) for b in self.before)
+        self.before = None
+        self.ratios.append((delta / norm) ** 0.5 if norm > 0 else 0.0)
+
+    def metrics(self) -> dict[str, float]:
+        """The mean relative update since the last log (popped)."""
+        if not self.ratios:
+            return {}
+        value = sum(self.ratios) / len(self.ratios)
+        self.ratios = []
+        return {"update/relative_norm": value}
+
+    def check_spread(self, logs: dict[str, Any]) -> None:
+        frac = logs.get("frac_reward_zero_std")
+        if frac is None:
+            return
+        self.flat_steps = self.flat_steps + 1 if frac >= 1.0 else 0
+        if self.flat_steps == self.patience or (self.flat_steps > self.patience and self.flat_steps % 10 == 0):
+            log.warning(
+                "no learning signal: for %d logged steps in a row every group's rewards were identical "
+                "(frac_reward_zero_std=1), so every advantage is 0 and the weights only move by weight decay. "
+                "Use easier problems (problems=trivial), reward=partial, more trainer.num_generations or a "
+                "higher trainer.temperature.", self.flat_steps)
+
+
+def make_trainer_class():
+    """GRPOTrainer that adds the learning-signal metrics to every logged step (so W&B and log_history
+    get them with TRL's own metrics, including frac_reward_zero_std: the fraction of zero-spread groups)."""
+    from transformers import TrainerCallback
+    from trl import GRPOTrainer
+
+    class Callback(LearningSignal, TrainerCallback):
+        pass
+
+    class CodeGRPOTrainer(GRPOTrainer):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.learning_signal = Callback()
+            self.add_callback(self.learning_signal)
+
+        def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+            logs.update(self.learning_signal.metrics())  # empty when no step ran since the last log
+            super().log(logs, start_time)
+            self.learning_signal.check_spread(logs)
+
+    return CodeGRPOTrainer
 
 
 def train(cfg: DictConfig) -> dict[str, float]:
     """Train with GRPO and return the final metrics (for sweepers). Raises before loading the model
     if the problems, the sandbox or the credentials are wrong."""
-    from trl import GRPOTrainer
-
     from codegrpo.models import load_model_and_tokenizer
     from codegrpo.plots import write_plots
 
@@ -167,17 +253,20 @@ def train(cfg: DictConfig) -> dict[str, float]:
     args = grpo_args(cfg, run_dir)
     model, tokenizer = load_model_and_tokenizer(cfg.model, bf16=bool(args.bf16))
     run = start_tracking(cfg, run_dir)
+    before = None
     try:
         if cfg.evaluation.before and is_main_process():
-            evaluate_phase(cfg, model, tokenizer, scorer.sandbox, "before", run)
-        trainer = GRPOTrainer(
+            before = evaluate_phase(cfg, model, tokenizer, scorer.sandbox, "before", run)
+        trainer = make_trainer_class()(
             model=model,
             reward_funcs=make_code_reward(scorer),
             args=args,
             train_dataset=build_dataset(problems, cfg.problems),
             processing_class=tokenizer,
         )
+        started = time.monotonic()
         result = trainer.train(resume_from_checkpoint=checkpoint)
+        log.info("training took %.0f s", time.monotonic() - started)
         if cfg.save_model:
             trainer.save_model(str(run_dir / "final_model"))
         history = trainer.state.log_history
@@ -190,7 +279,10 @@ def train(cfg: DictConfig) -> dict[str, float]:
             if cfg.plots:
                 write_plots(history, run_dir)
             if cfg.evaluation.after:
-                evaluate_phase(cfg, trainer.model, tokenizer, scorer.sandbox, "after", run)
+                after = evaluate_phase(cfg, trainer.model, tokenizer, scorer.sandbox, "after", run)
+                if before is not None:
+                    comparison = compare_phases(cfg, before, after, run)
+                    metrics["eval_change"] = comparison["change"]
         log.info("Run dir: %s", run_dir)
         return metrics
     finally:
