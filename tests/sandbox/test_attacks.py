@@ -195,9 +195,6 @@ class Attack:
     timeout_s: float = 5.0
     needs_cgroups: bool = False
     check: Callable[[RunResult, dict], None] | None = field(default=None, compare=False)
-    # In a warm worker the harness is not its sandbox's pid 1, so a completion can kill it: still an
-    # error, but the run ends by that signal, with no report.
-    warm_outcome: Outcome | None = None
 
 
 def _not_escaped(result: RunResult, ctx: dict) -> None:
@@ -494,18 +491,18 @@ ATTACKS = [
             return {4: "IV", 1994: NEEDLE}[n] if FOUND else None
     """, Status.FAILED, 0.0, Outcome.EXITED, problem="roman", check=_not_found),
     # -- escape and persistence
-    # The harness is the sandbox's pid 1, which nothing inside the sandbox can kill.
+    # The harness is the sandbox's pid 1 (warm or cold), which nothing inside the sandbox can kill.
     Attack("kill_the_harness", "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n",
-           Status.ERROR, 0.0, Outcome.EXITED, check=_harness_reported_an_error, warm_outcome=Outcome.SIGNALED),
+           Status.ERROR, 0.0, Outcome.EXITED, check=_harness_reported_an_error),
     Attack("kill_the_process_group", "import os, signal\nos.killpg(os.getpgrp(), signal.SIGKILL)\n",
-           Status.ERROR, 0.0, Outcome.EXITED, check=_harness_reported_an_error, warm_outcome=Outcome.SIGNALED),
+           Status.ERROR, 0.0, Outcome.EXITED, check=_harness_reported_an_error),
     Attack("kill_everything_visible", """
         import os, signal
         if os.fork() == 0:
             os.kill(-1, signal.SIGKILL)
             os._exit(0)
         os.wait()
-    """, Status.ERROR, 0.0, Outcome.EXITED, check=_harness_reported_an_error, warm_outcome=Outcome.SIGNALED),
+    """, Status.ERROR, 0.0, Outcome.EXITED, check=_harness_reported_an_error),
     Attack("kill_the_trainer", escaped_if("""
         import os, signal
         for pid in ($trainer_pid, 1):
@@ -631,8 +628,6 @@ def test_attack_is_contained(attack: Attack, sandbox, kind, services, contained)
     scored, result = score(sandbox, attack.problem, completion, attack.timeout_s)
     contained.append(result)
     outcome, check = attack.outcome, attack.check
-    if kind == "warm" and attack.warm_outcome is not None:
-        outcome, check = attack.warm_outcome, None
     assert result.outcome is outcome, (result.outcome, result.exit_code, result.stderr[-2000:])
     assert (scored.verdict.status, scored.verdict.reward) == (attack.status, attack.reward), scored.verdict
     assert time.monotonic() - started < attack.timeout_s + 5

@@ -11,9 +11,10 @@
 # Each program gets namespaces of its own, made here with the capabilities bubblewrap left this process
 # in the sandbox's user namespace (never the host's): a fresh pid namespace (the program is its pid 1,
 # as in a cold sandbox, with its own /proc), mount namespace with a fresh size-limited /tmp, and UTS,
-# IPC and network namespaces. The program's process then drops every capability before it runs a line
-# of the program. Whatever one program sets (files, xattrs and times of /tmp, the hostname, sockets and
-# their TIME_WAIT entries, pids) lives in namespaces that die with it: the next program cannot see them.
+# IPC and network namespaces. The program's process then drops every capability and adds the host's
+# seccomp filter for programs before it runs a line of the program. Whatever one program sets (files,
+# xattrs and times of /tmp, the hostname, sockets and their TIME_WAIT entries, pids) lives in
+# namespaces that die with it: the next program cannot see them.
 #
 # This process never runs program code, never reads what a program wrote, is non-dumpable (no ptrace,
 # no /proc/1/fd) and ignores every signal; a program cannot even name it, since it lives outside the
@@ -42,7 +43,8 @@ MESSAGE_LIMIT = 1 << 20
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
-PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 4, 24, 47, 4
+PR_SET_DUMPABLE, PR_SET_SECCOMP, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 4, 22, 24, 38
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, SECCOMP_MODE_FILTER = 47, 4, 2
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 CAPABILITY_VERSION_3 = 0x20080522
 libc = ctypes.CDLL(None, use_errno=True)
@@ -192,6 +194,15 @@ def enter_namespaces(config):
     loopback_up()
 
 
+def install_filter(program):
+    """The host's seccomp filter for programs (mount, unshare, setns, ptrace and more refused), on top of
+    the sandbox's own."""
+    check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+    buffer = ctypes.create_string_buffer(program)
+    fprog = struct.pack("HxxxxxxP", len(program) // 8, ctypes.addressof(buffer))
+    check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.c_char_p(fprog), 0, 0), "install the seccomp filter")
+
+
 def child(path, request, prelude, fds, config, dispositions, report_w):
     """The program's process: pid 1 of its namespace. Never returns."""
     try:
@@ -225,6 +236,7 @@ def setup(path, request, fds, config, dispositions):
     with open("/proc/self/oom_score_adj", "w") as handle:
         handle.write("1000")  # at the memory limit the kernel kills the program, never pid 1
     drop_capabilities()
+    install_filter(bytes.fromhex(config["seccomp"]))
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(out_w, 1)

@@ -237,7 +237,7 @@ class LocalSandbox(SandboxBackend):
         """A warm worker's sandbox: the same as a cold run's, with the worker as pid 1 and the program's
         limits set by the worker on each program's process instead of by prlimit."""
         cfg = self.cfg
-        fds = _LaunchFds(worker_files())
+        fds = _LaunchFds(worker_files(), program_filter=False)  # each program's process adds the program filter
         host, worker = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             group = self._cgroups.new_run(extra_processes=1) if self._cgroups is not None else None
@@ -248,7 +248,7 @@ class LocalSandbox(SandboxBackend):
             raise
         limits = {"RLIMIT_FSIZE": cfg.file_size_limit_bytes, "RLIMIT_NOFILE": cfg.open_files, "RLIMIT_CORE": 0}
         limits |= {f"RLIMIT_{name.upper()}": value for name, value in self._fallback_limits(extra_processes=1).items()}
-        config = {"limits": limits, "tmpfs_bytes": cfg.tmpfs_limit_bytes}
+        config = {"limits": limits, "tmpfs_bytes": cfg.tmpfs_limit_bytes, "seccomp": seccomp.build_filter().hex()}
         command = ["python3", "-I", WORKER_PATH, str(worker.fileno()), json.dumps(config)]
         argv = self._sandbox_command(fds, group, command, WORKER_CAPABILITIES)
 
@@ -333,8 +333,8 @@ class LocalSandbox(SandboxBackend):
             self._bwrap,
             "--unshare-all",
             "--unshare-user",
-            # A warm worker's pid 1 must stay in the user namespace that owns the sandbox's others (to
-            # make each program a pid namespace): there, the seccomp filter refuses new user namespaces.
+            # A warm worker's pid 1 stays in the user namespace that owns the sandbox's other namespaces,
+            # to make each program's; there, the seccomp filter refuses new user namespaces.
             *([] if capabilities else ["--disable-userns"]),
             "--die-with-parent",
             "--new-session",
@@ -608,9 +608,10 @@ class _StatusPipe:
 
 class _LaunchFds:
     """What bwrap gets besides its arguments: memfds with the files to bind (path: text) and the seccomp
-    filter (where this machine has one), and its status pipe."""
+    filter (where this machine has one; the program filter unless ``program_filter`` is false), and its
+    status pipe."""
 
-    def __init__(self, files: dict[str, str]) -> None:
+    def __init__(self, files: dict[str, str], program_filter: bool = True) -> None:
         self._open: list[int] = []
         self.seccomp = -1
         self.files: dict[str, int] = {}
@@ -620,7 +621,7 @@ class _LaunchFds:
                 os.write(fd, text.encode("utf-8", "surrogatepass"))
                 os.lseek(fd, 0, os.SEEK_SET)
             if seccomp.supported():
-                self.seccomp = self._keep(seccomp.filter_fd())
+                self.seccomp = self._keep(seccomp.filter_fd(program_filter))
             self.status_read, self.status_write = map(self._keep, os.pipe())
         except BaseException:
             self.close()

@@ -1,9 +1,13 @@
-"""A seccomp filter for the local sandbox: no keyrings, no SysV IPC, no POSIX message queues.
+"""Seccomp filters for the local sandbox, in the spirit of Docker's default profile.
 
-These are the only state a sandbox's namespaces keep after every process of it is gone, so refusing
-them is what lets a warm sandbox run one program after another without a channel between them. No
-program that scores code needs them. bubblewrap installs the filter (``--seccomp FD``), after setting
-no_new_privs; syscalls of any other ABI than the native one (x32, i386 through int 0x80) are refused too.
+Refused for every process of a sandbox (``base``): keyrings, SysV IPC and POSIX message queues (state a
+namespace keeps without a process), io_uring, bpf, perf_event_open, userfaultfd, kexec, new user
+namespaces (clone/unshare with CLONE_NEWUSER; clone3 says ENOSYS so libc falls back to clone, whose
+flags a filter can read), and every syscall of a foreign ABI (x32, i386 through int 0x80). A program
+(``program``) is refused as well the mount family, unshare, setns, any clone that makes a namespace,
+and ptrace: none of which a Python or Node program that scores code needs. A cold sandbox runs under
+the program filter; a warm worker under the base one (it makes each program's namespaces), and each
+program's process adds the program filter before it runs a line of the program.
 """
 
 from __future__ import annotations
@@ -16,19 +20,45 @@ import struct
 # struct sock_filter {u16 code; u8 jt; u8 jf; u32 k}, and the BPF opcodes used here.
 _INSTRUCTION = struct.Struct("=HBBI")
 _LOAD_WORD = 0x20  # BPF_LD | BPF_W | BPF_ABS
+_AND = 0x54  # BPF_ALU | BPF_AND | BPF_K
 _JUMP_EQUAL = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
 _JUMP_GREATER_EQUAL = 0x35  # BPF_JMP | BPF_JGE | BPF_K
 _RETURN = 0x06  # BPF_RET | BPF_K
 _ALLOW = 0x7FFF0000
 _ERRNO = 0x00050000
-_NR_OFFSET, _ARCH_OFFSET = 0, 4  # in struct seccomp_data
+_NR_OFFSET, _ARCH_OFFSET, _ARG0_OFFSET = 0, 4, 16  # in struct seccomp_data (arg 0's low word, little-endian)
 _X32_BIT = 0x40000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NAMESPACES = 0x7E020000  # NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
 
-# machine: (AUDIT_ARCH_*, {syscall: number}) for add_key, request_key, keyctl, shmget, semget, msgget, mq_open.
+# The syscall numbers by machine: AUDIT_ARCH_*, then name: number.
 _ARCHES = {
-    "x86_64": (0xC000003E, (248, 249, 250, 29, 64, 68, 240)),
-    "aarch64": (0xC00000B7, (217, 218, 219, 194, 190, 186, 180)),
-}
+    "x86_64": (0xC000003E, {
+        "add_key": 248, "request_key": 249, "keyctl": 250, "shmget": 29, "semget": 64, "msgget": 68,
+        "mq_open": 240, "bpf": 321, "perf_event_open": 298, "userfaultfd": 323, "kexec_load": 246,
+        "kexec_file_load": 320, "clone": 56, "unshare": 272, "setns": 308, "mount": 165, "umount2": 166,
+        "pivot_root": 155, "ptrace": 101, "open_by_handle_at": 304,
+    }),
+    "aarch64": (0xC00000B7, {
+        "add_key": 217, "request_key": 218, "keyctl": 219, "shmget": 194, "semget": 190, "msgget": 186,
+        "mq_open": 180, "bpf": 280, "perf_event_open": 241, "userfaultfd": 282, "kexec_load": 104,
+        "kexec_file_load": 294, "clone": 220, "unshare": 97, "setns": 268, "mount": 40, "umount2": 39,
+        "pivot_root": 41, "ptrace": 117, "open_by_handle_at": 265,
+    }),
+}  # fmt: skip
+# Numbered alike on both machines (the syscall table they share from 403 on).
+_COMMON = {
+    "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428, "move_mount": 429,
+    "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "clone3": 435, "mount_setattr": 442,
+}  # fmt: skip
+BASE_DENIED = (
+    "add_key", "request_key", "keyctl", "shmget", "semget", "msgget", "mq_open", "io_uring_setup",
+    "io_uring_enter", "io_uring_register", "bpf", "perf_event_open", "userfaultfd", "kexec_load", "kexec_file_load",
+)  # fmt: skip
+PROGRAM_DENIED = (
+    "mount", "umount2", "pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick",
+    "mount_setattr", "unshare", "setns", "ptrace", "open_by_handle_at",
+)  # fmt: skip
 
 
 def supported() -> bool:
@@ -36,24 +66,40 @@ def supported() -> bool:
     return platform.machine() in _ARCHES
 
 
-def build_filter(machine: str | None = None) -> bytes:
-    """The compiled BPF program bubblewrap's --seccomp expects. Raises KeyError for an unknown machine."""
-    arch, denied = _ARCHES[machine or platform.machine()]
+def build_filter(machine: str | None = None, program: bool = True) -> bytes:
+    """The compiled BPF program bubblewrap's --seccomp expects: the program filter, or with
+    ``program=False`` the base one. Raises KeyError for an unknown machine."""
+    arch, own = _ARCHES[machine or platform.machine()]
+    numbers = own | _COMMON
     refuse = _ERRNO | errno.EPERM
-    program = [(_LOAD_WORD, 0, 0, _ARCH_OFFSET), (_JUMP_EQUAL, 1, 0, arch), (_RETURN, 0, 0, _ERRNO | errno.ENOSYS)]
-    program.append((_LOAD_WORD, 0, 0, _NR_OFFSET))
+    code = [(_LOAD_WORD, 0, 0, _ARCH_OFFSET), (_JUMP_EQUAL, 1, 0, arch), (_RETURN, 0, 0, _ERRNO | errno.ENOSYS)]
+    code.append((_LOAD_WORD, 0, 0, _NR_OFFSET))
     if arch == _ARCHES["x86_64"][0]:
-        program += [(_JUMP_GREATER_EQUAL, 0, 1, _X32_BIT), (_RETURN, 0, 0, _ERRNO | errno.ENOSYS)]
-    for position, number in enumerate(denied):
-        # Equal: jump to the refusal after the remaining tests and the allow.
-        program.append((_JUMP_EQUAL, len(denied) - position, 0, number))
-    program += [(_RETURN, 0, 0, _ALLOW), (_RETURN, 0, 0, refuse)]
-    return b"".join(_INSTRUCTION.pack(*instruction) for instruction in program)
+        code += [(_JUMP_GREATER_EQUAL, 0, 1, _X32_BIT), (_RETURN, 0, 0, _ERRNO | errno.ENOSYS)]
+    denied = [(numbers[name], refuse) for name in BASE_DENIED + (PROGRAM_DENIED if program else ())]
+    denied.append((numbers["clone3"], _ERRNO | errno.ENOSYS))
+    for number, action in denied:
+        code += [(_JUMP_EQUAL, 0, 1, number), (_RETURN, 0, 0, action)]
+    flag_checks = [(numbers["clone"], CLONE_NAMESPACES if program else CLONE_NEWUSER)]
+    if not program:
+        flag_checks.append((numbers["unshare"], CLONE_NEWUSER))
+    for number, mask in flag_checks:
+        # Not this syscall: skip the 5 instructions; else allowed only when no flag of ``mask`` is set.
+        code += [
+            (_JUMP_EQUAL, 0, 5, number),
+            (_LOAD_WORD, 0, 0, _ARG0_OFFSET),
+            (_AND, 0, 0, mask),
+            (_JUMP_EQUAL, 1, 0, 0),
+            (_RETURN, 0, 0, refuse),
+            (_RETURN, 0, 0, _ALLOW),
+        ]
+    code.append((_RETURN, 0, 0, _ALLOW))
+    return b"".join(_INSTRUCTION.pack(*instruction) for instruction in code)
 
 
-def filter_fd() -> int:
-    """A memfd holding the filter, positioned at its start, for bwrap's --seccomp."""
+def filter_fd(program: bool = True) -> int:
+    """A memfd holding a filter, positioned at its start, for bwrap's --seccomp."""
     fd = os.memfd_create("codegrpo-seccomp", os.MFD_CLOEXEC)
-    os.write(fd, build_filter())
+    os.write(fd, build_filter(program=program))
     os.lseek(fd, 0, os.SEEK_SET)
     return fd

@@ -1,0 +1,269 @@
+"""The red team's findings (A-G of the sandbox review), each an attack scored through the real reward,
+in warm and cold mode, with and without cgroups. A completion that would profit from a hole answers
+correctly only if its attack worked, so a reward of 1.0 on it means the hole is open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from codegrpo.sandbox.base import Outcome, Program
+from codegrpo.verdict import Status
+from tests.sandbox.test_attacks import PROBLEMS, escaped_if, score
+from tests.sandbox.test_local import PYTHON, make_sandbox, run_source
+
+CORRECT = PROBLEMS["is_prime"].reference
+
+
+@pytest.fixture(scope="module", params=["warm-cgroups", "cold-cgroups", "warm-rlimits", "cold-rlimits"])
+def box(request):
+    """One sandbox with a single slot, so that every program runs after the one before in the same worker."""
+    warm, limits = request.param.split("-")
+    sandbox = make_sandbox(use_cgroups=limits == "cgroups", warm=warm == "warm", max_concurrency=1)
+    yield sandbox
+    asyncio.run(sandbox.aclose())
+
+
+def assert_scores(box, completion: str, status: Status | set[Status], reward: float, timeout_s: float = 5.0):
+    started = time.monotonic()
+    scored, result = score(box, "is_prime", textwrap.dedent(completion), timeout_s)
+    statuses = status if isinstance(status, set) else {status}
+    assert scored.verdict.status in statuses and scored.verdict.reward == reward, (scored.verdict, result.stderr[-999:])
+    assert time.monotonic() - started < timeout_s + 5, "the trainer waited past the program's time limit"
+    return result
+
+
+# -- A: host root -----------------------------------------------------------------------------------
+
+
+def test_a_no_host_root_and_no_host_knob_is_writable(box):
+    # Knobs of the sandbox's own namespaces (IPC limits, its pid namespace's pid_max, its network) may be
+    # open to it, as they are to any process in namespaces it owns; anything host-wide must not be.
+    attack = escaped_if("""
+        import os, re
+        ipc_pid_uts = "auto_msgmni|msg|sem|shm|pid_max|ns_last_pid|hostname|domainname"
+        own = re.compile(rf"/proc/sys/(kernel/({ipc_pid_uts})|fs/mqueue/|net/|user/)")
+        opened = []
+        for root, _, files in os.walk("/proc/sys"):
+            for name in files:
+                path = os.path.join(root, name)
+                try:
+                    fd = os.open(path, os.O_WRONLY)
+                except OSError:
+                    continue
+                try:
+                    if name == "ns_last_pid":  # open to all (0666); the write itself is checked
+                        os.write(fd, open(path).read().encode())
+                    if not own.match(path):
+                        opened.append(path)
+                except OSError:
+                    pass
+                finally:
+                    os.close(fd)
+        for path in ("/proc/sysrq-trigger", "/sys/kernel/uevent_helper"):
+            try:
+                os.close(os.open(path, os.O_WRONLY))
+                opened.append(path)
+            except OSError:
+                pass
+        return bool(opened)
+    """)
+    assert_scores(box, attack, Status.FAILED, 0.0)
+
+
+def test_a_every_process_of_a_sandbox_is_an_unprivileged_host_user(box):
+    marker = f"codegrpo-uid-{uuid.uuid4().hex}"
+    sleeper = f"import os, time\nos.fork()\ntime.sleep(1.5)  # {marker}\n"
+
+    async def look() -> list[tuple[int, str]]:
+        run = asyncio.ensure_future(box.run(Program(sleeper, "solution.py", PYTHON, 5.0)))
+        await asyncio.sleep(0.8)
+        seen = []
+        for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"bwrap" in cmdline or b"warm_worker" in cmdline or b"/tmp/solution.py" in cmdline:
+                uids = status.split("Uid:")[1].split("\n")[0].split()
+                seen += [(int(uid), cmdline.split(b"\0")[0].decode()) for uid in uids]
+        await run
+        return seen
+
+    seen = asyncio.run(look())
+    assert seen, "no process of the sandbox was found"
+    expected = box.cfg.uid if os.geteuid() == 0 else os.geteuid()
+    assert {uid for uid, _ in seen} == {expected}, seen
+    assert expected != 0
+
+
+# -- B: a signal to the worker ---------------------------------------------------------------------
+
+
+def test_b_a_signal_to_pid_1_is_a_zero_not_an_infrastructure_failure(box):
+    for signal_name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1"):
+        attack = f"import os, signal\nos.kill(1, signal.{signal_name})\ndef is_prime(n):\n    return None\n"
+        assert_scores(box, attack, {Status.FAILED, Status.ERROR}, 0.0)  # the harness is pid 1: its own end
+    assert_scores(box, CORRECT, Status.PASSED, 1.0)
+    assert box.stats().get("sandbox/warm_retired", 0) == 0
+
+
+# -- C: waits a program can stretch ----------------------------------------------------------------
+
+STDERR_IN_FLIGHT = textwrap.dedent("""
+    import os, socket
+    # Its own stderr, and the sockets themselves, in flight on a unix socket: a cycle the kernel frees
+    # only when its garbage collector next runs.
+    a, b = socket.socketpair()
+    socket.send_fds(a, [b"x"], [a.fileno(), b.fileno(), 1, 2])
+    socket.send_fds(b, [b"x"], [a.fileno(), b.fileno(), 1, 2])
+    a.close()
+    b.close()
+""")
+
+
+def test_c_fds_in_flight_do_not_hold_the_trainer(box):
+    assert_scores(box, STDERR_IN_FLIGHT + CORRECT, Status.PASSED, 1.0)
+    wrong = STDERR_IN_FLIGHT + "\ndef is_prime(n):\n    return None\n"
+    assert_scores(box, wrong, Status.FAILED, 0.0)
+
+
+# -- D, E: poisoning later programs ------------------------------------------------------------------
+
+PIN = """
+    import os, socket
+    def pin(fds):
+        # Kept alive by a cycle of fds in flight after every process is gone.
+        a, b = socket.socketpair()
+        socket.send_fds(a, [b"x"], [a.fileno(), b.fileno(), *fds])
+        a.close()
+        b.close()
+"""
+
+
+def test_d_xattrs_charged_to_a_worker_do_not_fail_later_programs(box):
+    poison = PIN + """
+    tmp = os.open("/tmp", os.O_RDONLY)
+    value = os.urandom(60000)
+    try:
+        for n in range(15000):  # about 900 MB
+            os.setxattr("/tmp", f"user.{n}", value)
+    except OSError:
+        pass
+    pin([tmp])
+    def is_prime(n):
+        return None
+    """
+    assert_scores(box, poison, Status.FAILED, 0.0, timeout_s=20.0)
+    for _ in range(3):
+        assert_scores(box, CORRECT, Status.PASSED, 1.0)
+
+
+def test_e_a_full_tmp_kept_alive_does_not_fail_later_programs(box):
+    poison = PIN + """
+    held = []
+    for n in range(50):  # 2 MiB each (the file size limit), 64 open files at most: /tmp is full
+        try:
+            fd = os.open(f"/tmp/fill{n}", os.O_CREAT | os.O_WRONLY)
+            os.write(fd, b"x" * (2 << 20))
+            os.unlink(f"/tmp/fill{n}")
+            held.append(fd)
+        except OSError:
+            break
+    pin(held)
+    def is_prime(n):
+        return None
+    """
+    assert_scores(box, poison, Status.FAILED, 0.0, timeout_s=20.0)
+    for _ in range(3):
+        assert_scores(box, CORRECT, Status.PASSED, 1.0)
+
+
+# -- F: channels between programs of one worker ------------------------------------------------------
+
+MARKER_TIME = 1_234_567_890
+CHANNELS = {
+    "xattr_on_tmp": (
+        "os.setxattr('/tmp', 'user.answer', b'$marker')",
+        "return os.getxattr('/tmp', 'user.answer') == b'$marker'",
+    ),
+    "hostname": (
+        "open('/proc/sys/kernel/hostname', 'w').write('$marker'[:60])",
+        "return socket.gethostname() == '$marker'[:60]",
+    ),
+    "tmp_times": (
+        f"os.utime('/tmp', ({MARKER_TIME}, {MARKER_TIME}))",
+        f"return int(os.stat('/tmp').st_atime) == {MARKER_TIME} or int(os.stat('/tmp').st_mtime) == {MARKER_TIME}",
+    ),
+    "tcp_time_wait": (
+        "s = socket.create_server(('127.0.0.1', 47321)); c = socket.create_connection(('127.0.0.1', 47321)); "
+        "d, _ = s.accept(); c.close(); d.close(); s.close()",
+        "return ':B8D9' in open('/proc/net/tcp').read().upper()",
+    ),
+    "pid_counter": (
+        "[os.waitpid(p, 0) for p in [os.fork() or os._exit(0) for _ in range(60)]]",
+        "return os.getpid() > 50 or any(int(p) > 50 for p in os.listdir('/proc') if p.isdigit())",
+    ),
+    "inode_counter": (
+        "[open(f'/tmp/f{n}', 'w').close() for n in range(3000)]",
+        "return os.stat('/tmp/solution.py').st_ino > 2000",
+    ),
+}
+
+
+@pytest.mark.parametrize("channel", list(CHANNELS))
+def test_f_a_later_program_finds_nothing_an_earlier_one_set(box, channel):
+    write, read = CHANNELS[channel]
+    marker = uuid.uuid4().hex
+    writer = f"import os, socket\ntry:\n    {write.replace('$marker', marker)}\nexcept OSError:\n    pass\n"
+    writer += "def is_prime(n):\n    return None\n"
+    assert_scores(box, writer, Status.FAILED, 0.0)
+    read = read.replace("$marker", marker)
+    reader = escaped_if(f"import os, socket\ntry:\n    {read}\nexcept OSError:\n    return False")
+    assert_scores(box, reader, Status.FAILED, 0.0)
+
+
+# -- the syscalls a program never needs ------------------------------------------------------------
+
+
+def test_the_kernel_surface_a_program_does_not_need_is_refused(box):
+    if os.uname().machine != "x86_64":
+        pytest.skip("the syscall numbers in this test are x86_64's")
+    probe = """
+        import ctypes, errno
+        libc = ctypes.CDLL(None, use_errno=True)
+        calls = {"io_uring_setup": (425, 8, 0), "bpf": (321, 0, 0, 0), "perf_event_open": (298, 0, 0, -1, -1, 0),
+                 "userfaultfd": (323, 0), "unshare": (272, 0x20000), "setns": (308, 0, 0),
+                 "mount": (165, b"none", b"/tmp", b"tmpfs", 0, 0), "clone3": (435, 0, 0),
+                 "keyctl": (250, 0), "ptrace": (101, 16, 1, 0, 0)}
+        for name, args in calls.items():
+            ctypes.set_errno(0)
+            result = libc.syscall(*args)
+            print(name, result, errno.errorcode.get(ctypes.get_errno()))
+    """
+    lines = run_source(box, probe).stdout.splitlines()
+    expected = {"clone3": "ENOSYS"}
+    names = ["io_uring_setup", "bpf", "perf_event_open", "userfaultfd", "unshare", "setns", "mount", "clone3",
+             "keyctl", "ptrace"]  # fmt: skip
+    assert lines == [f"{name} -1 {expected.get(name, 'EPERM')}" for name in names]
+    # Threads, subprocesses and forks still work.
+    work = """
+        import subprocess, sys, threading
+        t = threading.Thread(target=print, args=("thread",)); t.start(); t.join()
+        print(subprocess.run([sys.executable, "-c", "print('child')"], capture_output=True, text=True).stdout.strip())
+    """
+    assert run_source(box, work).stdout == "thread\nchild\n"
+
+
+def test_outcomes_say_whose_fault(box):
+    # A program's own exit status 70 (the worker's setup failure code) is the program's, not the sandbox's.
+    result = run_source(box, "import os\nos._exit(70)\n")
+    assert (result.outcome, result.exit_code) == (Outcome.EXITED, 70)
