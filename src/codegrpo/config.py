@@ -91,6 +91,9 @@ class LocalSandboxConfig(SandboxConfig):
     open_files: int = 64
     uid: int = 65534  # as root, sandboxes run as this unprivileged host uid and gid (nobody, nogroup)
     gid: int = 65534
+    # Programs run as root of the sandbox's own user namespace, with its capabilities, as in a cloud VM
+    # (still an unprivileged host uid): the Superserve fake's mode. Never on for model code run locally.
+    vm_root: bool = False
     use_cgroups: bool = True  # memory and process limits through a writable cgroup; rlimits when false or absent
     warm: bool = True  # Python programs run in long-lived sandboxes, a fresh process each (README, Security)
 

@@ -35,7 +35,7 @@ from superserve import (
     ServerError,
 )
 
-from codegrpo.config import SuperserveSandboxConfig
+from codegrpo.config import LocalSandboxConfig, SuperserveSandboxConfig
 from codegrpo.fakes import FAKE_API_KEY, FakeSuperserve, Fault
 from codegrpo.fakes.superserve_bench import run_as_the_guide
 from codegrpo.sandbox import build_sandbox
@@ -277,6 +277,46 @@ def test_files_and_ipc_a_program_leaves_are_gone_for_the_next(make_backend) -> N
     # sandbox's seccomp filter, where it has one, refuses System V IPC (see the next test).
     assert planted.stdout in ("2 True\n", "2 False\n"), planted
     assert found.stdout == "[] 0 ['solution.py']\n", found
+
+
+def test_what_a_program_leaves_in_the_kernel_is_gone_for_the_next(make_backend) -> None:
+    # A TIME_WAIT socket in /proc/net/tcp and a hostname: each program has network, UTS and IPC
+    # namespaces of its own, so a sibling in the same chunk cannot pick up what the one before left.
+    writer = py("""
+        import socket
+        server = socket.create_server(("127.0.0.1", 47321))
+        client = socket.create_connection(("127.0.0.1", 47321))
+        peer, _ = server.accept()
+        client.close()
+        peer.close()
+        server.close()
+        try:
+            socket.sethostname("answer-42")
+        except OSError:
+            pass
+        print(":B8D9" in open("/proc/net/tcp").read().upper())
+    """)
+    reader = py("""
+        import socket
+        print(":B8D9" in open("/proc/net/tcp").read().upper(), socket.gethostname() == "answer-42")
+    """)
+    (wrote, read), backend = run_in_one_chunk(make_backend, [writer, reader])
+    assert backend.stats()["sandbox/chunks_rerun"] == 0
+    assert wrote.stdout == "True\n", wrote  # the channel exists within a program
+    assert read.stdout == "False False\n", read
+
+
+def test_without_namespaces_every_program_gets_a_sandbox_of_its_own(make_backend, caplog) -> None:
+    # A sandbox whose commands cannot make namespaces (no CAP_SYS_ADMIN): chunks would be channels.
+    with FakeSuperserve(local_cfg=LocalSandboxConfig(warm=False)) as fake:
+        backend = make_backend(fake, max_concurrency=1)
+        results = score(backend, [PRINT_42] * 3 + [PRINT_42] * 3)
+        assert [r.stdout for r in results] == ["42\n"] * 6
+        stats = backend.stats()
+        assert stats["sandbox/chunks_rerun"] == 1  # the first chunk only: after it, one program per sandbox
+        assert fake.requests["exec"] == 1 + 6
+        assert_no_leaks(backend, fake)
+    assert "namespaces of its own" in caplog.text
 
 
 def test_the_runner_removes_new_system_v_ipc_objects() -> None:

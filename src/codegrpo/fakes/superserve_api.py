@@ -193,7 +193,7 @@ class FakeSuperserve:
         self.slow_s = slow_s
         self.retry_after_s = retry_after_s
         # Each exec gets a fresh sandbox, as each cloud sandbox is its own VM: no warm workers shared between them.
-        self._local = LocalSandbox(local_cfg or LocalSandboxConfig(warm=False))
+        self._local = LocalSandbox(local_cfg or LocalSandboxConfig(warm=False, vm_root=True))
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._queued: dict[str, collections.deque[_QueuedFault]] = collections.defaultdict(collections.deque)

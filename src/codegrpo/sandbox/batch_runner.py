@@ -32,6 +32,10 @@ and after it:
   directory, every new entry in the world-writable directories and every new System V IPC object
   are removed. A fork shares nothing with the next one: whatever a program changes in its
   interpreter (builtins, modules) dies with its process;
+- each program runs in network, UTS and IPC namespaces of its own (loopback up), made for it and gone
+  with it, so nothing it leaves in the kernel (TIME_WAIT sockets, the hostname) reaches the next one.
+  Where this runner cannot make them (no CAP_SYS_ADMIN), a chunk of more than one program is refused
+  (exit status 3, ``NO_NAMESPACES`` on stderr) and the host runs every program in a sandbox of its own;
 - the programs never hold the runner's stdout nor the zygote's socket (pipes, close_fds). The runner
   writes once, at the end: the bundle's header line, then one line of JSON with one result per
   program, each ``{"exit_code", "stdout", "stderr", "duration_s", "truncated"}``.
@@ -67,6 +71,9 @@ PROGRAM_UID = PROGRAM_GID = 65534  # nobody
 WRITABLE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/dev/mqueue")
 SYSV_IPC = ("shm", "msg", "sem")
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
+CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWNET = 0x04000000, 0x08000000, 0x40000000
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+NO_NAMESPACES = "codegrpo-runner: cannot give each program namespaces of its own here"
 IPC_RMID = 0
 READ_CHUNK = 1 << 16
 POLL_S = 0.05  # how often a running program is checked for leftovers that hold its pipes
@@ -98,6 +105,9 @@ def main(bundle: str) -> None:
     _prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphaned daemons are re-parented to us, so we reap them
     _destroy(sys.argv[0])
     spec = json.loads(_decrypt(bundle, os.environ.pop(KEY_ENV)))
+    if len(spec["programs"]) > 1 and not _in_child(_isolate):
+        print(NO_NAMESPACES, file=sys.stderr)
+        sys.exit(3)
     drop = _can_drop_privileges()
     path = _safe_path(os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), drop)
     # One directory name for every program: the zygote compiles their shared prelude once for it.
@@ -140,18 +150,38 @@ def _decrypt(bundle: str, key: str) -> bytes:
 
 def _can_drop_privileges() -> bool:
     """Whether programs can run as PROGRAM_UID: only as root, and not where capabilities are dropped."""
-    if os.geteuid() != 0:
-        return False
+    return os.geteuid() == 0 and _in_child(_drop_privileges)
+
+
+def _drop_privileges() -> None:
+    os.setgroups([])
+    os.setgid(PROGRAM_GID)
+    os.setuid(PROGRAM_UID)
+
+
+def _in_child(attempt: types.FunctionType) -> bool:
+    """Whether ``attempt()`` works, tried in a fork so this process is left as it was."""
     pid = os.fork()
     if pid == 0:
         try:
-            os.setgroups([])
-            os.setgid(PROGRAM_GID)
-            os.setuid(PROGRAM_UID)
-        except OSError:
+            attempt()
+        except BaseException:
             os._exit(1)
         os._exit(0)
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
+def _isolate() -> None:
+    """Fresh network (loopback up), UTS and IPC namespaces for this process and what it starts next."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC) != 0:
+        raise OSError(ctypes.get_errno(), "unshare")
+    import fcntl
+    import struct
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        flags = struct.unpack("16sH14x", fcntl.ioctl(sock, SIOCGIFFLAGS, struct.pack("16sH14x", b"lo", 0)))[1]
+        fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP))
 
 
 def _writable_by_programs(path: str, drop: bool) -> bool:
@@ -221,6 +251,7 @@ def _run(
             return _result(127, b"", f"runner: {argv[0]}: command not found\n".encode(), 0.0, False), before
         identity = {"user": PROGRAM_UID, "group": PROGRAM_GID, "extra_groups": []} if drop else {}
         try:
+            _isolate()  # the runner's own, which the program inherits: nothing of the runner's depends on them
             process = subprocess.Popen(
                 argv,
                 executable=executable,
@@ -532,10 +563,9 @@ def _forked(
         os.closerange(3, setup)  # the zygote's socket and everything else
         os.closerange(setup + 1, FD_LIMIT)
         os.chdir(os.path.dirname(path))
+        _isolate()
         if request["drop"]:
-            os.setgroups([])
-            os.setgid(PROGRAM_GID)
-            os.setuid(PROGRAM_UID)
+            _drop_privileges()
         _prctl(PR_SET_NO_NEW_PRIVS, 1)
         _prctl(PR_SET_DUMPABLE, 1)  # as after an exec: the zygote's protection is not the program's
         os.environ.clear()

@@ -128,7 +128,7 @@ class LocalSandbox(SandboxBackend):
         self._finalizer = weakref.finalize(self, _close, self._cgroups)
         self.enforcement = self._enforcement()
         self._preflight()
-        if cfg.warm:
+        if cfg.warm and not cfg.vm_root:
             self._start_warm()
 
     # -- setup ---------------------------------------------------------------------------------------
@@ -302,7 +302,7 @@ class LocalSandbox(SandboxBackend):
             'shift; exec "$@"'
         )
         inner = [self._sh, "-c", start, "sh", program.command[0], *limits, "--", *program.command]
-        return self._sandbox_command(fds, group, inner)
+        return self._sandbox_command(fds, group, inner, WORKER_CAPABILITIES if cfg.vm_root else ())
 
     def _fallback_limits(self, extra_processes: int = 0) -> dict[str, int]:
         """prlimit's names and values for the limits no cgroup enforces here."""
@@ -341,6 +341,7 @@ class LocalSandbox(SandboxBackend):
             "--as-pid-1",
             "--cap-drop", "ALL",
             *(arg for capability in capabilities for arg in ("--cap-add", capability)),
+            *(["--uid", "0", "--gid", "0"] if cfg.vm_root else []),
             "--hostname", "sandbox",
             "--clearenv",
             "--setenv", "PATH", self._sandbox_path(),
@@ -426,7 +427,7 @@ class LocalSandbox(SandboxBackend):
 
     async def _run(self, program: Program, group: RunCgroup | None, started: float) -> RunResult:
         cfg = self.cfg
-        fds = _LaunchFds({f"/tmp/{program.filename}": program.source})
+        fds = _LaunchFds({f"/tmp/{program.filename}": program.source}, program_filter=not cfg.vm_root)
         overflow = asyncio.Event()
         captures: list[_Capture] = []
         ends: list[int] = []

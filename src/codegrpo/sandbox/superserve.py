@@ -63,7 +63,7 @@ from superserve import (
 
 from codegrpo.config import SuperserveSandboxConfig
 from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend, SandboxFatalError
-from codegrpo.sandbox.batch_runner import KEY_ENV
+from codegrpo.sandbox.batch_runner import KEY_ENV, NO_NAMESPACES
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +111,7 @@ class SuperserveSandbox(SandboxBackend):
         counters = ("created", "killed", "max_alive", "retries", "infra_failures", "reaped", "chunks", "chunks_rerun")
         self._counts = dict.fromkeys(counters, 0)
         self._warned_rerun = False
+        self._apart = False  # set when the sandboxes cannot give programs of one chunk namespaces of their own
         self._fatal_message: str | None = None
         self._creates_since_sweep = False
         self._rate_limited_until = 0.0
@@ -175,7 +176,8 @@ class SuperserveSandbox(SandboxBackend):
     def _chunks(self, programs: Sequence[Program]) -> list[list[int]]:
         """Indices of the programs each sandbox runs: enough sandboxes to use the cap, no more."""
         n = len(programs)
-        size = max(1, min(self.cfg.programs_per_sandbox, math.ceil(n / self.cfg.max_concurrency)))
+        per_sandbox = 1 if self._apart else self.cfg.programs_per_sandbox
+        size = max(1, min(per_sandbox, math.ceil(n / self.cfg.max_concurrency)))
         count = math.ceil(n / size)
         # Strided, not sliced: a GRPO group's completions sit side by side in the batch, so with at
         # least as many chunks as the group has completions, no two of them share a sandbox.
@@ -242,6 +244,11 @@ class SuperserveSandbox(SandboxBackend):
     async def _rerun_apart(self, programs: list[Program], error: _RunnerFailed) -> list[RunResult]:
         """Run a chunk's programs again, a sandbox each: whatever broke its runner breaks only itself."""
         self._count("chunks_rerun")
+        if NO_NAMESPACES in str(error) and not self._apart:
+            # Programs of one chunk could then reach each other through the kernel: from now on, one each.
+            self._apart = True
+            log.warning("superserve: these sandboxes cannot give each program namespaces of its own (the runner "
+                        "needs CAP_SYS_ADMIN); every program now gets a sandbox of its own")  # fmt: skip
         level = logging.DEBUG if self._warned_rerun else logging.WARNING
         self._warned_rerun = True
         log.log(level, "superserve: a chunk of %d programs is run again one per sandbox (%s)", len(programs), error)
