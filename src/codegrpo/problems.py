@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from codegrpo import resources
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 EXPRESSION_FIELDS = ("id", "prompt", "test", "expected")
 HUMANEVAL_FIELDS = ("task_id", "prompt", "test", "entry_point")
@@ -45,7 +47,7 @@ def resolve_path(path: str) -> Path:
             raise ProblemError(f"problem file {path}: package {package!r} is not installed (pip install it)")
         return Path(next(iter(spec.submodule_search_locations))) / relative
     candidate = Path(path).expanduser()
-    return candidate if candidate.is_absolute() else PROJECT_ROOT / candidate
+    return candidate if candidate.is_absolute() else resources.project_path(candidate)
 
 
 def _read_lines(path: Path) -> Iterable[str]:

@@ -139,14 +139,15 @@ def services(tmp_path_factory):
     host.close()
 
 
-@pytest.fixture(scope="module", params=["warm", "cold"])
+@pytest.fixture(scope="module", params=["warm", "cold", "warm-rlimits", "cold-rlimits"])
 def kind(request) -> str:
     return request.param
 
 
 @pytest.fixture(scope="module")
 def sandbox(kind):
-    box = make_sandbox(warm=kind == "warm")
+    # As root, rlimits bind too: every sandbox runs as an unprivileged uid.
+    box = make_sandbox(warm=kind.startswith("warm"), use_cgroups=not kind.endswith("rlimits"))
     yield box
     asyncio.run(box.aclose())
 
@@ -193,7 +194,8 @@ class Attack:
     outcome: Outcome
     problem: str = "is_prime"
     timeout_s: float = 5.0
-    needs_cgroups: bool = False
+    # Where RLIMIT_AS stands in for the memory cgroup, an allocation fails inside the program instead.
+    rlimit_outcome: Outcome | None = None
     check: Callable[[RunResult, dict], None] | None = field(default=None, compare=False)
 
 
@@ -296,7 +298,7 @@ ATTACKS = [
                 os.fork()
             except OSError:
                 pass
-    """, Status.TIMEOUT, 0.0, Outcome.TIMEOUT, timeout_s=1.0, needs_cgroups=True, check=_killed_on_time),
+    """, Status.TIMEOUT, 0.0, Outcome.TIMEOUT, timeout_s=1.0, check=_killed_on_time),
     Attack("fork_until_refused", """
         import os, time
         COUNT = 0
@@ -312,7 +314,7 @@ ATTACKS = [
 
         def is_prime(n):
             return COUNT
-    """, Status.FAILED, 0.0, Outcome.EXITED, needs_cgroups=True, check=_fewer_than_the_process_limit),
+    """, Status.FAILED, 0.0, Outcome.EXITED, check=_fewer_than_the_process_limit),
     Attack("thread_bomb", """
         import threading, time
         COUNT = 0
@@ -325,14 +327,14 @@ ATTACKS = [
 
         def is_prime(n):
             return COUNT
-    """, Status.FAILED, 0.0, Outcome.EXITED, needs_cgroups=True, check=_fewer_than_the_process_limit),
+    """, Status.FAILED, 0.0, Outcome.EXITED, check=_fewer_than_the_process_limit),
     Attack("memory_bomb", "BOMB = bytearray(2 << 30)\n\ndef is_prime(n):\n    return len(BOMB) > 0\n",
-           Status.ERROR, 0.0, Outcome.MEMORY_LIMIT, timeout_s=10.0, needs_cgroups=True),
+           Status.ERROR, 0.0, Outcome.MEMORY_LIMIT, timeout_s=10.0, rlimit_outcome=Outcome.EXITED),
     Attack("memory_creep", fenced("""
         chunks = []
         while True:
             chunks.append(bytearray(32 << 20))
-    """), Status.ERROR, 0.0, Outcome.MEMORY_LIMIT, timeout_s=10.0, needs_cgroups=True),
+    """), Status.ERROR, 0.0, Outcome.MEMORY_LIMIT, timeout_s=10.0, rlimit_outcome=Outcome.EXITED),
     Attack("fill_tmp", """
         WRITTEN = 0
         try:
@@ -618,8 +620,6 @@ def test_there_are_enough_attacks():
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.name for a in ATTACKS])
 def test_attack_is_contained(attack: Attack, sandbox, kind, services, contained):
-    if attack.needs_cgroups and not has_cgroups(sandbox):
-        pytest.skip(f"needs memory and pids cgroups; here: {sandbox.enforcement}")
     ctx = _context(services, sandbox)
     completion = string.Template(textwrap.dedent(attack.code)).substitute(
         {k: v for k, v in ctx.items() if isinstance(v, (str, int))}
@@ -628,6 +628,8 @@ def test_attack_is_contained(attack: Attack, sandbox, kind, services, contained)
     scored, result = score(sandbox, attack.problem, completion, attack.timeout_s)
     contained.append(result)
     outcome, check = attack.outcome, attack.check
+    if not has_cgroups(sandbox) and attack.rlimit_outcome is not None:
+        outcome = attack.rlimit_outcome
     assert result.outcome is outcome, (result.outcome, result.exit_code, result.stderr[-2000:])
     assert (scored.verdict.status, scored.verdict.reward) == (attack.status, attack.reward), scored.verdict
     assert time.monotonic() - started < attack.timeout_s + 5
