@@ -2,8 +2,10 @@
 
 Works with cgroup v1 (a hierarchy per controller) and v2 (unified). Each sandbox gets a parent cgroup
 inside this process's own cgroup, so whatever limits the trainer runs under still cover its programs,
-and each run gets a child of that parent with the limits set. Where no writable cgroup exists, the
-caller falls back to rlimits (see ``CgroupLimits.unavailable``).
+and each run gets a child of that parent with the limits set. On v2 a cgroup with processes cannot
+hand controllers to children, so the processes of our own cgroup (the trainer's) first move into a
+leaf beside the sandboxes' cgroups, ``codegrpo-leaf``. Where no writable cgroup exists, the caller
+falls back to rlimits (see ``CgroupLimits.unavailable``, which says what is missing and how to grant it).
 """
 
 from __future__ import annotations
@@ -24,6 +26,11 @@ log = logging.getLogger(__name__)
 
 CONTROLLERS = ("memory", "pids")
 PREFIX = "codegrpo-"
+LEAF = "codegrpo-leaf"  # where the processes of our own v2 cgroup move, so it may enable controllers
+DELEGATE_HINT = (
+    "run the trainer in a cgroup it may manage: `systemd-run --scope -p Delegate=yes <command>`, or a "
+    "container with its own cgroup namespace (`docker run --cgroupns=private`, the default on cgroup v2)"
+)
 _instances = itertools.count()
 
 
@@ -52,6 +59,7 @@ def find_hierarchies(proc_cgroup: str | None = None, mountinfo: str | None = Non
     """For each of memory and pids: the mounted hierarchy that has it, and our cgroup in it.
 
     ``proc_cgroup`` and ``mountinfo`` default to this process's /proc/self/cgroup and mountinfo.
+    Our own v2 cgroup is always under key "unified" when a v2 hierarchy shows it, controllers or not.
     """
     if proc_cgroup is None:
         proc_cgroup = Path("/proc/self/cgroup").read_text()
@@ -79,6 +87,9 @@ def find_hierarchies(proc_cgroup: str | None = None, mountinfo: str | None = Non
             if relative is None:
                 continue
             own = Path(mountpoint, relative)
+            if own.name == LEAF:  # moved there by an earlier sandbox of this process
+                own = own.parent
+            found.setdefault("unified", Hierarchy(2, own))
             try:
                 available = (own / "cgroup.controllers").read_text().split()
             except OSError:
@@ -208,12 +219,12 @@ class CgroupLimits:
         for controller in CONTROLLERS:
             hierarchy = hierarchies.get(controller)
             if hierarchy is None:
-                self.unavailable[controller] = "no cgroup hierarchy with this controller is mounted"
+                self.unavailable[controller] = _missing(controller, hierarchies.get("unified"))
                 continue
             try:
                 self._parents[controller] = self._make_parent(hierarchy, controller, name)
             except OSError as error:
-                self.unavailable[controller] = f"cannot create a cgroup under {hierarchy.own}: {error}"
+                self.unavailable[controller] = f"cannot create a cgroup under {hierarchy.own}: {error}; {DELEGATE_HINT}"
                 continue
             self.controllers[controller] = hierarchy.version
 
@@ -223,8 +234,9 @@ class CgroupLimits:
         _sweep_stale(own)
         parent = own / name
         if hierarchy.version == 2:
-            # v2 hands a controller to children only through subtree_control; this fails (EBUSY) when
-            # our own cgroup also holds processes and is not the root, which is the usual case.
+            # v2 hands a controller to children only through subtree_control, which a cgroup that
+            # holds processes may not use (unless it is the root): ours move into a leaf first.
+            _move_into_leaf(own)
             _write(own / "cgroup.subtree_control", f"+{controller}")
             parent.mkdir(exist_ok=True)
             _write(parent / "cgroup.subtree_control", f"+{controller}")
@@ -272,6 +284,35 @@ class CgroupLimits:
         for parent in set(self._parents.values()):
             _remove(parent, deadline)
         self._parents.clear()
+
+
+def _move_into_leaf(own: Path) -> None:
+    """Move every process of ``own`` (the trainer's, at least) into ``own``/LEAF. Raises OSError."""
+    pids = _pids(own)
+    if not pids or not (own / "cgroup.type").exists():
+        return  # nothing to move, or the root cgroup, which may hold processes and hand down controllers
+    leaf = own / LEAF
+    leaf.mkdir(exist_ok=True)
+    for pid in pids:
+        try:
+            _write(leaf / "cgroup.procs", str(pid))
+        except ProcessLookupError:
+            pass  # gone meanwhile
+        except OSError as error:
+            if error.errno != errno.ESRCH:
+                raise
+
+
+def _missing(controller: str, unified: Hierarchy | None) -> str:
+    """Why ``controller`` has no hierarchy for us, and how to grant it."""
+    if unified is None:
+        return f"no cgroup hierarchy with the {controller} controller is mounted for this process"
+    own = unified.own
+    return (
+        f"cgroup v2 does not delegate {controller} to {own} (it is not in {own}/cgroup.controllers): enable it "
+        f"in {own.parent}/cgroup.subtree_control (as root: `echo +{controller} > {own.parent}/cgroup.subtree_control`)"
+        f", or {DELEGATE_HINT}"
+    )
 
 
 def _sweep_stale(own: Path) -> None:
