@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
 
 
 @dataclass
@@ -239,8 +239,17 @@ class ScoreConfig:
     batch_size: int = 64  # completions per sandbox batch; progress is shown after each
 
 
+def auto_concurrency() -> int:
+    """``${auto_concurrency:}``: programs at once for the local sandbox, the usable cores less one for the
+    trainer (at least 2)."""
+    from codegrpo.sandbox.cgroups import usable_cores
+
+    return max(2, usable_cores() - 1)
+
+
 def register_configs() -> None:
-    """Register every schema. Idempotent, so tests and commands may call it freely."""
+    """Register every schema and resolver. Idempotent, so tests and commands may call it freely."""
+    OmegaConf.register_new_resolver("auto_concurrency", auto_concurrency, replace=True)
     cs = ConfigStore.instance()
     cs.store(name="base_train", node=TrainConfig)
     cs.store(name="base_score", node=ScoreConfig)

@@ -19,7 +19,7 @@ from codegrpo.programs import get_language
 from codegrpo.prompts import build_messages
 from codegrpo.reward import Scorer, make_code_reward
 from codegrpo.runinfo import write_run_info
-from codegrpo.sandbox import Program, SandboxBackend, SandboxFatalError, build_sandbox
+from codegrpo.sandbox import Program, SandboxBackend, SandboxFatalError, build_sandbox, share_concurrency
 
 log = logging.getLogger(__name__)
 WANDB_ID_FILE = "wandb_run_id.txt"
@@ -72,7 +72,7 @@ def build_scorer(cfg: DictConfig) -> tuple[list[Problem], Scorer]:
     language = get_language(cfg.problems.language)
     sandbox_cfg = cfg.sandbox.copy()
     with open_dict(sandbox_cfg):
-        sandbox_cfg.max_concurrency = max(1, cfg.sandbox.max_concurrency // world_size())
+        sandbox_cfg.max_concurrency = share_concurrency(cfg.sandbox.max_concurrency, world_size())
     sandbox = build_sandbox(sandbox_cfg)
     check_sandbox(sandbox, language.name)
     scorer = Scorer(problems, sandbox, language, cfg.reward.kind, cfg.reward.extract, cfg.sandbox.timeout_s)

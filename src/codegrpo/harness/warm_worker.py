@@ -10,7 +10,7 @@
 #
 # Each program gets namespaces of its own, made here with the capabilities bubblewrap left this process
 # in the sandbox's user namespace (never the host's): a fresh pid namespace (the program is its pid 1,
-# as in a cold sandbox, with its own /proc), mount namespace with a fresh size-limited /tmp, and UTS,
+# as in a cold sandbox, with its own /proc), mount namespace with a fresh size-limited /tmp and /dev/pts, and UTS,
 # IPC and network namespaces. The program's process then drops every capability and adds the host's
 # seccomp filter for programs before it runs a line of the program. Whatever one program sets (files,
 # xattrs and times of /tmp, the hostname, sockets and their TIME_WAIT entries, pids) lives in
@@ -191,6 +191,9 @@ def enter_namespaces(config):
     check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
     options = f"size={config['tmpfs_bytes']},mode=1777".encode()
     check(libc.mount(b"tmpfs", TMP.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options), "mount /tmp")
+    # A pty instance of its own: the sandbox's is writable by all, its times a channel between programs.
+    devpts = b"newinstance,ptmxmode=0666,mode=620"
+    check(libc.mount(b"devpts", b"/dev/pts", b"devpts", MS_NOSUID | MS_NOEXEC, devpts), "mount /dev/pts")
     loopback_up()
 
 

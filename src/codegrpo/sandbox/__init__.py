@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend, SandboxFatalError
+from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend, SandboxFatalError, format_limits
 
-__all__ = ["Outcome", "Program", "RunResult", "SandboxBackend", "SandboxFatalError", "build_sandbox"]
+__all__ = [
+    "Outcome", "Program", "RunResult", "SandboxBackend", "SandboxFatalError", "build_sandbox", "format_limits",
+    "share_concurrency",
+]  # fmt: skip
+
+
+def share_concurrency(value: int, ranks: int) -> int:
+    """One training process's share of ``sandbox.max_concurrency`` when ``ranks`` train on this machine."""
+    return max(1, value // ranks)
 
 
 def build_sandbox(cfg) -> SandboxBackend:

@@ -81,3 +81,16 @@ class SandboxBackend(abc.ABC):
     def stats(self) -> dict[str, float]:
         """Counters worth logging (sandboxes created and killed, for example)."""
         return {}
+
+    def limits(self) -> list[tuple[str, str, str]]:
+        """Each limit on a program, its value, and what enforces it (``python -m codegrpo.limits``)."""
+        return []
+
+
+def format_limits(rows: list[tuple[str, str, str]]) -> str:
+    """The limits table, as the limits command prints it and the trainer logs it."""
+    if not rows:
+        return "(this sandbox reports no limits)"
+    rows = [("limit", "value", "enforced by"), *rows]
+    width = max(len(name) for name, _, _ in rows), max(len(value) for _, value, _ in rows)
+    return "\n".join(f"{name:<{width[0]}}  {value:<{width[1]}}  {how}" for name, value, how in rows)

@@ -55,8 +55,10 @@ def _relative(path: str, root: str) -> str | None:
     return None  # our cgroup is outside what this mount shows
 
 
-def find_hierarchies(proc_cgroup: str | None = None, mountinfo: str | None = None) -> dict[str, Hierarchy]:
-    """For each of memory and pids: the mounted hierarchy that has it, and our cgroup in it.
+def find_hierarchies(
+    proc_cgroup: str | None = None, mountinfo: str | None = None, controllers: tuple[str, ...] = CONTROLLERS
+) -> dict[str, Hierarchy]:
+    """For each of ``controllers``: the mounted hierarchy that has it, and our cgroup in it.
 
     ``proc_cgroup`` and ``mountinfo`` default to this process's /proc/self/cgroup and mountinfo.
     Our own v2 cgroup is always under key "unified" when a v2 hierarchy shows it, controllers or not.
@@ -79,7 +81,7 @@ def find_hierarchies(proc_cgroup: str | None = None, mountinfo: str | None = Non
         fields, (fstype, _source, options) = left.split(), right.split(" ", 2)
         root, mountpoint = _unescape(fields[3]), _unescape(fields[4])
         if fstype == "cgroup":
-            for name in set(CONTROLLERS) & set(options.split(",")) - found.keys():
+            for name in set(controllers) & set(options.split(",")) - found.keys():
                 if name in own_v1 and (relative := _relative(own_v1[name], root)) is not None:
                     found[name] = Hierarchy(1, Path(mountpoint, relative))
         elif fstype == "cgroup2" and own_v2 is not None:
@@ -94,9 +96,26 @@ def find_hierarchies(proc_cgroup: str | None = None, mountinfo: str | None = Non
                 available = (own / "cgroup.controllers").read_text().split()
             except OSError:
                 continue
-            for name in set(CONTROLLERS) & set(available) - found.keys():
+            for name in set(controllers) & set(available) - found.keys():
                 found[name] = Hierarchy(2, own)
     return found
+
+
+def usable_cores() -> int:
+    """The CPUs this process may use: its affinity, capped by a cgroup CPU quota (v2 cpu.max, v1 cfs)."""
+    cores = len(os.sched_getaffinity(0))
+    for hierarchy in find_hierarchies(controllers=("cpu",)).values():
+        try:
+            if hierarchy.version == 2:
+                quota, period = (hierarchy.own / "cpu.max").read_text().split()
+            else:
+                quota = (hierarchy.own / "cpu.cfs_quota_us").read_text().strip()
+                period = (hierarchy.own / "cpu.cfs_period_us").read_text().strip()
+            if quota not in ("max", "-1"):
+                cores = min(cores, max(1, int(quota) // int(period)))
+        except (OSError, ValueError):
+            continue
+    return cores
 
 
 def _pid_alive(pid: int) -> bool:

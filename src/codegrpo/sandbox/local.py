@@ -106,6 +106,8 @@ class LocalSandbox(SandboxBackend):
 
     def __init__(self, cfg: LocalSandboxConfig) -> None:
         self.cfg = cfg
+        if cfg.max_concurrency < 1:
+            raise SandboxFatalError(f"sandbox.max_concurrency must be at least 1, not {cfg.max_concurrency}")
         self._bwrap = _require(cfg.bwrap, BWRAP_INSTALL_HINT)
         util_hint = "{} is required for sandbox=local; install {}."
         self._prlimit = _require("prlimit", util_hint.format("prlimit", "util-linux"))
@@ -113,7 +115,11 @@ class LocalSandbox(SandboxBackend):
         # As root, every sandbox runs as an unprivileged host user: never as host root, whose uid 0
         # would own /proc/sys inside (and RLIMIT_NPROC would not bind).
         self._user: list[str] = []
-        if os.geteuid() == 0:
+        self.uid = os.geteuid()
+        if self.uid == 0:
+            if cfg.uid == 0:
+                raise SandboxFatalError("sandbox.uid=0 would run model-written code as host root; choose another uid")
+            self.uid = cfg.uid
             setpriv = _require("setpriv", util_hint.format("setpriv", "util-linux"))
             self._user = [setpriv, f"--reuid={cfg.uid}", f"--regid={cfg.gid}", "--clear-groups", "--"]
         self._prefix = self._reachable_prefix()
@@ -159,7 +165,9 @@ class LocalSandbox(SandboxBackend):
         """How each limit is enforced on this machine (logged once; the README explains the fallbacks)."""
         controllers = self._cgroups.controllers if self._cgroups else {}
         memory = f"cgroup v{controllers['memory']}" if "memory" in controllers else "RLIMIT_AS"
-        processes = f"cgroup v{controllers['pids']}" if "pids" in controllers else "RLIMIT_NPROC"
+        # Counted per (user namespace, uid): each sandbox on its own. It binds every uid but host root's.
+        nproc = f"RLIMIT_NPROC as uid {self.uid}"
+        processes = f"cgroup v{controllers['pids']}" if "pids" in controllers else nproc
         enforcement = {"memory": memory, "processes": processes}
         unavailable = self._cgroups.unavailable if self._cgroups else {"memory": "disabled", "pids": "disabled"}
         for controller, why in unavailable.items():
@@ -526,6 +534,28 @@ class LocalSandbox(SandboxBackend):
                 group.destroy()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(waiter), _KILL_GRACE_S)
+
+    def limits(self) -> list[tuple[str, str, str]]:
+        """Each limit of this sandbox, its value, and what enforces it on this machine."""
+        cfg = self.cfg
+        user = "setpriv (the trainer is root)" if self._user else "the trainer's own uid (not root)"
+        warm = "warm workers" if self._warm is not None else "a fresh sandbox per program"
+        syscalls = "seccomp, a profile like Docker's" if seccomp.supported() else "nothing (no filter for this CPU)"
+        return [
+            ("user", f"uid {self.uid}, gid {cfg.gid if self._user else os.getegid()}", user),
+            ("memory", f"{cfg.memory_mb} MiB", self.enforcement["memory"]),
+            ("processes", str(cfg.max_processes), self.enforcement["processes"]),
+            ("wall time", f"{cfg.timeout_s:g} s (or the problem's)", "the host kills the whole sandbox"),
+            ("CPU time", "the wall time", "RLIMIT_CPU"),
+            ("file size", f"{cfg.file_size_limit_bytes >> 20} MiB", "RLIMIT_FSIZE"),
+            ("open files", str(cfg.open_files), "RLIMIT_NOFILE"),
+            ("/tmp", f"{cfg.tmpfs_limit_bytes >> 20} MiB", "tmpfs size, a fresh one per program"),
+            ("output", f"{cfg.stdout_limit_bytes >> 20} MiB stdout, {cfg.stderr_limit_bytes >> 20} MiB stderr",
+             "the host stops reading and kills"),
+            ("network", "none", "a network namespace of its own (loopback only)"),
+            ("syscalls", "no io_uring, bpf, mount, new namespaces, ...", syscalls),
+            ("at once", f"{cfg.max_concurrency} programs", f"the sandbox's semaphore; {warm}"),
+        ]  # fmt: skip
 
     def stats(self) -> dict[str, float]:
         """sandbox/runs, sandbox/<outcome> for each outcome seen, sandbox/cgroup_leaks if any, and how

@@ -5,7 +5,8 @@ namespace keeps without a process), io_uring, bpf, perf_event_open, userfaultfd,
 namespaces (clone/unshare with CLONE_NEWUSER; clone3 says ENOSYS so libc falls back to clone, whose
 flags a filter can read), and every syscall of a foreign ABI (x32, i386 through int 0x80). A program
 (``program``) is refused as well the mount family, unshare, setns, any clone that makes a namespace,
-and ptrace: none of which a Python or Node program that scores code needs. A cold sandbox runs under
+ptrace, and preadv2/pwritev2 with RWF_NOWAIT (EOPNOTSUPP: it would tell what is in the page cache):
+none of which a Python or Node program that scores code needs. A cold sandbox runs under
 the program filter; a warm worker under the base one (it makes each program's namespaces), and each
 program's process adds the program filter before it runs a line of the program.
 """
@@ -26,7 +27,9 @@ _JUMP_GREATER_EQUAL = 0x35  # BPF_JMP | BPF_JGE | BPF_K
 _RETURN = 0x06  # BPF_RET | BPF_K
 _ALLOW = 0x7FFF0000
 _ERRNO = 0x00050000
-_NR_OFFSET, _ARCH_OFFSET, _ARG0_OFFSET = 0, 4, 16  # in struct seccomp_data (arg 0's low word, little-endian)
+_NR_OFFSET, _ARCH_OFFSET = 0, 4  # in struct seccomp_data
+_ARG_OFFSET = (16, 24, 32, 40, 48, 56)  # each argument's low word (little-endian)
+RWF_NOWAIT = 0x8
 _X32_BIT = 0x40000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NAMESPACES = 0x7E020000  # NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
@@ -37,13 +40,13 @@ _ARCHES = {
         "add_key": 248, "request_key": 249, "keyctl": 250, "shmget": 29, "semget": 64, "msgget": 68,
         "mq_open": 240, "bpf": 321, "perf_event_open": 298, "userfaultfd": 323, "kexec_load": 246,
         "kexec_file_load": 320, "clone": 56, "unshare": 272, "setns": 308, "mount": 165, "umount2": 166,
-        "pivot_root": 155, "ptrace": 101, "open_by_handle_at": 304,
+        "pivot_root": 155, "ptrace": 101, "open_by_handle_at": 304, "preadv2": 327, "pwritev2": 328,
     }),
     "aarch64": (0xC00000B7, {
         "add_key": 217, "request_key": 218, "keyctl": 219, "shmget": 194, "semget": 190, "msgget": 186,
         "mq_open": 180, "bpf": 280, "perf_event_open": 241, "userfaultfd": 282, "kexec_load": 104,
         "kexec_file_load": 294, "clone": 220, "unshare": 97, "setns": 268, "mount": 40, "umount2": 39,
-        "pivot_root": 41, "ptrace": 117, "open_by_handle_at": 265,
+        "pivot_root": 41, "ptrace": 117, "open_by_handle_at": 265, "preadv2": 286, "pwritev2": 287,
     }),
 }  # fmt: skip
 # Numbered alike on both machines (the syscall table they share from 403 on).
@@ -80,17 +83,22 @@ def build_filter(machine: str | None = None, program: bool = True) -> bytes:
     denied.append((numbers["clone3"], _ERRNO | errno.ENOSYS))
     for number, action in denied:
         code += [(_JUMP_EQUAL, 0, 1, number), (_RETURN, 0, 0, action)]
-    flag_checks = [(numbers["clone"], CLONE_NAMESPACES if program else CLONE_NEWUSER)]
-    if not program:
-        flag_checks.append((numbers["unshare"], CLONE_NEWUSER))
-    for number, mask in flag_checks:
+    # (syscall, argument, flags refused in it, the refusal)
+    flag_checks = [(numbers["clone"], 0, CLONE_NAMESPACES if program else CLONE_NEWUSER, refuse)]
+    if program:
+        # RWF_NOWAIT tells whether a file is in the page cache: a channel between programs (and sandboxes).
+        not_supported = _ERRNO | errno.EOPNOTSUPP
+        flag_checks += [(numbers[name], 5, RWF_NOWAIT, not_supported) for name in ("preadv2", "pwritev2")]
+    else:
+        flag_checks.append((numbers["unshare"], 0, CLONE_NEWUSER, refuse))
+    for number, argument, mask, action in flag_checks:
         # Not this syscall: skip the 5 instructions; else allowed only when no flag of ``mask`` is set.
         code += [
             (_JUMP_EQUAL, 0, 5, number),
-            (_LOAD_WORD, 0, 0, _ARG0_OFFSET),
+            (_LOAD_WORD, 0, 0, _ARG_OFFSET[argument]),
             (_AND, 0, 0, mask),
             (_JUMP_EQUAL, 1, 0, 0),
-            (_RETURN, 0, 0, refuse),
+            (_RETURN, 0, 0, action),
             (_RETURN, 0, 0, _ALLOW),
         ]
     code.append((_RETURN, 0, 0, _ALLOW))

@@ -6,7 +6,7 @@ most programs run. A warm worker pays that once: its sandbox's pid 1 is a Python
 fresh pid, mount (/tmp, /proc), UTS, IPC and network namespaces of the program's own, and kills
 everything left once the program is over (README, Security, has the guarantees). A worker that still
 holds memory after a program, breaks its protocol or dies is thrown away, and a program it could not
-run properly is run again in a fresh sandbox by the caller.
+run to the end is run again in a fresh sandbox by the caller.
 
 Workers are driven from threads with blocking sockets and pipes, so a pool serves any event loop: TRL scores
 async rewards on its own loop thread, and the commands use asyncio.run.
@@ -154,7 +154,7 @@ class WarmWorker:
 
     def run(self, program: Program) -> RunResult:
         """Run one program; never raises for anything the program does. A SANDBOX_ERROR means the
-        program's result is unknown (the worker failed, or could not be shown clean afterwards)."""
+        program's result is unknown (the worker failed, or could not start it)."""
         started = time.monotonic()
         ooms = self.group.oom_kills() if self.group is not None else 0
         prelude = program.source[: program.prelude_chars]
@@ -169,12 +169,11 @@ class WarmWorker:
             message = f"warm worker failed: {error!r}{self._stderr_tail()}"
             self.close()
             return RunResult(Outcome.SANDBOX_ERROR, error=message)
-        pinned = self._pinned_beyond_slack()
-        if pinned:
-            # What the program left charged to the worker (xattrs, files or sockets kept alive by fds in
-            # flight) would count against every later program's limit: neither is trusted.
+        if self._pinned_beyond_slack():
+            # What this program left charged to the worker (xattrs, files or sockets kept alive by fds in
+            # flight) would count against every later program's limit: the worker goes. The worker was
+            # clean before this program, so the result is the program's own and stands.
             self.close()
-            return RunResult(Outcome.SANDBOX_ERROR, error=f"the worker still held {pinned >> 20} MiB after the program")
         duration = time.monotonic() - started
         if overflow:
             return RunResult(Outcome.OUTPUT_LIMIT, None, stdout, stderr, duration)
@@ -185,15 +184,12 @@ class WarmWorker:
         outcome, exit_code = classify_exit(code, stderr)
         return RunResult(outcome, exit_code, stdout, stderr, duration)
 
-    def _pinned_beyond_slack(self) -> int:
-        """Bytes the worker's cgroup holds beyond its start and the slack; 0 when fine or unknown."""
+    def _pinned_beyond_slack(self) -> bool:
+        """Whether the worker's cgroup holds more than at its start, by over the slack (False if unknown)."""
         if self.group is None or self._pinned_at_start is None:
-            return 0
+            return False
         pinned = self.group.pinned_bytes()
-        if pinned is None:
-            return 0
-        excess = pinned - self._pinned_at_start
-        return excess if excess > PINNED_SLACK_BYTES else 0
+        return pinned is not None and pinned - self._pinned_at_start > PINNED_SLACK_BYTES
 
     def _start(self, program: Program, request: dict) -> list[int]:
         """Send the request with the program's source and output pipes; returns the pipes' read ends."""
