@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -59,3 +60,14 @@ def test_validate_lists_failing_references(tmp_path):
     assert done.returncode == 1
     assert "FAIL     bad: failed" in done.stdout and "MISSING  none" in done.stdout
     assert "jsonl: 1/3 references pass" in done.stdout
+
+
+def test_limits_prints_what_enforces_each_limit():
+    done = command("codegrpo.limits", "sandbox.use_cgroups=false", "sandbox.max_concurrency=3")
+    assert done.returncode == 0, done.stderr
+    rows = {line.split("  ")[0]: line for line in done.stdout.splitlines()}
+    assert rows["limit"].split() == ["limit", "value", "enforced", "by"]
+    uid = 65534 if os.geteuid() == 0 else os.geteuid()
+    assert rows["processes"].endswith(f"RLIMIT_NPROC as uid {uid}") and rows["memory"].endswith("RLIMIT_AS")
+    assert "3 programs" in rows["at once"] and f"uid {uid}" in rows["user"]
+    assert command("codegrpo.limits", "sandbox.max_concurrency=0").returncode == 2  # one clear line, no traceback

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from codegrpo.config import LocalSandboxConfig
-from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxFatalError
+from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxFatalError, format_limits
 from codegrpo.sandbox.cgroups import LEAF, PREFIX, CgroupLimits, Hierarchy, find_hierarchies
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the local sandbox needs bubblewrap")
@@ -824,3 +824,20 @@ def test_v2_setup_writes_the_unified_files(tmp_path):
     assert (directory / "pids.max").read_text() == "16"
     (directory / "memory.events").write_text("low 0\nhigh 0\nmax 7\noom 2\noom_kill 1\n")
     assert run.oom_kills() == 1
+
+
+def test_the_limits_table_says_what_enforces_each(sandbox, fallback):
+    for box in (sandbox, fallback):
+        rows = {name: (value, how) for name, value, how in box.limits()}
+        assert rows["memory"] == ("1024 MiB", box.enforcement["memory"])
+        assert rows["processes"] == ("32", box.enforcement["processes"])
+        assert rows["user"][0].startswith(f"uid {box.uid},") and box.uid != 0
+    assert fallback.enforcement == {"memory": "RLIMIT_AS", "processes": f"RLIMIT_NPROC as uid {fallback.uid}"}
+    assert "\n" in format_limits(fallback.limits()) and format_limits([]).startswith("(")
+
+
+def test_never_host_root():
+    if os.geteuid() != 0:
+        pytest.skip("only a root trainer chooses the sandbox's uid")
+    with pytest.raises(SandboxFatalError, match="host root"):
+        make_sandbox(uid=0)
