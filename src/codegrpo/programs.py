@@ -91,7 +91,9 @@ def _javascript_program(problem: Problem, code: str) -> str:
 @dataclass(frozen=True)
 class HumanEvalCheck:
     source: str  # test code that defines _codegrpo_check() -> records
-    expected: list[Any]  # per check: [literal] compared on the host, or None when judged in the sandbox
+    # Per check, how the host judges its value record: ["eq", literal], ["truthy", bool] or
+    # ["near", value, tolerance, inclusive]; None when the check is an assert decided in the sandbox.
+    expected: list[Any]
 
 
 def _literal(node: ast.expr) -> tuple[bool, Any]:
@@ -103,12 +105,32 @@ def _literal(node: ast.expr) -> tuple[bool, Any]:
         return False, None
 
 
+def _number(node: ast.expr) -> float | int | None:
+    """A constant arithmetic expression (``2.0/3.0``, ``1e-6``), evaluated here, or None."""
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        value = _number(node.operand)
+        return None if value is None else (-value if isinstance(node.op, ast.USub) else value)
+    operators = {ast.Add: float.__add__, ast.Sub: float.__sub__, ast.Mult: float.__mul__, ast.Div: float.__truediv__}
+    if isinstance(node, ast.BinOp) and type(node.op) in operators:
+        left, right = _number(node.left), _number(node.right)
+        if left is not None and right is not None:
+            try:
+                return operators[type(node.op)](float(left), float(right))
+            except ZeroDivisionError:
+                return None
+    return None
+
+
 @cache
 def humaneval_check(problem: Problem) -> HumanEvalCheck:
     """Split HumanEval's check(candidate) into one record per top-level statement that asserts.
 
-    ``assert f(x) == <literal>`` becomes a value record compared on the host, so that literal never
-    needs to be trusted to the sandbox's comparison. Other asserts are judged in the sandbox.
+    Where the host can judge a check from the candidate's value (``== <literal>``, ``is True``, a bare
+    ``candidate(...)`` or ``not candidate(...)``, ``abs(candidate(...) - <number>) < <number>``), it
+    becomes a value record: what it must be never enters the sandbox. Other asserts are decided in the
+    harness's parent, out of the completion's reach.
     """
     module = ast.parse(problem.test)
     check = next((n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "check"), None)
@@ -122,10 +144,10 @@ def humaneval_check(problem: Problem) -> HumanEvalCheck:
         if not has_assert:
             body.append(ast.unparse(statement))
             continue
-        value_expr, want = _value_check(statement)
+        value_expr, want = _value_check(statement, param)
         if value_expr is not None:
             body.append(f"_records.append(_attempt(lambda: ('value', {value_expr})))")
-            expected.append([want])
+            expected.append(want)
         else:
             body.append(f"_records.append(_attempt_block({_block_source(statement)!r}, locals(), globals()))")
             expected.append(None)
@@ -136,13 +158,31 @@ def humaneval_check(problem: Problem) -> HumanEvalCheck:
     return HumanEvalCheck(source, expected)
 
 
-def _value_check(statement: ast.stmt) -> tuple[str | None, Any]:
-    if isinstance(statement, ast.Assert) and isinstance(statement.test, ast.Compare):
-        compare = statement.test
-        if len(compare.ops) == 1 and isinstance(compare.ops[0], ast.Eq):
-            ok, value = _literal(compare.comparators[0])
-            if ok:
-                return ast.unparse(compare.left), value
+def _calls(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
+
+
+def _value_check(statement: ast.stmt, param: str) -> tuple[str | None, Any]:
+    """The expression whose value the host judges, and how (see HumanEvalCheck.expected)."""
+    if not isinstance(statement, ast.Assert):
+        return None, None
+    test = statement.test
+    if _calls(test, param):
+        return ast.unparse(test), ["truthy", True]
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and _calls(test.operand, param):
+        return ast.unparse(test.operand), ["truthy", False]
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None, None
+    op, (right,) = test.ops[0], test.comparators
+    if isinstance(op, ast.Eq) or (isinstance(op, ast.Is) and isinstance(right, ast.Constant)):
+        ok, value = _literal(right)
+        return (ast.unparse(test.left), ["eq", value]) if ok else (None, None)
+    left = test.left
+    near = isinstance(op, (ast.Lt, ast.LtE)) and _calls(left, "abs") and len(left.args) == 1
+    if near and isinstance(diff := left.args[0], ast.BinOp) and isinstance(diff.op, ast.Sub):
+        target, tolerance = _number(diff.right), _number(right)
+        if target is not None and tolerance is not None:
+            return ast.unparse(diff.left), ["near", target, tolerance, isinstance(op, ast.LtE)]
     return None, None
 
 

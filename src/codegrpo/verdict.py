@@ -81,9 +81,9 @@ def score_values(actual: Any, expected: Any, partial: bool) -> Verdict:
 
 
 def score_checks(records: Any, expected: list[Any], partial: bool) -> Verdict:
-    """HumanEval form: one record per check; a value record is compared here, on the host.
+    """HumanEval form: one record per check; a value record is judged here, on the host.
 
-    ``expected[i]`` is the literal a value-check must equal, or None for a check judged in the sandbox.
+    ``expected[i]`` says how (``programs.HumanEvalCheck``), or is None for an assert decided in the sandbox.
     """
     if not isinstance(records, list) or len(records) != len(expected):
         return Verdict(Status.ERROR, 0.0, "the checks did not all run")
@@ -93,10 +93,23 @@ def score_checks(records: Any, expected: list[Any], partial: bool) -> Verdict:
             continue
         kind, value = record
         if kind == "value" and want is not None:
-            passed += strict_equal(value, want[0])
+            passed += _value_passes(value, want)
         elif kind == "assert" and want is None:
             passed += value is True
     total = len(expected)
     if passed == total:
         return Verdict(Status.PASSED, 1.0)
     return Verdict(Status.FAILED, passed / total if partial and total else 0.0)
+
+
+def _value_passes(value: Any, want: list[Any]) -> bool:
+    how, *args = want
+    if how == "eq":
+        return strict_equal(value, args[0])
+    if how == "truthy":
+        return bool(value) is args[0]
+    target, tolerance, inclusive = args
+    if type(value) not in (int, float) or math.isnan(value):
+        return False
+    distance = abs(value - target)
+    return distance <= tolerance if inclusive else distance < tolerance

