@@ -154,7 +154,7 @@ def test_d_xattrs_charged_to_a_worker_do_not_fail_later_programs(box):
     tmp = os.open("/tmp", os.O_RDONLY)
     value = os.urandom(60000)
     try:
-        for n in range(15000):  # about 900 MB
+        for n in range(20000):  # up to 1.2 GB: until the memory limit refuses more
             os.setxattr("/tmp", f"user.{n}", value)
     except OSError:
         pass
@@ -162,7 +162,7 @@ def test_d_xattrs_charged_to_a_worker_do_not_fail_later_programs(box):
     def is_prime(n):
         return None
     """
-    assert_scores(box, poison, Status.FAILED, 0.0, timeout_s=20.0)
+    assert_scores(box, poison, {Status.FAILED, Status.ERROR}, 0.0, timeout_s=20.0)  # ERROR: at the memory limit
     for _ in range(3):
         assert_scores(box, CORRECT, Status.PASSED, 1.0)
 
