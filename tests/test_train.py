@@ -37,6 +37,10 @@ def test_train_end_to_end_offline(tmp_path):
     assert (run_dir / "final_model" / "model.safetensors").is_file()
     info = json.loads((run_dir / "run_info.json").read_text())
     assert info["seed"] == 42 and len(info["problems_sha256"]) == 64
+    # The sandbox's limits on this machine, and what enforces each, are in the run's record and its log.
+    limits = {row["limit"]: row for row in info["sandbox_limits"]}
+    assert limits["processes"]["enforced_by"].startswith(("cgroup v", "RLIMIT_NPROC as uid"))
+    assert "sandbox limits on this machine" in done.stderr + (run_dir / "train.log").read_text()
 
     history = json.loads((run_dir / "log_history.json").read_text())
     steps = [row for row in history if "rewards/code_reward/mean" in row]

@@ -122,7 +122,9 @@ class LoggerConfig:
     group: str | None = None
     name: str | None = None
     tags: list[str] = field(default_factory=list)
-    mode: str | None = None  # online | offline | disabled; None: online when WANDB_API_KEY is set
+    mode: str | None = None  # online | offline | disabled; None: WANDB_MODE, else online when wandb finds credentials
+    job_type: str | None = None  # None: WANDB_JOB_TYPE, else what the command is (train, eval)
+    log_model: bool = False  # log the final model as a W&B artifact
 
 
 def _schema_type(hint: Any) -> Any:

@@ -218,7 +218,7 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
     problems, scorer = build_eval_scorer(cfg, sandbox)
     results = _evaluate_checkpoint(cfg, cfg.checkpoint, scorer, problems)
     (run_dir / "eval.json").write_text(json.dumps(results, indent=2))
-    run = tracking.start_run(cfg.logger, run_dir, OmegaConf.to_container(cfg, resolve=True))
+    run = tracking.start_run(cfg.logger, run_dir, OmegaConf.to_container(cfg, resolve=True), job_type="eval")
     if run is not None:
         run.log({f"eval/{k}": v for k, v in results.items() if k.startswith("pass@")})
     tracking.finish_run(run)
@@ -252,7 +252,7 @@ def evaluate_compare(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         evaluations.append(results)
     comparison = compare(*evaluations, cfg.evaluation.bootstrap, cfg.seed)
     comparison["compared"] = list(cfg.compare)
-    run = tracking.start_run(cfg.logger, run_dir, OmegaConf.to_container(cfg, resolve=True))
+    run = tracking.start_run(cfg.logger, run_dir, OmegaConf.to_container(cfg, resolve=True), job_type="eval")
     write_comparison(comparison, run_dir, run)
     tracking.finish_run(run)
     print(f"{comparison_summary(comparison)}; results in {run_dir / 'comparison.json'}")

@@ -19,7 +19,14 @@ from codegrpo.programs import get_language
 from codegrpo.prompts import build_messages
 from codegrpo.reward import Scorer, make_code_reward
 from codegrpo.runinfo import write_run_info
-from codegrpo.sandbox import Program, SandboxBackend, SandboxFatalError, build_sandbox, share_concurrency
+from codegrpo.sandbox import (
+    Program,
+    SandboxBackend,
+    SandboxFatalError,
+    build_sandbox,
+    format_limits,
+    share_concurrency,
+)
 
 log = logging.getLogger(__name__)
 WANDB_ID_FILE = "wandb_run_id.txt"
@@ -247,8 +254,12 @@ def train(cfg: DictConfig) -> dict[str, float]:
     run_dir.mkdir(parents=True, exist_ok=True)
     problems, scorer = build_scorer(cfg)
     checkpoint = resume_checkpoint(cfg, run_dir)
+    limits = scorer.sandbox.limits()
     if is_main_process():
-        write_run_info(run_dir, cfg.seed, problem_set_hash(problems), {"resumed_from": checkpoint})
+        log.info("sandbox limits on this machine:\n%s", format_limits(limits))
+        extra = {"resumed_from": checkpoint, "sandbox_limits": [dict(zip(("limit", "value", "enforced_by"), row,
+                                                                      strict=True)) for row in limits]}
+        write_run_info(run_dir, cfg.seed, problem_set_hash(problems), extra)
         OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
     args = grpo_args(cfg, run_dir)
     model, tokenizer = load_model_and_tokenizer(cfg.model, bf16=bool(args.bf16))
@@ -276,6 +287,8 @@ def train(cfg: DictConfig) -> dict[str, float]:
             metrics["final_reward_mean"] = rewards[-1]
         if is_main_process():
             (run_dir / "log_history.json").write_text(json.dumps(history, indent=1))
+            if cfg.save_model:
+                tracking.log_model(run, cfg.logger, run_dir / "final_model", metrics)
             if cfg.plots:
                 write_plots(history, run_dir)
             if cfg.evaluation.after:
