@@ -95,7 +95,7 @@ class LocalSandboxConfig(SandboxConfig):
     # (still an unprivileged host uid): the Superserve fake's mode. Never on for model code run locally.
     vm_root: bool = False
     use_cgroups: bool = True  # memory and process limits through a writable cgroup; rlimits when false or absent
-    warm: bool = True  # Python programs run in long-lived sandboxes, a fresh process each (README, Security)
+    warm: bool = True  # Python programs run in long-lived sandboxes, a fresh process each (docs/security.md)
 
 
 @dataclass

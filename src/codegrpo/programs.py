@@ -78,7 +78,7 @@ def _python_program(code: str, test: str, mode: str, *more: str) -> str:
 def _javascript_program(problem: Problem, code: str) -> str:
     if problem.form != "expression":
         raise ValueError(f"problem {problem.id}: JavaScript supports the expression form only")
-    # Weaker than the Python harness: the completion shares the process and its stdout (see README).
+    # Weaker than the Python harness: the completion shares the process and its stdout (see docs/security.md).
     return (
         f"{code}\n;\n"
         "let __report;\n"

@@ -12,7 +12,7 @@ outside in::
             program    still pid 1
 
 The memory and process limits come from a per-run cgroup where this process can create one, and from
-rlimits otherwise (README, Security). The program is the sandbox's pid 1 (--as-pid-1): no bwrap process
+rlimits otherwise (docs/security.md). The program is the sandbox's pid 1 (--as-pid-1): no bwrap process
 it could ptrace or read /proc/1/fd of shares the sandbox with it, it cannot be killed from inside, and
 when it dies the kernel kills every process left in its pid namespace.
 """
@@ -162,7 +162,7 @@ class LocalSandbox(SandboxBackend):
         )
 
     def _enforcement(self) -> dict[str, str]:
-        """How each limit is enforced on this machine (logged once; the README explains the fallbacks)."""
+        """How each limit is enforced on this machine (logged once; docs/security.md explains the fallbacks)."""
         controllers = self._cgroups.controllers if self._cgroups else {}
         memory = f"cgroup v{controllers['memory']}" if "memory" in controllers else "RLIMIT_AS"
         # Counted per (user namespace, uid): each sandbox on its own. It binds every uid but host root's.

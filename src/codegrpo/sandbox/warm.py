@@ -4,7 +4,7 @@ Starting bubblewrap, joining a cgroup and starting Python cost about 70 ms a pro
 most programs run. A warm worker pays that once: its sandbox's pid 1 is a Python
 (``codegrpo/harness/warm_worker.py``) that forks a child from its pristine self for each program, in
 fresh pid, mount (/tmp, /proc), UTS, IPC and network namespaces of the program's own, and kills
-everything left once the program is over (README, Security, has the guarantees). A worker that still
+everything left once the program is over (docs/security.md has the guarantees). A worker that still
 holds memory after a program, breaks its protocol or dies is thrown away, and a program it could not
 run to the end is run again in a fresh sandbox by the caller.
 
