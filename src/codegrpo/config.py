@@ -31,6 +31,8 @@ class ModelConfig:
     # bfloat16 / float16: pure reduced-precision weights, only when asked for; float32.
     dtype: str = "auto"
     trust_remote_code: bool = False
+    # The dtype final_model is written in (float32 | bfloat16 | float16): bf16 halves the disk of every run.
+    save_dtype: str = "bfloat16"
 
 
 @dataclass
@@ -65,6 +67,12 @@ class ProblemsConfig:
 class RewardConfig:
     kind: str = "binary"  # binary | partial
     extract: str = "first"  # which fenced code block to score: first | last
+    # Reward functions summed with `weights` (None: all 1.0): code_reward (the sandbox, configured by kind and
+    # extract above), a trl.rewards name (think_format_reward, get_soft_overlong_punishment, ...) or
+    # "pkg.module:function". get_* names are factories, called with args[<entry>] (see codegrpo.rewards).
+    functions: list[str] = field(default_factory=lambda: ["code_reward"])
+    weights: Optional[list[float]] = None
+    args: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -125,6 +133,20 @@ class LoggerConfig:
     mode: str | None = None  # online | offline | disabled; None: WANDB_MODE, else online when wandb finds credentials
     job_type: str | None = None  # None: WANDB_JOB_TYPE, else what the command is (train, eval)
     log_model: bool = False  # log the final model as a W&B artifact
+
+
+@dataclass
+class LoraSchema:
+    """peft=lora: train LoRA adapters (peft.LoraConfig) instead of every weight."""
+
+    r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.05
+    # Module names to adapt; [all-linear] is peft's every-linear-layer-but-the-head shortcut.
+    target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+    bias: str = "none"
+    # true: final_model is the merged full model (model.save_dtype); false: the adapter alone.
+    merge_on_save: bool = False
 
 
 def _schema_type(hint: Any) -> Any:
@@ -211,6 +233,9 @@ class TrainConfig:
     # "auto": continue from the newest checkpoint-* in run_dir (hydra.run.dir=<that run>); or a checkpoint path.
     resume: Optional[str] = None
     plots: bool = True  # PNG plots of the reward curve and pass rate in the run dir
+    peft: Optional[LoraSchema] = None  # peft=lora: LoRA adapters; None trains every weight
+    # With trainer.log_completions: a completions table (parquet, W&B) every N optimizer steps.
+    completions_every: int = 1
 
 
 @dataclass
@@ -263,3 +288,4 @@ def register_configs() -> None:
     cs.store(group="sandbox", name="base_superserve", node=SuperserveSandboxConfig)
     cs.store(group="trainer", name="base_trainer", node=trainer_schema())
     cs.store(group="logger", name="base_logger", node=LoggerConfig)
+    cs.store(group="peft", name="base_lora", node=LoraSchema)
