@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,7 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig, open_dict
 
 from codegrpo.cli import CONFIG_DIR
-from codegrpo.config import LocalSandboxConfig, register_configs
+from codegrpo.config import register_configs
 
 register_configs()
 
@@ -34,10 +33,6 @@ def compose_cfg(tmp_path: Path):
 
 @pytest.fixture(scope="session")
 def local_sandbox():
-    from codegrpo.sandbox.local import LocalSandbox
+    from tests.helpers.sandbox import make_sandbox
 
-    return LocalSandbox(LocalSandboxConfig(max_concurrency=2))
-
-
-def run(coro):
-    return asyncio.run(coro)
+    return make_sandbox()

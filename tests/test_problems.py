@@ -88,7 +88,7 @@ def test_dataset_rows_with_a_column_mapping_mbpp_style(tmp_path, local_sandbox):
     from codegrpo.problems import load_problem_set
     from codegrpo.programs import get_language
     from codegrpo.reward import Scorer
-    from tests.conftest import run
+    from tests.helpers.sandbox import run
 
     rows = [
         {"task_id": 11, "prompt": "Remove first and last occurrence of ch from s.",

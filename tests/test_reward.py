@@ -8,7 +8,7 @@ from codegrpo.problems import PROJECT_ROOT, load_problems
 from codegrpo.programs import get_language
 from codegrpo.reward import Scorer, batch_metrics, make_code_reward
 from codegrpo.verdict import Status
-from tests.conftest import run
+from tests.helpers.sandbox import run
 
 SEED = load_problems("problems/seed.jsonl")
 IS_PRIME = next(p for p in SEED if p.id == "is_prime")

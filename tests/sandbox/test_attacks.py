@@ -22,75 +22,37 @@ import textwrap
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from codegrpo.problems import PROJECT_ROOT, load_problems
 from codegrpo.programs import get_language
-from codegrpo.reward import Scored, Scorer
-from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend
+from codegrpo.reward import Scorer
+from codegrpo.sandbox.base import Outcome, Program, RunResult
 from codegrpo.verdict import Status
-from tests.sandbox.test_local import (
+from tests.helpers.sandbox import (
+    PROBLEMS,
+    PROBLEMS_FILE,
     MiB,
+    Recording,
     assert_nothing_left,
     child_pids,
+    escaped_if,
+    fenced,
     make_sandbox,
     open_fds,
     processes_with,
+    reported_value,
     run_cgroups,
+    score,
 )
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the local sandbox needs bubblewrap")
 
-PROBLEMS_FILE = PROJECT_ROOT / "problems" / "seed.jsonl"
-PROBLEMS = {p.id: p for p in load_problems(str(PROBLEMS_FILE))}
 SECRET_NAMES = ("WANDB_API_KEY", "SUPERSERVE_API_KEY", "HF_TOKEN")
 SECRET = f"sekret-{uuid.uuid4().hex}"  # the sandbox searches for the "sekret-" prefix, never the value
-RIGHT_ON_THE_TEST = "n in (2, 3, 5, 7, 97)"  # is_prime's test asks 97, 1 and 91
-
-
-class Recording(SandboxBackend):
-    """Passes programs to the real sandbox and keeps each RunResult, to look at beside the reward."""
-
-    def __init__(self, inner: SandboxBackend) -> None:
-        self.inner = inner
-        self.results: list[RunResult] = []
-
-    async def run_many(self, programs: Sequence[Program]) -> list[RunResult]:
-        results = await self.inner.run_many(programs)
-        self.results.extend(results)
-        return results
-
-
-def score(sandbox, problem_id: str, completion: str, timeout_s: float = 5.0) -> tuple[Scored, RunResult]:
-    recording = Recording(sandbox)
-    scorer = Scorer(list(PROBLEMS.values()), recording, get_language("python"), "binary", timeout_s=timeout_s)
-    (scored,) = asyncio.run(scorer.score([problem_id], [completion]))
-    (result,) = recording.results
-    return scored, result
-
-
-def reported_value(result: RunResult):
-    """The value the harness reported (its one JSON line on stdout)."""
-    report = json.loads(result.stdout.strip().splitlines()[-1])
-    assert report["status"] == "ok", report
-    return report["value"]
-
-
-def escaped_if(attack: str) -> str:
-    """A completion whose is_prime is right only if ``attack`` (a function body) returned True."""
-    body = textwrap.indent(textwrap.dedent(attack).strip("\n"), "    ")
-    return (
-        f"def _attack():\n{body}\n\n\n_ESCAPED = _attack()\n\n\n"
-        f"def is_prime(n):\n    return ({RIGHT_ON_THE_TEST}) if _ESCAPED else None\n"
-    )
-
-
-def fenced(code: str) -> str:
-    return f"Here is my solution.\n\n```python\n{textwrap.dedent(code).strip()}\n```\n"
 
 
 # -- host services the sandbox must not reach ----------------------------------------------------------

@@ -1,7 +1,7 @@
 """The local bubblewrap sandbox: outcomes, limits, isolation of the environment and the filesystem, cleanup.
 
 Every test runs real programs in real sandboxes. The attack suite (test_attacks.py) goes through the
-reward; these tests look at the RunResult itself.
+reward; these tests look at the RunResult itself. Shared helpers are in tests/helpers/sandbox.py.
 """
 
 from __future__ import annotations
@@ -24,104 +24,20 @@ import pytest
 from codegrpo.config import LocalSandboxConfig
 from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxFatalError, format_limits
 from codegrpo.sandbox.cgroups import LEAF, PREFIX, CgroupLimits, Hierarchy, find_hierarchies
+from tests.helpers.sandbox import (
+    PYTHON,
+    MiB,
+    assert_nothing_left,
+    child_pids,
+    children_of,
+    daemon_source,
+    make_sandbox,
+    open_fds,
+    processes_with,
+    run_source,
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the local sandbox needs bubblewrap")
-
-PYTHON = ("python3", "-I", "/tmp/solution.py")
-MiB = 1 << 20
-WORKER_FDS = 4  # what a warm worker holds open here: its control socket, stderr, bwrap's status, a pidfd
-
-
-# -- helpers shared with test_attacks.py ----------------------------------------------------------------
-
-
-def make_sandbox(use_cgroups: bool = True, **overrides):
-    from codegrpo.sandbox.local import LocalSandbox
-
-    return LocalSandbox(LocalSandboxConfig(**{"max_concurrency": 2, "use_cgroups": use_cgroups, **overrides}))
-
-
-def run_source(sandbox, source: str, timeout_s: float = 5.0, command: tuple[str, ...] = PYTHON) -> RunResult:
-    return asyncio.run(sandbox.run(Program(textwrap.dedent(source), "solution.py", command, timeout_s)))
-
-
-def children_of(parent: int) -> set[int]:
-    found = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rpartition(")")[2].split()[1]) == parent:
-                found.add(int(entry))
-    return found
-
-
-def child_pids() -> set[int]:
-    """Processes whose parent is this (test) process."""
-    return children_of(os.getpid())
-
-
-def is_idle_warm_worker(pid: int) -> bool:
-    """bwrap with one child, the worker (its sandbox's pid 1), which has no process of a program left."""
-    inside = children_of(pid)
-    comm = Path(f"/proc/{pid}/comm").read_text().strip()
-    return comm == "bwrap" and len(inside) == 1 and children_of(inside.pop()) == set()
-
-
-def processes_with(marker: str) -> list[int]:
-    """Processes anywhere on the machine whose command line contains ``marker``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) != os.getpid():
-            try:
-                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if marker.encode() in cmdline:
-                found.append(int(entry))
-    return found
-
-
-def run_cgroups(controller: str | None = None) -> list[Path]:
-    """Run cgroups of this process's sandboxes (of one controller's hierarchy, or of all)."""
-    leftovers = []
-    for name, hierarchy in find_hierarchies().items():
-        if controller not in (None, name):
-            continue
-        for parent in hierarchy.own.glob(f"{PREFIX}{os.getpid()}-*"):
-            leftovers += [p for p in parent.iterdir() if p.is_dir()]
-    return leftovers
-
-
-def open_fds() -> int:
-    """This process's open file descriptors, less those its idle warm workers hold."""
-    return len(os.listdir("/proc/self/fd")) - WORKER_FDS * len(child_pids())
-
-
-def assert_nothing_left(fds_before: int, marker: str | None = None) -> None:
-    """No process of a program is left, only idle warm workers; no cgroup or fd but theirs."""
-    workers = child_pids()
-    assert all(is_idle_warm_worker(pid) for pid in workers), workers
-    assert len({group.name for group in run_cgroups()}) <= len(workers)
-    assert open_fds() == fds_before
-    if marker is not None:
-        assert processes_with(marker) == []
-
-
-def daemon_source(marker: str) -> str:
-    """A program that leaves a double-forked, setsid daemon (named ``marker``) behind and exits at once."""
-    return f"""
-        import os, sys
-        if os.fork() == 0:
-            os.setsid()
-            if os.fork() == 0:
-                os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(600)", "{marker}"])
-            os._exit(0)
-        os.wait()
-        print("parent done")
-    """
 
 
 # -- fixtures ------------------------------------------------------------------------------------------
@@ -754,7 +670,7 @@ def test_enforcement_and_aclose_removes_the_cgroups():
     asyncio.run(box.aclose())  # twice is fine
     assert not any(p.exists() for p in mine)
     fallback = make_sandbox(use_cgroups=False, warm=False)
-    assert fallback.enforcement == {"memory": "RLIMIT_AS", "processes": "RLIMIT_NPROC"}
+    assert fallback.enforcement == {"memory": "RLIMIT_AS", "processes": f"RLIMIT_NPROC as uid {fallback.uid}"}
 
 
 def test_fallback_runs_normal_programs(fallback):

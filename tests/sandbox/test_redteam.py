@@ -16,8 +16,7 @@ import pytest
 
 from codegrpo.sandbox.base import Outcome, Program
 from codegrpo.verdict import Status
-from tests.sandbox.test_attacks import PROBLEMS, escaped_if, score
-from tests.sandbox.test_local import PYTHON, make_sandbox, run_source
+from tests.helpers.sandbox import PROBLEMS, PYTHON, escaped_if, make_sandbox, run_source, score
 
 CORRECT = PROBLEMS["is_prime"].reference
 

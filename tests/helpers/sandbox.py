@@ -1,0 +1,166 @@
+"""One way to make and probe each sandbox, shared by the sandbox tests (no test module imports another).
+
+``make_sandbox`` builds the local sandbox as users configure it; ``score`` runs a completion through the
+real reward and keeps the RunResult beside the verdict; the rest looks at what a run left on the host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+
+from codegrpo.config import LocalSandboxConfig
+from codegrpo.problems import PROJECT_ROOT, load_problems
+from codegrpo.programs import get_language
+from codegrpo.reward import Scored, Scorer
+from codegrpo.sandbox.base import Program, RunResult, SandboxBackend
+from codegrpo.sandbox.cgroups import PREFIX, find_hierarchies
+
+PYTHON = ("python3", "-I", "/tmp/solution.py")
+MiB = 1 << 20
+WORKER_FDS = 4  # what a warm worker holds open here: its control socket, stderr, bwrap's status, a pidfd
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def make_sandbox(use_cgroups: bool = True, **overrides):
+    from codegrpo.sandbox.local import LocalSandbox
+
+    return LocalSandbox(LocalSandboxConfig(**{"max_concurrency": 2, "use_cgroups": use_cgroups, **overrides}))
+
+
+def run_source(sandbox, source: str, timeout_s: float = 5.0, command: tuple[str, ...] = PYTHON) -> RunResult:
+    return asyncio.run(sandbox.run(Program(textwrap.dedent(source), "solution.py", command, timeout_s)))
+
+
+def children_of(parent: int) -> set[int]:
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rpartition(")")[2].split()[1]) == parent:
+                found.add(int(entry))
+    return found
+
+
+def child_pids() -> set[int]:
+    """Processes whose parent is this (test) process."""
+    return children_of(os.getpid())
+
+
+def is_idle_warm_worker(pid: int) -> bool:
+    """bwrap with one child, the worker (its sandbox's pid 1), which has no process of a program left."""
+    inside = children_of(pid)
+    comm = Path(f"/proc/{pid}/comm").read_text().strip()
+    return comm == "bwrap" and len(inside) == 1 and children_of(inside.pop()) == set()
+
+
+def processes_with(marker: str) -> list[int]:
+    """Processes anywhere on the machine whose command line contains ``marker``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if marker.encode() in cmdline:
+                found.append(int(entry))
+    return found
+
+
+def run_cgroups(controller: str | None = None) -> list[Path]:
+    """Run cgroups of this process's sandboxes (of one controller's hierarchy, or of all)."""
+    leftovers = []
+    for name, hierarchy in find_hierarchies().items():
+        if controller not in (None, name):
+            continue
+        for parent in hierarchy.own.glob(f"{PREFIX}{os.getpid()}-*"):
+            leftovers += [p for p in parent.iterdir() if p.is_dir()]
+    return leftovers
+
+
+def open_fds() -> int:
+    """This process's open file descriptors, less those its idle warm workers hold."""
+    return len(os.listdir("/proc/self/fd")) - WORKER_FDS * len(child_pids())
+
+
+def assert_nothing_left(fds_before: int, marker: str | None = None) -> None:
+    """No process of a program is left, only idle warm workers; no cgroup or fd but theirs."""
+    workers = child_pids()
+    assert all(is_idle_warm_worker(pid) for pid in workers), workers
+    assert len({group.name for group in run_cgroups()}) <= len(workers)
+    assert open_fds() == fds_before
+    if marker is not None:
+        assert processes_with(marker) == []
+
+
+def daemon_source(marker: str) -> str:
+    """A program that leaves a double-forked, setsid daemon (named ``marker``) behind and exits at once."""
+    return f"""
+        import os, sys
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(600)", "{marker}"])
+            os._exit(0)
+        os.wait()
+        print("parent done")
+    """
+
+
+# -- scoring through the real reward ----------------------------------------------------------------
+
+PROBLEMS_FILE = PROJECT_ROOT / "problems" / "seed.jsonl"
+PROBLEMS = {p.id: p for p in load_problems(str(PROBLEMS_FILE))}
+RIGHT_ON_THE_TEST = "n in (2, 3, 5, 7, 97)"  # is_prime's test asks 97, 1 and 91
+
+
+class Recording(SandboxBackend):
+    """Passes programs to the real sandbox and keeps each RunResult, to look at beside the reward."""
+
+    def __init__(self, inner: SandboxBackend) -> None:
+        self.inner = inner
+        self.results: list[RunResult] = []
+
+    async def run_many(self, programs: Sequence[Program]) -> list[RunResult]:
+        results = await self.inner.run_many(programs)
+        self.results.extend(results)
+        return results
+
+
+def score(sandbox, problem_id: str, completion: str, timeout_s: float = 5.0) -> tuple[Scored, RunResult]:
+    recording = Recording(sandbox)
+    scorer = Scorer(list(PROBLEMS.values()), recording, get_language("python"), "binary", timeout_s=timeout_s)
+    (scored,) = asyncio.run(scorer.score([problem_id], [completion]))
+    (result,) = recording.results
+    return scored, result
+
+
+def reported_value(result: RunResult):
+    """The value the harness reported (its one JSON line on stdout)."""
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["status"] == "ok", report
+    return report["value"]
+
+
+def escaped_if(attack: str) -> str:
+    """A completion whose is_prime is right only if ``attack`` (a function body) returned True."""
+    body = textwrap.indent(textwrap.dedent(attack).strip("\n"), "    ")
+    return (
+        f"def _attack():\n{body}\n\n\n_ESCAPED = _attack()\n\n\n"
+        f"def is_prime(n):\n    return ({RIGHT_ON_THE_TEST}) if _ESCAPED else None\n"
+    )
+
+
+def fenced(code: str) -> str:
+    return f"Here is my solution.\n\n```python\n{textwrap.dedent(code).strip()}\n```\n"
