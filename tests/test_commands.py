@@ -71,3 +71,35 @@ def test_limits_prints_what_enforces_each_limit():
     assert rows["processes"].endswith(f"RLIMIT_NPROC as uid {uid}") and rows["memory"].endswith("RLIMIT_AS")
     assert "3 programs" in rows["at once"] and f"uid {uid}" in rows["user"]
     assert command("codegrpo.limits", "sandbox.max_concurrency=0").returncode == 2  # one clear line, no traceback
+
+
+def test_score_reasons_say_why_each_completion_scored_what_it_did(tmp_path):
+    path = tmp_path / "c.jsonl"
+    rows = [{"problem_id": "is_prime", "completion": "def is_prime(n):\n    return n > 1"},
+            {"problem_id": "median", "completion": "sorry"},
+            {"problem_id": "median", "completion": "```js\nx\n```"}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    done = command("codegrpo.score", f"completions={path}", "problems=seed", "--reasons")
+    assert done.returncode == 0, done.stderr
+    wrong, crash, empty = (json.loads(line) for line in done.stdout.splitlines())
+    # got vs expected is computed on the host, from the value the sandbox returned
+    assert wrong["reason"] == "got [true, false, true], expected [true, false, false]"
+    assert wrong["code"] == "def is_prime(n):\n    return n > 1" and wrong["status"] == "failed"
+    assert crash["reason"] == "NameError: name 'sorry' is not defined"
+    assert empty["status"] == "no_code" and empty["reason"].startswith("no code")
+
+
+def test_validate_says_what_a_failing_reference_got_and_warns_about_doubled_prompts(tmp_path):
+    path = tmp_path / "p.jsonl"
+    path.write_text(
+        '{"id": "twice", "prompt": "Write a function f().", "test": "f()", "expected": "1", '
+        '"reference": "def f():\\n    return 1"}\n'
+        '{"id": "bad", "prompt": "g().", "test": "g()", "expected": "[1, 2]", '
+        '"reference": "def g():\\n    return [2, 1]"}\n'
+    )
+    done = command("codegrpo.validate", "problems=jsonl", f"problems.path={path}")
+    assert done.returncode == 1
+    assert "FAIL     bad: failed: got [2, 1], expected [1, 2]" in done.stdout
+    assert "         | def g():" in done.stdout
+    assert "WARNING  twice: the prompt starts with 'Write'" in done.stderr
+    assert '"Write a Python function Write a function f()' in done.stderr

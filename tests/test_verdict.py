@@ -63,3 +63,13 @@ def test_checks_judged_on_the_host_keep_their_answers_out_of_the_sandbox():
     assert score_checks([["value", True], ["value", 0]], truth.expected[:2], partial=False).reward == 1.0
     assert score_checks([["value", 1], ["value", True]], identity.expected[:2], partial=True).reward < 1.0
     assert score_checks([["value", float("nan")]], [["near", 1.0, 1e-6, True]], partial=False).reward == 0.0
+
+
+def test_failed_verdicts_say_what_they_got_and_expected():
+    assert score_values([2, 1], [1, 2], partial=False).detail == "got [2, 1], expected [1, 2]"
+    assert score_values("x" * 200, "y", partial=False).detail.startswith('got "xxx')
+    assert len(score_values("x" * 200, "y", partial=False).detail) < 200  # truncated
+    checks = score_checks([["value", 3], ["assert", False]], [["eq", 4], None], partial=True)
+    assert checks.detail == "0/2 checks pass; check 1: got 3, expected 4"
+    assert score_checks([["value", 4], ["assert", False]], [["eq", 4], None], partial=True).detail == (
+        "1/2 checks pass; check 2: assert failed")

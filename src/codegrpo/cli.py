@@ -40,7 +40,10 @@ def _hydra_command(module: str) -> None:
     from codegrpo.config import register_configs
 
     register_configs()  # the typed schemas must be in Hydra's ConfigStore before it composes
-    importlib.import_module(f"codegrpo.{module}").main()
+    command = importlib.import_module(f"codegrpo.{module}")
+    if hasattr(command, "accept_flags"):
+        sys.argv = command.accept_flags(sys.argv)
+    command.main()
 
 
 def evaluate_command() -> None:

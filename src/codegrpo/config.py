@@ -263,6 +263,7 @@ class ScoreConfig:
     reward: RewardConfig = MISSING
     sandbox: SandboxConfig = MISSING
     completions: str | None = None  # JSONL of {"problem_id", "completion"} (score)
+    reasons: bool = False  # score: add "reason" (exception, or got vs expected) and "code" to each line; --reasons
     batch_size: int = 64  # completions per sandbox batch; progress is shown after each
 
 

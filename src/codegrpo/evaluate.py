@@ -29,6 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 from codegrpo import tracking
 from codegrpo.cli import CONFIG_DIR, UsageError, run_friendly
 from codegrpo.config import register_configs
+from codegrpo.explain import explain
 from codegrpo.problems import Problem, load_problem_set, load_problems, select_split
 from codegrpo.prompts import build_messages
 from codegrpo.reward import Scorer
@@ -117,6 +118,8 @@ def evaluate_model(model, tokenizer, scorer: Scorer, problems: list[Problem], pr
     results["num_samples"] = n
     results["status_counts"] = dict(Counter(s.verdict.status.value for s in scored))
     results["per_problem"] = {p.id: c for p, c in zip(problems, correct, strict=True)}
+    # Every sample with why it scored what it did: problem, status, reason, the code's first lines.
+    results["samples"] = [explain(s) for s in scored]
     return results
 
 

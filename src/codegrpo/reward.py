@@ -125,10 +125,14 @@ def make_code_reward(scorer: Scorer) -> Callable[..., Any]:
             for name, value in metrics.items():
                 log_metric(name, value)
         if log_extra is not None:
-            # Columns of the completions table (parquet and W&B): which problem, and why it failed.
+            # Columns of the completions table (parquet and W&B): which problem, why it failed
+            # (exception, or got vs expected), and the code that was scored.
+            from codegrpo.explain import code_head, reason  # explain builds on this module
+
             log_extra("problem_id", [s.problem_id for s in scored])
             log_extra("status", [s.verdict.status.value for s in scored])
-            log_extra("error", [first_error_line(s) for s in scored])
+            log_extra("reason", [reason(s) for s in scored])
+            log_extra("code", [code_head(s.code) for s in scored])
         return [s.verdict.reward for s in scored]
 
     return code_reward

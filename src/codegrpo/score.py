@@ -3,7 +3,9 @@
     python -m codegrpo.score completions=PATH problems=NAME reward=partial sandbox=local
 
 Each input line is {"problem_id": ..., "completion": ...}. Each output line (stdout, input order) is
-{"problem_id": ..., "reward": <float or null>, "status": ...}. Progress and a summary go to stderr.
+{"problem_id": ..., "reward": <float or null>, "status": ...}; with --reasons (or reasons=true) also
+"reason" (the exception, or got vs expected, truncated) and "code" (the first lines of the scored code).
+Progress and a summary go to stderr.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from omegaconf import DictConfig
 
 from codegrpo.cli import CONFIG_DIR, run_friendly
 from codegrpo.config import register_configs
+from codegrpo.explain import explain
 from codegrpo.problems import ProblemError, read_jsonl
 from codegrpo.scoring import build_command_scorer, score_all, summary
 
@@ -44,9 +47,15 @@ def score(cfg: DictConfig) -> None:
     pairs = read_completions(cfg.completions, set(scorer.problems))
     scored = score_all(scorer, pairs, cfg.batch_size)
     for item in scored:
-        print(json.dumps({"problem_id": item.problem_id, "reward": item.verdict.reward,
-                          "status": item.verdict.status.value}))
+        line = explain(item) if cfg.reasons else {"problem_id": item.problem_id, "reward": item.verdict.reward,
+                                                 "status": item.verdict.status.value}
+        print(json.dumps(line))
     print(summary(scored), file=sys.stderr)
+
+
+def accept_flags(argv: list[str]) -> list[str]:
+    """``--reasons`` is the override ``reasons=true`` (Hydra's own parser would reject the flag)."""
+    return ["reasons=true" if arg == "--reasons" else arg for arg in argv]
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="score")
@@ -56,4 +65,5 @@ def main(cfg: DictConfig) -> None:
 
 if __name__ == "__main__":
     register_configs()
+    sys.argv = accept_flags(sys.argv)
     main()

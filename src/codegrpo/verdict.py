@@ -69,6 +69,23 @@ def envelope(result: RunResult) -> tuple[Verdict | None, Any]:
     return None, report.get("value")
 
 
+VALUE_CHARS = 80
+
+
+def show_value(value: Any, limit: int = VALUE_CHARS) -> str:
+    """A value as JSON text, cut to ``limit`` characters, for a reason a person reads."""
+    try:
+        text = json.dumps(value, allow_nan=True)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def got_expected(actual: Any, expected: Any) -> str:
+    # Built on the host after the run: the expected value never goes into the sandbox.
+    return f"got {show_value(actual)}, expected {show_value(expected)}"
+
+
 def score_values(actual: Any, expected: Any, partial: bool) -> Verdict:
     """Expression form: the whole value must match; with ``partial``, list positions count one by one."""
     if strict_equal(actual, expected):
@@ -76,8 +93,8 @@ def score_values(actual: Any, expected: Any, partial: bool) -> Verdict:
     comparable = isinstance(actual, list) and isinstance(expected, list) and len(actual) == len(expected)
     if partial and comparable and expected:
         hits = sum(strict_equal(x, y) for x, y in zip(actual, expected, strict=True))
-        return Verdict(Status.FAILED, hits / len(expected))
-    return Verdict(Status.FAILED, 0.0)
+        return Verdict(Status.FAILED, hits / len(expected), got_expected(actual, expected))
+    return Verdict(Status.FAILED, 0.0, got_expected(actual, expected))
 
 
 def score_checks(records: Any, expected: list[Any], partial: bool) -> Verdict:
@@ -88,18 +105,36 @@ def score_checks(records: Any, expected: list[Any], partial: bool) -> Verdict:
     if not isinstance(records, list) or len(records) != len(expected):
         return Verdict(Status.ERROR, 0.0, "the checks did not all run")
     passed = 0
-    for record, want in zip(records, expected, strict=True):
-        if not isinstance(record, list) or len(record) != 2:
-            continue
-        kind, value = record
-        if kind == "value" and want is not None:
-            passed += _value_passes(value, want)
-        elif kind == "assert" and want is None:
-            passed += value is True
+    first_failure = ""
+    for number, (record, want) in enumerate(zip(records, expected, strict=True), start=1):
+        ok = False
+        if isinstance(record, list) and len(record) == 2:
+            kind, value = record
+            if kind == "value" and want is not None:
+                ok = _value_passes(value, want)
+            elif kind == "assert" and want is None:
+                ok = value is True
+        passed += ok
+        if not ok and not first_failure:
+            first_failure = _check_failure(number, record, want)
     total = len(expected)
     if passed == total:
         return Verdict(Status.PASSED, 1.0)
-    return Verdict(Status.FAILED, passed / total if partial and total else 0.0)
+    detail = f"{passed}/{total} checks pass; {first_failure}"
+    return Verdict(Status.FAILED, passed / total if partial and total else 0.0, detail)
+
+
+def _check_failure(number: int, record: Any, want: list[Any] | None) -> str:
+    """Why check ``number`` failed, judged on the host: got vs what the check wants."""
+    if want is None or not (isinstance(record, list) and len(record) == 2 and record[0] == "value"):
+        return f"check {number}: assert failed"
+    value = record[1]
+    how, *args = want
+    if how == "eq":
+        return f"check {number}: {got_expected(value, args[0])}"
+    if how == "truthy":
+        return f"check {number}: got {show_value(value)}, expected a {'true' if args[0] else 'false'} value"
+    return f"check {number}: got {show_value(value)}, expected {show_value(args[0])} within {args[1]}"
 
 
 def _value_passes(value: Any, want: list[Any]) -> bool:

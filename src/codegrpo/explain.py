@@ -1,0 +1,42 @@
+"""Why a completion got its reward, in a form a person reads: the problem, the status, the reason (the
+exception, or got vs expected, computed on the host) and the first lines of the code that was scored.
+
+Used wherever a verdict is shown: the completions tables, `score reasons=true`, `validate`, eval.json.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from codegrpo.reward import Scored, first_error_line
+from codegrpo.verdict import Status
+
+CODE_LINES = 3
+CODE_CHARS = 240
+
+
+def code_head(code: str, lines: int = CODE_LINES, chars: int = CODE_CHARS) -> str:
+    """The first non-blank ``lines`` lines of the scored code, cut to ``chars``; '...' marks a cut."""
+    rows = [row.rstrip() for row in code.strip("\n").splitlines()]
+    head = "\n".join(rows[:lines])
+    cut = len(rows) > lines or len(head) > chars
+    head = head[:chars]
+    return head + "\n..." if cut else head
+
+
+def reason(scored: Scored) -> str:
+    """One line: '' when it passed; else the exception type and message, or got vs expected."""
+    if scored.verdict.status is Status.NO_CODE:
+        return "no code: the completion is empty, or its code blocks are all in another language or empty"
+    return first_error_line(scored)
+
+
+def explain(scored: Scored) -> dict[str, Any]:
+    """The record shown for one verdict (JSON-able)."""
+    return {
+        "problem_id": scored.problem_id,
+        "status": scored.verdict.status.value,
+        "reward": scored.verdict.reward,
+        "reason": reason(scored),
+        "code": code_head(scored.code),
+    }
