@@ -56,25 +56,6 @@ def py(source: str, timeout_s: float = 10.0) -> Program:
 PRINT_42 = py("print(6 * 7)")
 
 
-@pytest.fixture
-def make_backend(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv(KEY_ENV, FAKE_API_KEY)
-
-    def make(fake: FakeSuperserve, **overrides) -> SuperserveSandbox:
-        fields = {
-            "api_key_env": KEY_ENV,
-            "base_url": fake.base_url,
-            "max_concurrency": 4,
-            "max_retries": 3,
-            "backoff_base_s": 0.01,
-            "backoff_max_s": 0.05,
-            **overrides,
-        }
-        return SuperserveSandbox(SuperserveSandboxConfig(**fields))
-
-    return make
-
-
 def score(backend: SuperserveSandbox, programs: list[Program]) -> list[RunResult]:
     async def run() -> list[RunResult]:
         try:
