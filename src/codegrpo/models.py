@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import logging
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
+from codegrpo.cli import UsageError
 from codegrpo.config import ModelConfig
 
 log = logging.getLogger(__name__)
@@ -101,7 +104,10 @@ def load_model_and_tokenizer(cfg: ModelConfig, bf16: bool = False):
         log.info("Mixed precision: fp32 weights and optimizer state, bf16 autocast for compute")
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=cfg.trust_remote_code)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, trust_remote_code=cfg.trust_remote_code)
+        if is_adapter_dir(path):  # a LoRA run's final_model: the adapter and its tokenizer
+            model = load_adapter_model(path, dtype, cfg.trust_remote_code)
+        else:
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, trust_remote_code=cfg.trust_remote_code)
     except OSError as error:
         raise ModelNotFoundError(
             f"cannot load model {path!r}: {error}\nHub models need network access or a warm Hugging Face cache "
@@ -110,3 +116,104 @@ def load_model_and_tokenizer(cfg: ModelConfig, bf16: bool = False):
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return model, tokenizer
+
+
+# --- LoRA (peft) and saving the final model ---------------------------------------------------------
+
+ADAPTER_CONFIG = "adapter_config.json"
+SAVE_DTYPES = ("float32", "bfloat16", "float16")
+
+
+def build_peft_config(cfg: Any):
+    """peft.LoraConfig from the `peft` group (None: full fine-tuning). Raises UsageError without peft,
+    before the model loads."""
+    if cfg is None:
+        return None
+    try:
+        from peft import LoraConfig
+    except ImportError:
+        raise UsageError("peft=lora needs the peft package: pip install 'codegrpo[peft]'") from None
+    targets = list(cfg.target_modules)
+    return LoraConfig(
+        r=cfg.r,
+        lora_alpha=cfg.lora_alpha,
+        lora_dropout=cfg.lora_dropout,
+        target_modules="all-linear" if targets == ["all-linear"] else targets,
+        bias=cfg.bias,
+        task_type="CAUSAL_LM",
+    )
+
+
+def check_save_dtype(cfg: ModelConfig) -> None:
+    if cfg.save_dtype not in SAVE_DTYPES:
+        raise UsageError(f"model.save_dtype must be one of {', '.join(SAVE_DTYPES)}, not {cfg.save_dtype!r}")
+
+
+def cast_saved_weights(model_dir: Path, dtype_name: str) -> None:
+    """Rewrite a saved full model's floating-point weights in `dtype_name` (and say so in config.json).
+    After the trainer's own save, so every backend (DeepSpeed, FSDP) has already gathered the weights."""
+    import torch
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    dtype = getattr(torch, dtype_name)
+    files = [f for f in sorted(model_dir.glob("*.safetensors")) if not f.name.startswith("adapter_")]
+    sizes = {}
+    for file in files:
+        with safe_open(str(file), framework="pt") as handle:
+            metadata = handle.metadata() or {"format": "pt"}
+            tensors = {k: handle.get_tensor(k) for k in handle.keys()}  # noqa: SIM118 (safe_open is not a dict)
+        tensors = {k: v.to(dtype) if v.is_floating_point() else v for k, v in tensors.items()}
+        save_file(tensors, str(file), metadata=metadata)
+        sizes.update({k: v.numel() * v.element_size() for k, v in tensors.items()})
+    index = model_dir / "model.safetensors.index.json"
+    if index.is_file():  # sharded: keep the index's total size true
+        data = json.loads(index.read_text())
+        data.setdefault("metadata", {})["total_size"] = sum(sizes.values())
+        index.write_text(json.dumps(data, indent=2))
+    config = model_dir / "config.json"
+    if config.is_file():
+        data = json.loads(config.read_text())
+        data["dtype"] = dtype_name
+        data.pop("torch_dtype", None)
+        config.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def save_final_model(trainer: Any, cfg: Any, path: Path, is_main_process: bool = True) -> Any:
+    """Save the trained model the way users expect and return the model to use afterwards.
+
+    LoRA: the adapter alone (adapter_model.safetensors, a few MB), or with peft.merge_on_save the merged
+    full model. Full models in model.save_dtype (bf16 by default: half the disk of fp32). The tokenizer
+    is saved alongside either way. Every rank calls this (the trainer's save gathers sharded weights).
+    """
+    trainer.save_model(str(path))
+    model = trainer.model
+    merge = cfg.peft is not None and cfg.peft.merge_on_save
+    if merge:
+        # In place: the merged model computes what base + adapter computed, so it serves the after-eval too.
+        model = trainer.accelerator.unwrap_model(trainer.model).merge_and_unload()
+        if is_main_process:
+            for name in (ADAPTER_CONFIG, "adapter_model.safetensors"):
+                (path / name).unlink(missing_ok=True)
+            model.save_pretrained(str(path))
+    if is_main_process and (cfg.peft is None or merge) and cfg.model.save_dtype != "float32":
+        cast_saved_weights(path, cfg.model.save_dtype)
+    return model
+
+
+def is_adapter_dir(path: str) -> bool:
+    return (Path(path) / ADAPTER_CONFIG).is_file()
+
+
+def load_adapter_model(path: str, dtype: Any, trust_remote_code: bool = False):
+    """A LoRA adapter dir: its base model (from adapter_config.json) with the adapter merged in, so it
+    generates as fast as a full model."""
+    from peft import PeftConfig, PeftModel
+    from transformers import AutoModelForCausalLM
+
+    base = PeftConfig.from_pretrained(path).base_model_name_or_path
+    try:
+        model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype, trust_remote_code=trust_remote_code)
+    except OSError as error:
+        raise ModelNotFoundError(f"cannot load {base!r}, the base model of the adapter in {path}: {error}") from error
+    return PeftModel.from_pretrained(model, path).merge_and_unload()

@@ -12,12 +12,12 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from codegrpo import tracking
+from codegrpo import console, tracking
 from codegrpo.cli import UsageError
 from codegrpo.problems import Problem, load_problem_set, problem_set_hash
 from codegrpo.programs import get_language
 from codegrpo.prompts import build_messages
-from codegrpo.reward import Scorer, make_code_reward
+from codegrpo.reward import Scorer
 from codegrpo.runinfo import write_run_info
 from codegrpo.sandbox import (
     Program,
@@ -96,7 +96,8 @@ def grpo_args(cfg: DictConfig, run_dir: Path):
     if cfg.logger.backend == "wandb" and "wandb" not in report_to:
         report_to.append("wandb")
     args["report_to"] = report_to or "none"
-    return GRPOConfig(output_dir=str(run_dir), seed=cfg.seed, **args)
+    args["push_to_hub"] = False  # TRL would push the whole run dir; codegrpo.hub pushes only the model
+    return GRPOConfig(output_dir=str(run_dir), seed=cfg.seed, **console.current_arg_names(args))
 
 
 def resume_checkpoint(cfg: DictConfig, run_dir: Path) -> str | None:
@@ -226,13 +227,17 @@ def make_trainer_class():
         pass
 
     class CodeGRPOTrainer(GRPOTrainer):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
+        def __init__(self, *args: Any, completions_every: int = 1, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.learning_signal = Callback()
             self.add_callback(self.learning_signal)
+            console.install(self)  # one line per step, the completions panel once
+            self.completions_every = max(1, completions_every)
 
         def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
             logs.update(self.learning_signal.metrics())  # empty when no step ran since the last log
+            # TRL writes a completions table at every log when log_completions: only every N steps here.
+            self.log_completions = self.args.log_completions and self.state.global_step % self.completions_every == 0
             super().log(logs, start_time)
             self.learning_signal.check_spread(logs)
 
@@ -242,8 +247,10 @@ def make_trainer_class():
 def train(cfg: DictConfig) -> dict[str, float]:
     """Train with GRPO and return the final metrics (for sweepers). Raises before loading the model
     if the problems, the sandbox or the credentials are wrong."""
-    from codegrpo.models import load_model_and_tokenizer
+    from codegrpo.hub import check_push, push_final_model
+    from codegrpo.models import build_peft_config, check_save_dtype, load_model_and_tokenizer, save_final_model
     from codegrpo.plots import write_plots
+    from codegrpo.rewards import build_reward_funcs
 
     if world_size() > 1 and not os.environ.get("CODEGRPO_RUN_DIR"):
         raise UsageError(
@@ -252,7 +259,12 @@ def train(cfg: DictConfig) -> dict[str, float]:
         )
     run_dir = Path(cfg.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
+    console.announce_run_dir(run_dir)
+    check_save_dtype(cfg.model)
+    check_push(cfg)
+    peft_config = build_peft_config(cfg.get("peft"))
     problems, scorer = build_scorer(cfg)
+    reward_funcs, reward_weights = build_reward_funcs(cfg, scorer)
     checkpoint = resume_checkpoint(cfg, run_dir)
     limits = scorer.sandbox.limits()
     if is_main_process():
@@ -262,6 +274,8 @@ def train(cfg: DictConfig) -> dict[str, float]:
         write_run_info(run_dir, cfg.seed, problem_set_hash(problems), extra)
         OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
     args = grpo_args(cfg, run_dir)
+    if reward_weights is not None:
+        args.reward_weights = reward_weights
     model, tokenizer = load_model_and_tokenizer(cfg.model, bf16=bool(args.bf16))
     run = start_tracking(cfg, run_dir)
     before = None
@@ -270,16 +284,19 @@ def train(cfg: DictConfig) -> dict[str, float]:
             before = evaluate_phase(cfg, model, tokenizer, scorer.sandbox, "before", run)
         trainer = make_trainer_class()(
             model=model,
-            reward_funcs=make_code_reward(scorer),
+            reward_funcs=reward_funcs,
             args=args,
             train_dataset=build_dataset(problems, cfg.problems),
             processing_class=tokenizer,
+            peft_config=peft_config,
+            completions_every=cfg.completions_every,
         )
         started = time.monotonic()
         result = trainer.train(resume_from_checkpoint=checkpoint)
         log.info("training took %.0f s", time.monotonic() - started)
-        if cfg.save_model:
-            trainer.save_model(str(run_dir / "final_model"))
+        final = trainer.model
+        if cfg.save_model:  # adapters alone with LoRA, full models in model.save_dtype
+            final = save_final_model(trainer, cfg, run_dir / "final_model", is_main_process())
         history = trainer.state.log_history
         metrics = dict(result.metrics)
         rewards = [e["rewards/code_reward/mean"] for e in history if "rewards/code_reward/mean" in e]
@@ -292,11 +309,14 @@ def train(cfg: DictConfig) -> dict[str, float]:
             if cfg.plots:
                 write_plots(history, run_dir)
             if cfg.evaluation.after:
-                after = evaluate_phase(cfg, trainer.model, tokenizer, scorer.sandbox, "after", run)
+                after = evaluate_phase(cfg, final, tokenizer, scorer.sandbox, "after", run)
                 if before is not None:
                     comparison = compare_phases(cfg, before, after, run)
                     metrics["eval_change"] = comparison["change"]
-        log.info("Run dir: %s", run_dir)
+            if cfg.save_model and cfg.trainer.get("push_to_hub"):
+                push_final_model(cfg, run_dir, run_dir / "final_model")
+        if is_main_process():
+            console.final_summary(run_dir, history, run)
         return metrics
     finally:
         tracking.finish_run(run)

@@ -1,0 +1,139 @@
+"""A safe Hub push: only the final model, its tokenizer and a model card, from a clean staging folder.
+
+TRL's own push uploads the whole output_dir, which here is the run dir (git.diff, W&B files, completion
+tables, logs). So train.py builds its GRPOConfig with push_to_hub=False and, after training, calls
+push_final_model: the files of final_model that make up the model (an allow-list), plus a README.md
+card with the base model, the config (secrets dropped), the problem-set hash, the eval results and the
+command. `trainer.hub_model_id`, `trainer.hub_private_repo`, `trainer.hub_token` and
+`trainer.hub_revision` apply as in TRL.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import yaml
+from omegaconf import DictConfig, OmegaConf
+
+from codegrpo.cli import UsageError
+from codegrpo.tracking import redact
+
+log = logging.getLogger(__name__)
+
+# What a model (full or adapter) and its tokenizer are made of; anything else in final_model stays home.
+MODEL_FILES = (
+    "config.json", "generation_config.json", "*.safetensors", "model.safetensors.index.json",
+    "adapter_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+    "added_tokens.json", "chat_template.jinja", "chat_template.json", "vocab.json", "merges.txt", "*.model",
+)
+EVAL_FILES = ("eval_before.json", "eval_after.json", "comparison.json")
+
+
+def check_push(cfg: DictConfig) -> None:
+    """Before the model loads: a push needs a repo id and a saved model."""
+    if not cfg.trainer.get("push_to_hub"):
+        return
+    if not cfg.trainer.get("hub_model_id"):
+        raise UsageError("trainer.push_to_hub=true needs trainer.hub_model_id=<user or org>/<name>")
+    if not cfg.save_model:
+        raise UsageError("trainer.push_to_hub=true needs save_model=true (the pushed model is final_model)")
+
+
+def model_files(model_dir: Path) -> list[Path]:
+    return sorted(p for p in model_dir.iterdir()
+                  if p.is_file() and any(fnmatch.fnmatch(p.name, pattern) for pattern in MODEL_FILES))
+
+
+def _base_model(cfg: DictConfig) -> tuple[str, str | None]:
+    """(how the card names the base model, its Hub id for the card's metadata when it has one)."""
+    model = cfg.model
+    if model.gguf_package:
+        return f"{model.gguf_file} from the Python package {model.gguf_package}", None
+    hub_id = model.name_or_path if not Path(model.name_or_path).exists() else None
+    return model.name_or_path, hub_id
+
+
+def _eval_section(run_dir: Path) -> str:
+    lines = []
+    for name in EVAL_FILES:
+        path = run_dir / name
+        if not path.is_file():
+            continue
+        data = json.loads(path.read_text())
+        # The headline numbers; per-problem detail stays in the run dir.
+        summary = {k: v for k, v in data.items() if not isinstance(v, dict)}
+        lines.append(f"- `{name}`: " + ", ".join(f"{k} = {v}" for k, v in summary.items()))
+    return "\n".join(lines) if lines else "No evaluation was run (evaluation.before / evaluation.after)."
+
+
+def model_card(cfg: DictConfig, run_dir: Path, repo_id: str) -> str:
+    """README.md for the pushed model."""
+    info_path = run_dir / "run_info.json"
+    info = json.loads(info_path.read_text()) if info_path.is_file() else {}
+    base, hub_id = _base_model(cfg)
+    adapter = cfg.get("peft") is not None and not cfg.peft.merge_on_save
+    metadata: dict[str, Any] = {"library_name": "peft" if adapter else "transformers",
+                                "tags": ["codegrpo", "grpo", "trl", "code"]}
+    if hub_id:
+        metadata["base_model"] = hub_id
+    if adapter:
+        weights = (f"a LoRA adapter (r={cfg.peft.r}, alpha={cfg.peft.lora_alpha}, "
+                   f"modules {list(cfg.peft.target_modules)}) over the base model")
+    else:
+        weights = f"the full model in {cfg.model.save_dtype}"
+    config = redact(OmegaConf.to_container(cfg, resolve=True))
+    command = " ".join(info.get("command") or [])
+    return "\n".join([
+        "---", yaml.safe_dump(metadata, sort_keys=False).strip(), "---", "",
+        f"# {repo_id.split('/')[-1]}", "",
+        "Trained with GRPO ([TRL](https://huggingface.co/docs/trl)) by codegrpo: the reward runs each generated "
+        "program against the problem's tests in a sandbox.", "",
+        f"- **Base model:** {base}",
+        f"- **Weights:** {weights}",
+        f"- **Problem set:** {cfg.problems.name} (`{cfg.problems.path}`, split {cfg.problems.split}), "
+        f"SHA-256 `{info.get('problems_sha256', 'unknown')}`",
+        f"- **Rewards:** {', '.join(cfg.reward.functions)} (code_reward: {cfg.reward.kind})",
+        f"- **Code:** codegrpo at commit `{info.get('git_commit')}`"
+        + (" (dirty tree)" if info.get("git_dirty") else ""),
+        f"- **Command:** `{command}`", "",
+        "## Evaluation", "", _eval_section(run_dir), "",
+        "## Config", "", "```yaml", yaml.safe_dump(config, sort_keys=False).strip(), "```", "",
+    ])
+
+
+def stage(cfg: DictConfig, run_dir: Path, model_dir: Path, staging: Path) -> list[str]:
+    """Fill an empty staging folder with the model files and the card; return the file names."""
+    staging.mkdir(parents=True)
+    for path in model_files(model_dir):
+        try:
+            os.link(path, staging / path.name)  # no copy of the weights when on the same filesystem
+        except OSError:
+            shutil.copy2(path, staging / path.name)
+    (staging / "README.md").write_text(model_card(cfg, run_dir, cfg.trainer.hub_model_id))
+    return sorted(p.name for p in staging.iterdir())
+
+
+def push_final_model(cfg: DictConfig, run_dir: Path, model_dir: Path) -> list[str]:
+    """Upload final_model's model files and a card to trainer.hub_model_id; return the uploaded names."""
+    import huggingface_hub
+
+    trainer = cfg.trainer
+    staging = run_dir / ".hub_staging"
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        names = stage(cfg, run_dir, model_dir, staging)
+        repo = huggingface_hub.create_repo(trainer.hub_model_id, token=trainer.get("hub_token"),
+                                           private=trainer.get("hub_private_repo"), exist_ok=True)
+        huggingface_hub.upload_folder(repo_id=trainer.hub_model_id, folder_path=str(staging),
+                                      token=trainer.get("hub_token"), revision=trainer.get("hub_revision"),
+                                      commit_message=f"codegrpo: {run_dir.name}")
+        log.info("pushed %s to %s", ", ".join(names), getattr(repo, "url", trainer.hub_model_id))
+        return names
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

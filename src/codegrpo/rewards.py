@@ -1,0 +1,112 @@
+"""Several rewards: `reward.functions` (with `reward.weights`) -> the reward functions GRPOTrainer sums.
+
+An entry is one of:
+  - ``code_reward``: the sandboxed test reward (reward.py), set up by ``reward.kind`` and ``reward.extract``;
+  - a name from ``trl.rewards`` (``think_format_reward``, ``get_soft_overlong_punishment``,
+    ``get_repetition_penalty_reward``, ...);
+  - ``pkg.module:function``, a function of the user's (TRL's reward signature:
+    ``f(completions, **columns) -> list[float | None]``).
+
+Names that start with ``get_`` are factories (TRL's convention): they are called with
+``reward.args.<entry>`` and return the reward function. TRL logs each function under its ``__name__``
+(``rewards/<name>/mean``) and sums them with ``reward.weights`` (all 1.0 when null).
+Every mistake is a UsageError, raised before the model loads.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from codegrpo.cli import UsageError
+from codegrpo.reward import Scorer, make_code_reward
+
+CODE_REWARD = "code_reward"
+
+
+def _factory_defaults(name: str, cfg: DictConfig) -> dict[str, Any]:
+    """Arguments a factory gets unless reward.args sets them: lengths come from the trainer's."""
+    if name == "get_soft_overlong_punishment":
+        length = int(cfg.trainer.max_completion_length)
+        return {"max_completion_len": length, "soft_punish_cache": max(1, length // 4)}
+    return {}
+
+
+def _trl_reward_names() -> list[str]:
+    import trl.rewards
+
+    return sorted(n for n in dir(trl.rewards) if not n.startswith("_") and not n.endswith("_rewards"))
+
+
+def _lookup(entry: str) -> tuple[str, Any]:
+    """(attribute name, object) for a trl.rewards name or a module:function path."""
+    if ":" in entry:
+        module_name, _, attr = entry.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except Exception as error:  # ImportError, or anything the module raises while importing
+            first = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise UsageError(f"reward.functions: {entry!r}: cannot import {module_name!r} ({first})") from None
+        if not attr or not hasattr(module, attr):
+            raise UsageError(f"reward.functions: {entry!r}: module {module_name!r} has no attribute {attr!r}")
+        return attr, getattr(module, attr)
+    names = _trl_reward_names()
+    if entry not in names:
+        raise UsageError(f"reward.functions: unknown reward {entry!r}; use {CODE_REWARD}, one of trl.rewards "
+                         f"({', '.join(names)}) or an import path pkg.module:function")
+    import trl.rewards
+
+    return entry, getattr(trl.rewards, entry)
+
+
+def resolve(entry: str, cfg: DictConfig, scorer: Scorer) -> Callable[..., Any]:
+    """The reward function for one reward.functions entry."""
+    args = cfg.reward.args.get(entry)
+    args = OmegaConf.to_container(args, resolve=True) if args is not None else {}
+    if entry == CODE_REWARD:
+        if args:
+            raise UsageError("reward.args.code_reward: code_reward is set up by reward.kind and reward.extract")
+        return make_code_reward(scorer)
+    attr, obj = _lookup(entry)
+    if not callable(obj):
+        raise UsageError(f"reward.functions: {entry!r} is not a function")
+    if attr.startswith("get_"):
+        try:
+            obj = obj(**(_factory_defaults(attr, cfg) | args))
+        except (TypeError, ValueError) as error:
+            raise UsageError(f"reward.args.{entry}: {error}") from None
+        if not callable(obj):
+            raise UsageError(f"reward.functions: factory {entry!r} did not return a function")
+    elif args:
+        raise UsageError(f"reward.args.{entry}: only get_* factories take arguments")
+    return obj
+
+
+def reward_name(function: Callable[..., Any]) -> str:
+    """The name TRL logs a reward function under."""
+    return getattr(function, "__name__", type(function).__name__)
+
+
+def build_reward_funcs(cfg: DictConfig, scorer: Scorer) -> tuple[list[Callable[..., Any]], list[float] | None]:
+    """The reward functions and their weights (None: TRL's default, all 1.0) from cfg.reward."""
+    entries = list(cfg.reward.functions)
+    if not entries:
+        raise UsageError("reward.functions is empty: list at least one reward, e.g. [code_reward]")
+    unknown_args = set(cfg.reward.args) - set(entries)
+    if unknown_args:
+        raise UsageError(f"reward.args names {sorted(unknown_args)}, which reward.functions does not list")
+    functions = [resolve(entry, cfg, scorer) for entry in entries]
+    names = [reward_name(f) for f in functions]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise UsageError(f"reward.functions: two functions log under the same name {duplicates}")
+    weights = cfg.reward.weights if cfg.reward.weights is not None else cfg.trainer.get("reward_weights")
+    if weights is not None:
+        weights = [float(w) for w in weights]
+        if len(weights) != len(functions):
+            raise UsageError(f"reward.weights has {len(weights)} values for {len(functions)} reward functions "
+                             f"({', '.join(entries)})")
+    return functions, weights
