@@ -62,7 +62,7 @@ from superserve import (
 )
 
 from codegrpo.config import SuperserveSandboxConfig
-from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend, SandboxFatalError
+from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend, SandboxFatalError, classify_exit
 from codegrpo.sandbox.batch_runner import KEY_ENV, NO_NAMESPACES
 
 log = logging.getLogger(__name__)
@@ -596,15 +596,10 @@ def _to_run_result(result: CommandResult, program: Program, duration_s: float) -
     stderr, stderr_over = _cap(result.stderr)
     code = result.exit_code
     if result.truncated or stdout_over or stderr_over:
-        outcome = Outcome.OUTPUT_LIMIT
-    elif code == KILLED_EXIT_CODE and duration_s >= 0.95 * program.timeout_s:
-        outcome = Outcome.TIMEOUT  # the KILL wrapper fired
-    elif code < 0 or code > 128:
-        outcome = Outcome.SIGNALED
-    elif code != 0 and stderr.rstrip().endswith("MemoryError"):
-        outcome = Outcome.MEMORY_LIMIT
-    else:
-        outcome = Outcome.EXITED
+        return RunResult(Outcome.OUTPUT_LIMIT, code, stdout, stderr, duration_s)
+    if code == KILLED_EXIT_CODE and duration_s >= 0.95 * program.timeout_s:
+        return RunResult(Outcome.TIMEOUT, code, stdout, stderr, duration_s)  # the KILL wrapper fired
+    outcome, code = classify_exit(code, stderr)
     return RunResult(outcome, code, stdout, stderr, duration_s)
 
 
