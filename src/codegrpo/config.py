@@ -69,7 +69,7 @@ class RewardConfig:
     extract: str = "first"  # which fenced code block to score: first | last
     # Reward functions summed with `weights` (None: all 1.0): code_reward (the sandbox, configured by kind and
     # extract above), a trl.rewards name (think_format_reward, get_soft_overlong_punishment, ...) or
-    # "pkg.module:function". get_* names are factories, called with args[<entry>] (see codegrpo.rewards).
+    # "pkg.module:function". get_* names are factories, called with args.<function name> (codegrpo.rewards).
     functions: list[str] = field(default_factory=lambda: ["code_reward"])
     weights: Optional[list[float]] = None
     args: dict[str, Any] = field(default_factory=dict)

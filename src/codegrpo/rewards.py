@@ -8,7 +8,8 @@ An entry is one of:
     ``f(completions, **columns) -> list[float | None]``).
 
 Names that start with ``get_`` are factories (TRL's convention): they are called with
-``reward.args.<entry>`` and return the reward function. TRL logs each function under its ``__name__``
+``reward.args.<name>`` (the function's name, without its module: Hydra's command line takes no ``:`` in a
+key) and return the reward function. TRL logs each function under its ``__name__``
 (``rewards/<name>/mean``) and sums them with ``reward.weights`` (all 1.0 when null).
 Every mistake is a UsageError, raised before the model loads.
 """
@@ -62,9 +63,14 @@ def _lookup(entry: str) -> tuple[str, Any]:
     return entry, getattr(trl.rewards, entry)
 
 
+def _args_key(entry: str) -> str:
+    return entry.rpartition(":")[2]
+
+
 def resolve(entry: str, cfg: DictConfig, scorer: Scorer) -> Callable[..., Any]:
     """The reward function for one reward.functions entry."""
-    args = cfg.reward.args.get(entry)
+    key = _args_key(entry)
+    args = cfg.reward.args.get(key)
     args = OmegaConf.to_container(args, resolve=True) if args is not None else {}
     if entry == CODE_REWARD:
         if args:
@@ -77,11 +83,11 @@ def resolve(entry: str, cfg: DictConfig, scorer: Scorer) -> Callable[..., Any]:
         try:
             obj = obj(**(_factory_defaults(attr, cfg) | args))
         except (TypeError, ValueError) as error:
-            raise UsageError(f"reward.args.{entry}: {error}") from None
+            raise UsageError(f"reward.args.{key}: {error}") from None
         if not callable(obj):
             raise UsageError(f"reward.functions: factory {entry!r} did not return a function")
     elif args:
-        raise UsageError(f"reward.args.{entry}: only get_* factories take arguments")
+        raise UsageError(f"reward.args.{key}: only get_* factories take arguments")
     return obj
 
 
@@ -95,7 +101,7 @@ def build_reward_funcs(cfg: DictConfig, scorer: Scorer) -> tuple[list[Callable[.
     entries = list(cfg.reward.functions)
     if not entries:
         raise UsageError("reward.functions is empty: list at least one reward, e.g. [code_reward]")
-    unknown_args = set(cfg.reward.args) - set(entries)
+    unknown_args = set(cfg.reward.args) - {_args_key(e) for e in entries}
     if unknown_args:
         raise UsageError(f"reward.args names {sorted(unknown_args)}, which reward.functions does not list")
     functions = [resolve(entry, cfg, scorer) for entry in entries]
