@@ -10,7 +10,7 @@ import pytest
 
 from codegrpo.cli import UsageError
 from codegrpo.hub import check_push, push_final_model
-from codegrpo.models import cast_saved_weights, resolve_model
+from codegrpo.models import cast_saved_weights, resolve_model, rounding_warning
 
 
 @pytest.fixture
@@ -56,6 +56,15 @@ def test_full_models_are_saved_in_bf16(full_run):
     for name, param in model.state_dict().items():
         if name in weights:
             assert torch.equal(weights[name], param.to(torch.bfloat16)), name
+
+
+def test_saving_in_bf16_warns_when_the_run_moved_the_weights_less_than_bf16_rounds_them():
+    small = [{"update/relative_norm": 1e-4}] * 8 + [{"train_runtime": 1.0}]
+    warning = rounding_warning(small, "bfloat16")
+    assert warning and "model.save_dtype=float32" in warning and "8.0e-04" in warning
+    assert rounding_warning(small, "float16") is None  # fp16 resolves 4.9e-04
+    assert rounding_warning([{"update/relative_norm": 1e-2}], "bfloat16") is None
+    assert rounding_warning(small, "float32") is None
 
 
 def test_push_uploads_only_the_model_its_tokenizer_and_a_card(full_run, monkeypatch):

