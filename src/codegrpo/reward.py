@@ -131,7 +131,7 @@ def make_code_reward(scorer: Scorer) -> Callable[..., Any]:
 
             log_extra("problem_id", [s.problem_id for s in scored])
             log_extra("status", [s.verdict.status.value for s in scored])
-            log_extra("reason", [reason(s) for s in scored])
+            log_extra("error", [reason(s) for s in scored])  # "" when it passed
             log_extra("code", [code_head(s.code) for s in scored])
         return [s.verdict.reward for s in scored]
 

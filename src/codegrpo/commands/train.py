@@ -13,9 +13,9 @@ register_configs()
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="train")
 def main(cfg: DictConfig) -> float | None:
-    from codegrpo.train import train
+    from codegrpo.launch import run_training  # checks in a second, then trains; no run dir left by an early failure
 
-    return run_friendly(lambda: train(cfg)).get("final_reward_mean")
+    return run_friendly(lambda: run_training(cfg)).get("final_reward_mean")
 
 
 if __name__ == "__main__":

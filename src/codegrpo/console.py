@@ -1,0 +1,157 @@
+"""What a training run tells the researcher, on the console and in train.log (Hydra's job log):
+
+- at the start, the run dir, then the W&B mode and where its run lives;
+- one line per logged step: reward, pass rate, status counts, step time;
+- at the end, the final reward and pass rate, where everything is, and `wandb sync` when offline.
+
+Everything goes through `logging`, so Hydra's job logging writes it to the console and to train.log.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+STATUSES = ("passed", "failed", "error", "timeout", "no_code", "infra")
+REWARD_KEY = "rewards/code_reward/mean"
+# transformers 5 renamed gradient_checkpointing*; GRPOConfig still defaults the old name (True) and leaves
+# the new one None, so every GRPOConfig built from its own defaults warns. We pass the new names only.
+RENAMED_ARGS = (("gradient_checkpointing", "activation_checkpointing"),
+                ("gradient_checkpointing_kwargs", "activation_checkpointing_kwargs"))
+
+
+def current_arg_names(args: dict[str, Any]) -> dict[str, Any]:
+    """GRPOConfig kwargs with transformers' deprecated aliases moved to their current names.
+
+    The current name wins when set; otherwise the alias's value (the schema default, or the user's
+    trainer.gradient_checkpointing=...) carries over, so behaviour is unchanged and nothing warns.
+    """
+    args = dict(args)
+    for old, new in RENAMED_ARGS:
+        value = args.pop(old, None)
+        if args.get(new) is None and value is not None:
+            args[new] = value
+    return args
+
+
+def quiet_library_deprecations() -> None:
+    """Silence the one FutureWarning TRL's own code raises on every generation (it reads the deprecated
+    ``model.is_gradient_checkpointing`` property in its generation context managers); no setting of
+    ours causes it, and it says nothing a researcher can act on. Other warnings still show, and go to
+    train.log too."""
+    warnings.filterwarnings("ignore", message=r"`is_gradient_checkpointing` is deprecated", category=FutureWarning)
+    logging.captureWarnings(True)
+
+
+def announce_run_dir(run_dir: Path) -> None:
+    log.info("run dir: %s", run_dir.resolve())
+
+
+def wandb_location(run) -> str:
+    """Where a W&B run lives: its URL online, its offline-run-* dir offline."""
+    if run is None:
+        return ""
+    if getattr(run, "offline", False) or run.settings.mode == "offline":
+        return str(Path(run.dir).parent)
+    return getattr(run, "url", None) or str(Path(run.dir).parent)
+
+
+def _count(value: float) -> str:
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
+
+
+def step_line(logs: dict[str, Any], step: int, max_steps: int, seconds: float) -> str:
+    """`step 3/8  reward 0.250  pass 25%  passed 1, failed 2, error 1  12.3 s`: the statuses that occurred."""
+    statuses = ", ".join(f"{s} {_count(logs[f'status/{s}'])}" for s in STATUSES if logs.get(f"status/{s}"))
+    pass_rate = logs.get("pass_rate")
+    parts = [f"step {step}/{max_steps}" if max_steps > 0 else f"step {step}",
+             f"reward {logs[REWARD_KEY]:.3f}",
+             f"pass {pass_rate:.0%}" if pass_rate is not None else "",
+             statuses or "no completions scored",
+             f"{seconds:.1f} s"]
+    return "  ".join(p for p in parts if p)
+
+
+def install(trainer) -> None:
+    """Replace the trainer's dict-printing progress output with one story line per logged step, and
+    print each step's completions panel once (TRL prints it again with the end-of-training summary)."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback, TrainerCallback
+
+    class QuietProgress(ProgressCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs) -> None:
+            pass  # the step line below says it; the raw dict only repeated log_history.json
+
+    class StoryLine(TrainerCallback):
+        def __init__(self) -> None:
+            self.last = time.monotonic()
+            self.log_completions = trainer.log_completions
+
+        def on_train_begin(self, args, state, control, **kwargs) -> None:
+            self.last = time.monotonic()
+            self.log_completions = trainer.log_completions
+            announce_tracking()
+
+        def on_log(self, args, state, control, logs=None, **kwargs) -> None:
+            logs = logs or {}
+            if "train_runtime" in logs:
+                # TRL's log() would print (and write) the last step's completions a second time, sampled anew.
+                trainer.log_completions = False
+            if REWARD_KEY in logs and state.is_world_process_zero:
+                now = time.monotonic()
+                log.info("%s", step_line(logs, state.global_step, state.max_steps, now - self.last))
+                self.last = now
+
+        def on_train_end(self, args, state, control, **kwargs) -> None:
+            trainer.log_completions = self.log_completions
+
+    quiet_library_deprecations()
+    if trainer.pop_callback(ProgressCallback) is not None:
+        trainer.add_callback(QuietProgress)
+    trainer.pop_callback(PrinterCallback)
+    trainer.add_callback(StoryLine())
+
+
+def announce_tracking() -> None:
+    """The W&B mode and where the run lives, once training starts (wandb's own banner is silenced)."""
+    try:
+        import wandb
+    except ImportError:
+        return
+    run = wandb.run
+    if run is None:
+        log.info("W&B: off (logger=none)")
+        return
+    mode = "offline" if run.settings.mode == "offline" else run.settings.mode
+    log.info("W&B: %s, %s", mode, wandb_location(run))
+
+
+def final_summary(run_dir: Path, history: list[dict[str, Any]], run=None) -> str:
+    """The end-of-run summary (logged, and returned for tests)."""
+    steps = [row for row in history if REWARD_KEY in row]
+    lines = ["run finished"]
+    if steps:
+        last = steps[-1]
+        first_pass = steps[0].get("pass_rate")
+        pass_text = f", pass rate {last.get('pass_rate', 0.0):.0%}" if "pass_rate" in last else ""
+        lines[0] += f" after {len(steps)} logged steps: final reward {last[REWARD_KEY]:.3f}{pass_text}"
+        if first_pass is not None and len(steps) > 1:
+            lines[0] += f" (first step {first_pass:.0%})"
+    places = [("run dir", run_dir), ("config", run_dir / "config.yaml"), ("log", run_dir / "train.log"),
+              ("metrics", run_dir / "log_history.json"), ("completions", run_dir / "completions"),
+              ("model", run_dir / "final_model")]
+    for label, path in places:
+        if path.exists():
+            lines.append(f"  {label + ':':<13}{path}")
+    if run is not None:
+        location = wandb_location(run)
+        lines.append(f"  {'W&B:':<13}{location}")
+        if run.settings.mode == "offline":
+            lines.append(f"  {'upload:':<13}wandb sync {location}")
+    text = "\n".join(lines)
+    log.info("%s", text)
+    return text

@@ -1,0 +1,55 @@
+"""The console story: the step line, the end summary, and GRPOConfig built from our settings without warnings."""
+
+from __future__ import annotations
+
+import warnings
+
+from codegrpo.console import current_arg_names, final_summary, step_line
+
+
+def test_step_line_shows_reward_pass_rate_statuses_and_time():
+    logs = {"rewards/code_reward/mean": 0.25, "pass_rate": 0.25, "status/passed": 1.0, "status/failed": 2.0,
+            "status/error": 1.0, "status/no_code": 0.0, "status/timeout": 0.0, "status/infra": 0.0}
+    assert step_line(logs, 3, 8, 12.34) == "step 3/8  reward 0.250  pass 25%  passed 1, failed 2, error 1  12.3 s"
+
+
+def test_trainer_settings_build_a_grpo_config_without_future_warnings(compose_cfg, tmp_path):
+    from codegrpo.train import grpo_args
+
+    for trainer in ("cpu", "gpu"):
+        cfg = compose_cfg(f"trainer={trainer}", "trainer.use_cpu=true", "trainer.bf16=false", "logger=none")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", FutureWarning)
+            args = grpo_args(cfg, tmp_path)
+        # gpu keeps TRL's default (checkpointing on), cpu turns it off: the same behaviour under the new name
+        assert args.activation_checkpointing is (trainer == "gpu")
+    # The deprecated name still works when it is the only one given.
+    assert current_arg_names({"gradient_checkpointing": True, "activation_checkpointing": None}) == {
+        "activation_checkpointing": True}
+
+
+def test_final_summary_says_where_everything_is(tmp_path):
+    (tmp_path / "train.log").write_text("")
+    (tmp_path / "final_model").mkdir()
+    history = [{"rewards/code_reward/mean": 0.0, "pass_rate": 0.0}, {"rewards/code_reward/mean": 0.5, "pass_rate": 0.5}]
+    text = final_summary(tmp_path, history)
+    assert text.startswith("run finished after 2 logged steps: final reward 0.500, pass rate 50% (first step 0%)")
+    assert f"log:         {tmp_path / 'train.log'}" in text and f"model:       {tmp_path / 'final_model'}" in text
+
+
+def test_completions_table_columns_say_why_and_show_the_code(local_sandbox):
+    import asyncio
+
+    from codegrpo.problems import load_problems
+    from codegrpo.programs import get_language
+    from codegrpo.reward import Scorer, make_code_reward
+
+    scorer = Scorer(load_problems("problems/seed.jsonl"), local_sandbox, get_language("python"), "binary")
+    extra: dict[str, list] = {}
+    completions = ["```python\ndef is_prime(n):\n    return n > 1\n```", "no code here", ""]
+    asyncio.run(make_code_reward(scorer)(completions=completions, problem_id=["is_prime"] * 3,
+                                         log_extra=extra.__setitem__))
+    assert extra["status"] == ["failed", "error", "no_code"]
+    assert extra["error"][0] == "got [true, false, true], expected [true, false, false]"
+    assert extra["error"][1].startswith("SyntaxError") and extra["error"][2].startswith("no code")
+    assert extra["code"] == ["def is_prime(n):\n    return n > 1", "no code here", ""]
