@@ -179,21 +179,25 @@ def cast_saved_weights(model_dir: Path, dtype_name: str) -> None:
         config.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
-# Relative rounding error of a stored weight: half the spacing of its mantissa (7 bits bf16, 10 bits fp16).
-RELATIVE_RESOLUTION = {"bfloat16": 2.0**-8, "float16": 2.0**-11}
+# Rounding a weight to a 7-bit (bf16) or 10-bit (fp16) mantissa errs by up to half a spacing, 2**-8 or
+# 2**-11 of its size; the root mean square over weights is about 2**-8.5 / sqrt(3) (2**-11.5 / sqrt(3)).
+MAX_ROUNDING = {"bfloat16": 2.0**-8, "float16": 2.0**-11}
+RMS_ROUNDING = {"bfloat16": 2.0**-8.5 / 3**0.5, "float16": 2.0**-11.5 / 3**0.5}
 
 
 def rounding_warning(history: list[dict[str, Any]], dtype_name: str) -> str | None:
     """A warning when the whole run moved the weights less than saving in `dtype_name` rounds them: the
     saved model then differs from the trained one by more than training changed it (at the CPU defaults,
     lr 1e-6 for 8 steps, it does). Uses the per-step ||delta theta|| / ||theta|| the trainer logs."""
-    resolution = RELATIVE_RESOLUTION.get(dtype_name)
+    rms = RMS_ROUNDING.get(dtype_name)
+    # The sum of the per-step relative norms bounds the whole run's ||delta theta|| / ||theta||.
     total = sum(row.get("update/relative_norm", 0.0) for row in history)
-    if resolution is None or not total or total >= resolution:
+    if rms is None or not total or total >= rms:
         return None
     return (f"final_model is saved in {dtype_name} (model.save_dtype), which rounds each weight by up to "
-            f"{resolution:.1e} of its size, more than this run's whole update (sum of update/relative_norm "
-            f"{total:.1e}): the saved weights differ from the trained ones by more than training moved them. "
+            f"{MAX_ROUNDING[dtype_name]:.1e} of its size ({rms:.1e} in norm), more than this run's whole update "
+            f"(at most {total:.1e} in norm): the saved weights differ from the trained ones by more than training "
+            "moved them. "
             "The after-training evaluation used the trained weights; to keep them on disk, "
             "set model.save_dtype=float32.")
 
