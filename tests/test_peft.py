@@ -127,3 +127,18 @@ def test_lora_trains_only_the_adapter_saves_it_pushes_it_and_evaluate_loads_it(c
     merged, _ = load_model_and_tokenizer(OmegaConf.merge(cfg.model, {"name_or_path": str(final), "gguf_package": ""}))
     q = "model.layers.0.self_attn.q_proj.weight"
     assert not torch.equal(dict(merged.named_parameters())[q], base_weights[q])  # the adapter is in
+
+
+def test_the_peft_group_is_off_by_default_and_lora_composes(compose_cfg):
+    from peft import LoraConfig
+
+    from codegrpo.models import build_peft_config
+
+    assert compose_cfg().peft is None and build_peft_config(compose_cfg().peft) is None
+    cfg = compose_cfg("peft=lora", "peft.r=8", "peft.merge_on_save=true")
+    assert (cfg.peft.r, cfg.peft.lora_alpha, cfg.peft.merge_on_save) == (8, 32, True)
+    lora = build_peft_config(cfg.peft)
+    assert isinstance(lora, LoraConfig) and lora.r == 8 and lora.lora_dropout == 0.05
+    assert set(lora.target_modules) == {"q_proj", "k_proj", "v_proj", "o_proj"}
+    assert build_peft_config(compose_cfg("peft=lora", "peft.target_modules=[all-linear]").peft).target_modules == (
+        "all-linear")
