@@ -1,4 +1,4 @@
-"""The seccomp filter's program. What it refuses inside a real sandbox is tested in test_local.py."""
+"""The seccomp filters' programs. What they refuse inside a real sandbox is tested in test_redteam.py."""
 
 from __future__ import annotations
 
@@ -6,25 +6,29 @@ import struct
 
 import pytest
 
-from codegrpo.sandbox.seccomp import build_filter
+from codegrpo.sandbox.seccomp import CLONE_NEWUSER, RWF_NOWAIT, build_filter
 
 INSTRUCTION = struct.Struct("=HBBI")
-RETURN, ALLOW, EPERM, ENOSYS = 0x06, 0x7FFF0000, 0x00050001, 0x00050026
+RETURN, ALLOW, EPERM, ENOSYS, EOPNOTSUPP = 0x06, 0x7FFF0000, 0x00050001, 0x00050026, 0x0005005F
+CLONE_NEWNET, SIGCHLD = 0x40000000, 17
 
 
-def instructions(machine: str) -> list[tuple[int, int, int, int]]:
-    program = build_filter(machine)
-    assert len(program) % INSTRUCTION.size == 0
-    return [INSTRUCTION.unpack_from(program, offset) for offset in range(0, len(program), INSTRUCTION.size)]
+def instructions(machine: str, program: bool = True) -> list[tuple[int, int, int, int]]:
+    code = build_filter(machine, program=program)
+    assert len(code) % INSTRUCTION.size == 0
+    return [INSTRUCTION.unpack_from(code, offset) for offset in range(0, len(code), INSTRUCTION.size)]
 
 
-def evaluate(program: list[tuple[int, int, int, int]], arch: int, nr: int) -> int:
-    """A tiny interpreter for the four opcodes the filter uses, to check what it returns for a syscall."""
+def evaluate(program: list[tuple[int, int, int, int]], arch: int, nr: int, *args: int) -> int:
+    """A tiny interpreter for the opcodes the filter uses, to check what it returns for a syscall."""
+    data = {0: nr, 4: arch} | {16 + 8 * i: value & 0xFFFFFFFF for i, value in enumerate(args)}
     accumulator, pc = 0, 0
     while True:
         code, jump_true, jump_false, k = program[pc]
-        if code == 0x20:
-            accumulator = {0: nr, 4: arch}[k]
+        if code == 0x20:  # load a word of seccomp_data
+            accumulator = data.get(k, 0)
+        elif code == 0x54:  # and
+            accumulator &= k
         elif code in (0x15, 0x35):
             taken = accumulator == k if code == 0x15 else accumulator >= k
             pc += jump_true if taken else jump_false
@@ -33,18 +37,34 @@ def evaluate(program: list[tuple[int, int, int, int]], arch: int, nr: int) -> in
         pc += 1
 
 
-@pytest.mark.parametrize(
-    ("machine", "arch", "denied", "allowed"),
-    [
-        ("x86_64", 0xC000003E, [248, 249, 250, 29, 64, 68, 240], [0, 1, 57, 59, 231]),
-        ("aarch64", 0xC00000B7, [217, 218, 219, 194, 190, 186, 180], [63, 64, 220, 221, 93]),
-    ],
-)
-def test_the_filter_refuses_exactly_its_syscalls(machine, arch, denied, allowed):
-    program = instructions(machine)
-    assert [evaluate(program, arch, nr) for nr in denied] == [EPERM] * len(denied)
-    assert [evaluate(program, arch, nr) for nr in allowed] == [ALLOW] * len(allowed)
-    assert evaluate(program, 0x40000003, 0) == ENOSYS  # another ABI (i386) is refused whole
+# machine, AUDIT_ARCH, refused for every process, refused for programs only, allowed, clone, unshare, preadv2
+MACHINES = [
+    ("x86_64", 0xC000003E, [248, 249, 250, 29, 64, 68, 240, 425, 321, 298, 323, 246],
+     [165, 166, 155, 308, 272, 101, 304, 428], [0, 1, 57, 59, 231, 202], 56, 272, 327),
+    ("aarch64", 0xC00000B7, [217, 218, 219, 194, 190, 186, 180, 425, 280, 241, 282, 104],
+     [40, 39, 41, 268, 97, 117, 265, 428], [63, 64, 221, 93, 98], 220, 97, 286),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("machine", "arch", "denied", "program_only", "allowed", "clone", "unshare", "preadv2"),
+                         MACHINES)  # fmt: skip
+def test_the_filters_refuse_exactly_their_syscalls(machine, arch, denied, program_only, allowed, clone, unshare,
+                                                   preadv2):  # fmt: skip
+    program, base = instructions(machine), instructions(machine, program=False)
+    for code in (program, base):
+        assert [evaluate(code, arch, nr) for nr in denied] == [EPERM] * len(denied)
+        assert [evaluate(code, arch, nr) for nr in allowed] == [ALLOW] * len(allowed)
+        assert evaluate(code, arch, 435) == ENOSYS  # clone3: libc falls back to clone, whose flags are read
+        assert evaluate(code, 0x40000003, 0) == ENOSYS  # another ABI (i386) is refused whole
+        assert evaluate(code, arch, clone, SIGCHLD) == ALLOW  # fork and threads
+        assert evaluate(code, arch, clone, CLONE_NEWUSER | SIGCHLD) == EPERM
+    assert [evaluate(program, arch, nr) for nr in program_only] == [EPERM] * len(program_only)
+    # The base filter is the warm worker's: it makes namespaces for its programs, never a user namespace.
+    assert evaluate(base, arch, unshare, CLONE_NEWNET) == ALLOW
+    assert evaluate(base, arch, unshare, CLONE_NEWUSER) == EPERM
+    assert evaluate(program, arch, clone, CLONE_NEWNET | SIGCHLD) == EPERM
+    assert evaluate(program, arch, preadv2, 3, 0, 1, 0, 0, RWF_NOWAIT) == EOPNOTSUPP
+    assert evaluate(program, arch, preadv2, 3, 0, 1, 0, 0, 0) == ALLOW
     if machine == "x86_64":
         assert evaluate(program, arch, 0x40000000 | 1) == ENOSYS  # x32
 
