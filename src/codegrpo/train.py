@@ -299,7 +299,8 @@ def train(cfg: DictConfig) -> dict[str, float]:
             final = save_final_model(trainer, cfg, run_dir / "final_model", is_main_process())
         history = trainer.state.log_history
         metrics = dict(result.metrics)
-        rewards = [e["rewards/code_reward/mean"] for e in history if "rewards/code_reward/mean" in e]
+        # TRL's "reward" is the weighted sum of every reward function: what a sweep should maximize.
+        rewards = [e["reward"] for e in history if "reward" in e]
         if rewards:
             metrics["final_reward_mean"] = rewards[-1]
         if is_main_process():
