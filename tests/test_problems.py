@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from omegaconf.errors import ValidationError
 
 from codegrpo.problems import ProblemError, load_problems, problem_set_hash
 from codegrpo.prompts import build_messages
@@ -80,7 +81,8 @@ def test_train_and_eval_splits_are_disjoint_stable_and_cover_the_set():
     assert not {p.id for p in train} & {p.id for p in evaluation}
     assert 0.05 < len(evaluation) / len(everything) < 0.4
     assert [p.id for p in load_problem_set(_cfg(split="eval"))] == [p.id for p in evaluation]
-    with pytest.raises(ProblemError, match="split"):
+    # An unknown split is refused by the typed config itself (an Enum), naming the key.
+    with pytest.raises(ValidationError, match="split"):
         load_problem_set(_cfg(split="test"))
 
 
