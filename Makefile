@@ -47,10 +47,10 @@ test-fast: setup ## the suite without the slow tests
 	$(PY) -m pytest -m "not slow"
 
 lint: setup ## ruff
-	$(VENV)/bin/ruff check src tests train.py
+	$(VENV)/bin/ruff check src tests benchmarks train.py
 
 bench: setup ## the benchmarks (prints ratios)
-	$(PY) -m codegrpo.bench
+	$(PY) -m benchmarks.bench
 
 constraints: setup ## pin constraints.txt to the versions in the venv (after the tests pass)
 	@{ sed -n '1,3p' $(CONSTRAINTS); $(PY) -m pip freeze --exclude-editable | grep -viE '^(torch|codegrpo)=='; } > $(CONSTRAINTS).new

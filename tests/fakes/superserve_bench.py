@@ -17,11 +17,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from codegrpo.config import SuperserveSandboxConfig
-from codegrpo.fakes.superserve_api import FAKE_API_KEY, FakeSuperserve
 from codegrpo.problems import load_problems
 from codegrpo.programs import build_program, get_language
 from codegrpo.reward import Scorer
 from codegrpo.sandbox.superserve import SuperserveSandbox
+from tests.fakes.superserve_api import FAKE_API_KEY, FakeSuperserve
 
 KEY_ENV = "CODEGRPO_FAKE_SUPERSERVE_KEY"  # never the user's real key
 LATENCY = {"create": 0.4, "write": 0.05, "exec": 0.05, "kill": 0.05}
