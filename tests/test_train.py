@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from codegrpo.problems import PROJECT_ROOT
+from codegrpo.problems import PROJECT_ROOT, load_problem_set
 from tests import wandb_offline
 
 FAST = [
@@ -27,7 +27,7 @@ def _train(run_dir: Path, *overrides: str, env: dict[str, str] | None = None) ->
     return subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900, env=environment)
 
 
-def test_train_end_to_end_offline(tmp_path):
+def test_train_end_to_end_offline(tmp_path, compose_cfg):
     run_dir = tmp_path / "run"
     secret = "ss_live_do-not-log-this-0123456789"
     done = _train(run_dir, *FAST, env={"WANDB_API_KEY": "", "SUPERSERVE_API_KEY": secret, "HF_TOKEN": secret})
@@ -63,12 +63,19 @@ def test_train_end_to_end_offline(tmp_path):
 
     tables = sorted(run_dir.glob("completions/completions_*.parquet"))
     assert len(tables) == 2  # one table of sampled completions per logged step
-    assert {"completion", "code_reward", "status"} <= set(pd.read_parquet(tables[0]).columns)
+    table = pd.read_parquet(tables[0])
+    # Why each completion failed: its problem, status, reward and the first line of the error.
+    assert {"completion", "code_reward", "status", "problem_id", "error"} <= set(table.columns)
+    assert set(table["problem_id"]) <= {p.id for p in load_problem_set(compose_cfg().problems)}
+    assert all((e == "") == (s == "passed") for e, s in zip(table["error"], table["status"], strict=True))
 
     [run_file] = run_dir.glob("wandb/offline-run-*/run-*.wandb")
     logged = [row for row in wandb_offline.history(run_file) if "train/rewards/code_reward/mean" in row]
     assert [r["train/rewards/code_reward/mean"] for r in logged] == [r["rewards/code_reward/mean"] for r in steps]
     assert all("train/reward_std" in r and "train/pass_rate" in r for r in logged)
+    # The "did it learn" signal of every step: the relative update (0 when no group had reward spread)
+    # and the share of zero-spread groups.
+    assert all(r["train/update/relative_norm"] >= 0 and "train/frac_reward_zero_std" in r for r in logged)
     logged_config = wandb_offline.config(run_file)
     assert logged_config["sandbox"]["backend"] == "local" and logged_config["reward"]["kind"] == "binary"
     assert secret.encode() not in run_file.read_bytes()
