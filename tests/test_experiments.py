@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import subprocess
 import sys
 from pathlib import Path
@@ -48,6 +49,11 @@ def test_two_job_multirun_offline(tmp_path):
                f"hydra.sweep.dir={tmp_path}"]
     done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
-    for job, kind in (("0", "binary"), ("1", "partial")):
+    # Job dirs are named by their number and overrides; the sweep ends with a table of every job.
+    for job, kind in (("0_debug=fast,reward=binary", "binary"), ("1_debug=fast,reward=partial", "partial")):
         assert (tmp_path / job / "log_history.json").is_file()
         assert f"kind: {kind}" in (tmp_path / job / "config.yaml").read_text()
+    with open(tmp_path / "sweep_summary.csv", newline="") as handle:
+        summary = [(row["job"], row["status"]) for row in csv.DictReader(handle)]
+    assert summary == [("0_debug=fast,reward=binary", "done"), ("1_debug=fast,reward=partial", "done")]
+    assert "Sweep summary" in done.stdout
