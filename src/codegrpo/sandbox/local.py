@@ -35,7 +35,7 @@ import sys
 import time
 import weakref
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from codegrpo.config import LocalSandboxConfig
@@ -591,11 +591,7 @@ class _StatusPipe:
 
     def poll(self) -> None:
         """Read whatever is in the pipe now."""
-        while self._fd >= 0:
-            try:
-                chunk = os.read(self._fd, _READ_CHUNK)
-            except BlockingIOError:
-                return
+        for chunk in _available(self._fd):
             if not chunk:
                 self._stop_reading()
                 return
@@ -700,11 +696,7 @@ class _Capture:
 
     def drain(self) -> None:
         """Read whatever is in the pipe now."""
-        while self._fd >= 0:
-            try:
-                chunk = os.read(self._fd, _READ_CHUNK)
-            except BlockingIOError:
-                return
+        for chunk in _available(self._fd):
             if not chunk:
                 self.close()
                 return
@@ -725,6 +717,19 @@ class _Capture:
             self._loop.remove_reader(self._fd)
             os.close(self._fd)
             self._fd = -1
+
+
+def _available(fd: int) -> Iterator[bytes]:
+    """What the non-blocking pipe ``fd`` holds now, chunk by chunk, then b"" if it has ended (none if
+    ``fd`` is closed)."""
+    while fd >= 0:
+        try:
+            chunk = os.read(fd, _READ_CHUNK)
+        except BlockingIOError:
+            return
+        yield chunk
+        if not chunk:
+            return
 
 
 def _close(cgroups: CgroupLimits | None, warm: WarmPool | None = None) -> None:
