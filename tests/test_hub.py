@@ -11,6 +11,7 @@ import pytest
 from codegrpo.cli import UsageError
 from codegrpo.hub import check_push, push_final_model
 from codegrpo.models import cast_saved_weights, resolve_model, rounding_warning
+from tests.helpers.hub import record_hub_uploads
 
 
 @pytest.fixture
@@ -68,21 +69,8 @@ def test_saving_in_bf16_warns_when_the_run_moved_the_weights_less_than_bf16_roun
 
 
 def test_push_uploads_only_the_model_its_tokenizer_and_a_card(full_run, monkeypatch):
-    import huggingface_hub
-
     cfg, run_dir, final, _ = full_run
-    calls = []
-
-    def fake_create_repo(repo_id, **kwargs):
-        calls.append(("create_repo", repo_id, kwargs["private"], kwargs["token"]))
-
-    def fake_upload_folder(*, repo_id, folder_path, **kwargs):
-        folder = Path(folder_path)
-        calls.append(("upload_folder", repo_id, sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))))
-        calls.append(("card", (folder / "README.md").read_text()))
-
-    monkeypatch.setattr(huggingface_hub, "create_repo", fake_create_repo)
-    monkeypatch.setattr(huggingface_hub, "upload_folder", fake_upload_folder)
+    calls = record_hub_uploads(monkeypatch)
     uploaded = push_final_model(cfg, run_dir, final)
 
     files = ["README.md", "chat_template.jinja", "config.json", "generation_config.json", "model.safetensors",

@@ -14,6 +14,7 @@ from omegaconf import OmegaConf, open_dict
 
 from codegrpo.cli import CONFIG_DIR
 from codegrpo.extraction import completion_text
+from tests.helpers.hub import record_hub_uploads
 
 TINY = ["trainer.max_steps=2", "trainer.num_generations=2", "trainer.per_device_train_batch_size=2",
         "trainer.max_completion_length=16", "problems.limit=2", "logger=none", "plots=false"]
@@ -27,7 +28,6 @@ def length_reward(completions, **_) -> list[float]:
 
 @pytest.mark.slow
 def test_lora_trains_only_the_adapter_saves_it_pushes_it_and_evaluate_loads_it(compose_cfg, tmp_path, monkeypatch):
-    import huggingface_hub
     import torch
 
     import codegrpo.train as train_module
@@ -54,20 +54,8 @@ def test_lora_trains_only_the_adapter_saves_it_pushes_it_and_evaluate_loads_it(c
 
         return Observed
 
-    uploads = []
-
-    def fake_create_repo(repo_id, **kwargs):
-        uploads.append(("create_repo", repo_id, kwargs.get("private")))
-        return f"https://huggingface.co/{repo_id}"
-
-    def fake_upload_folder(*, repo_id, folder_path, **kwargs):
-        folder = Path(folder_path)
-        uploads.append(("upload_folder", repo_id, sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))))
-        uploads.append(("card", (folder / "README.md").read_text()))
-
     monkeypatch.setattr(train_module, "make_trainer_class", observed_class)
-    monkeypatch.setattr(huggingface_hub, "create_repo", fake_create_repo)
-    monkeypatch.setattr(huggingface_hub, "upload_folder", fake_upload_folder)
+    uploads = record_hub_uploads(monkeypatch)
     run_dir.mkdir(parents=True)
     (run_dir / "git.diff").write_text("diff --git a/secret b/secret\n")  # what a dirty tree leaves
     train_module.train(cfg)
@@ -104,7 +92,7 @@ def test_lora_trains_only_the_adapter_saves_it_pushes_it_and_evaluate_loads_it(c
     assert (final / "adapter_model.safetensors").stat().st_size < 5 << 20
 
     # The push: exactly the model files and a card, nothing of the run dir.
-    assert uploads[0] == ("create_repo", "someone/codegrpo-lora", None)
+    assert uploads[0][:3] == ("create_repo", "someone/codegrpo-lora", None)
     assert uploads[1] == ("upload_folder", "someone/codegrpo-lora", [
         "README.md", "adapter_config.json", "adapter_model.safetensors", "chat_template.jinja", "tokenizer.json",
         "tokenizer_config.json"])
