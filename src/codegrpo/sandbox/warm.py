@@ -35,7 +35,7 @@ from codegrpo.sandbox.cgroups import RunCgroup
 
 log = logging.getLogger(__name__)
 
-HARNESS_DIR = "/run/codegrpo"  # outside /tmp, which the worker empties
+HARNESS_DIR = "/run/codegrpo"  # outside /tmp, which each program gets afresh
 WORKER_PATH = f"{HARNESS_DIR}/warm_worker.py"
 # Held in the sandbox's own user namespace only, by pid 1, to give each program fresh namespaces, mount
 # its /tmp and /proc, and bring its loopback up; each program's process drops them all before it runs.
