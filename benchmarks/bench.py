@@ -10,7 +10,7 @@ b. superserve: completions/s through the Superserve backend vs the guide's appro
    injected latency, at the same sandbox cap.
 c. train: wall time of train.py vs a bare TRL script with the same model, reward, sandbox, steps and seed.
 d. memory: the scorer's peak RSS while programs flood their output, vs its idle RSS.
-e. generation: tokens/s of evaluation's batched generation (codegrpo.evaluate.generate) vs model.generate
+e. generation: tokens/s of evaluation's batched generation (codegrpo.evaluation.generate) vs model.generate
    called directly on the same batch (the offline model, `--only generation`).
 f. logging: a default train.py run with its logging on (W&B offline, completions tables, plots) vs off
    (logger=none, no tables, no plots), same seed and work: the time per step, side by side.
@@ -270,7 +270,7 @@ def bench_generation(prompts: int = 8, samples: int = 8, new_tokens: int = 64,
     from omegaconf import OmegaConf
 
     from codegrpo.config import ModelConfig, ProblemsConfig
-    from codegrpo.evaluate import generate, set_torch_threads
+    from codegrpo.evaluation import generate, set_torch_threads
     from codegrpo.models import load_model_and_tokenizer
     from codegrpo.prompts import build_messages
 
@@ -306,7 +306,7 @@ def bench_generation(prompts: int = 8, samples: int = 8, new_tokens: int = 64,
             best[name] = max(best[name], count / seconds)
             print(f"[generation] round {round_ + 1}: {name} {count} tokens in {seconds:.1f} s", file=sys.stderr)
     batch = f"{prompts} prompts x {samples} samples, {new_tokens} new tokens, {threads} torch threads"
-    return [("codegrpo.evaluate.generate tokens/s, best of rounds", best["ours"], batch),
+    return [("codegrpo.evaluation.generate tokens/s, best of rounds", best["ours"], batch),
             ("model.generate directly tokens/s, best of rounds", best["direct"], "the same batch"),
             ("ratio ours / direct", best["ours"] / best["direct"], "target >= 0.95")]
 

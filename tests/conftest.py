@@ -7,25 +7,23 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
-from omegaconf import DictConfig, open_dict
+from omegaconf import OmegaConf, open_dict
 
-from codegrpo.cli import CONFIG_DIR
-from codegrpo.config import register_configs
-
-register_configs()
+from codegrpo.commands import CONFIG_DIR
 
 
 @pytest.fixture
 def compose_cfg(tmp_path: Path):
-    """compose_cfg(*overrides) -> the config train.py would get, with the run dir under tmp_path."""
+    """compose_cfg(*overrides, config_name="train") -> the typed config (codegrpo.config) the command
+    would get, with the run dir under tmp_path."""
 
-    def _compose(*overrides: str) -> DictConfig:
+    def _compose(*overrides: str, config_name: str = "train"):
         GlobalHydra.instance().clear()
         with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-            cfg = compose(config_name="train", overrides=list(overrides))
+            cfg = compose(config_name=config_name, overrides=list(overrides))
         with open_dict(cfg):
-            cfg.run_dir = str(tmp_path / "run")
-        return cfg
+            cfg.run_dir = str(tmp_path / config_name)
+        return OmegaConf.to_object(cfg)
 
     yield _compose
     GlobalHydra.instance().clear()

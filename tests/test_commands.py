@@ -25,7 +25,7 @@ def test_score_writes_one_line_per_input_in_order(tmp_path):
     ]
     path = tmp_path / "completions.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    done = command("codegrpo.score", f"completions={path}", "problems=seed", "reward=partial", "sandbox=local")
+    done = command("codegrpo.commands.score", f"completions={path}", "problems=seed", "reward=partial", "sandbox=local")
     assert done.returncode == 0, done.stderr
     out = [json.loads(line) for line in done.stdout.splitlines()]
     assert [o["problem_id"] for o in out] == ["is_prime", "is_prime", "median", "roman"]
@@ -37,14 +37,14 @@ def test_score_writes_one_line_per_input_in_order(tmp_path):
 def test_score_rejects_unknown_problem_ids_naming_the_line(tmp_path):
     path = tmp_path / "c.jsonl"
     path.write_text('{"problem_id": "is_prime", "completion": "x"}\n{"problem_id": "nope", "completion": "x"}\n')
-    done = command("codegrpo.score", f"completions={path}", "problems=seed")
+    done = command("codegrpo.commands.score", f"completions={path}", "problems=seed")
     assert done.returncode == 2
     assert f"{path}:2: unknown problem_id 'nope'" in done.stderr
 
 
 def test_validate_passes_for_the_shipped_sets():
     for name, count in (("seed", 4), ("basics", 67), ("humaneval", 164)):
-        done = command("codegrpo.validate", f"problems={name}")
+        done = command("codegrpo.commands.validate", f"problems={name}")
         assert done.returncode == 0, done.stdout + done.stderr
         assert f"{name}: {count}/{count} references pass" in done.stdout
 
@@ -56,21 +56,22 @@ def test_validate_lists_failing_references(tmp_path):
         '{"id": "bad", "prompt": "g().", "test": "g()", "expected": "1", "reference": "def g():\\n    return 2"}\n'
         '{"id": "none", "prompt": "h().", "test": "h()", "expected": "1"}\n'
     )
-    done = command("codegrpo.validate", "problems=jsonl", f"problems.path={path}")
+    done = command("codegrpo.commands.validate", "problems=jsonl", f"problems.path={path}")
     assert done.returncode == 1
     assert "FAIL     bad: failed" in done.stdout and "MISSING  none" in done.stdout
     assert "jsonl: 1/3 references pass" in done.stdout
 
 
 def test_limits_prints_what_enforces_each_limit():
-    done = command("codegrpo.limits", "sandbox.use_cgroups=false", "sandbox.max_concurrency=3")
+    done = command("codegrpo.commands.limits", "sandbox.use_cgroups=false", "sandbox.max_concurrency=3")
     assert done.returncode == 0, done.stderr
     rows = {line.split("  ")[0]: line for line in done.stdout.splitlines()}
     assert rows["limit"].split() == ["limit", "value", "enforced", "by"]
     uid = 65534 if os.geteuid() == 0 else os.geteuid()
     assert rows["processes"].endswith(f"RLIMIT_NPROC as uid {uid}") and rows["memory"].endswith("RLIMIT_AS")
     assert "3 programs" in rows["at once"] and f"uid {uid}" in rows["user"]
-    assert command("codegrpo.limits", "sandbox.max_concurrency=0").returncode == 2  # one clear line, no traceback
+    # one clear line, no traceback
+    assert command("codegrpo.commands.limits", "sandbox.max_concurrency=0").returncode == 2
 
 
 def test_score_reasons_say_why_each_completion_scored_what_it_did(tmp_path):
@@ -79,7 +80,7 @@ def test_score_reasons_say_why_each_completion_scored_what_it_did(tmp_path):
             {"problem_id": "median", "completion": "sorry"},
             {"problem_id": "median", "completion": "```js\nx\n```"}]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    done = command("codegrpo.score", f"completions={path}", "problems=seed", "--reasons")
+    done = command("codegrpo.commands.score", f"completions={path}", "problems=seed", "--reasons")
     assert done.returncode == 0, done.stderr
     wrong, crash, empty = (json.loads(line) for line in done.stdout.splitlines())
     # got vs expected is computed on the host, from the value the sandbox returned
@@ -97,7 +98,7 @@ def test_validate_says_what_a_failing_reference_got_and_warns_about_doubled_prom
         '{"id": "bad", "prompt": "g().", "test": "g()", "expected": "[1, 2]", '
         '"reference": "def g():\\n    return [2, 1]"}\n'
     )
-    done = command("codegrpo.validate", "problems=jsonl", f"problems.path={path}")
+    done = command("codegrpo.commands.validate", "problems=jsonl", f"problems.path={path}")
     assert done.returncode == 1
     assert "FAIL     bad: failed: got [2, 1], expected [1, 2]" in done.stdout
     assert "         | def g():" in done.stdout

@@ -14,7 +14,7 @@ def test_step_line_shows_reward_pass_rate_statuses_and_time():
 
 
 def test_trainer_settings_build_a_grpo_config_without_future_warnings(compose_cfg, tmp_path):
-    from codegrpo.train import grpo_args
+    from codegrpo.training import grpo_args
 
     for trainer in ("cpu", "gpu"):
         cfg = compose_cfg(f"trainer={trainer}", "trainer.use_cpu=true", "trainer.bf16=false", "logger=none")

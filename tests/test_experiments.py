@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from codegrpo.cli import CONFIG_DIR
+from codegrpo.commands import CONFIG_DIR
 from codegrpo.problems import PROJECT_ROOT, load_problems
 
 EXPERIMENTS = sorted(p.stem for p in (Path(CONFIG_DIR) / "experiment").glob("*.yaml"))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from codegrpo.cli import UsageError
+from codegrpo.errors import UsageError
 from codegrpo.hub import check_push, push_final_model
 from codegrpo.models import cast_saved_weights, resolve_model, rounding_warning
 from tests.helpers.hub import record_hub_uploads

@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from codegrpo.evaluate import compare
+from codegrpo.evaluation import compare
 from codegrpo.extraction import completion_text
 from codegrpo.problems import PROJECT_ROOT, load_problem_set, load_problems, select_split
 from codegrpo.reward import Scored, first_error_line
-from codegrpo.train import LearningSignal
+from codegrpo.training import LearningSignal
 from codegrpo.verdict import Status, Verdict
 
 
@@ -30,7 +30,7 @@ def test_bf16_training_keeps_fp32_weights_and_moves_almost_all_of_them(compose_c
     import torch
 
     from codegrpo.models import load_model_and_tokenizer
-    from codegrpo.train import build_dataset, grpo_args, make_trainer_class
+    from codegrpo.training import build_dataset, grpo_args, make_trainer_class
 
     cfg = compose_cfg("trainer.bf16=true", "trainer.learning_rate=1e-6", "trainer.max_steps=2",
                       "trainer.num_generations=4", "trainer.per_device_train_batch_size=4",
@@ -57,7 +57,7 @@ def test_bf16_training_keeps_fp32_weights_and_moves_almost_all_of_them(compose_c
 
 def test_no_spread_warning_after_several_flat_steps(caplog):
     signal = LearningSignal(patience=3)
-    with caplog.at_level(logging.WARNING, logger="codegrpo.train"):
+    with caplog.at_level(logging.WARNING, logger="codegrpo.training"):
         for frac in (1.0, 1.0, 0.5, 1.0, 1.0):
             signal.check_spread({"frac_reward_zero_std": frac})
         assert not caplog.records  # never 3 in a row
@@ -104,7 +104,7 @@ def test_evaluate_compares_two_eval_files(tmp_path):
     (tmp_path / "a.json").write_text(json.dumps(_evaluation(dict.fromkeys(ids, 1))))
     (tmp_path / "b.json").write_text(json.dumps(_evaluation(dict.fromkeys(ids, 7))))
     out = tmp_path / "cmp"
-    done = subprocess.run([sys.executable, "-m", "codegrpo.evaluate", f"hydra.run.dir={out}",
+    done = subprocess.run([sys.executable, "-m", "codegrpo.commands.evaluate", f"hydra.run.dir={out}",
                            f"compare=[{tmp_path / 'a.json'},{tmp_path / 'b.json'}]"],
                           cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -115,7 +115,7 @@ def test_evaluate_compares_two_eval_files(tmp_path):
 
 
 def test_default_eval_set_is_the_training_sets_held_out_split(compose_cfg):
-    from codegrpo.evaluate import eval_problems
+    from codegrpo.evaluation import eval_problems
 
     cfg = compose_cfg("experiment=learn_cpu")
     train_ids = {p.id for p in load_problem_set(cfg.problems)}

@@ -161,7 +161,7 @@ import codegrpo, json
 from pathlib import Path
 from hydra import compose, initialize_config_dir
 from codegrpo import resources
-from codegrpo.cli import CONFIG_DIR
+from codegrpo.commands import CONFIG_DIR
 from codegrpo.config import register_configs
 
 register_configs()

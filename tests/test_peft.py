@@ -1,6 +1,6 @@
 """LoRA end to end, in process: train() with peft=lora and several rewards trains only the adapter, saves
 it alone, pushes only the model files (the upload replaced at its network boundary), and the saved adapter
-loads in codegrpo.evaluate."""
+loads in the evaluate command."""
 
 from __future__ import annotations
 
@@ -8,11 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
-from omegaconf import OmegaConf, open_dict
 
-from codegrpo.cli import CONFIG_DIR
+from codegrpo import build
 from codegrpo.extraction import completion_text
 from tests.helpers.hub import record_hub_uploads
 
@@ -30,8 +27,8 @@ def length_reward(completions, **_) -> list[float]:
 def test_lora_trains_only_the_adapter_saves_it_pushes_it_and_evaluate_loads_it(compose_cfg, tmp_path, monkeypatch):
     import torch
 
-    import codegrpo.train as train_module
-    from codegrpo.evaluate import evaluate
+    import codegrpo.training as train_module
+    from codegrpo.commands.evaluate import evaluate
     from codegrpo.models import load_model_and_tokenizer
 
     cfg = compose_cfg(*TINY, "peft=lora", "peft.r=4", "peft.lora_alpha=8", "completions_every=2",
@@ -103,16 +100,11 @@ def test_lora_trains_only_the_adapter_saves_it_pushes_it_and_evaluate_loads_it(c
     assert not (run_dir / ".hub_staging").exists()
 
     # The evaluate command loads the adapter dir (base from adapter_config.json, adapter merged in).
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-        eval_cfg = compose(config_name="evaluate", overrides=[
-            f"checkpoint={final}", "problems=trivial", "evaluation.split=eval", "evaluation.limit=1",
-            "evaluation.max_new_tokens=16"])
-    with open_dict(eval_cfg):
-        eval_cfg.run_dir = str(tmp_path / "eval")
+    eval_cfg = compose_cfg(f"checkpoint={final}", "problems=trivial", "evaluation.split=eval", "evaluation.limit=1",
+                           "evaluation.max_new_tokens=16", config_name="evaluate")
     results = evaluate(eval_cfg)
     assert results["num_problems"] == 1 and 0.0 <= results["pass@1"] <= 1.0
-    merged, _ = load_model_and_tokenizer(OmegaConf.merge(cfg.model, {"name_or_path": str(final), "gguf_package": ""}))
+    merged, _ = build.model(cfg.model, str(final))
     q = "model.layers.0.self_attn.q_proj.weight"
     assert not torch.equal(dict(merged.named_parameters())[q], base_weights[q])  # the adapter is in
 

@@ -42,7 +42,7 @@ def run(source: str) -> dict:
 def test_expression_programs_carry_the_harness_and_report_a_value():
     problem = Problem("add", "Add.", "[add(1, 2), add(-1, 1)]", "expression", expected="[3, 0]")
     program = build_program(problem, "def add(a, b):\n    return a + b\n", PYTHON, 5.0)
-    assert program.command == PYTHON.command and program.filename == "solution.py"
+    assert program.argv == ("python3", "-I", "/tmp/solution.py") and program.runs_warm
     assert 0 < program.prelude_chars < len(program.source) and program.source[program.prelude_chars - 1] == "\n"
     assert "[3, 0]" not in program.source  # the expected value stays on the host
     assert run(program.source) == {"status": "ok", "value": [3, 0]}
@@ -101,7 +101,7 @@ def test_javascript_supports_the_expression_form_only():
     javascript = get_language("javascript")
     program = build_program(Problem("x", "p", "[f(1)]", "expression", expected="[1]"), "function f(x){return x}",
                             javascript, 5.0)  # fmt: skip
-    assert program.command == ("node", "/tmp/solution.js") and program.prelude_chars == 0
+    assert program.argv == ("node", "/tmp/solution.js") and program.prelude_chars == 0
     with pytest.raises(ValueError, match="expression form only"):
         build_program(PROBLEM, "", javascript, 5.0)
     with pytest.raises(ValueError, match="unknown language"):

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from codegrpo.cli import UsageError
+from codegrpo.errors import UsageError
 from codegrpo.problems import PROJECT_ROOT, load_problem_set
 from codegrpo.programs import get_language
 from codegrpo.reward import Scorer

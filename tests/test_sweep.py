@@ -47,7 +47,7 @@ def test_train_config_registers_the_callback():
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from codegrpo.cli import CONFIG_DIR
+    from codegrpo.commands import CONFIG_DIR
 
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from codegrpo.cli import CONFIG_DIR
+from codegrpo.commands import CONFIG_DIR
 from codegrpo.config import register_configs
 from tests import wandb_offline
 from tests.wandb_stub import StubServer

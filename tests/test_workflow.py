@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from codegrpo.evaluate import pass_at_k
+from codegrpo.evaluation import pass_at_k
 from codegrpo.problems import PROJECT_ROOT
 from tests import wandb_offline
 
@@ -79,7 +79,7 @@ def test_resume_auto_continues_the_checkpoint_and_the_wandb_run(tmp_path):
 
 @pytest.mark.slow
 def test_evaluate_command_writes_pass_at_k(tmp_path):
-    done = launch("-m", "codegrpo.evaluate", f"hydra.run.dir={tmp_path}", "evaluation.limit=2",
+    done = launch("-m", "codegrpo.commands.evaluate", f"hydra.run.dir={tmp_path}", "evaluation.limit=2",
                   "evaluation.max_new_tokens=48", "evaluation.num_samples=2", "evaluation.temperature=0.8",
                   "evaluation.k=[1,2]")
     assert done.returncode == 0, done.stderr[-3000:]

@@ -36,11 +36,6 @@ class Split(enum.StrEnum):
     eval = "eval"
 
 
-class SandboxBackendName(enum.StrEnum):
-    local = "local"
-    superserve = "superserve"
-
-
 class LoggerBackend(enum.StrEnum):
     wandb = "wandb"
     none = "none"
@@ -105,7 +100,9 @@ class RewardConfig:
 
 @dataclass
 class SandboxConfig:
-    backend: SandboxBackendName = MISSING  # local | superserve
+    # The backend: a codegrpo.sandbox.base.SandboxBackend subclass, called with this config (a user's own
+    # backend plugs in with a conf/sandbox/<name>.yaml naming its class).
+    _target_: str = MISSING
     max_concurrency: int = 8  # the guide's MAX_SANDBOXES
     timeout_s: float = 10.0  # wall-clock limit per program
     allow_out: list[str] = field(default_factory=list)
@@ -114,7 +111,7 @@ class SandboxConfig:
 
 @dataclass
 class LocalSandboxConfig(SandboxConfig):
-    backend: SandboxBackendName = SandboxBackendName.local
+    _target_: str = "codegrpo.sandbox.local.LocalSandbox"
     bwrap: str = "bwrap"
     python: str = ""  # interpreter inside the sandbox; empty means this Python's base interpreter
     extra_ro_paths: list[str] = field(default_factory=list)
@@ -136,7 +133,7 @@ class LocalSandboxConfig(SandboxConfig):
 
 @dataclass
 class SuperserveSandboxConfig(SandboxConfig):
-    backend: SandboxBackendName = SandboxBackendName.superserve
+    _target_: str = "codegrpo.sandbox.superserve.SuperserveSandbox"
     api_key_env: str = "SUPERSERVE_API_KEY"
     base_url: str | None = None  # None: the SDK's default (or SUPERSERVE_BASE_URL)
     name: str = "codegrpo-reward"
@@ -303,6 +300,11 @@ def auto_concurrency() -> int:
     return max(2, usable_cores() - 1)
 
 
+def to_plain(cfg: Any) -> dict[str, Any]:
+    """A typed config as plain data (enums as strings): for W&B, model cards and YAML."""
+    return OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True, enum_to_str=True)
+
+
 def register_configs() -> None:
     """Register every schema and resolver. Idempotent, so tests and commands may call it freely."""
     OmegaConf.register_new_resolver("auto_concurrency", auto_concurrency, replace=True)
@@ -313,6 +315,7 @@ def register_configs() -> None:
     cs.store(group="model", name="base_model", node=ModelConfig)
     cs.store(group="problems", name="base_problems", node=ProblemsConfig)
     cs.store(group="reward", name="base_reward", node=RewardConfig)
+    cs.store(group="sandbox", name="base_sandbox", node=SandboxConfig)
     cs.store(group="sandbox", name="base_local", node=LocalSandboxConfig)
     cs.store(group="sandbox", name="base_superserve", node=SuperserveSandboxConfig)
     cs.store(group="trainer", name="base_trainer", node=trainer_schema())

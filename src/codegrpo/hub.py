@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from omegaconf import DictConfig, OmegaConf
 
-from codegrpo.cli import UsageError
+from codegrpo.config import TrainConfig, to_plain
+from codegrpo.errors import UsageError
 from codegrpo.tracking import redact
 
 log = logging.getLogger(__name__)
@@ -35,11 +35,11 @@ MODEL_FILES = (
 EVAL_FILES = ("eval_before.json", "eval_after.json", "comparison.json")
 
 
-def check_push(cfg: DictConfig) -> None:
+def check_push(cfg: TrainConfig) -> None:
     """Before the model loads: a push needs a repo id and a saved model."""
-    if not cfg.trainer.get("push_to_hub"):
+    if not cfg.trainer.push_to_hub:
         return
-    if not cfg.trainer.get("hub_model_id"):
+    if not cfg.trainer.hub_model_id:
         raise UsageError("trainer.push_to_hub=true needs trainer.hub_model_id=<user or org>/<name>")
     if not cfg.save_model:
         raise UsageError("trainer.push_to_hub=true needs save_model=true (the pushed model is final_model)")
@@ -50,7 +50,7 @@ def model_files(model_dir: Path) -> list[Path]:
                   if p.is_file() and any(fnmatch.fnmatch(p.name, pattern) for pattern in MODEL_FILES))
 
 
-def _base_model(cfg: DictConfig) -> tuple[str, str | None]:
+def _base_model(cfg: TrainConfig) -> tuple[str, str | None]:
     """(how the card names the base model, its Hub id for the card's metadata when it has one)."""
     model = cfg.model
     if model.gguf_package:
@@ -72,12 +72,12 @@ def _eval_section(run_dir: Path) -> str:
     return "\n".join(lines) if lines else "No evaluation was run (evaluation.before / evaluation.after)."
 
 
-def model_card(cfg: DictConfig, run_dir: Path, repo_id: str) -> str:
+def model_card(cfg: TrainConfig, run_dir: Path, repo_id: str) -> str:
     """README.md for the pushed model."""
     info_path = run_dir / "run_info.json"
     info = json.loads(info_path.read_text()) if info_path.is_file() else {}
     base, hub_id = _base_model(cfg)
-    adapter = cfg.get("peft") is not None and not cfg.peft.merge_on_save
+    adapter = cfg.peft is not None and not cfg.peft.merge_on_save
     metadata: dict[str, Any] = {"library_name": "peft" if adapter else "transformers",
                                 "tags": ["codegrpo", "grpo", "trl", "code"]}
     if hub_id:
@@ -87,7 +87,7 @@ def model_card(cfg: DictConfig, run_dir: Path, repo_id: str) -> str:
                    f"modules {list(cfg.peft.target_modules)}) over the base model")
     else:
         weights = f"the full model in {cfg.model.save_dtype}"
-    config = redact(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))  # plain YAML
+    config = redact(to_plain(cfg))
     command = " ".join(info.get("command") or [])
     return "\n".join([
         "---", yaml.safe_dump(metadata, sort_keys=False).strip(), "---", "",
@@ -107,7 +107,7 @@ def model_card(cfg: DictConfig, run_dir: Path, repo_id: str) -> str:
     ])
 
 
-def stage(cfg: DictConfig, run_dir: Path, model_dir: Path, staging: Path) -> list[str]:
+def stage(cfg: TrainConfig, run_dir: Path, model_dir: Path, staging: Path) -> list[str]:
     """Fill an empty staging folder with the model files and the card; return the file names."""
     staging.mkdir(parents=True)
     for path in model_files(model_dir):
@@ -119,7 +119,7 @@ def stage(cfg: DictConfig, run_dir: Path, model_dir: Path, staging: Path) -> lis
     return sorted(p.name for p in staging.iterdir())
 
 
-def push_final_model(cfg: DictConfig, run_dir: Path, model_dir: Path) -> list[str]:
+def push_final_model(cfg: TrainConfig, run_dir: Path, model_dir: Path) -> list[str]:
     """Upload final_model's model files and a card to trainer.hub_model_id; return the uploaded names."""
     import huggingface_hub
 
@@ -128,10 +128,10 @@ def push_final_model(cfg: DictConfig, run_dir: Path, model_dir: Path) -> list[st
     shutil.rmtree(staging, ignore_errors=True)
     try:
         names = stage(cfg, run_dir, model_dir, staging)
-        repo = huggingface_hub.create_repo(trainer.hub_model_id, token=trainer.get("hub_token"),
-                                           private=trainer.get("hub_private_repo"), exist_ok=True)
+        repo = huggingface_hub.create_repo(trainer.hub_model_id, token=trainer.hub_token,
+                                           private=trainer.hub_private_repo, exist_ok=True)
         huggingface_hub.upload_folder(repo_id=trainer.hub_model_id, folder_path=str(staging),
-                                      token=trainer.get("hub_token"), revision=trainer.get("hub_revision"),
+                                      token=trainer.hub_token, revision=trainer.hub_revision,
                                       commit_message=f"codegrpo: {run_dir.name}")
         log.info("pushed %s to %s", ", ".join(names), getattr(repo, "url", trainer.hub_model_id))
         return names

@@ -13,15 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from codegrpo import resources
+from codegrpo.errors import ProblemError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 EXPRESSION_FIELDS = ("id", "prompt", "test", "expected")
 HUMANEVAL_FIELDS = ("task_id", "prompt", "test", "entry_point")
 OPTIONAL_FIELDS = {"reference": str, "canonical_solution": str, "timeout_s": (int, float), "language": str}
-
-
-class ProblemError(ValueError):
-    """A problem file that cannot be used, with the file, line and field at fault."""
 
 
 @dataclass(frozen=True)

@@ -16,19 +16,14 @@ from codegrpo.sandbox.base import Program
 @dataclass(frozen=True)
 class Language:
     name: str
+    runtime: str  # a key of codegrpo.sandbox.base.RUNTIMES
     filename: str
-    command: tuple[str, ...]
     fence_tags: frozenset[str]
 
 
 LANGUAGES: dict[str, Language] = {
-    # -I: no PYTHON* variables, no user site, and the script's own directory is not on sys.path.
-    "python": Language(
-        "python", "solution.py", ("python3", "-I", "/tmp/solution.py"), frozenset({"python", "py", "python3"})
-    ),
-    "javascript": Language(
-        "javascript", "solution.js", ("node", "/tmp/solution.js"), frozenset({"javascript", "js", "node"})
-    ),
+    "python": Language("python", "python", "solution.py", frozenset({"python", "py", "python3"})),
+    "javascript": Language("javascript", "node", "solution.js", frozenset({"javascript", "js", "node"})),
 }
 
 
@@ -58,7 +53,7 @@ def build_program(problem: Problem, code: str, language: Language, timeout_s: fl
     else:
         source = _python_program(code, problem.test, "expression")
     prelude = len(_python_harness()) if language.name == "python" else 0
-    return Program(source, language.filename, language.command, timeout, prelude)
+    return Program(source, language.runtime, timeout, language.filename, prelude)
 
 
 @cache

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import json
 import statistics
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from codegrpo.config import Extract, RewardKind
 from codegrpo.extraction import completion_text, extract_code
 from codegrpo.problems import Problem
 from codegrpo.programs import Language, build_program, humaneval_check
 from codegrpo.sandbox.base import SandboxBackend
 from codegrpo.verdict import Status, Verdict, envelope, score_checks, score_values
-
-REWARD_KINDS = ("binary", "partial")
 
 
 @dataclass(frozen=True)
@@ -35,18 +35,14 @@ class Scorer:
         problems: Sequence[Problem],
         sandbox: SandboxBackend,
         language: Language,
-        kind: str = "binary",
-        extract: str = "first",
+        kind: RewardKind = RewardKind.binary,
+        extract: Extract = Extract.first,
         timeout_s: float = 10.0,
     ) -> None:
-        if kind not in REWARD_KINDS:
-            raise ValueError(f"reward.kind must be one of {REWARD_KINDS}, not {kind!r}")
-        if extract not in ("first", "last"):
-            raise ValueError(f"reward.extract must be 'first' or 'last', not {extract!r}")
         self.problems = {problem.id: problem for problem in problems}
         self.sandbox = sandbox
         self.language = language
-        self.partial = kind == "partial"
+        self.partial = kind == RewardKind.partial
         self.extract = extract
         self.timeout_s = timeout_s
 
@@ -136,3 +132,22 @@ def make_code_reward(scorer: Scorer) -> Callable[..., Any]:
         return [s.verdict.reward for s in scored]
 
     return code_reward
+
+
+async def score_all(scorer: Scorer, pairs: Sequence[tuple[str, str]], batch_size: int) -> list[Scored]:
+    """Score (problem_id, completion) pairs in order, in batches, with progress on stderr after each."""
+    scored: list[Scored] = []
+    for start in range(0, len(pairs), batch_size):
+        batch = pairs[start : start + batch_size]
+        scored += await scorer.score([p for p, _ in batch], [c for _, c in batch])
+        print(f"scored {len(scored)}/{len(pairs)}", file=sys.stderr, flush=True)
+    return scored
+
+
+def summary(scored: Sequence[Scored]) -> str:
+    """One line: how many, the mean reward, and the count of each status."""
+    counts = Counter(s.verdict.status.value for s in scored)
+    rewards = [s.verdict.reward for s in scored if s.verdict.reward is not None]
+    mean = sum(rewards) / len(rewards) if rewards else 0.0
+    parts = ", ".join(f"{status} {n}" for status, n in sorted(counts.items()))
+    return f"{len(scored)} completions: mean reward {mean:.3f}; {parts}"

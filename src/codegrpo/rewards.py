@@ -20,15 +20,14 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
-
-from codegrpo.cli import UsageError
+from codegrpo.config import TrainConfig
+from codegrpo.errors import UsageError
 from codegrpo.reward import Scorer, make_code_reward
 
 CODE_REWARD = "code_reward"
 
 
-def _factory_defaults(name: str, cfg: DictConfig) -> dict[str, Any]:
+def _factory_defaults(name: str, cfg: TrainConfig) -> dict[str, Any]:
     """Arguments a factory gets unless reward.args sets them: lengths come from the trainer's."""
     if name == "get_soft_overlong_punishment":
         length = int(cfg.trainer.max_completion_length)
@@ -67,11 +66,10 @@ def _args_key(entry: str) -> str:
     return entry.rpartition(":")[2]
 
 
-def resolve(entry: str, cfg: DictConfig, scorer: Scorer) -> Callable[..., Any]:
+def resolve(entry: str, cfg: TrainConfig, scorer: Scorer) -> Callable[..., Any]:
     """The reward function for one reward.functions entry."""
     key = _args_key(entry)
-    args = cfg.reward.args.get(key)
-    args = OmegaConf.to_container(args, resolve=True) if args is not None else {}
+    args = dict(cfg.reward.args.get(key) or {})
     if entry == CODE_REWARD:
         if args:
             raise UsageError("reward.args.code_reward: code_reward is set up by reward.kind and reward.extract")
@@ -96,7 +94,7 @@ def reward_name(function: Callable[..., Any]) -> str:
     return getattr(function, "__name__", type(function).__name__)
 
 
-def build_reward_funcs(cfg: DictConfig, scorer: Scorer) -> tuple[list[Callable[..., Any]], list[float] | None]:
+def build_reward_funcs(cfg: TrainConfig, scorer: Scorer) -> tuple[list[Callable[..., Any]], list[float] | None]:
     """The reward functions and their weights (None: TRL's default, all 1.0) from cfg.reward."""
     entries = list(cfg.reward.functions)
     if not entries:
@@ -109,7 +107,7 @@ def build_reward_funcs(cfg: DictConfig, scorer: Scorer) -> tuple[list[Callable[.
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise UsageError(f"reward.functions: two functions log under the same name {duplicates}")
-    weights = cfg.reward.weights if cfg.reward.weights is not None else cfg.trainer.get("reward_weights")
+    weights = cfg.reward.weights if cfg.reward.weights is not None else cfg.trainer.reward_weights
     if weights is not None:
         weights = [float(w) for w in weights]
         if len(weights) != len(functions):

@@ -140,8 +140,6 @@ def start_run(
     """
     if cfg.backend == "none":
         return None
-    if cfg.backend != "wandb":
-        raise ValueError(f"logger.backend must be 'wandb' or 'none', not {cfg.backend!r}")
     os.environ.setdefault("WANDB_SILENT", "true")
     mode, why = resolve_mode(cfg)
     if mode in ("offline", "disabled"):

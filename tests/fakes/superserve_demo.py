@@ -23,7 +23,6 @@ from codegrpo.sandbox.superserve import SuperserveSandbox
 from tests.fakes.superserve_api import FAKE_API_KEY, FakeSuperserve, Fault
 
 KEY_ENV = "CODEGRPO_FAKE_SUPERSERVE_KEY"  # never the user's real SUPERSERVE_API_KEY
-PYTHON = ("python3", "-I", "/tmp/solution.py")
 
 # (name, source, expected outcome, expected last line of stdout)
 CASES: list[tuple[str, str, Outcome, str]] = [
@@ -45,7 +44,7 @@ FAULT_RATES: dict[str, dict[Fault | str, float]] = {
 def _programs(n: int, timeout_s: float) -> list[tuple[str, Program, Outcome, str]]:
     picked = [CASES[i % len(CASES)] for i in range(n)]
     return [
-        (name, Program(source, command=PYTHON, timeout_s=timeout_s), outcome, out)
+        (name, Program(source, timeout_s=timeout_s), outcome, out)
         for name, source, outcome, out in picked
     ]
 

@@ -35,8 +35,9 @@ def make_sandbox(use_cgroups: bool = True, **overrides):
     return LocalSandbox(LocalSandboxConfig(**{"max_concurrency": 2, "use_cgroups": use_cgroups, **overrides}))
 
 
-def run_source(sandbox, source: str, timeout_s: float = 5.0, command: tuple[str, ...] = PYTHON) -> RunResult:
-    return asyncio.run(sandbox.run(Program(textwrap.dedent(source), "solution.py", command, timeout_s)))
+def run_source(sandbox, source: str, timeout_s: float = 5.0, command: tuple[str, ...] | None = None) -> RunResult:
+    """A Python program (warm where the sandbox has warm workers), or ``command`` run cold."""
+    return asyncio.run(sandbox.run(Program(textwrap.dedent(source), timeout_s=timeout_s, command=command)))
 
 
 def children_of(parent: int) -> set[int]:

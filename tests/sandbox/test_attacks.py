@@ -628,8 +628,7 @@ def test_poisoning_a_later_run(sandbox, contained):
         import json, os, sys
         print(json.__file__.startswith(sys.base_prefix), "sitecustomize" in sys.modules, sorted(os.listdir("/tmp")))
     """
-    python = get_language("python")
-    result = asyncio.run(sandbox.run(Program(textwrap.dedent(probe), python.filename, python.command)))
+    result = asyncio.run(sandbox.run(Program(textwrap.dedent(probe))))
     assert result.stdout.strip() == "True False ['solution.py']"
 
 
@@ -696,11 +695,11 @@ def _threads() -> int:
 
 @pytest.mark.slow
 def test_500_programs_under_load(compose_cfg):
-    from codegrpo.sandbox import build_sandbox
+    from codegrpo import build
 
     cfg = compose_cfg("sandbox=local").sandbox
     others = child_pids(), run_cgroups()  # other tests' idle warm workers, if any
-    box = build_sandbox(cfg)
+    box = build.sandbox(cfg)
     if not has_cgroups(box):
         pytest.skip(f"the mix has fork and memory bombs, which need cgroups; here: {box.enforcement}")
     kinds = ([kind for kind in LOAD_RARE for _ in range(3)] + [kind for kind in LOAD_MIX for _ in range(50)])[:500]

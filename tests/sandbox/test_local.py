@@ -91,7 +91,8 @@ def test_program_errors_are_never_sandbox_errors(sandbox):
 
 
 def test_setup_failures_are_sandbox_errors(sandbox):
-    bad_file = asyncio.run(sandbox.run(Program("print(1)", "", PYTHON, 5.0)))  # bwrap cannot create /tmp/
+    # bwrap cannot create /tmp/ (an empty file name)
+    bad_file = asyncio.run(sandbox.run(Program("print(1)", timeout_s=5.0, filename="", command=PYTHON)))
     assert bad_file.outcome is Outcome.SANDBOX_ERROR and bad_file.is_infra_failure
     assert "did not start" in bad_file.error and "bwrap" in bad_file.error
     no_interpreter = run_source(sandbox, "print(1)", command=("no-such-interpreter", "/tmp/solution.py"))
@@ -579,7 +580,7 @@ def test_a_warm_program_cannot_reach_the_worker(one_worker):
 
 def test_a_program_whose_worker_dies_runs_again_in_a_fresh_sandbox(one_worker):
     async def kill_the_worker_midway() -> RunResult:
-        program = Program("import time; time.sleep(1.5); print('done')", "solution.py", PYTHON, 10.0)
+        program = Program("import time; time.sleep(1.5); print('done')", timeout_s=10.0)
         run = asyncio.ensure_future(one_worker.run(program))
         await asyncio.sleep(0.5)
         [init] = [pid for bwrap in child_pids() for pid in children_of(bwrap) if children_of(pid)]  # the busy one
@@ -625,7 +626,7 @@ def test_a_cancelled_run_leaves_nothing(sandbox):
 
     async def cancel_midway() -> None:
         source = daemon_source(marker).replace('print("parent done")', "import time; time.sleep(60)")
-        task = asyncio.ensure_future(sandbox.run(Program(textwrap.dedent(source), "solution.py", PYTHON, 30.0)))
+        task = asyncio.ensure_future(sandbox.run(Program(textwrap.dedent(source), timeout_s=30.0)))
         deadline = time.monotonic() + 10
         while not processes_with(marker) and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
@@ -639,7 +640,7 @@ def test_a_cancelled_run_leaves_nothing(sandbox):
 
 
 def test_run_many_keeps_order_and_the_concurrency_cap(sandbox):
-    programs = [Program(f"import time; time.sleep(0.4); print({i})", "solution.py", PYTHON, 5.0) for i in range(6)]
+    programs = [Program(f"import time; time.sleep(0.4); print({i})", timeout_s=5.0) for i in range(6)]
     started = time.monotonic()
     results = asyncio.run(sandbox.run_many(programs))
     assert [r.stdout for r in results] == [f"{i}\n" for i in range(6)]

@@ -16,7 +16,7 @@ import pytest
 
 from codegrpo.sandbox.base import Outcome, Program
 from codegrpo.verdict import Status
-from tests.helpers.sandbox import PROBLEMS, PYTHON, escaped_if, make_sandbox, run_source, score
+from tests.helpers.sandbox import PROBLEMS, escaped_if, make_sandbox, run_source, score
 
 CORRECT = PROBLEMS["is_prime"].reference
 
@@ -82,7 +82,7 @@ def test_a_every_process_of_a_sandbox_is_an_unprivileged_host_user(box):
     sleeper = f"import os, time\nos.fork()\ntime.sleep(1.5)  # {marker}\n"
 
     async def look() -> list[tuple[int, str]]:
-        run = asyncio.ensure_future(box.run(Program(sleeper, "solution.py", PYTHON, 5.0)))
+        run = asyncio.ensure_future(box.run(Program(sleeper, timeout_s=5.0)))
         await asyncio.sleep(0.8)
         seen = []
         for pid in [p for p in os.listdir("/proc") if p.isdigit()]:

@@ -35,8 +35,8 @@ from superserve import (
     ServerError,
 )
 
+from codegrpo import build
 from codegrpo.config import LocalSandboxConfig, SuperserveSandboxConfig
-from codegrpo.sandbox import build_sandbox
 from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxFatalError
 from codegrpo.sandbox.superserve import SuperserveSandbox
 from tests.fakes import FAKE_API_KEY, FakeSuperserve, Fault
@@ -50,7 +50,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def py(source: str, timeout_s: float = 10.0) -> Program:
-    return Program(textwrap.dedent(source), command=PYTHON, timeout_s=timeout_s)
+    return Program(textwrap.dedent(source), timeout_s=timeout_s)
 
 
 PRINT_42 = py("print(6 * 7)")
@@ -118,7 +118,7 @@ def test_runs_each_program_in_a_fresh_sandbox_like_the_guide(make_backend) -> No
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_runs_javascript(make_backend) -> None:
-    program = Program("console.log(6 * 7)", filename="solution.js", command=("node", "/tmp/solution.js"))
+    program = Program("console.log(6 * 7)", "node", filename="solution.js")
     with FakeSuperserve() as fake:
         backend = make_backend(fake)
         [result] = score(backend, [program])
@@ -301,7 +301,7 @@ def test_without_namespaces_every_program_gets_a_sandbox_of_its_own(make_backend
 
 
 def test_the_runner_removes_new_system_v_ipc_objects() -> None:
-    from codegrpo.sandbox import batch_runner
+    from codegrpo.harness import batch_runner
 
     libc = ctypes.CDLL(None, use_errno=True)
     before = batch_runner._ipc_ids()
@@ -803,10 +803,10 @@ def test_missing_api_key_fails_at_startup(monkeypatch: pytest.MonkeyPatch) -> No
     cfg = SuperserveSandboxConfig(api_key_env=KEY_ENV)
     monkeypatch.delenv(KEY_ENV, raising=False)
     with pytest.raises(SandboxFatalError, match=f"API key in the environment variable {KEY_ENV}"):
-        build_sandbox(cfg)
+        build.sandbox(cfg)
     monkeypatch.setenv(KEY_ENV, "   ")
     with pytest.raises(SandboxFatalError, match=re.escape("docs.superserve.ai/api-key")):
-        build_sandbox(cfg)
+        build.sandbox(cfg)
 
 
 def test_api_key_never_appears_in_logs_errors_stats_or_config(make_backend, caplog, monkeypatch) -> None:

@@ -1,5 +1,50 @@
-"""Hydra entry points that have no home module of their own (the console scripts' targets).
+"""The commands: thin Hydra entry points over the composition root (codegrpo.build).
 
-Hydra names a job, and so its log file, after the module of the task function: commands/train.py
-gives train.log, like `python train.py`.
+Each module here is one console script (``codegrpo-<name>``; ``python train.py`` is ``codegrpo-train``):
+it composes its config, hands ``run`` its task, and prints. No command imports another. Hydra names a
+job, and so its log file, after the command's module: train.log, evaluate.log.
 """
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from omegaconf import DictConfig, OmegaConf
+
+from codegrpo.config import register_configs
+from codegrpo.errors import CodegrpoError, UsageError
+from codegrpo.resources import config_dir
+
+# The repo's conf/ in a checkout, the copy inside the package when installed from a wheel.
+CONFIG_DIR = str(config_dir())
+register_configs()  # the typed schemas must be in Hydra's ConfigStore before it composes
+
+T = TypeVar("T")
+HINTS = {"problems.path": "problems=jsonl reads a file: add problems.path=/path/to/problems.jsonl"}
+
+
+def check_mandatory(cfg: DictConfig) -> None:
+    """Every ``???`` value is set, or one line naming each missing key."""
+    missing = sorted(OmegaConf.missing_keys(cfg))
+    if missing:
+        hints = "; ".join(HINTS.get(key, f"set {key}=...") for key in missing)
+        raise UsageError(f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set ({hints})")
+
+
+def run(task: Callable[[Any], T], cfg: DictConfig, on_failure: Callable[[BaseException], None] | None = None) -> T:
+    """Run ``task`` on the config as its typed dataclasses (codegrpo.config), calling ``on_failure`` with
+    any error first. The one place user errors are reported: a CodegrpoError ends the command with one
+    line on stderr and exit status 2."""
+    try:
+        try:
+            check_mandatory(cfg)
+            return task(OmegaConf.to_object(cfg))
+        except BaseException as error:
+            if on_failure is not None:
+                on_failure(error)
+            raise
+    except CodegrpoError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)

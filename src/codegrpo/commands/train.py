@@ -1,21 +1,22 @@
-"""codegrpo-train: the same command as `python train.py` in a checkout, for an installed package."""
+"""codegrpo-train (``python train.py`` in a checkout): GRPO training with sandboxed test rewards."""
 
 from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
 
-from codegrpo.cli import CONFIG_DIR, run_friendly
-from codegrpo.config import register_configs
-
-register_configs()
+from codegrpo.commands import CONFIG_DIR, run
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="train")
 def main(cfg: DictConfig) -> float | None:
-    from codegrpo.launch import run_training  # checks in a second, then trains; no run dir left by an early failure
+    from codegrpo.training import settle_failed_run, train
 
-    return run_friendly(lambda: run_training(cfg)).get("final_reward_mean")
+    # A run that fails before its first step leaves no run dir; any other failure leaves a FAILED file.
+    return run(train, cfg, on_failure=partial(settle_failed_run, Path(cfg.run_dir))).get("final_reward_mean")
 
 
 if __name__ == "__main__":

@@ -21,12 +21,6 @@ PRELOAD = (
 _preludes = {}
 
 
-def runs_in_process(command, filename):
-    """Whether a program with this command can run here exactly as its own interpreter would run it:
-    ``python3 -I /tmp/<filename>``."""
-    return list(command) == ["python3", "-I", f"/tmp/{filename}"] and "/" not in filename
-
-
 def preload():
     for name in PRELOAD:
         importlib.import_module(name)

@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import abc
+import asyncio
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from codegrpo.errors import SandboxFatalError
+
+# How each runtime runs a program's file. A "python" program may run in a warm interpreter, forked per
+# program (codegrpo.harness.runner), exactly as this command would run it.
+RUNTIMES: dict[str, tuple[str, ...]] = {"python": ("python3", "-I"), "node": ("node",)}
+# A program each runtime must print 42 with, run when a sandbox is opened.
+TRIVIAL = {"python": "print(6 * 7)", "node": "console.log(6 * 7)"}
 
 
 class Outcome(str, enum.Enum):
@@ -23,16 +32,27 @@ class Outcome(str, enum.Enum):
 class Program:
     """A self-contained program to run in a fresh sandbox.
 
-    ``source`` is written to ``/tmp/<filename>`` and ``command`` runs it. Its first ``prelude_chars``
-    characters may be trusted code that many programs share (the harness), whole lines: a warm worker
-    compiles them once.
+    ``source`` is written to ``/tmp/<filename>`` and run by its ``runtime`` (a key of RUNTIMES), or by
+    ``command`` when given (any argv: tests and the Superserve fake's exec use one). Its first
+    ``prelude_chars`` characters may be trusted code that many programs share (the harness), whole
+    lines: a warm interpreter compiles them once.
     """
 
     source: str
-    filename: str = "solution.py"
-    command: tuple[str, ...] = ("python3", "/tmp/solution.py")
+    runtime: str = "python"
     timeout_s: float = 10.0
+    filename: str = "solution.py"
     prelude_chars: int = 0
+    command: tuple[str, ...] | None = None
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        return self.command or (*RUNTIMES[self.runtime], f"/tmp/{self.filename}")
+
+    @property
+    def runs_warm(self) -> bool:
+        """Whether a warm Python may run it: a runtime's own command, never an argv of the caller's."""
+        return self.command is None and self.runtime == "python" and "/" not in self.filename
 
 
 @dataclass(frozen=True)
@@ -49,23 +69,63 @@ class RunResult:
         return self.outcome is Outcome.SANDBOX_ERROR
 
 
-def classify_exit(returncode: int | None, stderr: str) -> tuple[Outcome, int | None]:
-    """The outcome of a program that ended by itself; a death by signal N is exit status 128 + N."""
-    if returncode is None:
-        return Outcome.SANDBOX_ERROR, None
-    if returncode < 0 or returncode > 128:
-        return Outcome.SIGNALED, returncode
-    if returncode != 0 and stderr.rstrip().endswith("MemoryError"):
-        return Outcome.MEMORY_LIMIT, returncode
-    return Outcome.EXITED, returncode
+def classify(
+    exit_code: int | None,
+    stdout: str = "",
+    stderr: str = "",
+    duration_s: float = 0.0,
+    *,
+    over_limit: bool = False,
+    timed_out: bool = False,
+    oom: bool = False,
+) -> RunResult:
+    """The result of a program the sandbox saw end, the same way for every backend: output over its cap,
+    then the wall clock, then the memory limit, then how it exited (a death by signal N is 128 + N)."""
+    outcome = Outcome.EXITED
+    if over_limit:
+        outcome, exit_code = Outcome.OUTPUT_LIMIT, None
+    elif timed_out:
+        outcome, exit_code = Outcome.TIMEOUT, None
+    elif oom:
+        outcome = Outcome.MEMORY_LIMIT
+    elif exit_code is None:
+        outcome = Outcome.SANDBOX_ERROR
+    elif exit_code < 0 or exit_code > 128:
+        outcome = Outcome.SIGNALED
+    elif exit_code != 0 and stderr.rstrip().endswith("MemoryError"):
+        outcome = Outcome.MEMORY_LIMIT
+    return RunResult(outcome, exit_code, stdout, stderr, duration_s)
 
 
-class SandboxFatalError(RuntimeError):
-    """A fault that retrying cannot fix (bad credentials, missing binary): stop the run."""
+class OutputCap:
+    """One output stream kept up to ``limit`` bytes; ``feed`` says when the stream went past it."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.kept = bytearray()
+        self.seen = 0
+
+    def feed(self, chunk: bytes) -> bool:
+        """Keep what fits; True once more than ``limit`` bytes have arrived."""
+        if self.seen < self.limit:
+            self.kept += chunk[: self.limit - self.seen]
+        self.seen += len(chunk)
+        return self.seen > self.limit
+
+    @property
+    def text(self) -> str:
+        return self.kept.decode("utf-8", "replace")
 
 
 class SandboxBackend(abc.ABC):
-    """Runs untrusted programs in isolation, at most ``max_concurrency`` at a time."""
+    """Runs untrusted programs in isolation, at most ``max_concurrency`` at a time.
+
+    Open it with ``async with`` (or ``with`` from synchronous code): that checks it runs a trivial program
+    of every runtime in ``runtimes``, so a broken sandbox fails before a model loads, and closing it
+    releases everything it holds.
+    """
+
+    runtimes: tuple[str, ...] = ("python",)
 
     @abc.abstractmethod
     async def run_many(self, programs: Sequence[Program]) -> list[RunResult]:
@@ -83,8 +143,38 @@ class SandboxBackend(abc.ABC):
         return {}
 
     def limits(self) -> list[tuple[str, str, str]]:
-        """Each limit on a program, its value, and what enforces it (``python -m codegrpo.limits``)."""
+        """Each limit on a program, its value, and what enforces it (``codegrpo-limits``)."""
         return []
+
+    async def check(self) -> None:
+        """Run one trivial program per runtime; raise SandboxFatalError if one does not print 42."""
+        programs = [Program(TRIVIAL[runtime], runtime, 30.0, "check" + ("", ".js")[runtime == "node"])
+                    for runtime in self.runtimes]  # fmt: skip
+        for program, result in zip(programs, await self.run_many(programs), strict=True):
+            if result.exit_code != 0 or result.stdout.strip() != "42":
+                raise SandboxFatalError(
+                    f"the {program.runtime} sandbox cannot run a trivial program: {result.outcome.value}, exit "
+                    f"{result.exit_code}, {(result.error or result.stderr).strip()[-800:]}"
+                )
+
+    async def __aenter__(self) -> SandboxBackend:
+        try:
+            await self.check()
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    # Synchronous code (training, evaluation) opens it with `with`: each call runs on an event loop of
+    # its own, as every backend allows (TRL also scores on a loop thread of its own).
+    def __enter__(self) -> SandboxBackend:
+        return asyncio.run(self.__aenter__())
+
+    def __exit__(self, *exc_info: object) -> None:
+        asyncio.run(self.aclose())
 
 
 def format_limits(rows: list[tuple[str, str, str]]) -> str:

@@ -40,7 +40,7 @@ from pathlib import Path
 
 from codegrpo.config import LocalSandboxConfig
 from codegrpo.sandbox import seccomp
-from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend, SandboxFatalError, classify_exit
+from codegrpo.sandbox.base import Outcome, OutputCap, Program, RunResult, SandboxBackend, SandboxFatalError, classify
 from codegrpo.sandbox.cgroups import CgroupLimits, RunCgroup
 from codegrpo.sandbox.warm import (
     WORKER_CAPABILITIES,
@@ -48,7 +48,6 @@ from codegrpo.sandbox.warm import (
     Launch,
     Ticket,
     WarmPool,
-    eligible,
     init_pidfd,
     worker_files,
 )
@@ -71,6 +70,7 @@ _KILL_GRACE_S = 2.0  # how long a killed sandbox may take to go before its launc
 _PREFLIGHT_TIMEOUT_S = 30.0
 _JOIN_EXIT = 125  # the launcher's exit status when it cannot move itself into the run's cgroup
 _JOIN_FAILED = "cannot move the sandbox into its cgroup"
+_PREFLIGHT = Program("print('ok')", "python", _PREFLIGHT_TIMEOUT_S, "preflight.py")
 
 
 def _interpreter_prefix(python: str) -> Path:
@@ -212,7 +212,7 @@ class LocalSandbox(SandboxBackend):
 
     def _preflight(self) -> None:
         """Run one trivial program now, so a sandbox that cannot work fails at startup, not per reward."""
-        program = Program("print('ok')", "preflight.py", ("python3", "-I", "/tmp/preflight.py"), _PREFLIGHT_TIMEOUT_S)
+        program = _PREFLIGHT
         problem = self._preflight_error(program)
         if problem and problem.startswith(_JOIN_FAILED) and self._preflight_error(program, False) is None:
             # Creating cgroups worked but moving a process into them did not: do without.
@@ -234,7 +234,7 @@ class LocalSandbox(SandboxBackend):
         self._warm = WarmPool(cfg.max_concurrency, self._warm_launch, output_limits)
         self._finalizer.detach()
         self._finalizer = weakref.finalize(self, _close, self._cgroups, self._warm)
-        program = Program("print('ok')", "preflight.py", ("python3", "-I", "/tmp/preflight.py"), _PREFLIGHT_TIMEOUT_S)
+        program = _PREFLIGHT
         result = self._warm.run(program)
         if result.outcome is not Outcome.EXITED or result.exit_code != 0 or result.stdout != "ok\n":
             log.warning("warm workers do not work here (%s); every program gets a fresh sandbox", result)
@@ -309,7 +309,7 @@ class LocalSandbox(SandboxBackend):
             f"printf '%s\\n' {START_MARKER.decode().strip()} || exit 126; "
             'shift; exec "$@"'
         )
-        inner = [self._sh, "-c", start, "sh", program.command[0], *limits, "--", *program.command]
+        inner = [self._sh, "-c", start, "sh", program.argv[0], *limits, "--", *program.argv]
         return self._sandbox_command(fds, group, inner, WORKER_CAPABILITIES if cfg.vm_root else ())
 
     def _fallback_limits(self, extra_processes: int = 0) -> dict[str, int]:
@@ -397,7 +397,7 @@ class LocalSandbox(SandboxBackend):
         When it returns (or is cancelled), no process of the program is left and its /tmp is gone.
         """
         self._counts["runs"] += 1
-        if self._warm is not None and eligible(program):
+        if self._warm is not None and program.runs_warm:
             result = await self._run_warm(self._warm, program)
             if not result.is_infra_failure:
                 self._counts[result.outcome.value] += 1
@@ -499,21 +499,14 @@ class LocalSandbox(SandboxBackend):
         for capture in captures:
             capture.drain()
         duration = time.monotonic() - started
-        text_out, text_err = _decode(bytes(stdout.kept)), _decode(bytes(stderr.kept))
         if not stdout.started:
             return RunResult(
-                Outcome.SANDBOX_ERROR, process.returncode, text_out, text_err, duration,
-                error=f"the sandbox did not start (exit status {process.returncode}): {text_err.strip()[-500:]}",
+                Outcome.SANDBOX_ERROR, process.returncode, stdout.cap.text, stderr.cap.text, duration,
+                error=f"the sandbox did not start (exit status {process.returncode}): {stderr.cap.text.strip()[-500:]}",
             )  # fmt: skip
-        if overflow.is_set():
-            outcome, code = Outcome.OUTPUT_LIMIT, None
-        elif waiter not in done:
-            outcome, code = Outcome.TIMEOUT, None
-        elif group is not None and group.oom_kills():
-            outcome, code = Outcome.MEMORY_LIMIT, process.returncode
-        else:
-            outcome, code = classify_exit(process.returncode, text_err)
-        return RunResult(outcome, code, text_out, text_err, duration)
+        oom = waiter in done and group is not None and group.oom_kills() > 0
+        return classify(process.returncode, stdout.cap.text, stderr.cap.text, duration,
+                        over_limit=overflow.is_set(), timed_out=waiter not in done, oom=oom)
 
     async def _kill(
         self, process: asyncio.subprocess.Process, waiter: asyncio.Future, status: _StatusPipe, group: RunCgroup | None
@@ -680,12 +673,10 @@ class _Capture:
 
     def __init__(self, fd: int, limit: int, overflow: asyncio.Event, marker: bytes = b"") -> None:
         self._fd = fd
-        self._limit = limit
         self._overflow = overflow
         self._marker = marker
         self._head = bytearray()
-        self._size = 0
-        self.kept = bytearray()
+        self.cap = OutputCap(limit)
         os.set_blocking(fd, False)
         self._loop = asyncio.get_running_loop()
         self._loop.add_reader(fd, self.drain)
@@ -706,10 +697,7 @@ class _Capture:
                 chunk = chunk[missing:]
             if not self.started:
                 continue  # no marker, no program: nothing here is worth keeping
-            if self._size < self._limit:
-                self.kept += chunk[: self._limit - self._size]
-            self._size += len(chunk)
-            if self._size > self._limit:
+            if self.cap.feed(chunk):
                 self._overflow.set()
 
     def close(self) -> None:

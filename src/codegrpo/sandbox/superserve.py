@@ -44,7 +44,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
-from pathlib import Path
+from importlib import resources
 
 import httpx
 from superserve import (
@@ -62,8 +62,15 @@ from superserve import (
 )
 
 from codegrpo.config import SuperserveSandboxConfig
-from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend, SandboxFatalError, classify_exit
-from codegrpo.sandbox.batch_runner import KEY_ENV, NO_NAMESPACES
+from codegrpo.sandbox.base import (
+    Outcome,
+    OutputCap,
+    Program,
+    RunResult,
+    SandboxBackend,
+    SandboxFatalError,
+    classify,
+)
 
 log = logging.getLogger(__name__)
 
@@ -75,9 +82,12 @@ RUN_TAG = "codegrpo_run"  # metadata: the backend instance that made the sandbox
 ATTEMPT_TAG = "codegrpo_attempt"  # metadata: the create call, to find its sandbox if the answer is lost
 CANCEL_WAIT_S = 10.0  # how long a close waits for cancelled programs to kill their own sandboxes
 EXIT_CLEANUP_S = 30.0  # how long the exit hook may keep the process alive
-RUNNER_SOURCE = (Path(__file__).with_name("batch_runner.py")).read_text(encoding="utf-8")
-# Shared with the local warm worker: runs a program in a forked interpreter as `python3 -I` would.
-INPROCESS_SOURCE = (Path(__file__).parents[1] / "harness" / "inprocess.py").read_text(encoding="utf-8")
+# In-sandbox code, read as text: the runner, and what it shares with the local warm worker (running a
+# program in a forked interpreter as `python3 -I` would).
+RUNNER_SOURCE = resources.files("codegrpo.harness").joinpath("batch_runner.py").read_text(encoding="utf-8")
+INPROCESS_SOURCE = resources.files("codegrpo.harness").joinpath("inprocess.py").read_text(encoding="utf-8")
+KEY_ENV = "CODEGRPO_BUNDLE_KEY"  # where the runner finds the bundle's key
+NO_NAMESPACES_EXIT = 3  # the runner's exit status where programs cannot get namespaces of their own
 RUNNER_PATH = "/tmp/codegrpo_batch.py"
 RUNNER_START_S = 5.0  # the runner's own start, on top of its programs' time
 RUNNER_SLACK_S = 1.0  # per program: start, kill and clean-up around its timeout
@@ -244,7 +254,7 @@ class SuperserveSandbox(SandboxBackend):
     async def _rerun_apart(self, programs: list[Program], error: _RunnerFailed) -> list[RunResult]:
         """Run a chunk's programs again, a sandbox each: whatever broke its runner breaks only itself."""
         self._count("chunks_rerun")
-        if NO_NAMESPACES in str(error) and not self._apart:
+        if error.exit_code == NO_NAMESPACES_EXIT and not self._apart:
             # Programs of one chunk could then reach each other through the kernel: from now on, one each.
             self._apart = True
             log.warning("superserve: these sandboxes cannot give each program namespaces of its own (the runner "
@@ -267,14 +277,15 @@ class SuperserveSandbox(SandboxBackend):
                 {
                     "filename": p.filename,
                     "source": p.source,
-                    "command": list(p.command),
+                    "command": list(p.argv),
+                    "warm": p.runs_warm,
                     "timeout_s": p.timeout_s,
                     "prelude_chars": p.prelude_chars,
                 }
                 for p in programs
             ],
         }
-        script = f"{RUNNER_SOURCE}\nmain({_encrypt(json.dumps(bundle).encode(), key)!r})\n"
+        script = f"{RUNNER_SOURCE}\nmain({_encrypt(json.dumps(bundle).encode(), key)!r}, {KEY_ENV!r})\n"
         wrapper_s = math.ceil(RUNNER_START_S + sum(p.timeout_s + RUNNER_SLACK_S for p in programs))
         sandbox = await self._create()
         self._count("chunks")
@@ -478,6 +489,10 @@ class SuperserveSandbox(SandboxBackend):
 class _RunnerFailed(Exception):
     """A chunk's runner gave no well-formed result for every program: not retried as a chunk."""
 
+    def __init__(self, message: str, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
 
 class _Slots:
     """A counting semaphore shared by every event loop and thread of the process.
@@ -581,26 +596,17 @@ def _describe(error: BaseException) -> str:
 
 def _wrapped(program: Program) -> str:
     seconds = f"{program.timeout_s:.3f}".rstrip("0").rstrip(".")
-    return f"timeout -s KILL {seconds} {shlex.join(program.command)}"
-
-
-def _cap(text: str) -> tuple[str, bool]:
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= OUTPUT_LIMIT_BYTES:
-        return text, False
-    return data[:OUTPUT_LIMIT_BYTES].decode("utf-8", "ignore"), True
+    return f"timeout -s KILL {seconds} {shlex.join(program.argv)}"
 
 
 def _to_run_result(result: CommandResult, program: Program, duration_s: float) -> RunResult:
-    stdout, stdout_over = _cap(result.stdout)
-    stderr, stderr_over = _cap(result.stderr)
+    stdout, stderr = OutputCap(OUTPUT_LIMIT_BYTES), OutputCap(OUTPUT_LIMIT_BYTES)
+    over = [cap.feed(text.encode("utf-8", "surrogatepass")) for cap, text in ((stdout, result.stdout),
+                                                                               (stderr, result.stderr))]
     code = result.exit_code
-    if result.truncated or stdout_over or stderr_over:
-        return RunResult(Outcome.OUTPUT_LIMIT, code, stdout, stderr, duration_s)
-    if code == KILLED_EXIT_CODE and duration_s >= 0.95 * program.timeout_s:
-        return RunResult(Outcome.TIMEOUT, code, stdout, stderr, duration_s)  # the KILL wrapper fired
-    outcome, code = classify_exit(code, stderr)
-    return RunResult(outcome, code, stdout, stderr, duration_s)
+    killed = code == KILLED_EXIT_CODE and duration_s >= 0.95 * program.timeout_s  # the KILL wrapper fired
+    return classify(code, stdout.text, stderr.text, duration_s, over_limit=result.truncated or any(over),
+                    timed_out=killed)
 
 
 def _encrypt(data: bytes, key: str) -> str:
@@ -616,7 +622,8 @@ def _chunk_results(result: CommandResult, programs: list[Program], header: str) 
     head, _, body = result.stdout.partition("\n")
     if result.exit_code != 0 or result.truncated or head != header:
         tail = result.stderr.strip()[-300:]
-        raise _RunnerFailed(f"exit status {result.exit_code}, truncated={result.truncated}, stderr: {tail!r}")
+        raise _RunnerFailed(f"exit status {result.exit_code}, truncated={result.truncated}, stderr: {tail!r}",
+                            result.exit_code)
     try:
         records = json.loads(body)
     except ValueError as error:

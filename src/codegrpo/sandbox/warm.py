@@ -29,8 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
 
-from codegrpo.harness import inprocess
-from codegrpo.sandbox.base import Outcome, Program, RunResult, classify_exit
+from codegrpo.sandbox.base import Outcome, OutputCap, Program, RunResult, classify
 from codegrpo.sandbox.cgroups import RunCgroup
 
 log = logging.getLogger(__name__)
@@ -53,11 +52,6 @@ def worker_files() -> dict[str, str]:
     """The worker and the module it shares with the Superserve runner, by their paths in the sandbox."""
     harness = resources.files("codegrpo.harness")
     return {f"{HARNESS_DIR}/{name}": harness.joinpath(name).read_text() for name in ("warm_worker.py", "inprocess.py")}
-
-
-def eligible(program: Program) -> bool:
-    """Programs a warm worker runs exactly as the cold sandbox would: ``python3 -I /tmp/<file>``."""
-    return inprocess.runs_in_process(program.command, program.filename)
 
 
 @dataclass(frozen=True)
@@ -174,15 +168,9 @@ class WarmWorker:
             # flight) would count against every later program's limit: the worker goes. The worker was
             # clean before this program, so the result is the program's own and stands.
             self.close()
-        duration = time.monotonic() - started
-        if overflow:
-            return RunResult(Outcome.OUTPUT_LIMIT, None, stdout, stderr, duration)
-        if timed_out:
-            return RunResult(Outcome.TIMEOUT, None, stdout, stderr, duration)
-        if self.group is not None and self.group.oom_kills() > ooms:
-            return RunResult(Outcome.MEMORY_LIMIT, code, stdout, stderr, duration)
-        outcome, exit_code = classify_exit(code, stderr)
-        return RunResult(outcome, exit_code, stdout, stderr, duration)
+        oom = self.group is not None and self.group.oom_kills() > ooms
+        return classify(code, stdout, stderr, time.monotonic() - started, over_limit=overflow, timed_out=timed_out,
+                        oom=oom)
 
     def _pinned_beyond_slack(self) -> bool:
         """Whether the worker's cgroup holds more than at its start, by over the slack (False if unknown)."""
@@ -216,9 +204,7 @@ class WarmWorker:
         is told to kill the program, and the rest is drained unread. Once the answer is in, every process
         of the program is gone: what is in the pipes now is all there is, even if a write end lives on
         as an fd in flight, so the pipes are drained without waiting for their end."""
-        limits = dict(zip(streams, self._output_limits, strict=True))
-        kept = {fd: bytearray() for fd in streams}
-        seen = dict.fromkeys(streams, 0)
+        caps = {fd: OutputCap(limit) for fd, limit in zip(streams, self._output_limits, strict=True)}
         open_fds, done, overflow = list(streams), None, False
         control = self._control.fileno()
         try:
@@ -239,9 +225,7 @@ class WarmWorker:
                     if not chunk:
                         open_fds.remove(fd)
                         continue
-                    kept[fd] += chunk[: max(0, limits[fd] - len(kept[fd]))]
-                    seen[fd] += len(chunk)
-                    if seen[fd] > limits[fd] and not overflow:
+                    if caps[fd].feed(chunk) and not overflow:
                         overflow = True
                         self._control.send(b'{"kill": true}')
             if done is None:
@@ -249,7 +233,7 @@ class WarmWorker:
         finally:
             for fd in streams:
                 os.close(fd)
-        return done, [bytes(kept[fd]).decode("utf-8", "replace") for fd in streams], overflow
+        return done, [caps[fd].text for fd in streams], overflow
 
     def _receive(self, deadline: float) -> dict:
         remaining = deadline - time.monotonic()

@@ -1,6 +1,6 @@
 """Check a problem set: every problem's reference solution must pass in the sandbox.
 
-    python -m codegrpo.validate problems=NAME
+    codegrpo-validate problems=NAME
 
 Exits non-zero and lists every problem whose reference is missing or does not pass, with why (the
 exception, or got vs expected) and the reference's first lines. Warns about prompts that repeat the
@@ -9,18 +9,20 @@ prompt template's own words.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import textwrap
 
 import hydra
 from omegaconf import DictConfig
 
-from codegrpo.cli import CONFIG_DIR, run_friendly
-from codegrpo.config import register_configs
+from codegrpo import build
+from codegrpo.commands import CONFIG_DIR, run
+from codegrpo.config import ScoreConfig
 from codegrpo.explain import code_head, reason
 from codegrpo.problems import Problem
 from codegrpo.prompts import doubled_words
-from codegrpo.scoring import build_command_scorer, score_all, summary
+from codegrpo.reward import score_all, summary
 from codegrpo.verdict import Status
 
 
@@ -35,13 +37,17 @@ def warn_doubled_prompts(problems: list[Problem], template: str) -> int:
     return len(doubled)
 
 
-def validate(cfg: DictConfig) -> int:
-    scorer = build_command_scorer(cfg)
-    problems = list(scorer.problems.values())
+def validate(cfg: ScoreConfig) -> int:
+    problems = build.problems(cfg.problems)
     missing = [p.id for p in problems if not p.reference]
     # References are bare code; a HumanEval canonical_solution is a body completing the prompt.
     pairs = [(p.id, p.reference) for p in problems if p.reference]
-    scored = score_all(scorer, pairs, cfg.batch_size)
+
+    async def score_in_sandbox():
+        async with build.sandbox(cfg.sandbox, cfg.problems.language) as sandbox:
+            return await score_all(build.scorer(cfg, problems, sandbox), pairs, cfg.batch_size)
+
+    scored = asyncio.run(score_in_sandbox())
     failing = [s for s in scored if s.verdict.status is not Status.PASSED]
     for problem_id in missing:
         print(f"MISSING  {problem_id}: no reference solution")
@@ -58,9 +64,8 @@ def validate(cfg: DictConfig) -> int:
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="validate")
 def main(cfg: DictConfig) -> None:
-    sys.exit(run_friendly(lambda: validate(cfg)))
+    sys.exit(run(validate, cfg))
 
 
 if __name__ == "__main__":
-    register_configs()
     main()

@@ -1,6 +1,6 @@
 """Score a JSONL file of completions:
 
-    python -m codegrpo.score completions=PATH problems=NAME reward=partial sandbox=local
+    codegrpo-score completions=PATH problems=NAME reward=partial sandbox=local [--reasons]
 
 Each input line is {"problem_id": ..., "completion": ...}. Each output line (stdout, input order) is
 {"problem_id": ..., "reward": <float or null>, "status": ...}; with --reasons (or reasons=true) also
@@ -10,6 +10,7 @@ Progress and a summary go to stderr.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -17,11 +18,13 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
-from codegrpo.cli import CONFIG_DIR, run_friendly
-from codegrpo.config import register_configs
+from codegrpo import build
+from codegrpo.commands import CONFIG_DIR, run
+from codegrpo.config import ScoreConfig
+from codegrpo.errors import ProblemError
 from codegrpo.explain import explain
-from codegrpo.problems import ProblemError, read_jsonl
-from codegrpo.scoring import build_command_scorer, score_all, summary
+from codegrpo.problems import read_jsonl
+from codegrpo.reward import score_all, summary
 
 
 def read_completions(path: str, known_ids: set[str]) -> list[tuple[str, str]]:
@@ -40,12 +43,17 @@ def read_completions(path: str, known_ids: set[str]) -> list[tuple[str, str]]:
     return pairs
 
 
-def score(cfg: DictConfig) -> None:
+def score(cfg: ScoreConfig) -> None:
     if not cfg.completions:
         raise ProblemError("set completions=PATH (a JSONL file of {problem_id, completion} lines)")
-    scorer = build_command_scorer(cfg)
-    pairs = read_completions(cfg.completions, set(scorer.problems))
-    scored = score_all(scorer, pairs, cfg.batch_size)
+    problems = build.problems(cfg.problems)
+    pairs = read_completions(cfg.completions, {p.id for p in problems})
+
+    async def score_in_sandbox():
+        async with build.sandbox(cfg.sandbox, cfg.problems.language) as sandbox:
+            return await score_all(build.scorer(cfg, problems, sandbox), pairs, cfg.batch_size)
+
+    scored = asyncio.run(score_in_sandbox())
     for item in scored:
         line = explain(item) if cfg.reasons else {"problem_id": item.problem_id, "reward": item.verdict.reward,
                                                  "status": item.verdict.status.value}
@@ -53,17 +61,16 @@ def score(cfg: DictConfig) -> None:
     print(summary(scored), file=sys.stderr)
 
 
-def accept_flags(argv: list[str]) -> list[str]:
-    """``--reasons`` is the override ``reasons=true`` (Hydra's own parser would reject the flag)."""
-    return ["reasons=true" if arg == "--reasons" else arg for arg in argv]
-
-
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="score")
-def main(cfg: DictConfig) -> None:
-    run_friendly(lambda: score(cfg))
+def _main(cfg: DictConfig) -> None:
+    run(score, cfg)
+
+
+def main() -> None:
+    """``--reasons`` is the override ``reasons=true`` (Hydra's own parser would reject the flag)."""
+    sys.argv = ["reasons=true" if arg == "--reasons" else arg for arg in sys.argv]
+    _main()
 
 
 if __name__ == "__main__":
-    register_configs()
-    sys.argv = accept_flags(sys.argv)
     main()

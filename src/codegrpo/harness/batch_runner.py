@@ -1,10 +1,10 @@
 """Runs a chunk of programs one after another in one Superserve sandbox. Runs INSIDE the sandbox.
 
 Standard library only: the host (codegrpo.sandbox.superserve) reads this file as text, appends one
-line, ``main("<bundle>")``, uploads the result as a single file and runs ``python3 -I -S <file>``
-with the bundle's key in the environment variable ``KEY_ENV``. The bundle is base64 of the JSON
+line, ``main("<bundle>", "<key variable>")``, uploads the result as a single file and runs ``python3 -I -S <file>``
+with the bundle's key in that environment variable. The bundle is base64 of the JSON
 ``{"header": str, "limit_bytes": int, "modules": {"batch_runner": str, "inprocess": str},
-"programs": [{"filename", "source", "command", "timeout_s", "prelude_chars"}]}`` XORed with
+"programs": [{"filename", "source", "command", "warm", "timeout_s", "prelude_chars"}]}`` XORed with
 SHAKE-256 of the key, so the uploaded file is useless to whoever reads it without the key.
 
 Each program gets a fresh private directory (0700) holding its file; its command's ``/tmp/<filename>``
@@ -35,7 +35,7 @@ and after it:
 - each program runs in network, UTS and IPC namespaces of its own (loopback up), made for it and gone
   with it, so nothing it leaves in the kernel (TIME_WAIT sockets, the hostname) reaches the next one.
   Where this runner cannot make them (no CAP_SYS_ADMIN), a chunk of more than one program is refused
-  (exit status 3, ``NO_NAMESPACES`` on stderr) and the host runs every program in a sandbox of its own;
+  (exit status ``NO_NAMESPACES_EXIT``) and the host runs every program in a sandbox of its own;
 - the programs never hold the runner's stdout nor the zygote's socket (pipes, close_fds). The runner
   writes once, at the end: the bundle's header line, then one line of JSON with one result per
   program, each ``{"exit_code", "stdout", "stderr", "duration_s", "truncated"}``.
@@ -66,14 +66,13 @@ import tempfile
 import time
 import types
 
-KEY_ENV = "CODEGRPO_BUNDLE_KEY"
 PROGRAM_UID = PROGRAM_GID = 65534  # nobody
 WRITABLE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/dev/mqueue")
 SYSV_IPC = ("shm", "msg", "sem")
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
 CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWNET = 0x04000000, 0x08000000, 0x40000000
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
-NO_NAMESPACES = "codegrpo-runner: cannot give each program namespaces of its own here"
+NO_NAMESPACES_EXIT = 3  # the host then runs every program in a sandbox of its own
 IPC_RMID = 0
 READ_CHUNK = 1 << 16
 POLL_S = 0.05  # how often a running program is checked for leftovers that hold its pipes
@@ -100,20 +99,20 @@ batch_runner.serve_forks(inprocess, int(sys.argv[2]))
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def main(bundle: str) -> None:
+def main(bundle: str, key_env: str) -> None:
     _prctl(PR_SET_DUMPABLE, 0)  # same-uid programs cannot ptrace us or open /proc/<us>/fd, mem, environ
     _prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphaned daemons are re-parented to us, so we reap them
     _destroy(sys.argv[0])
-    spec = json.loads(_decrypt(bundle, os.environ.pop(KEY_ENV)))
+    spec = json.loads(_decrypt(bundle, os.environ.pop(key_env)))
     if len(spec["programs"]) > 1 and not _in_child(_isolate):
-        print(NO_NAMESPACES, file=sys.stderr)
-        sys.exit(3)
+        print("codegrpo-runner: cannot give each program namespaces of its own here", file=sys.stderr)
+        sys.exit(NO_NAMESPACES_EXIT)
     drop = _can_drop_privileges()
     path = _safe_path(os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), drop)
     # One directory name for every program: the zygote compiles their shared prelude once for it.
     workdir = f"/tmp/run-{secrets.token_hex(8)}"
     zygote = None
-    if any(_forkable(program) for program in spec["programs"]):
+    if any(program["warm"] for program in spec["programs"]):
         zygote = _Zygote(_executable("python3", path, drop), spec["modules"], _environment(path, "/"))
     dirs = {d: set(os.listdir(d)) for d in WRITABLE_DIRS if os.path.isdir(d) and not os.path.islink(d)}
     ipc = _ipc_ids()
@@ -221,12 +220,6 @@ def _environment(path: str, home: str) -> dict[str, str]:
     }
 
 
-def _forkable(program: dict) -> bool:
-    """Programs the zygote runs exactly as the subprocess would: ``python3 -I /tmp/<filename>``."""
-    filename = program["filename"]
-    return program["command"] == ["python3", "-I", f"/tmp/{filename}"] and "/" not in filename
-
-
 def _run(
     program: dict, limit: int, path: str, drop: bool, workdir: str, zygote: _Zygote | None, before: set
 ) -> tuple[dict, set]:
@@ -242,7 +235,7 @@ def _run(
     env = _environment(path, workdir)
     process: subprocess.Popen | _Forked
     started = time.monotonic()
-    if zygote is not None and _forkable(program):
+    if zygote is not None and program["warm"]:
         prelude = program["source"][: program["prelude_chars"]]
         process = zygote.fork(argv, "" if len(prelude) > PRELUDE_LIMIT else prelude, env, drop)
     else:

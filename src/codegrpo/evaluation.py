@@ -1,15 +1,6 @@
-"""Evaluate a model: pass@1 and pass@k (the unbiased estimator) on an eval problem set, in the sandbox,
-and compare two evaluations with a paired bootstrap over problems.
-
-    python -m codegrpo.evaluate                                   # the default model on HumanEval
-    python -m codegrpo.evaluate checkpoint=outputs/runs/<run>/final_model evaluation.limit=20
-    python -m codegrpo.evaluate evaluation.num_samples=10 'evaluation.k=[1,5,10]' evaluation.temperature=0.8
-    python -m codegrpo.evaluate problems=trivial evaluation.split=eval evaluation.num_samples=8 \
-        'compare=[base,outputs/runs/<run>/final_model]'               # two checkpoints, evaluated alike
-    python -m codegrpo.evaluate 'compare=[<run>/eval_before.json,<run>/eval_after.json]'   # two eval files
-
-Results go to eval.json (or eval_a.json, eval_b.json and comparison.json, comparison.png) in the run dir,
-and to W&B with logger=wandb.
+"""Evaluation: pass@1 and pass@k (the unbiased estimator) of a model on a problem set, scored in the
+sandbox, and the paired bootstrap comparison of two evaluations. The evaluate command and training's
+before/after evaluations both run this.
 """
 
 from __future__ import annotations
@@ -22,15 +13,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import hydra
 import numpy as np
-from omegaconf import DictConfig, OmegaConf
 
-from codegrpo import tracking
-from codegrpo.cli import CONFIG_DIR, UsageError, run_friendly
-from codegrpo.config import register_configs
+from codegrpo.config import EvaluationConfig, ProblemsConfig
 from codegrpo.explain import explain
-from codegrpo.problems import Problem, load_problem_set, load_problems, select_split
+from codegrpo.problems import Problem
 from codegrpo.prompts import build_messages
 from codegrpo.reward import Scorer
 
@@ -71,13 +58,13 @@ def set_torch_threads() -> int:
     return threads
 
 
-def generate(model, tokenizer, messages: list[list[dict]], settings: DictConfig) -> list[list[str]]:
+def generate(model, tokenizer, messages: list[list[dict]], settings: EvaluationConfig) -> list[list[str]]:
     """num_samples completions for each chat prompt: batched generate() with the KV cache, every prompt's
     samples in one batch, left padding. Seeded, so two models are evaluated on the same random stream."""
     import torch
 
     set_torch_threads()
-    torch.manual_seed(settings.get("seed", 0))
+    torch.manual_seed(settings.seed)
     was_training = model.training
     model.eval()
     tokenizer.padding_side = "left"
@@ -100,8 +87,8 @@ def generate(model, tokenizer, messages: list[list[dict]], settings: DictConfig)
     return outputs
 
 
-def evaluate_model(model, tokenizer, scorer: Scorer, problems: list[Problem], problems_cfg: DictConfig,
-                   settings: DictConfig) -> dict[str, Any]:
+def evaluate_model(model, tokenizer, scorer: Scorer, problems: list[Problem], problems_cfg: ProblemsConfig,
+                   settings: EvaluationConfig) -> dict[str, Any]:
     """Generate, score in the sandbox, and return pass@k for each k plus status counts."""
     messages = [build_messages(p, problems_cfg.prompt_template, problems_cfg.humaneval_template,
                                problems_cfg.system_prompt) for p in problems]
@@ -172,101 +159,3 @@ def write_comparison(comparison: dict[str, Any], run_dir: Path, run=None) -> Non
                  "eval_compare/change": comparison["change"],
                  "eval_compare/ci95_low": low, "eval_compare/ci95_high": high})
         run.summary["eval_compare/excludes_zero"] = comparison["excludes_zero"]
-
-
-def eval_problems(cfg: DictConfig) -> list[Problem]:
-    """evaluation.problems_path, or by default the training problem set's `evaluation.split` (its
-    held-out eval split), then evaluation.limit."""
-    settings = cfg.evaluation
-    if settings.problems_path:
-        problems = select_split(load_problems(settings.problems_path), settings.split, cfg.problems.eval_fraction)
-    else:
-        problems_cfg = OmegaConf.merge(cfg.problems, {"split": settings.split, "limit": None})
-        problems = load_problem_set(problems_cfg)
-        if settings.split != "all" and cfg.problems.split in ("all", settings.split):
-            log.warning("the eval problems (split %s) overlap the training problems (problems.split=%s): "
-                        "set problems.split=train for a held-out evaluation", settings.split, cfg.problems.split)
-    return problems[: settings.limit]
-
-
-def build_eval_scorer(cfg: DictConfig, sandbox) -> tuple[list[Problem], Scorer]:
-    from codegrpo.programs import get_language
-
-    problems = eval_problems(cfg)
-    scorer = Scorer(problems, sandbox, get_language(cfg.problems.language), "binary", cfg.reward.extract,
-                    cfg.sandbox.timeout_s)
-    return problems, scorer
-
-
-def _evaluate_checkpoint(cfg: DictConfig, checkpoint: str | None, scorer: Scorer, problems: list[Problem]):
-    from codegrpo.models import load_model_and_tokenizer
-
-    model_cfg = cfg.model
-    if checkpoint and checkpoint != "base":
-        model_cfg = OmegaConf.merge(model_cfg, {"name_or_path": checkpoint, "gguf_package": ""})
-    model, tokenizer = load_model_and_tokenizer(model_cfg)
-    return evaluate_model(model, tokenizer, scorer, problems, cfg.problems, cfg.evaluation)
-
-
-def evaluate(cfg: DictConfig) -> dict[str, Any]:
-    from codegrpo.sandbox import build_sandbox
-    from codegrpo.train import check_sandbox
-
-    run_dir = Path(cfg.run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    if cfg.compare:
-        return evaluate_compare(cfg, run_dir)
-    sandbox = build_sandbox(cfg.sandbox)
-    check_sandbox(sandbox, cfg.problems.language)
-    problems, scorer = build_eval_scorer(cfg, sandbox)
-    results = _evaluate_checkpoint(cfg, cfg.checkpoint, scorer, problems)
-    (run_dir / "eval.json").write_text(json.dumps(results, indent=2))
-    run = tracking.start_run(cfg.logger, run_dir, OmegaConf.to_container(cfg, resolve=True), job_type="eval")
-    if run is not None:
-        run.log({f"eval/{k}": v for k, v in results.items() if k.startswith("pass@")})
-    tracking.finish_run(run)
-    summary = ", ".join(f"{k} {v:.3f}" for k, v in results.items() if k.startswith("pass@"))
-    print(f"{summary} on {len(problems)} problems; results in {run_dir / 'eval.json'}")
-    return results
-
-
-def evaluate_compare(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
-    """compare=[a,b]: each an eval JSON file (used as is) or a checkpoint dir / `base` (evaluated here,
-    on the same problems and seed); then the paired comparison of b against a."""
-    if len(cfg.compare) != 2:
-        raise UsageError(f"compare takes two eval files or checkpoints, got {len(cfg.compare)}")
-    evaluations = []
-    scorer = problems = None
-    for label, item in zip("ab", cfg.compare, strict=True):
-        if str(item).endswith(".json"):
-            if not Path(item).is_file():
-                raise UsageError(f"compare: no such eval file {item}")
-            results = json.loads(Path(item).read_text())
-        else:
-            if scorer is None:
-                from codegrpo.sandbox import build_sandbox
-                from codegrpo.train import check_sandbox
-
-                sandbox = build_sandbox(cfg.sandbox)
-                check_sandbox(sandbox, cfg.problems.language)
-                problems, scorer = build_eval_scorer(cfg, sandbox)
-            results = _evaluate_checkpoint(cfg, item, scorer, problems)
-        (run_dir / f"eval_{label}.json").write_text(json.dumps(results, indent=2))
-        evaluations.append(results)
-    comparison = compare(*evaluations, cfg.evaluation.bootstrap, cfg.seed)
-    comparison["compared"] = list(cfg.compare)
-    run = tracking.start_run(cfg.logger, run_dir, OmegaConf.to_container(cfg, resolve=True), job_type="eval")
-    write_comparison(comparison, run_dir, run)
-    tracking.finish_run(run)
-    print(f"{comparison_summary(comparison)}; results in {run_dir / 'comparison.json'}")
-    return comparison
-
-
-@hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="evaluate")
-def main(cfg: DictConfig) -> None:
-    run_friendly(lambda: evaluate(cfg))
-
-
-if __name__ == "__main__":
-    register_configs()
-    main()

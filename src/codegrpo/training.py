@@ -1,38 +1,39 @@
-"""Training: config -> problems -> reward -> model -> GRPOTrainer -> saved model in the run dir."""
+"""Training: the pieces codegrpo.build makes -> GRPOTrainer -> a saved model and its evaluation in the run dir.
+
+``train(cfg)`` checks everything that can fail in a second (values, the model's whereabouts, the
+problems, the sandbox) before it loads the model. ``settle_failed_run`` leaves no run dir behind a run
+that failed before its first step, and a ``FAILED`` file in any other.
+"""
 
 from __future__ import annotations
 
-import asyncio
+import dataclasses
 import json
 import logging
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import OmegaConf
 
-from codegrpo import console, tracking
-from codegrpo.cli import UsageError
-from codegrpo.problems import Problem, load_problem_set, problem_set_hash
-from codegrpo.programs import get_language
+from codegrpo import build, console, evaluation, tracking
+from codegrpo.config import ProblemsConfig, TrainConfig
+from codegrpo.errors import UsageError
+from codegrpo.problems import Problem, problem_set_hash
 from codegrpo.prompts import build_messages
-from codegrpo.reward import Scorer
 from codegrpo.runinfo import write_run_info
-from codegrpo.sandbox import (
-    Program,
-    SandboxBackend,
-    SandboxFatalError,
-    build_sandbox,
-    format_limits,
-    share_concurrency,
-)
+from codegrpo.sandbox.base import SandboxBackend, format_limits
 
 log = logging.getLogger(__name__)
 WANDB_ID_FILE = "wandb_run_id.txt"
+# What a run writes before its first step (Hydra's files included): a dir holding only these is removed.
+BEFORE_FIRST_STEP = {".hydra", "train.log", "config.yaml", "run_info.json", "git.diff", "wandb_run_id.txt",
+                     "wandb", "completions"}
 
 
-def build_dataset(problems: list[Problem], cfg: DictConfig):
+def build_dataset(problems: list[Problem], cfg: ProblemsConfig):
     """A datasets.Dataset with a chat `prompt` column and the test columns TRL passes to the reward."""
     from datasets import Dataset
 
@@ -50,18 +51,6 @@ def build_dataset(problems: list[Problem], cfg: DictConfig):
     )
 
 
-def check_sandbox(sandbox: SandboxBackend, language_name: str) -> None:
-    """Run one trivial program so a broken sandbox fails now, not after the model has loaded."""
-    language = get_language(language_name)
-    source = "print(6 * 7)" if language.name == "python" else "console.log(6 * 7)"
-    [result] = asyncio.run(sandbox.run_many([Program(source, language.filename, language.command, 30.0)]))
-    if result.exit_code != 0 or result.stdout.strip() != "42":
-        raise SandboxFatalError(
-            f"the {language.name} sandbox cannot run a trivial program: {result.outcome.value}, "
-            f"exit {result.exit_code}, {(result.error or result.stderr).strip()[-800:]}"
-        )
-
-
 def world_size() -> int:
     return int(os.environ.get("WORLD_SIZE", "1"))
 
@@ -70,26 +59,10 @@ def is_main_process() -> bool:
     return int(os.environ.get("RANK", "0")) == 0
 
 
-def build_scorer(cfg: DictConfig) -> tuple[list[Problem], Scorer]:
-    """Problems and a Scorer over the configured sandbox, both checked before any model loads.
-
-    Under a distributed launch every rank scores its own completions, so each gets its share of the cap.
-    """
-    problems = load_problem_set(cfg.problems)
-    language = get_language(cfg.problems.language)
-    sandbox_cfg = cfg.sandbox.copy()
-    with open_dict(sandbox_cfg):
-        sandbox_cfg.max_concurrency = share_concurrency(cfg.sandbox.max_concurrency, world_size())
-    sandbox = build_sandbox(sandbox_cfg)
-    check_sandbox(sandbox, language.name)
-    scorer = Scorer(problems, sandbox, language, cfg.reward.kind, cfg.reward.extract, cfg.sandbox.timeout_s)
-    return problems, scorer
-
-
-def grpo_args(cfg: DictConfig, run_dir: Path):
+def grpo_args(cfg: TrainConfig, run_dir: Path):
     from trl import GRPOConfig
 
-    args: dict[str, Any] = OmegaConf.to_container(cfg.trainer, resolve=True)
+    args: dict[str, Any] = dataclasses.asdict(cfg.trainer)
     report_to = args.get("report_to") or []
     report_to = [report_to] if isinstance(report_to, str) else list(report_to)
     report_to = [r for r in report_to if r != "none"]
@@ -100,7 +73,7 @@ def grpo_args(cfg: DictConfig, run_dir: Path):
     return GRPOConfig(output_dir=str(run_dir), seed=cfg.seed, **console.current_arg_names(args))
 
 
-def resume_checkpoint(cfg: DictConfig, run_dir: Path) -> str | None:
+def resume_checkpoint(cfg: TrainConfig, run_dir: Path) -> str | None:
     """resume=auto: the newest checkpoint-N in the run dir (None: start fresh); else the given path."""
     if not cfg.resume:
         return None
@@ -112,7 +85,7 @@ def resume_checkpoint(cfg: DictConfig, run_dir: Path) -> str | None:
     return str(checkpoints[-1]) if checkpoints else None
 
 
-def sweep_identity(cfg: DictConfig) -> tuple[str | None, str | None]:
+def sweep_identity(cfg: TrainConfig) -> tuple[str | None, str | None]:
     """W&B group and name for a multirun job: the sweep dir and the job's overrides."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
@@ -127,27 +100,25 @@ def sweep_identity(cfg: DictConfig) -> tuple[str | None, str | None]:
     return group, name
 
 
-def start_tracking(cfg: DictConfig, run_dir: Path):
+def start_tracking(cfg: TrainConfig, run_dir: Path):
     """Only rank 0 logs; a resumed run continues the same W&B run."""
     if not is_main_process():
         return None
     id_file = run_dir / WANDB_ID_FILE
     run_id = id_file.read_text().strip() if cfg.resume and id_file.is_file() else None
-    logger_cfg = cfg.logger.copy()
-    with open_dict(logger_cfg):
-        logger_cfg.group, logger_cfg.name = sweep_identity(cfg)
-    run = tracking.start_run(logger_cfg, run_dir, OmegaConf.to_container(cfg, resolve=True), run_id)
+    group, name = sweep_identity(cfg)
+    cfg = dataclasses.replace(cfg, logger=dataclasses.replace(cfg.logger, group=group, name=name))
+    run = build.tracking(cfg, run_dir, "train", run_id)
     if run is not None:
         id_file.write_text(run.id)
     return run
 
 
-def evaluate_phase(cfg: DictConfig, model, tokenizer, sandbox: SandboxBackend, phase: str, run) -> dict[str, Any]:
-    from codegrpo.evaluate import build_eval_scorer, evaluate_model
-
-    problems, scorer = build_eval_scorer(cfg, sandbox)
+def evaluate_phase(cfg: TrainConfig, model, tokenizer, sandbox: SandboxBackend, phase: str, run) -> dict[str, Any]:
+    problems = build.eval_problems(cfg)
+    scorer = build.scorer(cfg, problems, sandbox, kind="binary")
     started = time.monotonic()
-    results = evaluate_model(model, tokenizer, scorer, problems, cfg.problems, cfg.evaluation)
+    results = evaluation.evaluate_model(model, tokenizer, scorer, problems, cfg.problems, cfg.evaluation)
     results["wall_s"] = time.monotonic() - started
     Path(cfg.run_dir, f"eval_{phase}.json").write_text(json.dumps(results, indent=2))
     log.info("eval %s: %s", phase, {k: v for k, v in results.items() if k.startswith("pass@")})
@@ -156,13 +127,11 @@ def evaluate_phase(cfg: DictConfig, model, tokenizer, sandbox: SandboxBackend, p
     return results
 
 
-def compare_phases(cfg: DictConfig, before: dict[str, Any], after: dict[str, Any], run) -> dict[str, Any]:
+def compare_phases(cfg: TrainConfig, before: dict[str, Any], after: dict[str, Any], run) -> dict[str, Any]:
     """The paired change in pass@1 from before to after training: comparison.json, .png, W&B, the log."""
-    from codegrpo.evaluate import compare, comparison_summary, write_comparison
-
-    comparison = compare(before, after, cfg.evaluation.bootstrap, cfg.seed)
-    write_comparison(comparison, Path(cfg.run_dir), run)
-    log.info("eval change: %s", comparison_summary(comparison))
+    comparison = evaluation.compare(before, after, cfg.evaluation.bootstrap, cfg.seed)
+    evaluation.write_comparison(comparison, Path(cfg.run_dir), run)
+    log.info("eval change: %s", evaluation.comparison_summary(comparison))
     return comparison
 
 
@@ -244,14 +213,15 @@ def make_trainer_class():
     return CodeGRPOTrainer
 
 
-def train(cfg: DictConfig) -> dict[str, float]:
+def train(cfg: TrainConfig) -> dict[str, float]:
     """Train with GRPO and return the final metrics (for sweepers). Raises before loading the model
-    if the problems, the sandbox or the credentials are wrong."""
+    if the model is out of reach or the problems, the sandbox or the credentials are wrong."""
     from codegrpo.hub import check_push, push_final_model
-    from codegrpo.models import build_peft_config, check_save_dtype, load_model_and_tokenizer, save_final_model
+    from codegrpo.models import build_peft_config, check_hub_model, check_save_dtype, save_final_model
     from codegrpo.plots import write_plots
     from codegrpo.rewards import build_reward_funcs
 
+    check_hub_model(cfg.model)  # one connection attempt, before anything heavy
     if world_size() > 1 and not os.environ.get("CODEGRPO_RUN_DIR"):
         raise UsageError(
             "a distributed launch needs one run dir for every rank: set CODEGRPO_RUN_DIR, e.g. "
@@ -262,63 +232,77 @@ def train(cfg: DictConfig) -> dict[str, float]:
     console.announce_run_dir(run_dir)
     check_save_dtype(cfg.model)
     check_push(cfg)
-    peft_config = build_peft_config(cfg.get("peft"))
-    problems, scorer = build_scorer(cfg)
-    reward_funcs, reward_weights = build_reward_funcs(cfg, scorer)
-    checkpoint = resume_checkpoint(cfg, run_dir)
-    limits = scorer.sandbox.limits()
-    if is_main_process():
-        log.info("sandbox limits on this machine:\n%s", format_limits(limits))
-        extra = {"resumed_from": checkpoint, "sandbox_limits": [dict(zip(("limit", "value", "enforced_by"), row,
-                                                                      strict=True)) for row in limits]}
-        write_run_info(run_dir, cfg.seed, problem_set_hash(problems), extra)
-        OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
-    args = grpo_args(cfg, run_dir)
-    if reward_weights is not None:
-        args.reward_weights = reward_weights
-    model, tokenizer = load_model_and_tokenizer(cfg.model, bf16=bool(args.bf16))
-    run = start_tracking(cfg, run_dir)
-    before = None
-    try:
-        if cfg.evaluation.before and is_main_process():
-            before = evaluate_phase(cfg, model, tokenizer, scorer.sandbox, "before", run)
-        trainer = make_trainer_class()(
-            model=model,
-            reward_funcs=reward_funcs,
-            args=args,
-            train_dataset=build_dataset(problems, cfg.problems),
-            processing_class=tokenizer,
-            peft_config=peft_config,
-            completions_every=cfg.completions_every,
-        )
-        started = time.monotonic()
-        result = trainer.train(resume_from_checkpoint=checkpoint)
-        log.info("training took %.0f s", time.monotonic() - started)
-        final = trainer.model
-        if cfg.save_model:  # adapters alone with LoRA, full models in model.save_dtype
-            final = save_final_model(trainer, cfg, run_dir / "final_model", is_main_process())
-        history = trainer.state.log_history
-        metrics = dict(result.metrics)
-        # TRL's "reward" is the weighted sum of every reward function: what a sweep should maximize.
-        rewards = [e["reward"] for e in history if "reward" in e]
-        if rewards:
-            metrics["final_reward_mean"] = rewards[-1]
+    peft_config = build_peft_config(cfg.peft)
+    problems = build.problems(cfg.problems)
+    # Every rank scores its own completions, so each gets its share of the sandbox's cap.
+    with build.sandbox(cfg.sandbox, cfg.problems.language, world_size()) as sandbox:
+        scorer = build.scorer(cfg, problems, sandbox)
+        reward_funcs, reward_weights = build_reward_funcs(cfg, scorer)
+        checkpoint = resume_checkpoint(cfg, run_dir)
+        limits = sandbox.limits()
         if is_main_process():
-            (run_dir / "log_history.json").write_text(json.dumps(history, indent=1))
-            if cfg.save_model:
-                tracking.log_model(run, cfg.logger, run_dir / "final_model", metrics)
-            if cfg.plots:
-                write_plots(history, run_dir)
-            if cfg.evaluation.after:
-                after = evaluate_phase(cfg, final, tokenizer, scorer.sandbox, "after", run)
-                if before is not None:
-                    comparison = compare_phases(cfg, before, after, run)
-                    metrics["eval_change"] = comparison["change"]
-            if cfg.save_model and cfg.trainer.get("push_to_hub"):
-                push_final_model(cfg, run_dir, run_dir / "final_model")
-        if is_main_process():
-            console.final_summary(run_dir, history, run)
-        return metrics
-    finally:
-        tracking.finish_run(run)
-        asyncio.run(scorer.sandbox.aclose())
+            log.info("sandbox limits on this machine:\n%s", format_limits(limits))
+            extra = {"resumed_from": checkpoint, "sandbox_limits": [
+                dict(zip(("limit", "value", "enforced_by"), row, strict=True)) for row in limits]}
+            write_run_info(run_dir, cfg.seed, problem_set_hash(problems), extra)
+            OmegaConf.save(OmegaConf.structured(cfg), run_dir / "config.yaml", resolve=True)
+        args = grpo_args(cfg, run_dir)
+        if reward_weights is not None:
+            args.reward_weights = reward_weights
+        model, tokenizer = build.model(cfg.model, bf16=bool(args.bf16))
+        run = start_tracking(cfg, run_dir)
+        try:
+            before = None
+            if cfg.evaluation.before and is_main_process():
+                before = evaluate_phase(cfg, model, tokenizer, sandbox, "before", run)
+            trainer = make_trainer_class()(
+                model=model,
+                reward_funcs=reward_funcs,
+                args=args,
+                train_dataset=build_dataset(problems, cfg.problems),
+                processing_class=tokenizer,
+                peft_config=peft_config,
+                completions_every=cfg.completions_every,
+            )
+            started = time.monotonic()
+            result = trainer.train(resume_from_checkpoint=checkpoint)
+            log.info("training took %.0f s", time.monotonic() - started)
+            final = trainer.model
+            if cfg.save_model:  # adapters alone with LoRA, full models in model.save_dtype
+                final = save_final_model(trainer, cfg, run_dir / "final_model", is_main_process())
+            history = trainer.state.log_history
+            metrics = dict(result.metrics)
+            # TRL's "reward" is the weighted sum of every reward function: what a sweep should maximize.
+            rewards = [e["reward"] for e in history if "reward" in e]
+            if rewards:
+                metrics["final_reward_mean"] = rewards[-1]
+            if is_main_process():
+                (run_dir / "log_history.json").write_text(json.dumps(history, indent=1))
+                if cfg.save_model:
+                    tracking.log_model(run, cfg.logger, run_dir / "final_model", metrics)
+                if cfg.plots:
+                    write_plots(history, run_dir)
+                if cfg.evaluation.after:
+                    after = evaluate_phase(cfg, final, tokenizer, sandbox, "after", run)
+                    if before is not None:
+                        metrics["eval_change"] = compare_phases(cfg, before, after, run)["change"]
+                if cfg.save_model and cfg.trainer.push_to_hub:
+                    push_final_model(cfg, run_dir, run_dir / "final_model")
+                console.final_summary(run_dir, history, run)
+            return metrics
+        finally:
+            tracking.finish_run(run)
+
+
+def settle_failed_run(run_dir: Path, error: BaseException) -> None:
+    """Remove a run dir that never reached a step and holds only what the run wrote; else mark it FAILED."""
+    if not run_dir.is_dir():
+        return
+    entries = {p.name for p in run_dir.iterdir()}
+    tables = list(run_dir.glob("completions/*.parquet"))
+    if entries <= BEFORE_FIRST_STEP and not tables:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        return
+    message = str(error) or type(error).__name__
+    (run_dir / "FAILED").write_text(f"{type(error).__name__}: {message}\n")
+    log.error("run failed; %s says why", run_dir / "FAILED")

@@ -1,0 +1,82 @@
+"""codegrpo-evaluate: pass@k of a model or checkpoint on an eval problem set, in the sandbox, or the
+paired comparison of two.
+
+    codegrpo-evaluate                                   # the default model on HumanEval
+    codegrpo-evaluate checkpoint=outputs/runs/<run>/final_model evaluation.limit=20
+    codegrpo-evaluate evaluation.num_samples=10 'evaluation.k=[1,5,10]' evaluation.temperature=0.8
+    codegrpo-evaluate problems=trivial evaluation.split=eval evaluation.num_samples=8 \
+        'compare=[base,outputs/runs/<run>/final_model]'         # two checkpoints, evaluated alike
+    codegrpo-evaluate 'compare=[<run>/eval_before.json,<run>/eval_after.json]'   # two eval files
+
+Results go to eval.json (or eval_a.json, eval_b.json and comparison.json, comparison.png) in the run dir,
+and to W&B with logger=wandb.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+import hydra
+from omegaconf import DictConfig
+
+from codegrpo import build, tracking
+from codegrpo.commands import CONFIG_DIR, run
+from codegrpo.config import EvaluateConfig
+from codegrpo.errors import UsageError
+
+
+def evaluate(cfg: EvaluateConfig) -> dict[str, Any]:
+    from codegrpo.evaluation import compare, comparison_summary, evaluate_model, write_comparison
+    from codegrpo.models import check_hub_model
+
+    run_dir = Path(cfg.run_dir)
+    items = cfg.compare or [cfg.checkpoint]
+    if cfg.compare and len(cfg.compare) != 2:
+        raise UsageError(f"compare takes two eval files or checkpoints, got {len(cfg.compare)}")
+    for item in items:
+        if str(item).endswith(".json") and not Path(item).is_file():
+            raise UsageError(f"compare: no such eval file {item}")
+    checkpoints = [item for item in items if not str(item).endswith(".json")]
+    if any(not item or item == "base" for item in checkpoints):
+        check_hub_model(cfg.model)
+    evaluations = []
+    with build.sandbox(cfg.sandbox, cfg.problems.language) if checkpoints else nullcontext() as sandbox:
+        problems = build.eval_problems(cfg)
+        for label, item in zip("ab" if cfg.compare else [""], items, strict=True):
+            if str(item).endswith(".json"):
+                results = json.loads(Path(item).read_text())
+            else:
+                model, tokenizer = build.model(cfg.model, item)
+                scorer = build.scorer(cfg, problems, sandbox, kind="binary")
+                results = evaluate_model(model, tokenizer, scorer, problems, cfg.problems, cfg.evaluation)
+            run_dir.mkdir(parents=True, exist_ok=True)
+            (run_dir / f"eval{'_' * bool(label)}{label}.json").write_text(json.dumps(results, indent=2))
+            evaluations.append(results)
+    wandb_run = build.tracking(cfg, run_dir, "eval")
+    try:
+        if not cfg.compare:
+            [results] = evaluations
+            if wandb_run is not None:
+                wandb_run.log({f"eval/{k}": v for k, v in results.items() if k.startswith("pass@")})
+            summary = ", ".join(f"{k} {v:.3f}" for k, v in results.items() if k.startswith("pass@"))
+            print(f"{summary} on {results['num_problems']} problems; results in {run_dir / 'eval.json'}")
+            return results
+        comparison = compare(*evaluations, cfg.evaluation.bootstrap, cfg.seed)
+        comparison["compared"] = list(cfg.compare)
+        write_comparison(comparison, run_dir, wandb_run)
+        print(f"{comparison_summary(comparison)}; results in {run_dir / 'comparison.json'}")
+        return comparison
+    finally:
+        tracking.finish_run(wandb_run)
+
+
+@hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="evaluate")
+def main(cfg: DictConfig) -> None:
+    run(evaluate, cfg)
+
+
+if __name__ == "__main__":
+    main()

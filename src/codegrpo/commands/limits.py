@@ -1,0 +1,35 @@
+"""codegrpo-limits: the configured sandbox's limits, and what enforces each one on this machine.
+
+    codegrpo-limits                          # the default local sandbox
+    codegrpo-limits sandbox.use_cgroups=false
+
+It opens the sandbox as training does, so the table is the one a run gets; the trainer logs the same
+table at start and keeps it in run_info.json.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import hydra
+from omegaconf import DictConfig
+
+from codegrpo import build
+from codegrpo.commands import CONFIG_DIR, run
+from codegrpo.config import ScoreConfig
+from codegrpo.sandbox.base import format_limits
+
+
+def limits(cfg: ScoreConfig) -> int:
+    with build.sandbox(cfg.sandbox) as sandbox:
+        print(format_limits(sandbox.limits()))
+    return 0
+
+
+@hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="limits")
+def main(cfg: DictConfig) -> None:
+    sys.exit(run(limits, cfg))
+
+
+if __name__ == "__main__":
+    main()
