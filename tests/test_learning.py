@@ -115,7 +115,7 @@ def test_evaluate_compares_two_eval_files(tmp_path):
 
 
 def test_default_eval_set_is_the_training_sets_held_out_split(compose_cfg):
-    from codegrpo.evaluation import eval_problems
+    from codegrpo.build import eval_problems
 
     cfg = compose_cfg("experiment=learn_cpu")
     train_ids = {p.id for p in load_problem_set(cfg.problems)}

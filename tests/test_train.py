@@ -1,4 +1,5 @@
-"""End to end: train.py with the real offline model, real TRL, the real bubblewrap sandbox and offline W&B."""
+"""Training with the real offline model, real TRL and the real bubblewrap sandbox: in process, as
+lightning-hydra-template tests train(cfg), and end to end through train.py with offline W&B (slow)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,19 @@ def _train(run_dir: Path, *overrides: str, env: dict[str, str] | None = None) ->
     return subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900, env=environment)
 
 
+def test_train_in_process_runs_steps_and_saves_the_model(compose_cfg):
+    from codegrpo.training import train
+
+    cfg = compose_cfg(*FAST, "logger=none", "plots=false")
+    metrics = train(cfg)
+    run_dir = Path(cfg.run_dir)
+    assert 0.0 <= metrics["final_reward_mean"] <= 1.0 and metrics["train_runtime"] > 0
+    assert (run_dir / "final_model" / "model.safetensors").is_file() and (run_dir / "config.yaml").is_file()
+    steps = [row for row in json.loads((run_dir / "log_history.json").read_text()) if "reward" in row]
+    assert len(steps) == 2 and all(row["status/infra"] == 0 and row["sandbox/runs"] >= 1 for row in steps)
+
+
+@pytest.mark.slow
 def test_train_end_to_end_offline(tmp_path, compose_cfg):
     run_dir = tmp_path / "run"
     secret = "ss_live_do-not-log-this-0123456789"
@@ -77,7 +91,8 @@ def test_train_end_to_end_offline(tmp_path, compose_cfg):
     # and the share of zero-spread groups.
     assert all(r["train/update/relative_norm"] >= 0 and "train/frac_reward_zero_std" in r for r in logged)
     logged_config = wandb_offline.config(run_file)
-    assert logged_config["sandbox"]["backend"] == "local" and logged_config["reward"]["kind"] == "binary"
+    assert logged_config["sandbox"]["_target_"].endswith(".LocalSandbox")
+    assert logged_config["reward"]["kind"] == "binary"
     assert secret.encode() not in run_file.read_bytes()
 
 

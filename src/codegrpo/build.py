@@ -58,8 +58,9 @@ def eval_problems(cfg: TrainConfig | EvaluateConfig) -> list[Problem]:
 
 
 def share_concurrency(value: int, ranks: int) -> int:
-    """One training process's share of ``sandbox.max_concurrency`` when ``ranks`` train on this machine."""
-    return max(1, value // ranks)
+    """One training process's share of ``sandbox.max_concurrency`` when ``ranks`` train on this machine
+    (a bad value stays as it is, for the backend to refuse)."""
+    return max(1, value // ranks) if ranks > 1 and value >= 1 else value
 
 
 def sandbox(cfg: SandboxConfig, language: str = "python", ranks: int = 1) -> SandboxBackend:

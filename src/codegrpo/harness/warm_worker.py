@@ -1,18 +1,21 @@
-# Runs INSIDE a local sandbox as its pid 1: a warm Python that runs one program at a time, each in a
-# process forked from this pristine one, so no program pays for starting an interpreter or a sandbox.
+# Runs INSIDE a local sandbox as its pid 1: the one runner of every local program. It runs one program
+# at a time, each in a process forked from this pristine one: a Python program in that process (no
+# interpreter to start), any other program by exec. A warm sandbox keeps it for many programs, a cold
+# one for one.
 #
 # argv: control_fd config_json. The control fd is a unix SOCK_SEQPACKET socket to the host. A request is
-# {"filename", "timeout", "prelude"} with three fds: a memfd holding the program's source and the write
-# ends of its stdout and stderr pipes, whose read ends only the host holds. The answer is {"code",
-# "timeout"} once the program and everything it started are gone, or {"error"} when the program could
-# not be started (the host then reruns it in a fresh sandbox). {"kill": true} from the host (output over
-# its limit) ends the program at once.
+# {"filename", "timeout", "prelude", "argv"} (argv null: run the file in this Python) with three fds:
+# a memfd holding the program's source and the write ends of its stdout and stderr pipes, whose read
+# ends only the host holds. The answer is {"code", "timeout"} once the program and everything it
+# started are gone, or {"error"} when the program could not be started (the host then reruns it in a
+# fresh sandbox). {"kill": true} from the host (output over its limit) ends the program at once.
 #
 # Each program gets namespaces of its own, made here with the capabilities bubblewrap left this process
 # in the sandbox's user namespace (never the host's): a fresh pid namespace (the program is its pid 1,
 # as in a cold sandbox, with its own /proc), mount namespace with a fresh size-limited /tmp and /dev/pts, and UTS,
 # IPC and network namespaces. The program's process then drops every capability and adds the host's
-# seccomp filter for programs before it runs a line of the program. Whatever one program sets (files,
+# seccomp filter for programs before it runs a line of the program (unless config "vm_root": the
+# Superserve fake's VM root keeps its capabilities in the sandbox's user namespace). Whatever one program sets (files,
 # xattrs and times of /tmp, the hostname, sockets and their TIME_WAIT entries, pids) lives in
 # namespaces that die with it: the next program cannot see them.
 #
@@ -209,7 +212,7 @@ def install_filter(program):
 def child(path, request, prelude, fds, config, dispositions, report_w):
     """The program's process: pid 1 of its namespace. Never returns."""
     try:
-        setup(path, request, fds, config, dispositions)
+        executable = setup(path, request, fds, config, dispositions)
         source = read_source(path)
     except BaseException as error:
         with contextlib.suppress(BaseException):
@@ -217,10 +220,22 @@ def child(path, request, prelude, fds, config, dispositions, report_w):
         os._exit(70)
     os.write(report_w, b"S")
     os.closerange(3, 1 << 16)  # the control socket, the report pipe and everything else of this process
+    if executable is not None:
+        try:
+            os.execve(executable, request["argv"], dict(os.environ))
+        except OSError as error:  # as a shell reports it: 126 cannot run, 127 not found
+            print(f"sandbox: cannot run {executable}: {error}", file=sys.stderr)
+            os._exit(127 if isinstance(error, FileNotFoundError) else 126)
     shared = request["prelude"]
     if prelude is None or not source.startswith(shared):
         os._exit(inprocess.run_as_main(path, source))
     os._exit(inprocess.run_as_main(path, source, prelude, len(shared)))
+
+
+def find_executable(name):
+    # shutil.which, without importing shutil into every program's interpreter.
+    candidates = [name] if "/" in name else [os.path.join(d, name) for d in os.environ.get("PATH", "").split(":")]
+    return next((c for c in candidates if os.path.isfile(c) and os.access(c, os.X_OK)), None)
 
 
 def read_source(path):
@@ -238,8 +253,9 @@ def setup(path, request, fds, config, dispositions):
     check(libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")  # as a cold program: its /proc is its own
     with open("/proc/self/oom_score_adj", "w") as handle:
         handle.write("1000")  # at the memory limit the kernel kills the program, never pid 1
-    drop_capabilities()
-    install_filter(bytes.fromhex(config["seccomp"]))
+    if not config["vm_root"]:
+        drop_capabilities()
+        install_filter(bytes.fromhex(config["seccomp"]))
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(out_w, 1)
@@ -253,6 +269,12 @@ def setup(path, request, fds, config, dispositions):
     os.environ.update(config["env"])
     for number, handler in dispositions.items():
         signal.signal(number, handler)
+    if request["argv"] is not None:
+        executable = find_executable(request["argv"][0])
+        if executable is None:  # the sandbox's fault, not the program's: before "S"
+            raise FileNotFoundError(f"sandbox: no {request['argv'][0]} on PATH")
+        return executable
+    return None
 
 
 def main():

@@ -1,20 +1,18 @@
 """Local sandbox: programs run in bubblewrap containers on this machine.
 
-Python programs run in warm workers by default (``sandbox.warm``; codegrpo.sandbox.warm): long-lived
-sandboxes built exactly like the one below, whose pid 1 forks a fresh process per program. Everything
-else, and every program with ``sandbox.warm=false``, gets a fresh sandbox. One cold run is, from the
-outside in::
+Every program runs on a worker (codegrpo.sandbox.warm): a bubblewrap sandbox whose pid 1 is the runner
+``harness/runner.py``, which forks the program into fresh pid, mount, UTS, IPC and network
+namespaces of its own. A warm sandbox (``sandbox.warm``, the default) keeps its worker for program
+after program; a cold one starts a worker for one program. From the outside in::
 
     sh                 moves itself into the run's cgroups (only with cgroups), then execs
-      bwrap            new user/pid/net/ipc/uts/cgroup/mount namespaces, cleared environment
-        sh             pid 1 of the sandbox: writes the start marker on stdout, then execs
-          prlimit      rlimits for the program only, then execs
-            program    still pid 1
+      setpriv          as root: the unprivileged sandbox uid
+        bwrap          new user/pid/net/ipc/uts/cgroup/mount namespaces, cleared environment, seccomp
+          worker       pid 1 of the sandbox, with capabilities in the sandbox's user namespace only
+            program    pid 1 of namespaces of its own, no capabilities, the program seccomp filter
 
 The memory and process limits come from a per-run cgroup where this process can create one, and from
-rlimits otherwise (docs/security.md). The program is the sandbox's pid 1 (--as-pid-1): no bwrap process
-it could ptrace or read /proc/1/fd of shares the sandbox with it, it cannot be killed from inside, and
-when it dies the kernel kills every process left in its pid namespace.
+rlimits otherwise (docs/security.md).
 """
 
 from __future__ import annotations
@@ -27,30 +25,20 @@ import os
 import platform
 import shlex
 import shutil
-import signal
 import socket
 import stat
 import subprocess
 import sys
-import time
 import weakref
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from codegrpo.config import LocalSandboxConfig
 from codegrpo.sandbox import seccomp
-from codegrpo.sandbox.base import Outcome, OutputCap, Program, RunResult, SandboxBackend, SandboxFatalError, classify
+from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend, SandboxFatalError
 from codegrpo.sandbox.cgroups import CgroupLimits, RunCgroup
-from codegrpo.sandbox.warm import (
-    WORKER_CAPABILITIES,
-    WORKER_PATH,
-    Launch,
-    Ticket,
-    WarmPool,
-    init_pidfd,
-    worker_files,
-)
+from codegrpo.sandbox.warm import WORKER_CAPABILITIES, WORKER_PATH, Launch, Ticket, WarmPool, worker_files
 
 log = logging.getLogger(__name__)
 
@@ -60,16 +48,8 @@ BWRAP_INSTALL_HINT = (
     "or choose sandbox=superserve. Model-written code is never run unsandboxed."
 )
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
-# The first line on stdout, written by the sandbox's own sh right before it execs the program: a run
-# without it never started, so whatever went wrong is the sandbox's fault. The program cannot write
-# before it, and reading stdout is not something it can do, so it can neither fake nor swallow it.
-START_MARKER = b"codegrpo-started\n"
-_READ_CHUNK = 1 << 16
-_STATUS_LIMIT = 1 << 16
-_KILL_GRACE_S = 2.0  # how long a killed sandbox may take to go before its launcher is killed as well
 _PREFLIGHT_TIMEOUT_S = 30.0
 _JOIN_EXIT = 125  # the launcher's exit status when it cannot move itself into the run's cgroup
-_JOIN_FAILED = "cannot move the sandbox into its cgroup"
 _PREFLIGHT = Program("print('ok')", "python", _PREFLIGHT_TIMEOUT_S, "preflight.py")
 
 
@@ -109,8 +89,10 @@ class LocalSandbox(SandboxBackend):
         if cfg.max_concurrency < 1:
             raise SandboxFatalError(f"sandbox.max_concurrency must be at least 1, not {cfg.max_concurrency}")
         self._bwrap = _require(cfg.bwrap, BWRAP_INSTALL_HINT)
+        if not seccomp.supported():
+            raise SandboxFatalError(f"the local sandbox has no seccomp filter for {platform.machine()} (it has one "
+                                    "for x86_64 and aarch64); choose sandbox=superserve")  # fmt: skip
         util_hint = "{} is required for sandbox=local; install {}."
-        self._prlimit = _require("prlimit", util_hint.format("prlimit", "util-linux"))
         self._sh = _require("sh", util_hint.format("sh", "a POSIX shell"))
         # As root, every sandbox runs as an unprivileged host user: never as host root, whose uid 0
         # would own /proc/sys inside (and RLIMIT_NPROC would not bind).
@@ -128,14 +110,12 @@ class LocalSandbox(SandboxBackend):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._counts: Counter[str] = Counter()
         self._cgroups: CgroupLimits | None = None
-        self._warm: WarmPool | None = None
         if cfg.use_cgroups:
             self._cgroups = CgroupLimits(cfg.memory_mb << 20, cfg.max_processes)
-        self._finalizer = weakref.finalize(self, _close, self._cgroups)
+        self._pool = WarmPool(cfg.max_concurrency, self._launch, (cfg.stdout_limit_bytes, cfg.stderr_limit_bytes))
+        self._finalizer = weakref.finalize(self, _close, self._cgroups, self._pool)
         self.enforcement = self._enforcement()
         self._preflight()
-        if cfg.warm and not cfg.vm_root:
-            self._start_warm()
 
     # -- setup ---------------------------------------------------------------------------------------
 
@@ -212,40 +192,22 @@ class LocalSandbox(SandboxBackend):
 
     def _preflight(self) -> None:
         """Run one trivial program now, so a sandbox that cannot work fails at startup, not per reward."""
-        program = _PREFLIGHT
-        problem = self._preflight_error(program)
-        if problem and problem.startswith(_JOIN_FAILED) and self._preflight_error(program, False) is None:
+        result = self._pool.run(_PREFLIGHT, fresh=True)
+        if result.exit_code == _JOIN_EXIT and self._cgroups is not None:
             # Creating cgroups worked but moving a process into them did not: do without.
-            log.warning("sandbox cgroups do not work here (%s); using rlimits instead", problem)
+            log.warning("sandbox cgroups do not work here (%s); using rlimits instead", result.error)
             self._cgroups.close()
             self._cgroups = None
             self.enforcement = self._enforcement()
-            problem = None
-        if problem:
-            raise SandboxFatalError(f"the local sandbox cannot run programs on this machine: {problem}")
-
-    def _start_warm(self) -> None:
-        if not seccomp.supported():
-            log.warning("no seccomp filter for %s: warm workers are off, every program gets a fresh sandbox",
-                        platform.machine())  # fmt: skip
-            return
-        cfg = self.cfg
-        output_limits = (cfg.stdout_limit_bytes, cfg.stderr_limit_bytes)
-        self._warm = WarmPool(cfg.max_concurrency, self._warm_launch, output_limits)
-        self._finalizer.detach()
-        self._finalizer = weakref.finalize(self, _close, self._cgroups, self._warm)
-        program = _PREFLIGHT
-        result = self._warm.run(program)
+            result = self._pool.run(_PREFLIGHT, fresh=True)
         if result.outcome is not Outcome.EXITED or result.exit_code != 0 or result.stdout != "ok\n":
-            log.warning("warm workers do not work here (%s); every program gets a fresh sandbox", result)
-            self._warm.close()
-            self._warm = None
+            raise SandboxFatalError(f"the local sandbox cannot run programs on this machine: "
+                                    f"{result.error or result.stderr.strip()[-500:] or result}")
 
-    def _warm_launch(self) -> Launch:
-        """A warm worker's sandbox: the same as a cold run's, with the worker as pid 1 and the program's
-        limits set by the worker on each program's process instead of by prlimit."""
+    def _launch(self) -> Launch:
+        """One worker's sandbox; the worker sets each program's limits on its process."""
         cfg = self.cfg
-        fds = _LaunchFds(worker_files(), program_filter=False)  # each program's process adds the program filter
+        fds = _LaunchFds(worker_files())
         host, worker = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             group = self._cgroups.new_run(extra_processes=1) if self._cgroups is not None else None
@@ -256,61 +218,16 @@ class LocalSandbox(SandboxBackend):
             raise
         limits = {"RLIMIT_FSIZE": cfg.file_size_limit_bytes, "RLIMIT_NOFILE": cfg.open_files, "RLIMIT_CORE": 0}
         limits |= {f"RLIMIT_{name.upper()}": value for name, value in self._fallback_limits(extra_processes=1).items()}
-        config = {"limits": limits, "tmpfs_bytes": cfg.tmpfs_limit_bytes, "seccomp": seccomp.build_filter().hex()}
-        command = ["python3", "-I", WORKER_PATH, str(worker.fileno()), json.dumps(config)]
-        argv = self._sandbox_command(fds, group, command, WORKER_CAPABILITIES)
+        config = {"limits": limits, "tmpfs_bytes": cfg.tmpfs_limit_bytes, "seccomp": seccomp.build_filter().hex(),
+                  "vm_root": cfg.vm_root}
+        command = ["python3", "-I", WORKER_PATH, "serve", str(worker.fileno()), json.dumps(config)]
+        argv = self._sandbox_command(fds, group, command)
 
         def close() -> None:
             fds.close()
             worker.close()
 
         return Launch(argv, (*fds.pass_fds, worker.fileno()), group, host, fds.take_status(), close)
-
-    def _preflight_error(self, program: Program, use_cgroups: bool = True) -> str | None:
-        group = self._cgroups.new_run() if self._cgroups is not None and use_cgroups else None
-        fds = _LaunchFds({f"/tmp/{program.filename}": program.source})
-        try:
-            done = subprocess.run(
-                self._command(program, fds, group),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                pass_fds=fds.pass_fds,
-                env={},
-                cwd="/",
-                timeout=program.timeout_s,
-                start_new_session=True,
-            )
-        except (OSError, subprocess.SubprocessError) as error:
-            return str(error)
-        finally:
-            fds.close()
-            if group is not None:
-                group.destroy()
-        if done.stdout == START_MARKER + b"ok\n" and done.returncode == 0:
-            return None
-        joined = done.stdout.startswith(START_MARKER) or done.returncode != _JOIN_EXIT
-        return f"{'exit status' if joined else _JOIN_FAILED} {done.returncode}: {_decode(done.stderr).strip()[-500:]}"
-
-    def _command(self, program: Program, fds: _LaunchFds, group: RunCgroup | None) -> list[str]:
-        cfg = self.cfg
-        cpu_s = max(1, int(program.timeout_s + 0.999))
-        limits = [
-            self._prlimit,
-            # SIGKILL at the limit (pid 1 would ignore SIGXCPU): reported as SIGNALED, exit status 137.
-            f"--cpu={cpu_s}",
-            f"--fsize={cfg.file_size_limit_bytes}",
-            f"--nofile={cfg.open_files}",
-            "--core=0",
-        ]
-        limits += [f"--{name}={value}" for name, value in self._fallback_limits().items()]
-        # A missing interpreter is the sandbox's fault, so it is checked before the marker.
-        start = (
-            'command -v "$1" >/dev/null || { echo "sandbox: no $1 on PATH" >&2; exit 127; }; '
-            f"printf '%s\\n' {START_MARKER.decode().strip()} || exit 126; "
-            'shift; exec "$@"'
-        )
-        inner = [self._sh, "-c", start, "sh", program.argv[0], *limits, "--", *program.argv]
-        return self._sandbox_command(fds, group, inner, WORKER_CAPABILITIES if cfg.vm_root else ())
 
     def _fallback_limits(self, extra_processes: int = 0) -> dict[str, int]:
         """prlimit's names and values for the limits no cgroup enforces here."""
@@ -323,12 +240,11 @@ class LocalSandbox(SandboxBackend):
             limits["nproc"] = self.cfg.max_processes + extra_processes
         return limits
 
-    def _sandbox_command(
-        self, fds: _LaunchFds, group: RunCgroup | None, inner: list[str], capabilities: Sequence[str] = ()
-    ) -> list[str]:
+    def _sandbox_command(self, fds: _LaunchFds, group: RunCgroup | None, inner: list[str]) -> list[str]:
         """sh (joins the cgroups) -> setpriv (as root: the sandbox's uid) -> bwrap -> ``inner``, with
-        ``fds.files`` read-only at their paths. ``capabilities`` are kept in the sandbox's own user
-        namespace (a warm worker needs them to give each program namespaces of its own)."""
+        ``fds.files`` read-only at their paths. The worker keeps WORKER_CAPABILITIES in the sandbox's own
+        user namespace (to give each program namespaces of its own); there, the seccomp filter refuses
+        new user namespaces."""
         cfg = self.cfg
         join: list[str] = []
         if group is not None:
@@ -336,19 +252,15 @@ class LocalSandbox(SandboxBackend):
             # few ms on cgroup v1 (an RCU grace period): the launcher waits for it, not the event loop.
             script = "".join(f"echo $$ > {shlex.quote(path)} || exit {_JOIN_EXIT}\n" for path in group.procs_files)
             join = [self._sh, "-c", script + 'exec "$@"', "sh"]
-        syscall_filter = ["--seccomp", str(fds.seccomp)] if fds.seccomp >= 0 else []
         sandbox = [
             self._bwrap,
             "--unshare-all",
             "--unshare-user",
-            # A warm worker's pid 1 stays in the user namespace that owns the sandbox's other namespaces,
-            # to make each program's; there, the seccomp filter refuses new user namespaces.
-            *([] if capabilities else ["--disable-userns"]),
             "--die-with-parent",
             "--new-session",
             "--as-pid-1",
             "--cap-drop", "ALL",
-            *(arg for capability in capabilities for arg in ("--cap-add", capability)),
+            *(arg for capability in WORKER_CAPABILITIES for arg in ("--cap-add", capability)),
             *(["--uid", "0", "--gid", "0"] if cfg.vm_root else []),
             "--hostname", "sandbox",
             "--clearenv",
@@ -366,7 +278,7 @@ class LocalSandbox(SandboxBackend):
             # /tmp is the only writable place: the root and /dev are tmpfs without a size limit.
             "--remount-ro", "/dev",
             "--remount-ro", "/",
-            *syscall_filter,
+            "--seccomp", str(fds.seccomp),
             "--json-status-fd", str(fds.status_write),
             "--chdir", "/tmp",
             "--",
@@ -397,143 +309,37 @@ class LocalSandbox(SandboxBackend):
         When it returns (or is cancelled), no process of the program is left and its /tmp is gone.
         """
         self._counts["runs"] += 1
-        if self._warm is not None and program.runs_warm:
-            result = await self._run_warm(self._warm, program)
-            if not result.is_infra_failure:
-                self._counts[result.outcome.value] += 1
-                return result
+        # The fake's VM root keeps capabilities: never a worker another program has used.
+        fresh = not self.cfg.warm or self.cfg.vm_root
+        result = await self._on_worker(program, fresh)
+        if result.is_infra_failure and not fresh:
             # The worker failed or was left unclean: the program's result is unknown, so it runs again in
             # a sandbox of its own, and nothing an earlier program did can decide its reward.
             log.info("rerunning a program in a fresh sandbox: %s", result.error)
             self._counts["warm_reruns"] += 1
-        started = time.monotonic()
-        group: RunCgroup | None = None
-        try:
-            if self._cgroups is not None:
-                group = self._cgroups.new_run()
-            result = await self._run(program, group, started)
-        except OSError as error:
-            result = RunResult(Outcome.SANDBOX_ERROR, error=f"could not start the sandbox: {error}")
-        finally:
-            if group is not None and not group.destroy():
-                self._counts["cgroup_leaks"] += 1
+            result = await self._on_worker(program, fresh=True)
         self._counts[result.outcome.value] += 1
         return result
 
-    @staticmethod
-    async def _run_warm(pool: WarmPool, program: Program) -> RunResult:
+    async def _on_worker(self, program: Program, fresh: bool) -> RunResult:
+        """Run ``program`` on a worker from a thread: an idle one, or a ``fresh`` one for it alone."""
         ticket = Ticket()
-        done = asyncio.wrap_future(pool.executor.submit(pool.run, program, ticket))
+        done = asyncio.wrap_future(self._pool.executor.submit(self._pool.run, program, fresh, ticket))
         try:
             return await asyncio.shield(done)
         except asyncio.CancelledError:
-            # Kill the worker, then wait until its sandbox is gone: as when a cold run is cancelled.
+            # Kill the worker, then wait until its sandbox is gone.
             ticket.cancel()
             with contextlib.suppress(Exception):
                 await done
             raise
 
-    async def _run(self, program: Program, group: RunCgroup | None, started: float) -> RunResult:
-        cfg = self.cfg
-        fds = _LaunchFds({f"/tmp/{program.filename}": program.source}, program_filter=not cfg.vm_root)
-        overflow = asyncio.Event()
-        captures: list[_Capture] = []
-        ends: list[int] = []
-        try:
-            for limit, marker in ((cfg.stdout_limit_bytes, START_MARKER), (cfg.stderr_limit_bytes, b"")):
-                read_end, write_end = os.pipe()
-                ends.append(write_end)
-                captures.append(_Capture(read_end, limit, overflow, marker))
-            # Plain fds, not asyncio's pipes: its wait() would also wait for them to close, which a
-            # program can put off by keeping a write end alive as an fd in flight.
-            process = await asyncio.create_subprocess_exec(
-                *self._command(program, fds, group),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=ends[0],
-                stderr=ends[1],
-                pass_fds=fds.pass_fds,
-                env={},  # nothing of the trainer's environment, not even in bwrap's own memory
-                cwd="/",
-                start_new_session=True,
-            )
-            status = _StatusPipe(fds.take_status(), process.pid)
-        except BaseException:
-            for capture in captures:
-                capture.close()
-            raise
-        finally:
-            for fd in ends:
-                os.close(fd)
-            fds.close()
-        try:
-            return await self._supervise(process, program, started, status, group, captures, overflow)
-        finally:
-            status.close()
-            for capture in captures:
-                capture.close()
-
-    async def _supervise(
-        self,
-        process: asyncio.subprocess.Process,
-        program: Program,
-        started: float,
-        status: _StatusPipe,
-        group: RunCgroup | None,
-        captures: list[_Capture],
-        overflow: asyncio.Event,
-    ) -> RunResult:
-        waiter = asyncio.ensure_future(process.wait())
-        overflow_wait = asyncio.ensure_future(overflow.wait())
-        try:
-            done, _ = await asyncio.wait(
-                {waiter, overflow_wait}, timeout=program.timeout_s, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            overflow_wait.cancel()
-            if not waiter.done():
-                await self._kill(process, waiter, status, group)
-        if not waiter.done():
-            return RunResult(Outcome.SANDBOX_ERROR, error="the sandbox could not be killed")
-        # Every process of the sandbox is gone: what is in the pipes now is all there will be.
-        stdout, stderr = captures
-        for capture in captures:
-            capture.drain()
-        duration = time.monotonic() - started
-        if not stdout.started:
-            return RunResult(
-                Outcome.SANDBOX_ERROR, process.returncode, stdout.cap.text, stderr.cap.text, duration,
-                error=f"the sandbox did not start (exit status {process.returncode}): {stderr.cap.text.strip()[-500:]}",
-            )  # fmt: skip
-        oom = waiter in done and group is not None and group.oom_kills() > 0
-        return classify(process.returncode, stdout.cap.text, stderr.cap.text, duration,
-                        over_limit=overflow.is_set(), timed_out=waiter not in done, oom=oom)
-
-    async def _kill(
-        self, process: asyncio.subprocess.Process, waiter: asyncio.Future, status: _StatusPipe, group: RunCgroup | None
-    ) -> None:
-        """SIGKILL the whole sandbox and wait (a bounded time) until every process of it is gone.
-
-        Killing the sandbox's pid 1 makes the kernel kill and reap its whole pid namespace before pid 1
-        is reported dead, and only then does bwrap exit: so bwrap's exit means everything is gone.
-        """
-        status.poll()
-        if not status.kill_init():
-            _kill_group(process.pid)  # bwrap has not reported its child yet
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(asyncio.shield(waiter), _KILL_GRACE_S)
-        if not waiter.done():
-            _kill_group(process.pid)
-            if group is not None:
-                group.destroy()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(waiter), _KILL_GRACE_S)
-
     def limits(self) -> list[tuple[str, str, str]]:
         """Each limit of this sandbox, its value, and what enforces it on this machine."""
         cfg = self.cfg
         user = "setpriv (the trainer is root)" if self._user else "the trainer's own uid (not root)"
-        warm = "warm workers" if self._warm is not None else "a fresh sandbox per program"
-        syscalls = "seccomp, a profile like Docker's" if seccomp.supported() else "nothing (no filter for this CPU)"
+        warm = "warm workers" if self.cfg.warm and not self.cfg.vm_root else "a fresh sandbox per program"
+        syscalls = "seccomp, a profile like Docker's"
         return [
             ("user", f"uid {self.uid}, gid {cfg.gid if self._user else os.getegid()}", user),
             ("memory", f"{cfg.memory_mb} MiB", self.enforcement["memory"]),
@@ -554,94 +360,28 @@ class LocalSandbox(SandboxBackend):
         """sandbox/runs, sandbox/<outcome> for each outcome seen, sandbox/cgroup_leaks if any, and how
         many warm workers were started and retired."""
         stats = {f"sandbox/{name}": float(count) for name, count in self._counts.items()}
-        if self._warm is not None:
-            stats["sandbox/warm_started"] = float(self._warm.started)
-            stats["sandbox/warm_retired"] = float(self._warm.retired)
-            stats["sandbox/warm_runs"] = float(self._warm.runs)
+        stats["sandbox/warm_started"] = float(self._pool.started)
+        stats["sandbox/warm_retired"] = float(self._pool.retired)
+        stats["sandbox/warm_runs"] = float(self._pool.runs)
         return stats
 
     async def aclose(self) -> None:
         self._finalizer()
 
 
-class _StatusPipe:
-    """bwrap's --json-status-fd stream, read as it arrives, for the host pid of the sandbox's pid 1.
-
-    Only the outer bwrap holds the pipe's write end: bwrap closes it in the sandbox.
-    """
-
-    def __init__(self, fd: int, launcher_pid: int) -> None:
-        self._fd = fd
-        self._launcher_pid = launcher_pid
-        self._buffer = b""
-        self._size = 0
-        self._lines = 0
-        self._init_pidfd: int | None = None
-        os.set_blocking(fd, False)
-        self._loop = asyncio.get_running_loop()
-        self._loop.add_reader(fd, self.poll)
-        self._reading = True
-
-    def poll(self) -> None:
-        """Read whatever is in the pipe now."""
-        for chunk in _available(self._fd):
-            if not chunk:
-                self._stop_reading()
-                return
-            self._size += len(chunk)
-            if self._size > _STATUS_LIMIT:
-                continue  # far more than bwrap writes: drain and ignore
-            self._buffer += chunk
-            *lines, self._buffer = self._buffer.split(b"\n")
-            for line in lines:
-                self._line(line)
-
-    def _line(self, line: bytes) -> None:
-        self._lines += 1
-        if self._lines == 1:
-            self._init_pidfd = init_pidfd(line, self._launcher_pid)
-
-    def kill_init(self) -> bool:
-        """SIGKILL pid 1 of the sandbox. False when bwrap has not reported it (or it is gone)."""
-        if self._init_pidfd is None:
-            return False
-        try:
-            signal.pidfd_send_signal(self._init_pidfd, signal.SIGKILL)
-        except ProcessLookupError:
-            return False
-        return True
-
-    def _stop_reading(self) -> None:
-        if self._reading:
-            self._loop.remove_reader(self._fd)
-            self._reading = False
-
-    def close(self) -> None:
-        self._stop_reading()
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-        if self._init_pidfd is not None:
-            os.close(self._init_pidfd)
-            self._init_pidfd = None
-
-
 class _LaunchFds:
-    """What bwrap gets besides its arguments: memfds with the files to bind (path: text) and the seccomp
-    filter (where this machine has one; the program filter unless ``program_filter`` is false), and its
-    status pipe."""
+    """What bwrap gets besides its arguments: memfds with the files to bind (path: text), the worker's
+    seccomp filter (each program adds the program filter), and its status pipe."""
 
-    def __init__(self, files: dict[str, str], program_filter: bool = True) -> None:
+    def __init__(self, files: dict[str, str]) -> None:
         self._open: list[int] = []
-        self.seccomp = -1
         self.files: dict[str, int] = {}
         try:
             for path, text in files.items():
                 fd = self.files[path] = self._keep(os.memfd_create("codegrpo-file", os.MFD_CLOEXEC))
                 os.write(fd, text.encode("utf-8", "surrogatepass"))
                 os.lseek(fd, 0, os.SEEK_SET)
-            if seccomp.supported():
-                self.seccomp = self._keep(seccomp.filter_fd(program_filter))
+            self.seccomp = self._keep(seccomp.filter_fd(program=False))
             self.status_read, self.status_write = map(self._keep, os.pipe())
         except BaseException:
             self.close()
@@ -653,7 +393,7 @@ class _LaunchFds:
 
     @property
     def pass_fds(self) -> tuple[int, ...]:
-        return tuple(fd for fd in (*self.files.values(), self.seccomp, self.status_write) if fd >= 0)
+        return (*self.files.values(), self.seccomp, self.status_write)
 
     def take_status(self) -> int:
         """The status pipe's read end, now the caller's to close."""
@@ -666,71 +406,7 @@ class _LaunchFds:
         self._open.clear()
 
 
-class _Capture:
-    """One output pipe, read as data arrives, up to ``limit`` bytes after ``marker``; past the limit it
-    sets ``overflow`` and drains the rest unread, so the writer never blocks. ``started`` tells whether
-    the stream began with the marker; without it nothing is kept."""
-
-    def __init__(self, fd: int, limit: int, overflow: asyncio.Event, marker: bytes = b"") -> None:
-        self._fd = fd
-        self._overflow = overflow
-        self._marker = marker
-        self._head = bytearray()
-        self.cap = OutputCap(limit)
-        os.set_blocking(fd, False)
-        self._loop = asyncio.get_running_loop()
-        self._loop.add_reader(fd, self.drain)
-
-    @property
-    def started(self) -> bool:
-        return bytes(self._head) == self._marker
-
-    def drain(self) -> None:
-        """Read whatever is in the pipe now."""
-        for chunk in _available(self._fd):
-            if not chunk:
-                self.close()
-                return
-            if len(self._head) < len(self._marker):
-                missing = len(self._marker) - len(self._head)
-                self._head += chunk[:missing]
-                chunk = chunk[missing:]
-            if not self.started:
-                continue  # no marker, no program: nothing here is worth keeping
-            if self.cap.feed(chunk):
-                self._overflow.set()
-
-    def close(self) -> None:
-        if self._fd >= 0:
-            self._loop.remove_reader(self._fd)
-            os.close(self._fd)
-            self._fd = -1
-
-
-def _available(fd: int) -> Iterator[bytes]:
-    """What the non-blocking pipe ``fd`` holds now, chunk by chunk, then b"" if it has ended (none if
-    ``fd`` is closed)."""
-    while fd >= 0:
-        try:
-            chunk = os.read(fd, _READ_CHUNK)
-        except BlockingIOError:
-            return
-        yield chunk
-        if not chunk:
-            return
-
-
-def _close(cgroups: CgroupLimits | None, warm: WarmPool | None = None) -> None:
-    if warm is not None:
-        warm.close()
+def _close(cgroups: CgroupLimits | None, pool: WarmPool) -> None:
+    pool.close()
     if cgroups is not None:
         cgroups.close()
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
-
-
-def _decode(data: bytes) -> str:
-    return data.decode("utf-8", "replace")

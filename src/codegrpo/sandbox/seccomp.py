@@ -64,6 +64,9 @@ PROGRAM_DENIED = (
 )  # fmt: skip
 
 
+MACHINES = tuple(_ARCHES)
+
+
 def supported() -> bool:
     """Whether this machine's architecture has a filter (x86_64 and aarch64 do)."""
     return platform.machine() in _ARCHES

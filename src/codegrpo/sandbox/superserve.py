@@ -62,6 +62,7 @@ from superserve import (
 )
 
 from codegrpo.config import SuperserveSandboxConfig
+from codegrpo.sandbox import seccomp
 from codegrpo.sandbox.base import (
     Outcome,
     OutputCap,
@@ -82,12 +83,14 @@ RUN_TAG = "codegrpo_run"  # metadata: the backend instance that made the sandbox
 ATTEMPT_TAG = "codegrpo_attempt"  # metadata: the create call, to find its sandbox if the answer is lost
 CANCEL_WAIT_S = 10.0  # how long a close waits for cancelled programs to kill their own sandboxes
 EXIT_CLEANUP_S = 30.0  # how long the exit hook may keep the process alive
-# In-sandbox code, read as text: the runner, and what it shares with the local warm worker (running a
-# program in a forked interpreter as `python3 -I` would).
-RUNNER_SOURCE = resources.files("codegrpo.harness").joinpath("batch_runner.py").read_text(encoding="utf-8")
+# In-sandbox code, read as text: the runner of every program (the local sandbox's too), and the module
+# it runs Python programs with, in a forked interpreter as `python3 -I` would.
+RUNNER_SOURCE = resources.files("codegrpo.harness").joinpath("runner.py").read_text(encoding="utf-8")
 INPROCESS_SOURCE = resources.files("codegrpo.harness").joinpath("inprocess.py").read_text(encoding="utf-8")
 KEY_ENV = "CODEGRPO_BUNDLE_KEY"  # where the runner finds the bundle's key
 NO_NAMESPACES_EXIT = 3  # the runner's exit status where programs cannot get namespaces of their own
+TMPFS_BYTES = 64 << 20  # each program's /tmp, as in the local sandbox
+PROGRAM_FILTERS = {machine: seccomp.build_filter(machine).hex() for machine in seccomp.MACHINES}
 RUNNER_PATH = "/tmp/codegrpo_batch.py"
 RUNNER_START_S = 5.0  # the runner's own start, on top of its programs' time
 RUNNER_SLACK_S = 1.0  # per program: start, kill and clean-up around its timeout
@@ -271,21 +274,21 @@ class SuperserveSandbox(SandboxBackend):
         bundle = {
             "header": header,
             "limit_bytes": OUTPUT_LIMIT_BYTES,
-            # The runner's zygote imports both (the runner's own text, without the bundle line below).
-            "modules": {"batch_runner": RUNNER_SOURCE, "inprocess": INPROCESS_SOURCE},
+            "tmpfs_bytes": TMPFS_BYTES,
+            "seccomp": PROGRAM_FILTERS,  # by machine: the VM's is not known here
+            "modules": {"runner": RUNNER_SOURCE, "inprocess": INPROCESS_SOURCE},
             "programs": [
                 {
                     "filename": p.filename,
                     "source": p.source,
-                    "command": list(p.argv),
-                    "warm": p.runs_warm,
-                    "timeout_s": p.timeout_s,
-                    "prelude_chars": p.prelude_chars,
+                    "argv": None if p.runs_warm else list(p.argv),
+                    "timeout": p.timeout_s,
+                    "prelude": p.source[: p.prelude_chars],
                 }
                 for p in programs
             ],
         }
-        script = f"{RUNNER_SOURCE}\nmain({_encrypt(json.dumps(bundle).encode(), key)!r}, {KEY_ENV!r})\n"
+        script = f"{RUNNER_SOURCE}\nunpack({_encrypt(json.dumps(bundle).encode(), key)!r}, {KEY_ENV!r})\n"
         wrapper_s = math.ceil(RUNNER_START_S + sum(p.timeout_s + RUNNER_SLACK_S for p in programs))
         sandbox = await self._create()
         self._count("chunks")
@@ -628,7 +631,8 @@ def _chunk_results(result: CommandResult, programs: list[Program], header: str) 
         records = json.loads(body)
     except ValueError as error:
         raise _RunnerFailed(f"malformed results: {error}") from None
-    fields = {"exit_code": int, "stdout": str, "stderr": str, "duration_s": (int, float), "truncated": bool}
+    fields = {"exit_code": int, "timed_out": bool, "over_limit": bool, "stdout": str, "stderr": str,
+              "duration_s": (int, float)}
     if not isinstance(records, list) or len(records) != len(programs):
         raise _RunnerFailed(f"expected {len(programs)} results")
     for record in records:
@@ -639,11 +643,5 @@ def _chunk_results(result: CommandResult, programs: list[Program], header: str) 
             and not isinstance(record["exit_code"], bool)
         ):
             raise _RunnerFailed("malformed result")
-    return [
-        _to_run_result(
-            CommandResult(stdout=r["stdout"], stderr=r["stderr"], exit_code=r["exit_code"], truncated=r["truncated"]),
-            program,
-            float(r["duration_s"]),
-        )
-        for r, program in zip(records, programs, strict=True)
-    ]
+    return [classify(r["exit_code"], r["stdout"], r["stderr"], float(r["duration_s"]), over_limit=r["over_limit"],
+                     timed_out=r["timed_out"]) for r in records]

@@ -1,12 +1,13 @@
-"""Warm workers for the local sandbox: one long-lived sandbox per slot, a fresh process per program.
+"""Workers for the local sandbox: a bubblewrap sandbox whose pid 1 runs programs, a fresh process each.
 
-Starting bubblewrap, joining a cgroup and starting Python cost about 70 ms a program, far more than
-most programs run. A warm worker pays that once: its sandbox's pid 1 is a Python
-(``codegrpo/harness/warm_worker.py``) that forks a child from its pristine self for each program, in
-fresh pid, mount (/tmp, /proc), UTS, IPC and network namespaces of the program's own, and kills
-everything left once the program is over (docs/security.md has the guarantees). A worker that still
-holds memory after a program, breaks its protocol or dies is thrown away, and a program it could not
-run to the end is run again in a fresh sandbox by the caller.
+Every local program runs on a worker. Its sandbox's pid 1 is a Python (``codegrpo/harness/runner.py``)
+that forks a child from its pristine self for each program, in fresh pid, mount (/tmp, /proc), UTS, IPC
+and network namespaces of the program's own, and kills everything left once the program is over
+(docs/security.md has the guarantees). Starting bubblewrap, joining a cgroup and starting Python cost
+about 70 ms, far more than most programs run: a warm worker pays that once for many programs, a fresh
+one for a single program. A worker that still holds memory after a program, breaks its protocol or
+dies is thrown away, and a program it could not run to the end is run again on a fresh worker by the
+caller.
 
 Workers are driven from threads with blocking sockets and pipes, so a pool serves any event loop: TRL scores
 async rewards on its own loop thread, and the commands use asyncio.run.
@@ -35,7 +36,7 @@ from codegrpo.sandbox.cgroups import RunCgroup
 log = logging.getLogger(__name__)
 
 HARNESS_DIR = "/run/codegrpo"  # outside /tmp, which each program gets afresh
-WORKER_PATH = f"{HARNESS_DIR}/warm_worker.py"
+WORKER_PATH = f"{HARNESS_DIR}/runner.py"
 # Held in the sandbox's own user namespace only, by pid 1, to give each program fresh namespaces, mount
 # its /tmp and /proc, and bring its loopback up; each program's process drops them all before it runs.
 WORKER_CAPABILITIES = ("CAP_SYS_ADMIN", "CAP_NET_ADMIN", "CAP_SETPCAP")
@@ -49,9 +50,9 @@ PINNED_SLACK_BYTES = 32 << 20
 
 
 def worker_files() -> dict[str, str]:
-    """The worker and the module it shares with the Superserve runner, by their paths in the sandbox."""
+    """The runner and the module it runs Python programs with, by their paths in the sandbox."""
     harness = resources.files("codegrpo.harness")
-    return {f"{HARNESS_DIR}/{name}": harness.joinpath(name).read_text() for name in ("warm_worker.py", "inprocess.py")}
+    return {f"{HARNESS_DIR}/{name}": harness.joinpath(name).read_text() for name in ("runner.py", "inprocess.py")}
 
 
 @dataclass(frozen=True)
@@ -101,11 +102,16 @@ def _read_line(fd: int, deadline: float) -> bytes:
 
 
 class WorkerError(RuntimeError):
-    """The worker broke its protocol or died; it is discarded."""
+    """The worker broke its protocol or died; it is discarded. ``exit_status``: its launcher's, if it
+    never started."""
+
+    def __init__(self, message: str, exit_status: int | None = None) -> None:
+        super().__init__(message)
+        self.exit_status = exit_status
 
 
 class WarmWorker:
-    """One sandbox whose pid 1 runs programs one at a time (the protocol is in warm_worker.py)."""
+    """One sandbox whose pid 1 runs programs one at a time (the protocol is in harness/runner.py)."""
 
     def __init__(self, launch: Launch, output_limits: tuple[int, int]) -> None:
         self.group = launch.group
@@ -140,6 +146,12 @@ class WarmWorker:
             ready = self._receive(deadline)
             if not ready.get("ready"):
                 raise WorkerError(f"the worker did not start: {ready}")
+        except (OSError, WorkerError, ValueError) as error:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._process.wait(_STOP_S)
+            message = f"{error}{self._stderr_tail()}"
+            self.close()
+            raise WorkerError(message, self._process.returncode) from error
         except BaseException:
             self.close()
             raise
@@ -152,7 +164,8 @@ class WarmWorker:
         started = time.monotonic()
         ooms = self.group.oom_kills() if self.group is not None else 0
         prelude = program.source[: program.prelude_chars]
-        request = {"filename": program.filename, "timeout": program.timeout_s, "prelude": prelude}
+        request = {"filename": program.filename, "timeout": program.timeout_s, "prelude": prelude,
+                   "argv": None if program.runs_warm else list(program.argv)}
         try:
             streams = self._start(program, request)
             done, (stdout, stderr), overflow = self._collect(streams, started + program.timeout_s + _GRACE_S)
@@ -328,37 +341,42 @@ class WarmPool:
         self.retired = 0
         self.runs = 0
 
-    def run(self, program: Program, ticket: Ticket | None = None) -> RunResult:
-        """Blocking: run ``program`` on an idle worker, or on a new one. ``ticket`` lets another thread
-        cancel the run: the program does not start, or its worker is killed."""
+    def run(self, program: Program, fresh: bool = False, ticket: Ticket | None = None) -> RunResult:
+        """Blocking: run ``program`` on an idle worker or a new one; with ``fresh``, on a new worker that
+        runs nothing else. ``ticket`` lets another thread cancel the run: the program does not start, or
+        its worker is killed."""
         ticket = ticket or Ticket()
         try:
-            worker = self._take()
+            worker = self._take(fresh)
         except (OSError, WorkerError, ValueError) as error:
-            return RunResult(Outcome.SANDBOX_ERROR, error=f"cannot start a warm worker: {error}")
+            return RunResult(Outcome.SANDBOX_ERROR, getattr(error, "exit_status", None),
+                             error=f"cannot start a sandbox: {error}")
         try:
             if not ticket.hold(worker):
                 return RunResult(Outcome.SANDBOX_ERROR, error="cancelled before it started")
-            self.runs += 1
+            if not fresh:
+                self.runs += 1
             return worker.run(program)
         finally:
-            self._give_back(worker)
+            self._give_back(worker, keep=not fresh)
 
-    def _take(self) -> WarmWorker:
+    def _take(self, fresh: bool) -> WarmWorker:
         with self._lock:
             if self._closed:
                 raise RuntimeError("the warm pool is closed")
-            if self._idle:
+            if self._idle and not fresh:
                 return self._idle.pop()
-            self.started += 1
+            if not fresh:
+                self.started += 1
         return WarmWorker(self._launch(), self._output_limits)
 
-    def _give_back(self, worker: WarmWorker) -> None:
+    def _give_back(self, worker: WarmWorker, keep: bool) -> None:
         with self._lock:
-            if worker.alive and not self._closed:
+            if keep and worker.alive and not self._closed:
                 self._idle.append(worker)
                 return
-            self.retired += 1
+            if keep:
+                self.retired += 1
         worker.close()
 
     def close(self) -> None:
