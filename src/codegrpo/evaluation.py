@@ -33,26 +33,13 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
 
 
-def usable_cpus() -> int:
-    """CPUs this process may really use: its affinity mask, capped by a cgroup v2 CPU quota (containers
-    often report the host's cores while allowing two)."""
-    import os
-
-    count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    try:
-        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()
-        if quota != "max":
-            count = min(count, max(1, int(int(quota) / int(period))))
-    except (OSError, ValueError):
-        pass
-    return max(1, count)
-
-
 def set_torch_threads() -> int:
     """One intra-op thread per usable CPU: more oversubscribes the cores and slows decoding several-fold."""
     import torch
 
-    threads = usable_cpus()
+    from codegrpo.sandbox.cgroups import usable_cores  # affinity and cgroup quota: containers report the host's
+
+    threads = usable_cores()
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
     return threads

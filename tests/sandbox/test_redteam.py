@@ -91,7 +91,7 @@ def test_a_every_process_of_a_sandbox_is_an_unprivileged_host_user(box):
                 cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
             except OSError:
                 continue
-            if b"bwrap" in cmdline or b"warm_worker" in cmdline or b"/tmp/solution.py" in cmdline:
+            if b"bwrap" in cmdline or b"runner.py" in cmdline or b"/tmp/solution.py" in cmdline:
                 uids = status.split("Uid:")[1].split("\n")[0].split()
                 seen += [(int(uid), cmdline.split(b"\0")[0].decode()) for uid in uids]
         await run
