@@ -11,11 +11,11 @@ import sys
 import pytest
 
 from codegrpo.evaluation import compare
+from codegrpo.explain import first_error_line
 from codegrpo.extraction import completion_text
 from codegrpo.problems import PROJECT_ROOT, load_problem_set, load_problems, select_split
-from codegrpo.reward import Scored, first_error_line
 from codegrpo.training import LearningSignal
-from codegrpo.verdict import Status, Verdict
+from codegrpo.verdict import Scored, Status, Verdict
 
 
 def length_reward(completions, **_) -> list[float]:

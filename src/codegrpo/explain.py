@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from codegrpo.reward import Scored, first_error_line
-from codegrpo.verdict import Status
+from codegrpo.verdict import Scored, Status
 
 CODE_LINES = 3
 CODE_CHARS = 240
@@ -22,6 +21,20 @@ def code_head(code: str, lines: int = CODE_LINES, chars: int = CODE_CHARS) -> st
     cut = len(rows) > lines or len(head) > chars
     head = head[:chars]
     return head + "\n..." if cut else head
+
+
+ERROR_CHARS = 160
+
+
+def first_error_line(scored: Scored) -> str:
+    """The first line of why a completion did not pass (exception type and message), truncated; '' if it passed."""
+    if scored.verdict.status is Status.PASSED:
+        return ""
+    lines = [line.strip() for line in scored.verdict.detail.splitlines() if line.strip()]
+    if not lines:
+        return "wrong answer" if scored.verdict.status is Status.FAILED else scored.verdict.status.value
+    line = lines[0]
+    return line if len(line) <= ERROR_CHARS else line[: ERROR_CHARS - 3] + "..."
 
 
 def reason(scored: Scored) -> str:

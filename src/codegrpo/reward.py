@@ -8,23 +8,15 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from codegrpo.config import Extract, RewardKind
+from codegrpo.explain import code_head, reason
 from codegrpo.extraction import completion_text, extract_code
 from codegrpo.problems import Problem
 from codegrpo.programs import Language, build_program, humaneval_check
 from codegrpo.sandbox.base import SandboxBackend
-from codegrpo.verdict import Status, Verdict, envelope, score_checks, score_values
-
-
-@dataclass(frozen=True)
-class Scored:
-    problem_id: str
-    code: str
-    verdict: Verdict
-    latency_s: float
+from codegrpo.verdict import Scored, Status, Verdict, envelope, score_checks, score_values
 
 
 class Scorer:
@@ -87,20 +79,6 @@ def batch_metrics(scored: Sequence[Scored]) -> dict[str, float]:
     return metrics
 
 
-ERROR_CHARS = 160
-
-
-def first_error_line(scored: Scored) -> str:
-    """The first line of why a completion did not pass (exception type and message), truncated; '' if it passed."""
-    if scored.verdict.status is Status.PASSED:
-        return ""
-    lines = [line.strip() for line in scored.verdict.detail.splitlines() if line.strip()]
-    if not lines:
-        return "wrong answer" if scored.verdict.status is Status.FAILED else scored.verdict.status.value
-    line = lines[0]
-    return line if len(line) <= ERROR_CHARS else line[: ERROR_CHARS - 3] + "..."
-
-
 def make_code_reward(scorer: Scorer) -> Callable[..., Any]:
     """The TRL reward function. Async, so TRL runs it on its event loop; named so TRL logs
     ``rewards/code_reward/mean``. Infra failures return None, which TRL leaves out of the update."""
@@ -123,8 +101,6 @@ def make_code_reward(scorer: Scorer) -> Callable[..., Any]:
         if log_extra is not None:
             # Columns of the completions table (parquet and W&B): which problem, why it failed
             # (exception, or got vs expected), and the code that was scored.
-            from codegrpo.explain import code_head, reason  # explain builds on this module
-
             log_extra("problem_id", [s.problem_id for s in scored])
             log_extra("status", [s.verdict.status.value for s in scored])
             log_extra("error", [reason(s) for s in scored])  # "" when it passed

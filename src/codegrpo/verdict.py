@@ -27,6 +27,14 @@ class Verdict:
     detail: str = ""
 
 
+@dataclass(frozen=True)
+class Scored:
+    problem_id: str
+    code: str
+    verdict: Verdict
+    latency_s: float
+
+
 def strict_equal(a: Any, b: Any) -> bool:
     """JSON values equal in type and value: True never equals 1, 2 equals 2.0, NaN equals NaN."""
     if isinstance(a, bool) or isinstance(b, bool):

@@ -5,9 +5,9 @@ denied and ``auto_delete_seconds=0``; the program is written with files.write, r
 ``timeout -s KILL``, and the sandbox is killed in a ``finally``. A sandbox costs four round trips
 (create, write, exec, kill), and a create is much the slowest, so when a batch has more programs
 than ``max_concurrency`` they are split into chunks of up to ``programs_per_sandbox``: each chunk
-gets one sandbox, one write (batch_runner.py with the programs and inprocess.py, encrypted) and
+gets one sandbox, one write (harness/runner.py with the programs and inprocess.py, encrypted) and
 one exec, in which the trusted runner runs the programs one after another, isolated from it and
-from each other, the Python ones forked from a warm interpreter (see batch_runner.py). A chunk
+from each other, the Python ones forked from a warm interpreter (see runner.py). A chunk
 whose runner gives no well-formed result for every program is run again, one sandbox per program,
 so nothing a program does to the runner changes any verdict but its own. On top of the guide:
 
@@ -613,7 +613,7 @@ def _to_run_result(result: CommandResult, program: Program, duration_s: float) -
 
 
 def _encrypt(data: bytes, key: str) -> str:
-    """XOR with SHAKE-256 of a one-time key, as batch_runner._decrypt undoes it; base64 for the script."""
+    """XOR with SHAKE-256 of a one-time key, as runner.unpack undoes it; base64 for the script."""
     stream = hashlib.shake_256(key.encode()).digest(len(data))
     return base64.b64encode(
         (int.from_bytes(data, "big") ^ int.from_bytes(stream, "big")).to_bytes(len(data), "big")
