@@ -131,7 +131,9 @@ def test_the_wheel_ships_every_module_config_and_problem_set(wheel):
     assert wanted - shipped == set(), "add the folder to [tool.setuptools] packages and package-data"
     assert not any(name.startswith("codegrpo/conf/local/") for name in shipped)
     scripts = zipfile.ZipFile(wheel).read("codegrpo-0.1.0.dist-info/entry_points.txt").decode()
-    for command in ("codegrpo-train", "codegrpo-evaluate", "codegrpo-score", "codegrpo-validate"):
+    for command in (
+        "codegrpo-train", "codegrpo-evaluate", "codegrpo-score", "codegrpo-validate", "codegrpo-limits"
+    ):
         assert f"{command} = " in scripts
 
 

@@ -598,6 +598,12 @@ def test_a_program_whose_worker_dies_runs_again_in_a_fresh_sandbox(one_worker):
     assert run_source(one_worker, "print('next')").stdout == "next\n"
 
 
+def test_a_command_starts_with_default_signals_and_no_capabilities(sandbox):
+    status = run_source(sandbox, "", command=("cat", "/proc/self/status")).stdout
+    assert "SigIgn:\t0000000000000000" in status and "CapEff:\t0000000000000000" in status
+    assert "NoNewPrivs:\t1" in status and "Seccomp:\t2" in status
+
+
 def test_a_command_runs_by_exec_on_the_same_workers(one_worker):
     # In the warm interpreter (json preloaded), or as a fresh interpreter exec'd in the program's namespaces.
     probe = "import os, sys; print(os.getpid(), 'json' in sys.modules)"

@@ -28,6 +28,7 @@ from omegaconf import OmegaConf
 from superserve import (
     AsyncSandbox,
     AuthenticationError,
+    CommandResult,
     RateLimitError,
     SandboxError,
     SandboxTimeoutError,
@@ -37,7 +38,8 @@ from superserve import (
 from codegrpo import build
 from codegrpo.config import LocalSandboxConfig, SuperserveSandboxConfig
 from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxFatalError
-from codegrpo.sandbox.superserve import SuperserveSandbox
+from codegrpo.sandbox.superserve import KEY_ENV as BUNDLE_KEY_ENV
+from codegrpo.sandbox.superserve import SuperserveSandbox, _chunk_results, chunk_script
 from tests.fakes import FAKE_API_KEY, FakeSuperserve, Fault
 from tests.fakes.superserve_bench import run_as_the_guide
 
@@ -508,6 +510,47 @@ def test_forked_python_programs_behave_as_a_fresh_interpreter(make_backend) -> N
     assert by_name["interpreter state"].stdout.endswith("True\n[]\n")
 
 
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/usr/bin/python3"), reason="a VM's root: needs root")
+def test_a_chunk_runs_as_a_vms_root_does_from_a_process_that_is_not_pid_1(tmp_path: Path) -> None:
+    # As in a real VM, unlike the fake: the runner is real root and not pid 1 (here: this machine's root,
+    # each program still in namespaces of its own, as nobody, under the program seccomp filter).
+    secret = f"sibling-secret-{uuid.uuid4().hex}"
+    programs = [
+        py(f"import sys\nprint('{secret[:8]}' + '{secret[8:]}', file=sys.stderr)\nprint(6 * 7)"),
+        py("""
+            import os, re
+            sibling = re.compile(rb"sibling" + rb"-secret-[0-9a-f]{32}")
+            with open("/proc/self/mem", "rb", buffering=0) as mem, open("/proc/self/maps") as maps:
+                found = False
+                for line in maps:
+                    start, end = (int(x, 16) for x in line.split()[0].split("-"))
+                    if line.split()[1][0] == "r" and end - start < 1 << 30:
+                        try:
+                            mem.seek(start)
+                            found = found or sibling.search(mem.read(end - start)) is not None
+                        except (OSError, OverflowError, ValueError):
+                            pass
+            try:
+                open("/var/tmp-planted", "w")
+                wrote = True
+            except OSError:
+                wrote = False
+            print(os.getuid(), os.getpid(), sorted(os.listdir("/tmp")), wrote, found)
+        """),
+        Program("", command=("cat", "/proc/self/status")),
+    ]
+    script, key, header = chunk_script(programs)
+    path = tmp_path / "codegrpo_batch.py"
+    path.write_text(script)
+    done = subprocess.run(["/usr/bin/python3", "-I", "-S", str(path)], capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", BUNDLE_KEY_ENV: key}, cwd=tmp_path)
+    first, probe, status = _chunk_results(CommandResult(stdout=done.stdout, stderr=done.stderr,
+                                                        exit_code=done.returncode), programs, header)
+    assert_42(first)
+    assert probe.stdout == "65534 1 ['solution.py'] False False\n", probe
+    assert "SigIgn:\t0000000000000000" in status.stdout and "CapEff:\t0000000000000000" in status.stdout
+
+
 def test_a_program_cannot_find_a_siblings_source(make_backend) -> None:
     # Everywhere a forked program can look: every object the gc tracks, every frame's globals and
     # locals, its whole address space, every /proc/<pid>/{cmdline,environ} it may read, and files.
@@ -571,7 +614,10 @@ def test_a_program_cannot_find_a_siblings_source(make_backend) -> None:
                         pass
         print(sorted(places.get("sibling", ())), sorted(places.get("own", ())))
     """)
-    before, after = (py(f"# sibling-secret-{uuid.uuid4().hex}\nprint(6 * 7)") for _ in range(2))
+    # Each sibling's secret is in its source and in its output.
+    before, after = (py(f"# sibling-secret-{uuid.uuid4().hex}\nimport sys\n"
+                        f"print('sibling' '-secret-{uuid.uuid4().hex}', file=sys.stderr)\nprint(6 * 7)")
+                     for _ in range(2))
     (first, snooped, last), backend = run_in_one_chunk(make_backend, [before, snoop, after])
     # The scan works (it finds the program's own source in its memory, frames and file), and finds no sibling.
     assert snooped.stdout == "[] ['files', 'frames', 'memory']\n", snooped

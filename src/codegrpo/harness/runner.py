@@ -14,11 +14,12 @@
 # {"kill": true} from the host (output over its limit) ends the program at once. A warm sandbox keeps
 # this process for many programs, a cold one for one.
 #
-# batch: the same for each program of a chunk, with the output read here (up to limit_bytes a
-# stream); stdout gets the chunk's header line, then one JSON list with, per program, {"exit_code",
-# "timed_out", "over_limit", "stdout", "stderr", "duration_s"}. Any program that cannot be started
-# fails the whole chunk (the host runs its programs again, a sandbox each). Where programs cannot get
-# namespaces of their own, it exits NO_NAMESPACES_EXIT before running any.
+# batch: this process is the host of a serve loop in a process forked before the first program (so no
+# program, forked from it, finds an earlier one's output or result in its memory); it reads each
+# program's output (up to limit_bytes a stream) and writes the chunk's header line, then one JSON list
+# with, per program, {"exit_code", "timed_out", "over_limit", "stdout", "stderr", "duration_s"}. Any
+# program that cannot be started fails the whole chunk (the host runs its programs again, a sandbox
+# each). Where programs cannot get namespaces of their own, it exits NO_NAMESPACES_EXIT before running any.
 #
 # Each program gets fresh pid (it is pid 1 there, with its own /proc), mount (a fresh size-limited
 # /tmp and /dev/pts; in a VM also the other world-writable places), UTS, IPC and network namespaces,
@@ -58,12 +59,15 @@ NO_NAMESPACES_EXIT = 3
 NOBODY = 65534
 MESSAGE_LIMIT = 1 << 20
 READ_CHUNK = 1 << 16
+ANSWER_GRACE_S = 5.0  # past a program's timeout, how long (batch) the serve loop may take to answer
+# A VM's programs get the local sandbox's default limits but memory (the VM's own).
+VM_LIMITS = {"RLIMIT_NPROC": 32, "RLIMIT_FSIZE": 2 << 20, "RLIMIT_NOFILE": 64, "RLIMIT_CORE": 0}
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
 NAMESPACES = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x8, 0x20, 0x1000, 0x4000, 0x40000
 MS_RDONLY = 0x1
-PR_SET_DUMPABLE, PR_SET_SECCOMP, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 4, 22, 24, 38
+PR_SET_DUMPABLE, PR_SET_SECCOMP, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 4, 22, 24, 36, 38
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, SECCOMP_MODE_FILTER = 47, 4, 2
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 CAPABILITY_VERSION_3 = 0x20080522
@@ -91,8 +95,8 @@ def send(control, document):
     control.send(json.dumps(document).encode())
 
 
-def run_program(request, fds, config, dispositions, control=None, capture=None):
-    """Run one program to its end; ``capture`` (batch) is (stdout, stderr, limit) to read here."""
+def run_program(request, fds, config, dispositions, control):
+    """Run one program to its end: its exit status, or {"error"} if it could not be started."""
     path = f"{TMP}/{request['filename']}"
     prelude = inprocess.prelude_code(path, request["prelude"], len(request["prelude"]))
     report_r, report_w = os.pipe()
@@ -122,7 +126,7 @@ def run_program(request, fds, config, dispositions, control=None, capture=None):
     try:
         os.waitpid(maker, 0)
         pid = int(read_report(pid_r) or 0)
-        answer = wait(pid, started + request["timeout"], control, capture) if pid else None
+        answer = wait(pid, started + request["timeout"], control) if pid else None
         report = read_report(report_r)
     finally:
         os.close(report_r)
@@ -141,35 +145,25 @@ def read_report(fd):
         return b""
 
 
-def wait(pid, deadline, control, capture):
-    """Until the program ends, runs out of time, is told to stop by the host or (batch) writes past the
-    limit; then kill what it left."""
+def wait(pid, deadline, control):
+    """Until the program ends, runs out of time, or the host says kill; then kill what it left."""
     pidfd = os.pidfd_open(pid)
-    streams = dict.fromkeys(capture[:2], b"") if capture else {}
-    reading = list(streams)
-    timed_out = over = False
+    timed_out = host_gone = False
     try:
-        while not over:
+        while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 timed_out = True
                 break
-            ready = select.select([pidfd, *([control] if control else []), *reading], [], [], remaining)[0]
+            ready = select.select([pidfd, control], [], [], remaining)[0]
             if pidfd in ready:
                 break
-            if control is not None and control in ready:
+            if control in ready:
                 message, fds = receive(control)
                 for fd in fds:
                     os.close(fd)
-                if message is None:
-                    kill_everything()
-                    sys.exit(0)  # the host is gone
+                host_gone = message is None
                 break  # a kill: the host saw too much output
-            for fd in [fd for fd in ready if fd in reading]:
-                state = read_into(streams, fd, capture[2])
-                over = over or bool(state)
-                if state is None:
-                    reading.remove(fd)
     finally:
         os.close(pidfd)
     with contextlib.suppress(ProcessLookupError):
@@ -177,30 +171,10 @@ def wait(pid, deadline, control, capture):
     status = os.waitpid(pid, 0)[1]
     if os.getpid() == 1:
         kill_everything()
+    if host_gone:
+        sys.exit(0)
     code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.waitstatus_to_exitcode(status)
-    answer = {"code": code, "timeout": timed_out}
-    if capture:
-        # Every process of the program is gone: what the pipes hold now is all there is, even if a write
-        # end lives on as an fd in flight, so they are drained without waiting for their end.
-        for fd in streams:
-            os.set_blocking(fd, False)
-            with contextlib.suppress(BlockingIOError):
-                while read_into(streams, fd, capture[2]) is False:
-                    pass
-        over = over or any(len(data) > capture[2] for data in streams.values())
-        stdout, stderr = (streams[fd][: capture[2]].decode("utf-8", "replace") for fd in capture[:2])
-        answer |= {"over": over, "stdout": stdout, "stderr": stderr}
-    return answer
-
-
-def read_into(streams, fd, limit):
-    """Read a chunk of ``fd`` into ``streams`` (one byte past ``limit`` is kept, to tell it was passed):
-    True when past the limit, None at end of file, else False."""
-    data = os.read(fd, READ_CHUNK)
-    if not data:
-        return None
-    streams[fd] = (streams[fd] + data)[: limit + 1]
-    return len(streams[fd]) > limit
+    return {"code": code, "timeout": timed_out}
 
 
 def kill_everything():
@@ -231,17 +205,22 @@ def drop_capabilities(as_nobody):
         last = int(handle.read())
     for capability in range(last + 1):
         check(libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0), "drop a bounding capability")
-    if as_nobody and os.geteuid() == 0:
-        with contextlib.suppress(OSError):
-            os.setgroups([])
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
+    if as_nobody and os.geteuid() == 0 and maps_nobody():  # the fake's user namespace maps only root
+        os.setgroups([])
+        os.setgid(NOBODY)
+        os.setuid(NOBODY)
     header = struct.pack("Ii", CAPABILITY_VERSION_3, 0)
     check(libc.capset(header, bytes(24)), "capset")
     with open("/proc/self/status") as handle:
         effective = next(line for line in handle if line.startswith("CapEff:")).split()[1]
     if int(effective, 16):
         raise OSError("capabilities are still effective")
+
+
+def maps_nobody():
+    with open("/proc/self/uid_map") as handle:
+        ranges = [[int(field) for field in line.split()] for line in handle]
+    return any(inner <= NOBODY < inner + count for inner, _, count in ranges)
 
 
 def mount_tmpfs(target, size):
@@ -254,9 +233,12 @@ def enter_namespaces(config):
     check(libc.unshare(NAMESPACES), "unshare")
     check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
     if config["vm"]:
-        # A VM's own root filesystem is read-only to the program (best effort: the fake's already is)
-        # and each world-writable place is its own; /tmp also hides the runner's directory.
-        libc.mount(b"none", b"/", None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)
+        # A VM's own filesystems are read-only to the program (best effort: the fake's already are) and
+        # each world-writable place is its own; /tmp also hides the runner's directory.
+        with open("/proc/self/mountinfo") as handle:
+            points = [line.split()[4].encode().decode("unicode_escape").encode() for line in handle]
+        for point in points:
+            libc.mount(b"none", point, None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)
         for place in VM_WRITABLE:
             if os.path.isdir(place) and not os.path.islink(place):
                 with contextlib.suppress(OSError):
@@ -292,6 +274,9 @@ def child(path, request, prelude, fds, config, dispositions, report_w):
     os.write(report_w, b"S")
     os.closerange(3, 1 << 16)  # the control socket, the report pipe and everything else of this process
     if executable is not None:
+        for number in SIGNALS:  # a command starts with every signal at its default, not Python's
+            with contextlib.suppress(OSError, ValueError):
+                signal.signal(number, signal.SIG_DFL)
         try:
             os.execve(executable, request["argv"], dict(os.environ))
         except OSError as error:  # as a shell reports it: 126 cannot run, 127 not found
@@ -322,14 +307,16 @@ def setup(path, request, fds, config, dispositions):
     with os.fdopen(source_fd, "rb") as source, open(path, "wb") as handle:
         handle.write(source.read())
     os.chmod(path, 0o444)
-    check(libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")  # as a cold program: its /proc is its own
+    check(libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")  # as a fresh program: its /proc is its own
     with open("/proc/self/oom_score_adj", "w") as handle:
         handle.write("1000")  # at the memory limit the kernel kills the program, never pid 1
     sys.modules.pop("inprocess", None)  # a cold interpreter has no such module
     if not config["vm_root"]:
         drop_capabilities(as_nobody=config["vm"])
-        if config["seccomp"]:
-            install_filter(bytes.fromhex(config["seccomp"]))
+        if not config["seccomp"]:
+            raise OSError(f"no seccomp filter for {os.uname().machine}")
+        install_filter(bytes.fromhex(config["seccomp"]))
+    check(libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")  # again: a new uid reset it
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(out_w, 1)
@@ -365,8 +352,13 @@ def become_runner():
 
 def serve(control_fd, config_json):
     dispositions = become_runner()
-    control = socket.socket(fileno=int(control_fd))
     config = json.loads(config_json) | {"vm": False, "env": dict(os.environ)}
+    serve_loop(socket.socket(fileno=int(control_fd)), config, dispositions)
+
+
+def serve_loop(control, config, dispositions):
+    # Each program is orphaned when its maker exits: it is ours to wait for, whether we are pid 1 or not.
+    check(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "prctl(PR_SET_CHILD_SUBREAPER)")
     send(control, {"ready": True})
     while True:
         request, fds = receive(control)
@@ -376,7 +368,7 @@ def serve(control_fd, config_json):
             for fd in fds:  # a kill that came after its program ended
                 os.close(fd)
             continue
-        send(control, run_program(request, fds, config, dispositions, control=control))
+        send(control, run_program(request, fds, config, dispositions, control))
 
 
 def unpack(bundle, key_env):
@@ -400,6 +392,8 @@ def unpack(bundle, key_env):
     for index, program in enumerate(spec["programs"]):
         with open(f"{work}/{index}.src", "w", encoding="utf-8", errors="surrogatepass") as handle:
             handle.write(program.pop("source"))
+    with open(f"{work}/header", "w") as handle:  # read only after the serve loop is forked
+        handle.write(spec.pop("header"))
     with open(f"{work}/manifest.json", "w") as handle:
         json.dump(spec, handle)
     env = {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "HOME": TMP, "TMPDIR": TMP,
@@ -422,25 +416,66 @@ def batch(work):
     if not namespaces_work():
         print("codegrpo runner: cannot give each program namespaces of its own here", file=sys.stderr)
         sys.exit(NO_NAMESPACES_EXIT)
-    config = {"vm": True, "vm_root": False, "limits": {"RLIMIT_CORE": 0}, "tmpfs_bytes": spec["tmpfs_bytes"],
+    config = {"vm": True, "vm_root": False, "limits": VM_LIMITS, "tmpfs_bytes": spec["tmpfs_bytes"],
               "seccomp": spec["seccomp"].get(os.uname().machine), "env": dict(os.environ)}
-    limit = spec["limit_bytes"]
+    control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    if os.fork() == 0:  # the serve loop every program is forked from: it never sees an output or a result
+        control.close()
+        serve_loop(theirs, config, dispositions)
+        os._exit(0)
+    theirs.close()
+    if json.loads(control.recv(MESSAGE_LIMIT) or b"null") != {"ready": True}:
+        sys.exit("codegrpo runner: the serve loop did not start")
+    with open(f"{work}/header") as handle:
+        header = handle.read()
     results = []
     for index, request in enumerate(spec["programs"]):
         (out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe()
-        fds = [os.open(f"{work}/{index}.src", os.O_RDONLY), out_w, err_w]
+        source = os.open(f"{work}/{index}.src", os.O_RDONLY)
         try:
-            answer = run_program(request, fds, config, dispositions, capture=(out_r, err_r, limit))
+            socket.send_fds(control, [json.dumps(request).encode()], [source, out_w, err_w])
+            for fd in (source, out_w, err_w):
+                os.close(fd)
+            deadline = time.monotonic() + request["timeout"] + ANSWER_GRACE_S
+            answer, (stdout, stderr), over = collect(control, [out_r, err_r], spec["limit_bytes"], deadline)
         finally:
             os.close(out_r)
             os.close(err_r)
         if "error" in answer:
-            print(f"codegrpo runner: a program could not be started: {answer['error']}", file=sys.stderr)
-            sys.exit(1)
-        results.append({"exit_code": answer["code"], "timed_out": answer["timeout"], "over_limit": answer["over"],
-                        "stdout": answer["stdout"], "stderr": answer["stderr"], "duration_s": answer["duration_s"]})
-    sys.stdout.buffer.write(f"{spec['header']}\n{json.dumps(results)}\n".encode())
+            sys.exit(f"codegrpo runner: a program could not be started: {answer['error']}")
+        results.append({"exit_code": answer["code"], "timed_out": answer["timeout"], "over_limit": over,
+                        "stdout": stdout, "stderr": stderr, "duration_s": answer["duration_s"]})
+    sys.stdout.buffer.write(f"{header}\n{json.dumps(results)}\n".encode())
     sys.stdout.flush()
+
+
+def collect(control, streams, limit, deadline):
+    """The serve loop's answer and the program's output, up to ``limit`` bytes a stream; past it, the
+    program is killed. Once the answer is in, the program is gone: the pipes are drained without
+    waiting for their end (a write end may live on as an fd in flight)."""
+    kept = dict.fromkeys(streams, b"")
+    reading, answer, over = list(streams), None, False
+    while True:
+        remaining = 0.0 if answer is not None else deadline - time.monotonic()
+        if answer is None and remaining <= 0:
+            sys.exit("codegrpo runner: no answer from the serve loop in time")
+        ready = select.select(reading + ([control] if answer is None else []), [], [], remaining)[0]
+        if not ready and answer is not None:
+            break
+        if control in ready:
+            answer = json.loads(control.recv(MESSAGE_LIMIT) or b"null")
+            if answer is None:
+                sys.exit("codegrpo runner: the serve loop is gone")
+        for fd in [fd for fd in ready if fd in reading]:
+            data = os.read(fd, READ_CHUNK)
+            if not data:
+                reading.remove(fd)
+                continue
+            kept[fd] = (kept[fd] + data)[: limit + 1]  # a byte past the limit tells it was passed
+            if len(kept[fd]) > limit and not over:
+                over = True
+                send(control, {"kill": True})
+    return answer, [kept[fd][:limit].decode("utf-8", "replace") for fd in streams], over
 
 
 if sys.argv[1:2] == ["serve"]:

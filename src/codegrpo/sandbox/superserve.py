@@ -270,25 +270,7 @@ class SuperserveSandbox(SandboxBackend):
         return [task.result()[0] for task in tasks]
 
     async def _attempt_chunk(self, programs: list[Program]) -> list[RunResult]:
-        key, header = secrets.token_hex(32), f"codegrpo-batch {secrets.token_hex(16)}"
-        bundle = {
-            "header": header,
-            "limit_bytes": OUTPUT_LIMIT_BYTES,
-            "tmpfs_bytes": TMPFS_BYTES,
-            "seccomp": PROGRAM_FILTERS,  # by machine: the VM's is not known here
-            "modules": {"runner": RUNNER_SOURCE, "inprocess": INPROCESS_SOURCE},
-            "programs": [
-                {
-                    "filename": p.filename,
-                    "source": p.source,
-                    "argv": None if p.runs_warm else list(p.argv),
-                    "timeout": p.timeout_s,
-                    "prelude": p.source[: p.prelude_chars],
-                }
-                for p in programs
-            ],
-        }
-        script = f"{RUNNER_SOURCE}\nunpack({_encrypt(json.dumps(bundle).encode(), key)!r}, {KEY_ENV!r})\n"
+        script, key, header = chunk_script(programs)
         wrapper_s = math.ceil(RUNNER_START_S + sum(p.timeout_s + RUNNER_SLACK_S for p in programs))
         sandbox = await self._create()
         self._count("chunks")
@@ -487,6 +469,31 @@ class SuperserveSandbox(SandboxBackend):
             if self._fatal_message is None:
                 self._fatal_message = message
         return SandboxFatalError(message)
+
+
+def chunk_script(programs: Sequence[Program]) -> tuple[str, str, str]:
+    """The script a chunk's sandbox runs (harness/runner.py and its encrypted bundle), the one-time key it
+    needs in KEY_ENV, and the header line its result document starts with."""
+    key, header = secrets.token_hex(32), f"codegrpo-batch {secrets.token_hex(16)}"
+    bundle = {
+        "header": header,
+        "limit_bytes": OUTPUT_LIMIT_BYTES,
+        "tmpfs_bytes": TMPFS_BYTES,
+        "seccomp": PROGRAM_FILTERS,  # by machine: the VM's is not known here
+        "modules": {"runner": RUNNER_SOURCE, "inprocess": INPROCESS_SOURCE},
+        "programs": [
+            {
+                "filename": p.filename,
+                "source": p.source,
+                "argv": None if p.runs_warm else list(p.argv),
+                "timeout": p.timeout_s,
+                "prelude": p.source[: p.prelude_chars],
+            }
+            for p in programs
+        ],
+    }
+    script = f"{RUNNER_SOURCE}\nunpack({_encrypt(json.dumps(bundle).encode(), key)!r}, {KEY_ENV!r})\n"
+    return script, key, header
 
 
 class _RunnerFailed(Exception):
