@@ -542,6 +542,7 @@ def test_a_chunk_runs_as_a_vms_root_does_from_a_process_that_is_not_pid_1(tmp_pa
     script, key, header = chunk_script(programs)
     path = tmp_path / "codegrpo_batch.py"
     path.write_text(script)
+    before = set(Path("/tmp").glob("codegrpo-*"))
     done = subprocess.run(["/usr/bin/python3", "-I", "-S", str(path)], capture_output=True, text=True, timeout=120,
                           env={"PATH": "/usr/bin:/bin", BUNDLE_KEY_ENV: key}, cwd=tmp_path)
     first, probe, status = _chunk_results(CommandResult(stdout=done.stdout, stderr=done.stderr,
@@ -549,6 +550,7 @@ def test_a_chunk_runs_as_a_vms_root_does_from_a_process_that_is_not_pid_1(tmp_pa
     assert_42(first)
     assert probe.stdout == "65534 1 ['solution.py'] False False\n", probe
     assert "SigIgn:\t0000000000000000" in status.stdout and "CapEff:\t0000000000000000" in status.stdout
+    assert set(Path("/tmp").glob("codegrpo-*")) <= before and not path.exists()  # the chunk's files are gone
 
 
 def test_a_program_cannot_find_a_siblings_source(make_backend) -> None:

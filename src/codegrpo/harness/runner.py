@@ -45,14 +45,7 @@ import struct
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-if os.path.isfile(os.path.join(HERE, "inprocess.py")):  # not yet where a chunk is first unpacked
-    sys.path.insert(0, HERE)
-    import inprocess  # the module beside this file
-
-    sys.path.pop(0)  # a program's sys.path is a cold interpreter's
-    inprocess.preload()  # what programs import: a forked child finds it imported
-
+inprocess = None  # harness/inprocess.py: loaded by serve and batch from beside this file, never by unpack
 TMP = "/tmp"
 VM_WRITABLE = ("/var/tmp", "/dev/shm", "/run/lock")  # world-writable in a VM: a fresh tmpfs each program
 NO_NAMESPACES_EXIT = 3
@@ -338,11 +331,21 @@ def setup(path, request, fds, config, dispositions):
     return executable
 
 
+def load_inprocess():
+    global inprocess
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import inprocess
+
+    sys.path.pop(0)  # a program's sys.path is a cold interpreter's
+    inprocess.preload()  # what programs import: a forked child finds it imported
+
+
 def become_runner():
     """Non-dumpable, every signal ignored; returns the dispositions a fresh interpreter starts with (SIGINT
     raises KeyboardInterrupt, SIGPIPE ignored, ...), for each program: were they ours, a program's SIGINT
     would be a KeyboardInterrupt here."""
     check(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")
+    load_inprocess()
     dispositions = {}
     for number in SIGNALS:
         with contextlib.suppress(OSError, ValueError):
@@ -445,6 +448,10 @@ def batch(work):
             sys.exit(f"codegrpo runner: a program could not be started: {answer['error']}")
         results.append({"exit_code": answer["code"], "timed_out": answer["timeout"], "over_limit": over,
                         "stdout": stdout, "stderr": stderr, "duration_s": answer["duration_s"]})
+    control.close()  # the serve loop's end of file: it exits
+    import shutil  # here, not at the top: no program's interpreter has it imported
+
+    shutil.rmtree(work, ignore_errors=True)
     sys.stdout.buffer.write(f"{header}\n{json.dumps(results)}\n".encode())
     sys.stdout.flush()
 
