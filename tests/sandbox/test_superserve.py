@@ -516,7 +516,7 @@ def test_a_chunk_runs_as_a_vms_root_does_from_a_process_that_is_not_pid_1(tmp_pa
     # each program still in namespaces of its own, as nobody, under the program seccomp filter).
     secret = f"sibling-secret-{uuid.uuid4().hex}"
     programs = [
-        py(f"import sys\nprint('{secret[:8]}' + '{secret[8:]}', file=sys.stderr)\nprint(6 * 7)"),
+        py(f"import os, sys\nprint('{secret[:8]}' + '{secret[8:]}', os.getuid(), file=sys.stderr)\nprint(6 * 7)"),
         py("""
             import os, re
             sibling = re.compile(rb"sibling" + rb"-secret-[0-9a-f]{32}")
@@ -548,7 +548,9 @@ def test_a_chunk_runs_as_a_vms_root_does_from_a_process_that_is_not_pid_1(tmp_pa
     first, probe, status = _chunk_results(CommandResult(stdout=done.stdout, stderr=done.stderr,
                                                         exit_code=done.returncode), programs, header)
     assert_42(first)
-    assert probe.stdout == "65534 1 ['solution.py'] False False\n", probe
+    # Each program its own uid (what the kernel counts per user is its own), pid 1 of its namespace,
+    # alone in /tmp, unable to write the VM's files, and no sibling's output in its memory.
+    assert first.stderr.endswith(" 100000\n") and probe.stdout == "100001 1 ['solution.py'] False False\n", probe
     assert "SigIgn:\t0000000000000000" in status.stdout and "CapEff:\t0000000000000000" in status.stdout
     assert set(Path("/tmp").glob("codegrpo-*")) <= before and not path.exists()  # the chunk's files are gone
 

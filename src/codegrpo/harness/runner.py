@@ -49,7 +49,7 @@ inprocess = None  # harness/inprocess.py: loaded by serve and batch from beside 
 TMP = "/tmp"
 VM_WRITABLE = ("/var/tmp", "/dev/shm", "/run/lock")  # world-writable in a VM: a fresh tmpfs each program
 NO_NAMESPACES_EXIT = 3
-NOBODY = 65534
+FIRST_UID = 100000  # a VM's root runs program i of a chunk as uid FIRST_UID + i: per-user counts are its own
 MESSAGE_LIMIT = 1 << 20
 READ_CHUNK = 1 << 16
 ANSWER_GRACE_S = 5.0  # past a program's timeout, how long (batch) the serve loop may take to answer
@@ -58,8 +58,8 @@ VM_LIMITS = {"RLIMIT_NPROC": 32, "RLIMIT_FSIZE": 2 << 20, "RLIMIT_NOFILE": 64, "
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
 NAMESPACES = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x8, 0x20, 0x1000, 0x4000, 0x40000
-MS_RDONLY = 0x1
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
+AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY, SYS_MOUNT_SETATTR = -100, 0x8000, 0x1, 442  # x86_64 and aarch64
 PR_SET_DUMPABLE, PR_SET_SECCOMP, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 4, 22, 24, 36, 38
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, SECCOMP_MODE_FILTER = 47, 4, 2
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
@@ -190,18 +190,18 @@ def loopback_up():
         fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP))
 
 
-def drop_capabilities(as_nobody):
+def drop_capabilities(uid):
     """No capability left, and none to be had again: bounding and ambient sets emptied too. A VM's root
-    becomes nobody as well, where that uid exists (not in the fake's user namespace)."""
+    becomes ``uid`` as well, where that uid exists (not in the fake's user namespace, which maps root only)."""
     check(libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "clear ambient capabilities")
     with open("/proc/sys/kernel/cap_last_cap") as handle:
         last = int(handle.read())
     for capability in range(last + 1):
         check(libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0), "drop a bounding capability")
-    if as_nobody and os.geteuid() == 0 and maps_nobody():  # the fake's user namespace maps only root
+    if uid is not None and os.geteuid() == 0 and maps(uid):
         os.setgroups([])
-        os.setgid(NOBODY)
-        os.setuid(NOBODY)
+        os.setgid(uid)
+        os.setuid(uid)
     header = struct.pack("Ii", CAPABILITY_VERSION_3, 0)
     check(libc.capset(header, bytes(24)), "capset")
     with open("/proc/self/status") as handle:
@@ -210,10 +210,10 @@ def drop_capabilities(as_nobody):
         raise OSError("capabilities are still effective")
 
 
-def maps_nobody():
+def maps(uid):
     with open("/proc/self/uid_map") as handle:
         ranges = [[int(field) for field in line.split()] for line in handle]
-    return any(inner <= NOBODY < inner + count for inner, _, count in ranges)
+    return any(inner <= uid < inner + count for inner, _, count in ranges)
 
 
 def mount_tmpfs(target, size):
@@ -226,12 +226,12 @@ def enter_namespaces(config):
     check(libc.unshare(NAMESPACES), "unshare")
     check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
     if config["vm"]:
-        # A VM's own filesystems are read-only to the program (best effort: the fake's already are) and
-        # each world-writable place is its own; /tmp also hides the runner's directory.
-        with open("/proc/self/mountinfo") as handle:
-            points = [line.split()[4].encode().decode("unicode_escape").encode() for line in handle]
-        for point in points:
-            libc.mount(b"none", point, None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)
+        # Every mount of the VM is read-only to the program (its other flags kept), and each world-writable
+        # place is its own; /tmp also hides the runner's directory.
+        attr = struct.pack("QQQQ", MOUNT_ATTR_RDONLY, 0, 0, 0)
+        long = ctypes.c_long
+        done = libc.syscall(long(SYS_MOUNT_SETATTR), long(AT_FDCWD), b"/", long(AT_RECURSIVE), attr, long(len(attr)))
+        check(0 if done == 0 else -1, "make every mount read-only")
         for place in VM_WRITABLE:
             if os.path.isdir(place) and not os.path.islink(place):
                 with contextlib.suppress(OSError):
@@ -305,7 +305,7 @@ def setup(path, request, fds, config, dispositions):
         handle.write("1000")  # at the memory limit the kernel kills the program, never pid 1
     sys.modules.pop("inprocess", None)  # a cold interpreter has no such module
     if not config["vm_root"]:
-        drop_capabilities(as_nobody=config["vm"])
+        drop_capabilities(request.get("uid"))
         if not config["seccomp"]:
             raise OSError(f"no seccomp filter for {os.uname().machine}")
         install_filter(bytes.fromhex(config["seccomp"]))
@@ -433,6 +433,7 @@ def batch(work):
         header = handle.read()
     results = []
     for index, request in enumerate(spec["programs"]):
+        request["uid"] = FIRST_UID + index
         (out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe()
         source = os.open(f"{work}/{index}.src", os.O_RDONLY)
         try:
@@ -460,6 +461,8 @@ def collect(control, streams, limit, deadline):
     """The serve loop's answer and the program's output, up to ``limit`` bytes a stream; past it, the
     program is killed. Once the answer is in, the program is gone: the pipes are drained without
     waiting for their end (a write end may live on as an fd in flight)."""
+    import binascii  # here, in the process that never forks a program: no program has it imported
+
     kept = dict.fromkeys(streams, b"")
     reading, answer, over = list(streams), None, False
     while True:
@@ -482,7 +485,8 @@ def collect(control, streams, limit, deadline):
             if len(kept[fd]) > limit and not over:
                 over = True
                 send(control, {"kill": True})
-    return answer, [kept[fd][:limit].decode("utf-8", "replace") for fd in streams], over
+    # base64: a third more than the bytes, where JSON escapes of arbitrary bytes could make it six times
+    return answer, [binascii.b2a_base64(kept[fd][:limit], newline=False).decode() for fd in streams], over
 
 
 if sys.argv[1:2] == ["serve"]:

@@ -650,5 +650,10 @@ def _chunk_results(result: CommandResult, programs: list[Program], header: str) 
             and not isinstance(record["exit_code"], bool)
         ):
             raise _RunnerFailed("malformed result")
-    return [classify(r["exit_code"], r["stdout"], r["stderr"], float(r["duration_s"]), over_limit=r["over_limit"],
-                     timed_out=r["timed_out"]) for r in records]
+    try:  # the outputs come as base64 of their bytes
+        outputs = [[base64.b64decode(r[name], validate=True).decode("utf-8", "replace")
+                    for name in ("stdout", "stderr")] for r in records]
+    except ValueError:
+        raise _RunnerFailed("malformed output") from None
+    return [classify(r["exit_code"], *output, float(r["duration_s"]), over_limit=r["over_limit"],
+                     timed_out=r["timed_out"]) for r, output in zip(records, outputs, strict=True)]
