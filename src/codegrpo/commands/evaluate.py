@@ -44,7 +44,7 @@ def evaluate(cfg: EvaluateConfig) -> dict[str, Any]:
         check_hub_model(cfg.model)
     evaluations = []
     with build.sandbox(cfg.sandbox, cfg.problems.language) if checkpoints else nullcontext() as sandbox:
-        problems = build.eval_problems(cfg)
+        problems = build.eval_problems(cfg) if checkpoints else []
         for label, item in zip("ab" if cfg.compare else [""], items, strict=True):
             if str(item).endswith(".json"):
                 results = json.loads(Path(item).read_text())
