@@ -377,6 +377,8 @@ class WarmPool:
                 return
             if keep:
                 self.retired += 1
+            else:
+                worker.kill()  # its one program is over: nothing in it is worth an orderly exit
         worker.close()
 
     def close(self) -> None:
