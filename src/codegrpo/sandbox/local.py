@@ -1,6 +1,6 @@
 """Local sandbox: programs run in bubblewrap containers on this machine.
 
-Every program runs on a worker (codegrpo.sandbox.warm): a bubblewrap sandbox whose pid 1 is the runner
+Every program runs on a worker (codegrpo.sandbox.workers): a bubblewrap sandbox whose pid 1 is the runner
 ``harness/runner.py``, which forks the program into fresh pid, mount, UTS, IPC and network
 namespaces of its own. A warm sandbox (``sandbox.warm``, the default) keeps its worker for program
 after program; a cold one starts a worker for one program. From the outside in::
@@ -38,7 +38,7 @@ from codegrpo.config import LocalSandboxConfig
 from codegrpo.sandbox import seccomp
 from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend, SandboxFatalError
 from codegrpo.sandbox.cgroups import CgroupLimits, RunCgroup
-from codegrpo.sandbox.warm import WORKER_CAPABILITIES, WORKER_PATH, Launch, Ticket, WarmPool, worker_files
+from codegrpo.sandbox.workers import WORKER_CAPABILITIES, WORKER_PATH, Launch, Ticket, WorkerPool, worker_files
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ class LocalSandbox(SandboxBackend):
         self._cgroups: CgroupLimits | None = None
         if cfg.use_cgroups:
             self._cgroups = CgroupLimits(cfg.memory_mb << 20, cfg.max_processes)
-        self._pool = WarmPool(cfg.max_concurrency, self._launch, (cfg.stdout_limit_bytes, cfg.stderr_limit_bytes))
+        self._pool = WorkerPool(cfg.max_concurrency, self._launch, (cfg.stdout_limit_bytes, cfg.stderr_limit_bytes))
         self._finalizer = weakref.finalize(self, _close, self._cgroups, self._pool)
         self.enforcement = self._enforcement()
         self._preflight()
@@ -406,7 +406,7 @@ class _LaunchFds:
         self._open.clear()
 
 
-def _close(cgroups: CgroupLimits | None, pool: WarmPool) -> None:
+def _close(cgroups: CgroupLimits | None, pool: WorkerPool) -> None:
     pool.close()
     if cgroups is not None:
         cgroups.close()

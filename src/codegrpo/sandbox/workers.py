@@ -110,7 +110,7 @@ class WorkerError(RuntimeError):
         self.exit_status = exit_status
 
 
-class WarmWorker:
+class Worker:
     """One sandbox whose pid 1 runs programs one at a time (the protocol is in harness/runner.py)."""
 
     def __init__(self, launch: Launch, output_limits: tuple[int, int]) -> None:
@@ -173,7 +173,7 @@ class WarmWorker:
                 raise WorkerError(f"the program could not be started: {done['error']}")
             code, timed_out = int(done["code"]), bool(done["timeout"])
         except (OSError, WorkerError, ValueError, KeyError, TypeError) as error:
-            message = f"warm worker failed: {error!r}{self._stderr_tail()}"
+            message = f"worker failed: {error!r}{self._stderr_tail()}"
             self.close()
             return RunResult(Outcome.SANDBOX_ERROR, error=message)
         if self._pinned_beyond_slack():
@@ -303,7 +303,7 @@ class WarmWorker:
 
     def _destroy_group(self) -> None:
         if self.group is not None and not self.group.destroy():
-            log.warning("a warm worker's cgroup could not be removed")
+            log.warning("a worker's cgroup could not be removed")
 
 
 class Ticket:
@@ -311,10 +311,10 @@ class Ticket:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._worker: WarmWorker | None = None
+        self._worker: Worker | None = None
         self._cancelled = False
 
-    def hold(self, worker: WarmWorker) -> bool:
+    def hold(self, worker: Worker) -> bool:
         """Record the worker about to run the program; False when the run was cancelled already."""
         with self._lock:
             self._worker = worker
@@ -327,13 +327,14 @@ class Ticket:
                 self._worker.kill()
 
 
-class WarmPool:
-    """Up to ``size`` warm workers, started on demand; each program takes an idle one."""
+class WorkerPool:
+    """Up to ``size`` warm workers, started on demand, each program taking an idle one; and fresh workers,
+    one program each."""
 
     def __init__(self, size: int, launch: Callable[[], Launch], output_limits: tuple[int, int]) -> None:
         self._launch = launch
         self._output_limits = output_limits
-        self._idle: list[WarmWorker] = []
+        self._idle: list[Worker] = []
         self._lock = threading.Lock()
         self._closed = False
         self.executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix="codegrpo-warm")
@@ -360,7 +361,7 @@ class WarmPool:
         finally:
             self._give_back(worker, keep=not fresh)
 
-    def _take(self, fresh: bool) -> WarmWorker:
+    def _take(self, fresh: bool) -> Worker:
         with self._lock:
             if self._closed:
                 raise RuntimeError("the warm pool is closed")
@@ -368,9 +369,9 @@ class WarmPool:
                 return self._idle.pop()
             if not fresh:
                 self.started += 1
-        return WarmWorker(self._launch(), self._output_limits)
+        return Worker(self._launch(), self._output_limits)
 
-    def _give_back(self, worker: WarmWorker, keep: bool) -> None:
+    def _give_back(self, worker: Worker, keep: bool) -> None:
         with self._lock:
             if keep and worker.alive and not self._closed:
                 self._idle.append(worker)
