@@ -7,8 +7,9 @@ job, and so its log file, after the command's module: train.log, evaluate.log.
 
 from __future__ import annotations
 
+import asyncio
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
@@ -48,3 +49,16 @@ def run(task: Callable[[Any], T], cfg: DictConfig, on_failure: Callable[[BaseExc
     except CodegrpoError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
+
+
+def score_pairs(cfg: Any, problems: list, pairs: Sequence[tuple[str, str]]) -> list:
+    """Score (problem_id, completion) pairs in a sandbox opened for them, in batches with progress (the
+    score and validate commands)."""
+    from codegrpo import build
+    from codegrpo.reward import score_all
+
+    async def score_in_sandbox() -> list:
+        async with build.sandbox(cfg.sandbox, cfg.problems.language) as sandbox:
+            return await score_all(build.scorer(cfg, problems, sandbox), pairs, cfg.batch_size)
+
+    return asyncio.run(score_in_sandbox())

@@ -10,7 +10,6 @@ Progress and a summary go to stderr.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -19,12 +18,12 @@ import hydra
 from omegaconf import DictConfig
 
 from codegrpo import build
-from codegrpo.commands import CONFIG_DIR, run
+from codegrpo.commands import CONFIG_DIR, run, score_pairs
 from codegrpo.config import ScoreConfig
 from codegrpo.errors import ProblemError
 from codegrpo.explain import explain
 from codegrpo.problems import read_jsonl
-from codegrpo.reward import score_all, summary
+from codegrpo.reward import summary
 
 
 def read_completions(path: str, known_ids: set[str]) -> list[tuple[str, str]]:
@@ -49,11 +48,7 @@ def score(cfg: ScoreConfig) -> None:
     problems = build.problems(cfg.problems)
     pairs = read_completions(cfg.completions, {p.id for p in problems})
 
-    async def score_in_sandbox():
-        async with build.sandbox(cfg.sandbox, cfg.problems.language) as sandbox:
-            return await score_all(build.scorer(cfg, problems, sandbox), pairs, cfg.batch_size)
-
-    scored = asyncio.run(score_in_sandbox())
+    scored = score_pairs(cfg, problems, pairs)
     for item in scored:
         line = explain(item) if cfg.reasons else {"problem_id": item.problem_id, "reward": item.verdict.reward,
                                                  "status": item.verdict.status.value}

@@ -9,7 +9,6 @@ prompt template's own words.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import textwrap
 
@@ -17,12 +16,12 @@ import hydra
 from omegaconf import DictConfig
 
 from codegrpo import build
-from codegrpo.commands import CONFIG_DIR, run
+from codegrpo.commands import CONFIG_DIR, run, score_pairs
 from codegrpo.config import ScoreConfig
 from codegrpo.explain import code_head, reason
 from codegrpo.problems import Problem
 from codegrpo.prompts import doubled_words
-from codegrpo.reward import score_all, summary
+from codegrpo.reward import summary
 from codegrpo.verdict import Status
 
 
@@ -43,11 +42,7 @@ def validate(cfg: ScoreConfig) -> int:
     # References are bare code; a HumanEval canonical_solution is a body completing the prompt.
     pairs = [(p.id, p.reference) for p in problems if p.reference]
 
-    async def score_in_sandbox():
-        async with build.sandbox(cfg.sandbox, cfg.problems.language) as sandbox:
-            return await score_all(build.scorer(cfg, problems, sandbox), pairs, cfg.batch_size)
-
-    scored = asyncio.run(score_in_sandbox())
+    scored = score_pairs(cfg, problems, pairs)
     failing = [s for s in scored if s.verdict.status is not Status.PASSED]
     for problem_id in missing:
         print(f"MISSING  {problem_id}: no reference solution")
