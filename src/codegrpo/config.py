@@ -36,6 +36,17 @@ class Split(enum.StrEnum):
     eval = "eval"
 
 
+class Checker(enum.StrEnum):
+    tokens = "tokens"  # whitespace-separated tokens in order; numbers within the tolerance
+    lines = "lines"  # lines in order, each without trailing whitespace; trailing blank lines ignored
+    exact = "exact"  # byte for byte
+
+
+class TestSelection(enum.StrEnum):
+    first = "first"  # the first max_tests tests, in the dataset's order
+    shortest = "shortest"  # the max_tests tests with the shortest inputs (rLLM/DeepCoder's rule)
+
+
 class LoggerBackend(enum.StrEnum):
     wandb = "wandb"
     none = "none"
@@ -84,6 +95,27 @@ class ProblemsConfig:
     data_files: str | None = None
     columns: dict[str, str] = field(default_factory=dict)  # problem field -> dataset column
     assert_list_column: str | None = None  # MBPP style: a column of assert statements becomes check()
+    # A public code-RL dataset's own schema (codegrpo.code_datasets: apps, taco, code_contests,
+    # livecodebench, deepcoder, verifiable_coding), read from hub_path or a local file via data_files.
+    loader: str | None = None
+    # Input/output problems (stdin and call-based): how many tests to keep and which; fewer than
+    # min_tests drops the problem (DeepCoder keeps >= 5); a window on the release date (livecodebench).
+    max_tests: int | None = None
+    test_selection: TestSelection = TestSelection.first
+    min_tests: int = 1
+    dedupe_prompts: bool = True
+    after: str | None = None  # ISO date: keep problems released on or after it
+    before: str | None = None  # ISO date: keep problems released before it
+    # stdin/stdout problems: "{prompt}" is the statement; call-based ones also fill "{fn_name}" and "{starter_code}".
+    stdio_template: str = (
+        "Solve this problem in Python. Read the input from standard input and print the answer to standard "
+        "output. Reply with only the code in one ```python block.\n\n{prompt}"
+    )
+    call_template: str = (
+        "Solve this problem in Python by writing the function `{fn_name}`; it is called with the arguments "
+        "of each test and its return value is checked. Reply with only the code in one ```python block."
+        "\n\n{prompt}\n\n{starter_code}"
+    )
 
 
 @dataclass
@@ -96,6 +128,11 @@ class RewardConfig:
     functions: list[str] = field(default_factory=lambda: ["code_reward"])
     weights: Optional[list[float]] = None
     args: dict[str, Any] = field(default_factory=dict)
+    # stdin/stdout problems: how printed output is compared with the expected (docs/reward-design.md).
+    checker: Checker = Checker.tokens
+    float_tolerance: float = 1e-6  # numbers equal within this, relative or absolute (checker=tokens)
+    # Input/output problems: all the tests of one completion together get at most this many seconds.
+    time_budget_s: float = 60.0
 
 
 @dataclass

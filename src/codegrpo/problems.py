@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import importlib.util
@@ -18,7 +19,18 @@ from codegrpo.errors import ProblemError
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 EXPRESSION_FIELDS = ("id", "prompt", "test", "expected")
 HUMANEVAL_FIELDS = ("task_id", "prompt", "test", "entry_point")
-OPTIONAL_FIELDS = {"reference": str, "canonical_solution": str, "timeout_s": (int, float), "language": str}
+OPTIONAL_FIELDS = {
+    "reference": str, "canonical_solution": str, "timeout_s": (int, float), "language": str, "starter_code": str,
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class IOTest:
+    """One test of an input/output problem. stdio: the text fed to stdin and the text to print. call: the
+    arguments (a JSON list) and the return value, as JSON text."""
+
+    input: str
+    output: str
 
 
 @dataclass(frozen=True)
@@ -26,12 +38,15 @@ class Problem:
     id: str
     prompt: str
     test: str
-    form: str  # "expression" (guide style) or "humaneval"
+    form: str  # "expression" (guide style), "humaneval", "stdio" (stdin/stdout) or "call" (fn_name(*input))
     expected: str = ""  # JSON text of the test's value (expression form)
     entry_point: str = ""  # the function under test (HumanEval form)
     reference: str = ""
-    timeout_s: float | None = None
+    timeout_s: float | None = None  # per program; per test for the stdio and call forms
     language: str | None = None
+    tests: tuple[IOTest, ...] = ()  # stdio and call forms
+    fn_name: str = ""  # call form: the function (or a method of class Solution) each test calls
+    starter_code: str = ""  # call form: the signature the prompt shows (LeetCode's class Solution)
 
 
 def resolve_path(path: str) -> Path:
@@ -84,6 +99,8 @@ def parse_problem(record: Any, where: str) -> Problem:
         "timeout_s": record.get("timeout_s"),
         "language": record.get("language"),
     }
+    if "tests" in record:
+        return _parse_io_problem(record, where, extras)
     if "task_id" in record or "entry_point" in record:
         fields = {key: _require_str(record, key, where) for key in HUMANEVAL_FIELDS}
         return Problem(
@@ -98,6 +115,43 @@ def parse_problem(record: Any, where: str) -> Problem:
     return Problem(
         id=fields["id"], prompt=fields["prompt"], test=fields["test"], form="expression",
         expected=fields["expected"], **extras,
+    )
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _parse_io_problem(record: dict[str, Any], where: str, extras: dict[str, Any]) -> Problem:
+    """The stdio form ({"tests": [{"input": str, "output": str}]}) or, with "fn_name", the call form
+    (each input a list of arguments, each output a JSON value)."""
+    problem_id, prompt = _require_str(record, "id", where), _require_str(record, "prompt", where)
+    tests = record["tests"]
+    if not isinstance(tests, list) or not tests:
+        raise ProblemError(f"{where}: field 'tests' must be a non-empty list")
+    call = "fn_name" in record
+    if call and not (isinstance(record["fn_name"], str) and _IDENTIFIER.fullmatch(record["fn_name"])):
+        raise ProblemError(f"{where}: field 'fn_name' must be a Python identifier")
+    parsed = []
+    for number, test in enumerate(tests):
+        field_name = f"tests[{number}]"
+        if not isinstance(test, dict) or not {"input", "output"} <= test.keys():
+            raise ProblemError(f"{where}: field {field_name!r} must be an object with 'input' and 'output'")
+        given, wanted = test["input"], test["output"]
+        if call:
+            if not isinstance(given, list):
+                raise ProblemError(f"{where}: field '{field_name}.input' must be a list of arguments")
+            try:
+                parsed.append(IOTest(json.dumps(given), json.dumps(wanted)))
+            except (TypeError, ValueError) as error:
+                raise ProblemError(f"{where}: field {field_name!r} is not JSON data ({error})") from None
+            continue
+        for key, value in (("input", given), ("output", wanted)):
+            if not isinstance(value, str):
+                raise ProblemError(f"{where}: field '{field_name}.{key}' must be a string (stdin/stdout form)")
+        parsed.append(IOTest(given, wanted))
+    return Problem(
+        id=problem_id, prompt=prompt, test="", form="call" if call else "stdio", tests=tuple(parsed),
+        fn_name=record.get("fn_name", ""), starter_code=record.get("starter_code") or "", **extras,
     )
 
 
@@ -175,5 +229,5 @@ def problem_set_hash(problems: Iterable[Problem]) -> str:
     """A stable hash of a problem set's content, for the run's reproducibility record."""
     digest = hashlib.sha256()
     for problem in problems:
-        digest.update(json.dumps(problem.__dict__, sort_keys=True).encode())
+        digest.update(json.dumps(dataclasses.asdict(problem), sort_keys=True).encode())
     return digest.hexdigest()

@@ -36,6 +36,11 @@ class Program:
     ``command`` when given (any argv: tests and the Superserve fake's exec use one). Its first
     ``prelude_chars`` characters may be trusted code that many programs share (the harness), whole
     lines: a warm interpreter compiles them once.
+
+    With ``inputs``, the program runs once per input, each run a fresh process that shares nothing with
+    the others (no files, /tmp, working directory or memory), with that text on its stdin;
+    ``timeout_s`` is then per run, and ``budget_s`` bounds all the runs together. Every run of one
+    program goes to the sandbox in one request.
     """
 
     source: str
@@ -44,6 +49,8 @@ class Program:
     filename: str = "solution.py"
     prelude_chars: int = 0
     command: tuple[str, ...] | None = None
+    inputs: tuple[str, ...] | None = None
+    budget_s: float | None = None
 
     @property
     def argv(self) -> tuple[str, ...]:
@@ -63,6 +70,8 @@ class RunResult:
     stderr: str = ""
     duration_s: float = 0.0
     error: str = ""  # what went wrong, for SANDBOX_ERROR
+    # A program with inputs: one result per input, in order (a run the budget left no time for is a TIMEOUT).
+    runs: tuple[RunResult, ...] = ()
 
     @property
     def is_infra_failure(self) -> bool:
