@@ -114,20 +114,20 @@ def start_tracking(cfg: TrainConfig, run_dir: Path):
     return run
 
 
-def evaluate_phase(cfg: TrainConfig, model, tokenizer, sandbox: SandboxBackend, phase: str, run) -> dict[str, Any]:
+def evaluate_phase(cfg: TrainConfig, model, tokenizer, sandbox: SandboxBackend, phase: str,
+                   run) -> evaluation.Evaluation:
     problems = build.eval_problems(cfg)
     scorer = build.scorer(cfg, problems, sandbox, kind="binary")
-    started = time.monotonic()
     results = evaluation.evaluate_model(model, tokenizer, scorer, problems, cfg.problems, cfg.evaluation)
-    results["wall_s"] = time.monotonic() - started
-    Path(cfg.run_dir, f"eval_{phase}.json").write_text(json.dumps(results, indent=2))
-    log.info("eval %s: %s", phase, {k: v for k, v in results.items() if k.startswith("pass@")})
+    evaluation.save(results, Path(cfg.run_dir, f"eval_{phase}.json"))
+    log.info("eval %s: %s", phase, results.metrics())
     if run is not None:
-        run.log({f"eval_{phase}/{k}": v for k, v in results.items() if k.startswith("pass@")})
+        run.log({f"eval_{phase}/{k}": v for k, v in results.metrics().items()})
     return results
 
 
-def compare_phases(cfg: TrainConfig, before: dict[str, Any], after: dict[str, Any], run) -> dict[str, Any]:
+def compare_phases(cfg: TrainConfig, before: evaluation.Evaluation, after: evaluation.Evaluation,
+                   run) -> evaluation.Comparison:
     """The paired change in pass@1 from before to after training: comparison.json, .png, W&B, the log."""
     comparison = evaluation.compare(before, after, cfg.evaluation.bootstrap, cfg.seed)
     evaluation.write_comparison(comparison, Path(cfg.run_dir), run)
@@ -285,7 +285,7 @@ def train(cfg: TrainConfig) -> dict[str, float]:
                 if cfg.evaluation.after:
                     after = evaluate_phase(cfg, final, tokenizer, sandbox, "after", run)
                     if before is not None:
-                        metrics["eval_change"] = compare_phases(cfg, before, after, run)["change"]
+                        metrics["eval_change"] = compare_phases(cfg, before, after, run).change
                 if cfg.save_model and cfg.trainer.push_to_hub:
                     push_final_model(cfg, run_dir, run_dir / "final_model")
                 console.final_summary(run_dir, history, run)

@@ -14,10 +14,9 @@ and to W&B with logger=wandb.
 
 from __future__ import annotations
 
-import json
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import hydra
 from omegaconf import DictConfig
@@ -27,9 +26,12 @@ from codegrpo.commands import CONFIG_DIR, run
 from codegrpo.config import EvaluateConfig
 from codegrpo.errors import UsageError
 
+if TYPE_CHECKING:
+    from codegrpo.evaluation import Comparison, Evaluation  # imported in evaluate(): it brings numpy
 
-def evaluate(cfg: EvaluateConfig) -> dict[str, Any]:
-    from codegrpo.evaluation import compare, comparison_summary, evaluate_model, write_comparison
+
+def evaluate(cfg: EvaluateConfig) -> Evaluation | Comparison:
+    from codegrpo.evaluation import compare, comparison_summary, evaluate_model, load_evaluation, save, write_comparison
     from codegrpo.models import check_hub_model
 
     run_dir = Path(cfg.run_dir)
@@ -47,27 +49,27 @@ def evaluate(cfg: EvaluateConfig) -> dict[str, Any]:
         problems = build.eval_problems(cfg) if checkpoints else []
         for label, item in zip("ab" if cfg.compare else [""], items, strict=True):
             if str(item).endswith(".json"):
-                results = json.loads(Path(item).read_text())
+                results = load_evaluation(Path(item))
             else:
                 model, tokenizer = build.model(cfg.model, item)
                 scorer = build.scorer(cfg, problems, sandbox, kind="binary")
                 results = evaluate_model(model, tokenizer, scorer, problems, cfg.problems, cfg.evaluation)
             run_dir.mkdir(parents=True, exist_ok=True)
-            (run_dir / f"eval{'_' * bool(label)}{label}.json").write_text(json.dumps(results, indent=2))
+            save(results, run_dir / f"eval{'_' * bool(label)}{label}.json")
             evaluations.append(results)
     wandb_run = build.tracking(cfg, run_dir, "eval")
     try:
         if not cfg.compare:
             [results] = evaluations
             if wandb_run is not None:
-                wandb_run.log({f"eval/{k}": v for k, v in results.items() if k.startswith("pass@")})
-            summary = ", ".join(f"{k} {v:.3f}" for k, v in results.items() if k.startswith("pass@"))
-            print(f"{summary} on {results['num_problems']} problems; results in {run_dir / 'eval.json'}")
+                wandb_run.log({f"eval/{k}": v for k, v in results.metrics().items()})
+            summary = ", ".join(f"{k} {v:.3f}" for k, v in results.metrics().items())
+            print(f"{summary} on {results.num_problems} problems; results in {run_dir / 'eval.json'}")
             return results
         comparison = compare(*evaluations, cfg.evaluation.bootstrap, cfg.seed)
-        comparison["compared"] = list(cfg.compare)
+        comparison.compared = list(cfg.compare)
         write_comparison(comparison, run_dir, wandb_run)
-        print(f"{comparison_summary(comparison)}; results in {run_dir / 'comparison.json'}")
+        print(f"{comparison_summary(comparison)}\nresults in {run_dir / 'comparison.json'}")
         return comparison
     finally:
         tracking.finish_run(wandb_run)
