@@ -10,6 +10,9 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf, open_dict
 
 from codegrpo.commands import CONFIG_DIR
+from codegrpo.config import register_configs
+
+register_configs()  # the trainer schema too: tests compose train.yaml (commands.train registers it)
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The score and validate commands, run as users run them."""
+"""The commands, run as users run them."""
 
 from __future__ import annotations
 
@@ -7,12 +7,39 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from codegrpo.problems import PROJECT_ROOT, load_problems
 
 
-def command(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", *args], cwd=PROJECT_ROOT, capture_output=True, text=True,
+def command(*args: str, flags: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *flags, "-m", *args], cwd=PROJECT_ROOT, capture_output=True, text=True,
                           timeout=300)
+
+
+def imported_modules(stderr: str) -> set[str]:
+    """Every module a ``python -X importtime`` run imported, from its report on stderr."""
+    return {line.rsplit("|", 1)[1].strip() for line in stderr.splitlines() if line.startswith("import time:")}
+
+
+@pytest.mark.parametrize("name", ["score", "validate", "limits"])
+def test_companion_commands_never_import_torch_transformers_or_trl(tmp_path, name):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"problem_id": "is_prime", "completion": "def is_prime(n):\\n    return n > 1"}\n')
+    args = {"score": [f"completions={path}"], "validate": [], "limits": []}[name]
+    done = command(f"codegrpo.commands.{name}", "problems=seed", *args, flags=("-X", "importtime"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert {"score": '"status": "failed"', "validate": "seed: 4/4", "limits": "enforced by"}[name] in done.stdout
+    modules = imported_modules(done.stderr)
+    assert {"codegrpo.build", "codegrpo.sandbox.workers"} <= modules  # the report covers the sandbox too
+    assert not {m.split(".")[0] for m in modules} & {"torch", "transformers", "trl"}
+
+
+def test_train_still_checks_every_trainer_key_when_it_composes():
+    # The trainer schema (from trl) is registered by the train command alone: a misspelt field fails there.
+    done = subprocess.run([sys.executable, "train.py", "trainer.learnig_rate=1e-5", "--cfg", "job"],
+                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    assert "Key 'learnig_rate' not in 'TrainerConfig'" in done.stdout + done.stderr
 
 
 def test_score_writes_one_line_per_input_in_order(tmp_path):

@@ -17,6 +17,8 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
+from codegrpo.cgroupfs import usable_cores
+
 
 # The choices a user picks by name: a typo fails at compose time, naming the allowed values. StrEnum, so
 # each value still is the plain string the YAML files and the code use ("binary" == RewardKind.binary).
@@ -144,6 +146,13 @@ class SandboxConfig:
     timeout_s: float = 10.0  # wall-clock limit per program
     allow_out: list[str] = field(default_factory=list)
     deny_out: list[str] = field(default_factory=lambda: ["0.0.0.0/0"])
+    # Each program's limits, in every backend (harness/protocol.py; memory is the local sandbox's or the VM's).
+    max_processes: int = 32
+    stdout_limit_bytes: int = 1 << 20
+    stderr_limit_bytes: int = 1 << 20
+    file_size_limit_bytes: int = 2 << 20
+    tmpfs_limit_bytes: int = 64 << 20
+    open_files: int = 64
 
 
 @dataclass
@@ -153,12 +162,6 @@ class LocalSandboxConfig(SandboxConfig):
     python: str = ""  # interpreter inside the sandbox; empty means this Python's base interpreter
     extra_ro_paths: list[str] = field(default_factory=list)
     memory_mb: int = 1024
-    max_processes: int = 32
-    stdout_limit_bytes: int = 1 << 20
-    stderr_limit_bytes: int = 1 << 20
-    file_size_limit_bytes: int = 2 << 20
-    tmpfs_limit_bytes: int = 64 << 20
-    open_files: int = 64
     uid: int = 65534  # as root, sandboxes run as this unprivileged host uid and gid (nobody, nogroup)
     gid: int = 65534
     # Programs run as root of the sandbox's own user namespace, with its capabilities, as in a cloud VM
@@ -244,7 +247,7 @@ def _schema_default(f: dataclasses.Field) -> Any:
 def trainer_schema() -> type:
     """A dataclass with every field of trl.GRPOConfig, so each one is settable and type-checked.
 
-    Built on first use, not at import: importing trl costs seconds that the scoring commands need not pay.
+    Imports trl (seconds, with torch and transformers): only the train command's config needs it.
     """
     from trl import GRPOConfig
 
@@ -332,8 +335,6 @@ class ScoreConfig:
 def auto_concurrency() -> int:
     """``${auto_concurrency:}``: programs at once for the local sandbox, the usable cores less one for the
     trainer (at least 2)."""
-    from codegrpo.sandbox.cgroups import usable_cores
-
     return max(2, usable_cores() - 1)
 
 
@@ -342,8 +343,11 @@ def to_plain(cfg: Any) -> dict[str, Any]:
     return OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True, enum_to_str=True)
 
 
-def register_configs() -> None:
-    """Register every schema and resolver. Idempotent, so tests and commands may call it freely."""
+def register_configs(trainer: bool = True) -> None:
+    """Register every schema and resolver. Idempotent, so tests and commands may call it freely.
+
+    ``trainer=False`` leaves out the trainer schema, which imports trl: the commands that compose no
+    trainer group (score, validate, limits, evaluate) then start without torch."""
     OmegaConf.register_new_resolver("auto_concurrency", auto_concurrency, replace=True)
     cs = ConfigStore.instance()
     cs.store(name="base_train", node=TrainConfig)
@@ -355,6 +359,7 @@ def register_configs() -> None:
     cs.store(group="sandbox", name="base_sandbox", node=SandboxConfig)
     cs.store(group="sandbox", name="base_local", node=LocalSandboxConfig)
     cs.store(group="sandbox", name="base_superserve", node=SuperserveSandboxConfig)
-    cs.store(group="trainer", name="base_trainer", node=trainer_schema())
+    if trainer:
+        cs.store(group="trainer", name="base_trainer", node=trainer_schema())
     cs.store(group="logger", name="base_logger", node=LoggerConfig)
     cs.store(group="peft", name="base_lora", node=LoraSchema)

@@ -20,7 +20,9 @@ from codegrpo.resources import config_dir
 
 # The repo's conf/ in a checkout, the copy inside the package when installed from a wheel.
 CONFIG_DIR = str(config_dir())
-register_configs()  # the typed schemas must be in Hydra's ConfigStore before it composes
+# The typed schemas must be in Hydra's ConfigStore before it composes. The trainer's imports trl (and
+# torch): only commands.train registers it, so score, validate and limits start in a second.
+register_configs(trainer=False)
 
 T = TypeVar("T")
 HINTS = {"problems.path": "problems=jsonl reads a file: add problems.path=/path/to/problems.jsonl"}

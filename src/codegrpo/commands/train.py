@@ -9,6 +9,9 @@ import hydra
 from omegaconf import DictConfig
 
 from codegrpo.commands import CONFIG_DIR, run
+from codegrpo.config import register_configs
+
+register_configs()  # with the trainer schema (every trl.GRPOConfig field), which only train.yaml composes
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="train")
