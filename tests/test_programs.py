@@ -12,7 +12,7 @@ import pytest
 
 from codegrpo.problems import Problem
 from codegrpo.programs import build_program, get_language, humaneval_check
-from codegrpo.verdict import score_checks
+from codegrpo.verdict import decode_typed, score_checks
 
 PYTHON = get_language("python")
 
@@ -52,7 +52,7 @@ def test_expression_programs_carry_the_harness_and_report_a_value():
 def test_humaneval_checks_split_into_host_judged_values_and_asserts():
     check = humaneval_check(PROBLEM)
     assert check.expected == [
-        ["eq", 4], ["eq", 9], ["truthy", True], ["truthy", False], ["near", 0.25, 1e-9, False], None,
+        ["eq", 4], ["is", 9], ["truthy", True], ["truthy", False], ["near", 0.25, 1e-9, False], None,
     ]  # fmt: skip
     # What a value check must be is not in the program; the loop's assert is decided in the harness.
     assert "== 4" not in check.source and "is 9" not in check.source and "1.0 / 4.0" not in check.source
@@ -63,9 +63,9 @@ def test_a_right_candidate_passes_every_check_and_a_wrong_one_fails_them():
     right = build_program(PROBLEM, "    return x * x\n", PYTHON, 5.0)
     report = run(right.source)
     assert report["status"] == "ok"
-    assert score_checks(report["value"], humaneval_check(PROBLEM).expected, partial=False).reward == 1.0
+    assert score_checks(decode_typed(report["value"]), humaneval_check(PROBLEM).expected, partial=False).reward == 1.0
     wrong = run(build_program(PROBLEM, "    return x + x\n", PYTHON, 5.0).source)
-    verdict = score_checks(wrong["value"], humaneval_check(PROBLEM).expected, partial=True)
+    verdict = score_checks(decode_typed(wrong["value"]), humaneval_check(PROBLEM).expected, partial=True)
     assert 0.0 < verdict.reward < 1.0  # x + x is right for 2 and 0 only
 
 
@@ -73,7 +73,7 @@ def test_the_checks_use_the_prompts_helpers_not_the_completions():
     # The completion redefines the helper the check compares against: the check still uses the prompt's.
     cheat = "    return 0\n\n\ndef square_of(x):\n    return 0\n"
     report = run(build_program(PROBLEM, cheat, PYTHON, 5.0).source)
-    assert report["value"][-1] == ["raised", "AssertionError"]
+    assert decode_typed(report["value"])[-1] == ("raised", "AssertionError")
 
 
 def test_a_completion_that_forges_the_records_gets_an_error():
@@ -97,12 +97,12 @@ def test_values_that_are_not_plain_builtins_never_reach_the_checks():
     assert report == {"status": "error", "error": "the checks could not run: ValueError: "}
 
 
-def test_javascript_supports_the_expression_form_only():
+def test_javascript_supports_the_expression_and_stdio_forms_only():
     javascript = get_language("javascript")
     program = build_program(Problem("x", "p", "[f(1)]", "expression", expected="[1]"), "function f(x){return x}",
                             javascript, 5.0)  # fmt: skip
     assert program.argv == ("node", "/tmp/solution.js") and program.prelude_chars == 0
-    with pytest.raises(ValueError, match="expression form only"):
+    with pytest.raises(ValueError, match="expression and stdio forms only"):
         build_program(PROBLEM, "", javascript, 5.0)
     with pytest.raises(ValueError, match="unknown language"):
         get_language("cobol")

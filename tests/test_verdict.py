@@ -57,7 +57,7 @@ def test_checks_judged_on_the_host_keep_their_answers_out_of_the_sandbox():
     assert [w[:2] for w in truth.expected[:2]] == [["truthy", True], ["truthy", False]]
     assert "not candidate" not in truth.source
     identity = humaneval_check(problems["HumanEval/72"])  # assert candidate([3, 2, 3], 9) is True
-    assert identity.expected[0] == ["eq", True]
+    assert identity.expected[0] == ["is", True]
     records = [["value", 2 / 3 + 1e-9], ["value", 1.0], ["value", 1.2 + 1e-3]]
     assert score_checks(records, near.expected, partial=True).reward == pytest.approx(2 / 3)
     assert score_checks([["value", True], ["value", 0]], truth.expected[:2], partial=False).reward == 1.0

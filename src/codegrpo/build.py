@@ -82,7 +82,8 @@ def scorer(cfg: Any, problem_set: list[Problem], backend: SandboxBackend, kind: 
     """A Scorer of ``problem_set`` through ``backend``, as ``cfg.reward`` says (``kind`` overrides it:
     evaluation is always binary)."""
     return Scorer(problem_set, backend, get_language(cfg.problems.language), kind or cfg.reward.kind,
-                  cfg.reward.extract, cfg.sandbox.timeout_s)
+                  cfg.reward.extract, cfg.sandbox.timeout_s, cfg.reward.checker, cfg.reward.float_tolerance,
+                  cfg.reward.time_budget_s)
 
 
 def model(cfg: ModelConfig, checkpoint: str | None = None, bf16: bool = False):

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import ast
-import json
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
 
+from codegrpo.errors import ProblemError
 from codegrpo.problems import Problem
 from codegrpo.sandbox.base import Program
 
@@ -31,7 +31,7 @@ def get_language(name: str) -> Language:
     try:
         return LANGUAGES[name]
     except KeyError:
-        raise ValueError(f"unknown language {name!r}; choose one of {sorted(LANGUAGES)}") from None
+        raise ProblemError(f"unknown language {name!r}; choose one of {sorted(LANGUAGES)}") from None
 
 
 @cache
@@ -40,9 +40,23 @@ def _python_harness() -> str:
     return text if text.endswith("\n") else text + "\n"  # whole lines: the program's prelude
 
 
-def build_program(problem: Problem, code: str, language: Language, timeout_s: float) -> Program:
-    """The program that runs ``code`` against ``problem``'s test and reports one JSON line on stdout."""
+def build_program(
+    problem: Problem, code: str, language: Language, timeout_s: float, budget_s: float | None = None
+) -> Program:
+    """The program that runs ``code`` against ``problem``'s test and reports one JSON line on stdout.
+
+    Input/output problems run once per test (``Program.inputs``), within ``budget_s`` in all: a stdio
+    program is the code itself, reading the test's input; a call-form one is the harness calling
+    ``fn_name`` with the test's arguments."""
     timeout = problem.timeout_s or timeout_s
+    if problem.form in ("stdio", "call"):
+        inputs = tuple(test.input for test in problem.tests)
+        if problem.form == "stdio":
+            return Program(code, language.runtime, timeout, language.filename, inputs=inputs, budget_s=budget_s)
+        if language.name != "python":
+            raise ProblemError(f"problem {problem.id}: the call form runs Python only")
+        source = _python_program(code, problem.fn_name, "call")
+        return Program(source, "python", timeout, language.filename, len(_python_harness()), None, inputs, budget_s)
     if language.name == "javascript":
         source = _javascript_program(problem, code)
     elif problem.form == "humaneval":
@@ -72,7 +86,7 @@ def _python_program(code: str, test: str, mode: str, *more: str) -> str:
 
 def _javascript_program(problem: Problem, code: str) -> str:
     if problem.form != "expression":
-        raise ValueError(f"problem {problem.id}: JavaScript supports the expression form only")
+        raise ProblemError(f"problem {problem.id}: JavaScript supports the expression and stdio forms only")
     # Weaker than the Python harness: the completion shares the process and its stdout (see docs/security.md).
     return (
         f"{code}\n;\n"
@@ -86,16 +100,17 @@ def _javascript_program(problem: Problem, code: str) -> str:
 @dataclass(frozen=True)
 class HumanEvalCheck:
     source: str  # test code that defines _codegrpo_check() -> records
-    # Per check, how the host judges its value record: ["eq", literal], ["truthy", bool] or
-    # ["near", value, tolerance, inclusive]; None when the check is an assert decided in the sandbox.
+    # Per check, how the host judges its value record (verdict.check_passes): ["eq", literal] (Python's
+    # ==, the literal as Python builds it: tuples, sets and dict keys keep their types), ["is", constant],
+    # ["truthy", bool] or ["near", value, tolerance, inclusive]; None when the check is an assert decided
+    # in the sandbox.
     expected: list[Any]
 
 
 def _literal(node: ast.expr) -> tuple[bool, Any]:
-    """A JSON-able literal (tuples become lists), or (False, None)."""
+    """The value of a Python literal, exactly as the check would build it, or (False, None)."""
     try:
-        value = ast.literal_eval(node)
-        return True, json.loads(json.dumps(value, allow_nan=True))
+        return True, ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return False, None
 
@@ -130,7 +145,7 @@ def humaneval_check(problem: Problem) -> HumanEvalCheck:
     module = ast.parse(problem.test)
     check = next((n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "check"), None)
     if check is None or not check.args.args:
-        raise ValueError(f"problem {problem.id}: test does not define check(candidate)")
+        raise ProblemError(f"problem {problem.id}: test does not define check(candidate)")
     param = check.args.args[0].arg
     body: list[str] = [f"{param} = _guard({problem.entry_point})"]
     expected: list[Any] = []
@@ -169,7 +184,9 @@ def _value_check(statement: ast.stmt, param: str) -> tuple[str | None, Any]:
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
         return None, None
     op, (right,) = test.ops[0], test.comparators
-    if isinstance(op, ast.Eq) or (isinstance(op, ast.Is) and isinstance(right, ast.Constant)):
+    if isinstance(op, ast.Is) and isinstance(right, ast.Constant):
+        return ast.unparse(test.left), ["is", right.value]
+    if isinstance(op, ast.Eq):
         ok, value = _literal(right)
         return (ast.unparse(test.left), ["eq", value]) if ok else (None, None)
     left = test.left
@@ -188,10 +205,10 @@ def _block_source(statement: ast.stmt) -> str:
 
 _CHECK_HELPERS = '''
 def _guard(function):
-    # Every value the candidate returns must be plain builtin data: no forged __eq__.
+    # Every value the candidate returns must be exact builtin data: no forged __eq__.
     def guarded(*args, **kwargs):
         result = function(*args, **kwargs)
-        _plain(result)
+        _typed(result)
         return result
     return guarded
 

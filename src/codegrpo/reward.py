@@ -10,13 +10,25 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from codegrpo.config import Extract, RewardKind
+from codegrpo.checker import compare_output
+from codegrpo.config import Checker, Extract, RewardKind
 from codegrpo.explain import code_head, reason
 from codegrpo.extraction import completion_text, extract_code
-from codegrpo.problems import Problem
+from codegrpo.problems import IOTest, Problem
 from codegrpo.programs import Language, build_program, humaneval_check
-from codegrpo.sandbox.base import SandboxBackend
-from codegrpo.verdict import Scored, Status, Verdict, envelope, score_checks, score_values
+from codegrpo.sandbox.base import RunResult, SandboxBackend
+from codegrpo.verdict import (
+    Scored,
+    Status,
+    Verdict,
+    envelope,
+    got_expected,
+    json_view,
+    score_checks,
+    score_io,
+    score_values,
+    strict_equal,
+)  # fmt: skip
 
 
 class Scorer:
@@ -30,6 +42,9 @@ class Scorer:
         kind: RewardKind = RewardKind.binary,
         extract: Extract = Extract.first,
         timeout_s: float = 10.0,
+        checker: Checker = Checker.tokens,
+        tolerance: float = 1e-6,
+        budget_s: float | None = None,
     ) -> None:
         self.problems = {problem.id: problem for problem in problems}
         self.sandbox = sandbox
@@ -37,6 +52,9 @@ class Scorer:
         self.partial = kind == RewardKind.partial
         self.extract = extract
         self.timeout_s = timeout_s
+        self.checker = checker
+        self.tolerance = tolerance
+        self.budget_s = budget_s  # input/output problems: all the tests of one completion together
 
     def problem(self, problem_id: str) -> Problem:
         try:
@@ -49,7 +67,9 @@ class Scorer:
         codes = [extract_code(completion_text(c), self.language.fence_tags, self.extract) for c in completions]
         keys = list(zip(problem_ids, codes, strict=True))
         unique = [key for key in dict.fromkeys(keys) if key[1].strip()]
-        programs = [build_program(self.problem(pid), code, self.language, self.timeout_s) for pid, code in unique]
+        programs = [
+            build_program(self.problem(pid), code, self.language, self.timeout_s, self.budget_s) for pid, code in unique
+        ]
         results = await self.sandbox.run_many(programs)
         by_key = {
             key: (self._judge(self.problem(key[0]), result), result.duration_s)
@@ -58,13 +78,40 @@ class Scorer:
         no_code = (Verdict(Status.NO_CODE, 0.0), 0.0)
         return [Scored(pid, code, *by_key.get((pid, code), no_code)) for pid, code in keys]
 
-    def _judge(self, problem: Problem, result) -> Verdict:
-        early, value = envelope(result)
+    def _judge(self, problem: Problem, result: RunResult) -> Verdict:
+        try:
+            return self._verdict(problem, result)
+        except Exception as error:  # the last line: judging one completion fails that completion alone
+            return Verdict(Status.ERROR, 0.0, f"the verdict could not be computed: {type(error).__name__}")
+
+    def _verdict(self, problem: Problem, result: RunResult) -> Verdict:
+        if problem.form == "stdio":
+            return score_io(result, len(problem.tests), lambda i, run: self._stdio(problem.tests[i], run), self.partial)
+        if problem.form == "call":
+            return score_io(result, len(problem.tests), lambda i, run: _call(problem.tests[i], run), self.partial)
+        early, value = envelope(result, typed=self.language.name == "python")
         if early is not None:
             return early
         if problem.form == "humaneval" and self.language.name == "python":
             return score_checks(value, humaneval_check(problem).expected, self.partial)
         return score_values(value, json.loads(problem.expected), self.partial)
+
+    def _stdio(self, test: IOTest, run: RunResult) -> tuple[Status, str] | None:
+        difference = compare_output(run.stdout, test.output, self.checker, self.tolerance)
+        return None if difference is None else (Status.FAILED, difference)
+
+
+def _call(test: IOTest, run: RunResult) -> tuple[Status, str] | None:
+    """A call-form test: the harness's report of the function's value, against the test's output (strict JSON)."""
+    early, value = envelope(run)
+    if early is not None:
+        return early.status, early.detail
+    try:
+        value = json_view(value)
+    except ValueError as error:
+        return Status.ERROR, f"unscorable value: {error}"
+    expected = json.loads(test.output)
+    return None if strict_equal(value, expected) else (Status.FAILED, got_expected(value, expected))
 
 
 def batch_metrics(scored: Sequence[Scored]) -> dict[str, float]:

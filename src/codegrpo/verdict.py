@@ -5,6 +5,8 @@ from __future__ import annotations
 import enum
 import json
 import math
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,11 +22,25 @@ class Status(str, enum.Enum):
     INFRA = "infra"  # the sandbox failed: reward None, left out of the update
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def clean_text(text: str) -> str:
+    """Text from a sandbox made safe for every writer on the host (parquet, W&B, JSON, a terminal): lone
+    surrogates (which a JSON escape can carry) and control characters but newline and tab as escapes."""
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
 @dataclass(frozen=True)
 class Verdict:
     status: Status
     reward: float | None
     detail: str = ""
+
+    def __post_init__(self) -> None:
+        # Every reason shown anywhere is a verdict's detail: cleaned here, once.
+        object.__setattr__(self, "detail", clean_text(self.detail))
 
 
 @dataclass(frozen=True)
@@ -36,17 +52,25 @@ class Scored:
 
 
 def strict_equal(a: Any, b: Any) -> bool:
-    """JSON values equal in type and value: True never equals 1, 2 equals 2.0, NaN equals NaN."""
+    """JSON values equal in type and value: True never equals 1, 2 equals 2.0, NaN equals NaN. Total:
+    values too deep to compare are unequal."""
+    try:
+        return _strict_equal(a, b)
+    except RecursionError:
+        return False
+
+
+def _strict_equal(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
             return True
-        return a == b
+        return a == b  # exact for ints of any size against floats: never an OverflowError
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(strict_equal(x, y) for x, y in zip(a, b, strict=True))
+        return len(a) == len(b) and all(_strict_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(strict_equal(a[k], b[k]) for k in a)
+        return a.keys() == b.keys() and all(_strict_equal(a[k], b[k]) for k in a)
     if a is None or b is None:
         return a is None and b is None
     return type(a) is type(b) and a == b
@@ -56,12 +80,60 @@ def parse_json(text: str) -> tuple[bool, Any]:
     """Parse JSON that came out of a sandbox; anything malformed, too deep or too big is (False, None)."""
     try:
         return True, json.loads(text)
-    except (ValueError, RecursionError, TypeError):
+    except (ValueError, RecursionError, TypeError, MemoryError):
         return False, None
 
 
-def envelope(result: RunResult) -> tuple[Verdict | None, Any]:
-    """Read the harness's one-line report from a finished run, or the verdict that ends scoring early."""
+MAX_DEPTH = 120  # the harness refuses values nested deeper than 100
+_TAGS: dict[str, Callable[[list[Any]], Any]] = {"t": tuple, "s": set, "f": frozenset}
+
+
+def decode_typed(node: Any, depth: int = 0) -> Any:
+    """The Python value the harness's typed JSON describes (python_harness._typed): tuples, sets,
+    frozensets, dicts with keys of any type, bytes, complex and big ints as Python had them.
+    Raises ValueError for anything else."""
+    if depth > MAX_DEPTH:
+        raise ValueError("value nested too deep")
+    if node is None or type(node) in (bool, int, float, str):
+        return node
+    if type(node) is list:
+        return [decode_typed(item, depth + 1) for item in node]
+    if type(node) is not dict or len(node) != 1:
+        raise ValueError("malformed typed value")
+    ((tag, body),) = node.items()
+    try:
+        if tag in _TAGS and type(body) is list:
+            return _TAGS[tag](decode_typed(item, depth + 1) for item in body)
+        if tag == "d" and type(body) is list and all(type(pair) is list and len(pair) == 2 for pair in body):
+            return {decode_typed(key, depth + 1): decode_typed(item, depth + 1) for key, item in body}
+        if tag == "b" and type(body) is str:
+            return bytes.fromhex(body)
+        if tag == "c" and type(body) is list and len(body) == 2 and all(type(x) is float for x in body):
+            return complex(*body)
+        if tag == "i" and type(body) is str:
+            return int(body, 16)  # base 16: no limit on digits
+    except TypeError as error:  # an unhashable item of a set or key of a dict
+        raise ValueError(f"malformed typed value: {error}") from None
+    raise ValueError("malformed typed value")
+
+
+def json_view(value: Any, depth: int = 0) -> Any:
+    """A typed value as the guide's JSON sees it (tuples are lists); ValueError where JSON has no such value."""
+    if depth > MAX_DEPTH:
+        raise ValueError("value nested too deep")
+    kind = type(value)
+    if value is None or kind in (bool, int, float, str):
+        return value
+    if kind in (list, tuple):
+        return [json_view(item, depth + 1) for item in value]
+    if kind is dict and all(type(key) is str for key in value):
+        return {key: json_view(item, depth + 1) for key, item in value.items()}
+    raise ValueError(f"not JSON data: {'dict keys must be str' if kind is dict else kind.__name__}")
+
+
+def envelope(result: RunResult, typed: bool = True) -> tuple[Verdict | None, Any]:
+    """Read the harness's one-line report from a finished run, or the verdict that ends scoring early.
+    ``typed``: the Python harness's typed JSON (decode_typed); else plain JSON (the JavaScript program)."""
     if result.outcome is Outcome.SANDBOX_ERROR:
         return Verdict(Status.INFRA, None, result.error), None
     if result.outcome is Outcome.TIMEOUT:
@@ -74,28 +146,41 @@ def envelope(result: RunResult) -> tuple[Verdict | None, Any]:
         return Verdict(Status.ERROR, 0.0, "no report from the harness"), None
     if report["status"] == "error":
         return Verdict(Status.ERROR, 0.0, str(report.get("error", ""))[:500]), None
-    return None, report.get("value")
+    if not typed:
+        return None, report.get("value")
+    try:
+        return None, decode_typed(report.get("value"))
+    except (ValueError, RecursionError, MemoryError) as error:
+        return Verdict(Status.ERROR, 0.0, f"unscorable value: {error}"), None
 
 
 VALUE_CHARS = 80
 
 
-def show_value(value: Any, limit: int = VALUE_CHARS) -> str:
-    """A value as JSON text, cut to ``limit`` characters, for a reason a person reads."""
+def show_value(value: Any, limit: int = VALUE_CHARS, python: bool = False) -> str:
+    """A value as JSON text (or with ``python``, as Python's repr: a tuple is not a list there), cut to
+    ``limit`` characters, for a reason a person reads. Total: any value gives some text."""
     try:
-        text = json.dumps(value, allow_nan=True)
-    except (TypeError, ValueError, RecursionError):
-        text = repr(value)
+        text = repr(value) if python else json.dumps(value, allow_nan=True)
+    except (TypeError, ValueError, RecursionError, MemoryError):
+        try:
+            text = repr(value)
+        except (ValueError, RecursionError, MemoryError):  # an int past Python's 4300 digits, say
+            text = f"<a {type(value).__name__} too large to show>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def got_expected(actual: Any, expected: Any) -> str:
+def got_expected(actual: Any, expected: Any, python: bool = False) -> str:
     # Built on the host after the run: the expected value never goes into the sandbox.
-    return f"got {show_value(actual)}, expected {show_value(expected)}"
+    return f"got {show_value(actual, python=python)}, expected {show_value(expected, python=python)}"
 
 
 def score_values(actual: Any, expected: Any, partial: bool) -> Verdict:
     """Expression form: the whole value must match; with ``partial``, list positions count one by one."""
+    try:
+        actual = json_view(actual)
+    except ValueError as error:
+        return Verdict(Status.ERROR, 0.0, f"unscorable value: {error}")
     if strict_equal(actual, expected):
         return Verdict(Status.PASSED, 1.0)
     comparable = isinstance(actual, list) and isinstance(expected, list) and len(actual) == len(expected)
@@ -110,16 +195,16 @@ def score_checks(records: Any, expected: list[Any], partial: bool) -> Verdict:
 
     ``expected[i]`` says how (``programs.HumanEvalCheck``), or is None for an assert decided in the sandbox.
     """
-    if not isinstance(records, list) or len(records) != len(expected):
+    if not isinstance(records, (list, tuple)) or len(records) != len(expected):
         return Verdict(Status.ERROR, 0.0, "the checks did not all run")
     passed = 0
     first_failure = ""
     for number, (record, want) in enumerate(zip(records, expected, strict=True), start=1):
         ok = False
-        if isinstance(record, list) and len(record) == 2:
+        if isinstance(record, (list, tuple)) and len(record) == 2:
             kind, value = record
             if kind == "value" and want is not None:
-                ok = _value_passes(value, want)
+                ok = check_passes(value, want)
             elif kind == "assert" and want is None:
                 ok = value is True
         passed += ok
@@ -134,25 +219,68 @@ def score_checks(records: Any, expected: list[Any], partial: bool) -> Verdict:
 
 def _check_failure(number: int, record: Any, want: list[Any] | None) -> str:
     """Why check ``number`` failed, judged on the host: got vs what the check wants."""
-    if want is None or not (isinstance(record, list) and len(record) == 2 and record[0] == "value"):
+    is_value = isinstance(record, (list, tuple)) and len(record) == 2 and record[0] == "value"
+    if want is None or not is_value:
         return f"check {number}: assert failed"
     value = record[1]
     how, *args = want
-    if how == "eq":
-        return f"check {number}: {got_expected(value, args[0])}"
+    if how in ("eq", "is"):
+        return f"check {number}: {got_expected(value, args[0], python=True)}"
+    got = show_value(value, python=True)
     if how == "truthy":
-        return f"check {number}: got {show_value(value)}, expected a {'true' if args[0] else 'false'} value"
-    return f"check {number}: got {show_value(value)}, expected {show_value(args[0])} within {args[1]}"
+        return f"check {number}: got {got}, expected a {'true' if args[0] else 'false'} value"
+    return f"check {number}: got {got}, expected {show_value(args[0])} within {args[1]}"
 
 
-def _value_passes(value: Any, want: list[Any]) -> bool:
+def check_passes(value: Any, want: list[Any]) -> bool:
+    """Whether the check's own Python operation holds for the candidate's value (exact builtin data the
+    host rebuilt): ``==`` for eq, identity of a constant for is, truth, or ``abs(value - target) < tol``.
+    Total: what would raise in the check (a huge int against a float, say) fails it, as the assert would."""
     how, *args = want
-    if how == "eq":
-        return strict_equal(value, args[0])
-    if how == "truthy":
-        return bool(value) is args[0]
-    target, tolerance, inclusive = args
-    if type(value) not in (int, float) or math.isnan(value):
+    try:
+        if how == "eq":
+            return bool(value == args[0])
+        if how == "is":
+            return type(value) is type(args[0]) and value == args[0]
+        if how == "truthy":
+            return bool(value) is args[0]
+        target, tolerance, inclusive = args
+        distance = abs(value - target)
+        return bool(distance <= tolerance if inclusive else distance < tolerance)
+    except (ArithmeticError, TypeError, ValueError, RecursionError, MemoryError):
         return False
-    distance = abs(value - target)
-    return distance <= tolerance if inclusive else distance < tolerance
+
+
+def _run_failure(run: RunResult) -> tuple[Status, str] | None:
+    """How a test's run failed before its output could be judged, or None when it exited cleanly."""
+    if run.outcome is Outcome.TIMEOUT:
+        return Status.TIMEOUT, "timed out"
+    if run.outcome is Outcome.EXITED and run.exit_code == 0:
+        return None
+    last = next((line.strip() for line in reversed(run.stderr.splitlines()) if line.strip()), "")
+    why = f"{run.outcome.value} (exit {run.exit_code})"
+    return Status.ERROR, f"{why}: {last[:200]}" if last else why
+
+
+def score_io(
+    result: RunResult, total: int, judge: Callable[[int, RunResult], tuple[Status, str] | None], partial: bool
+) -> Verdict:
+    """Input/output forms: one run per test (``total`` of them), each judged by ``judge(i, run)`` (None when
+    test i passes, else its status and why). The reward is the fraction of tests passed with ``partial``,
+    else all or nothing; the status and the reason are the first failing test's: "test 2 of 5: got "3",
+    expected "4"". A sandbox failure of any run leaves the whole completion out (infra)."""
+    if result.outcome is Outcome.SANDBOX_ERROR or any(run.outcome is Outcome.SANDBOX_ERROR for run in result.runs):
+        errors = [run.error for run in result.runs if run.error]
+        return Verdict(Status.INFRA, None, result.error or (errors[0] if errors else "sandbox error"))
+    if len(result.runs) != total:
+        return Verdict(Status.ERROR, 0.0, f"{len(result.runs)} of {total} tests ran")
+    passed, first = 0, None
+    for number, run in enumerate(result.runs):
+        failure = _run_failure(run) or judge(number, run)
+        if failure is None:
+            passed += 1
+        elif first is None:
+            first = (failure[0], f"test {number + 1} of {total}: {failure[1]}")
+    if first is None:
+        return Verdict(Status.PASSED, 1.0)
+    return Verdict(first[0], passed / total if partial else 0.0, first[1])

@@ -72,3 +72,34 @@ def test_the_filters_refuse_exactly_their_syscalls(machine, arch, denied, progra
 def test_an_unknown_machine_has_no_filter():
     with pytest.raises(KeyError):
         build_filter("riscv64")
+
+
+# machine, AUDIT_ARCH, Linux AIO (io_setup .. io_pgetevents), open (None: not on this machine), openat,
+# fcntl, O_DIRECT, openat2, readahead, the disk waits that succeed at once (sync .. fadvise64)
+DISK = [
+    ("x86_64", 0xC000003E, [206, 207, 208, 209, 210, 333], 2, 257, 72, 0x4000, 437, 187, [162, 306, 74, 75, 277, 221]),
+    ("aarch64", 0xC00000B7, [0, 1, 2, 3, 4, 292], None, 56, 25, 0x10000, 437, 213, [81, 267, 82, 83, 84, 223]),
+]  # fmt: skip
+EINVAL, F_SETFL, F_GETFL, O_RDONLY, O_CREAT = 0x00050016, 4, 3, 0, 0x40
+
+
+@pytest.mark.parametrize(("machine", "arch", "aio", "open_", "openat", "fcntl", "o_direct", "openat2", "readahead",
+                          "disk_waits"), DISK)  # fmt: skip
+def test_nothing_waits_on_the_disk_past_a_kill(machine, arch, aio, open_, openat, fcntl, o_direct, openat2, readahead,
+                                               disk_waits):  # fmt: skip
+    program, base = instructions(machine), instructions(machine, program=False)
+    for code in (program, base):
+        assert [evaluate(code, arch, nr) for nr in aio] == [EPERM] * len(aio)
+    assert evaluate(program, arch, openat, -100, 0, O_RDONLY | o_direct) == EINVAL
+    assert evaluate(program, arch, openat, -100, 0, O_RDONLY | O_CREAT) == ALLOW
+    if open_ is not None:
+        assert evaluate(program, arch, open_, 0, o_direct) == EINVAL
+        assert evaluate(program, arch, open_, 0, O_CREAT) == ALLOW
+    assert evaluate(program, arch, fcntl, 3, F_SETFL, o_direct) == EINVAL
+    assert evaluate(program, arch, fcntl, 3, F_SETFL, 0x800) == ALLOW  # O_NONBLOCK
+    assert evaluate(program, arch, fcntl, 3, F_GETFL, o_direct) == ALLOW  # the same bits as another command
+    assert evaluate(program, arch, openat2) == ENOSYS
+    assert evaluate(program, arch, readahead) == EPERM
+    assert [evaluate(program, arch, nr) for nr in disk_waits] == [0x00050000] * len(disk_waits)  # returns 0
+    # The warm worker opens and syncs nothing of a program's: its filter leaves these alone.
+    assert evaluate(base, arch, openat, -100, 0, o_direct) == ALLOW

@@ -1,10 +1,14 @@
 # Runs INSIDE the sandbox. The host appends one line: main(<code>, <test>, <mode>[, <entry>, <prompt>]).
+# Modes: "expression" (the value of the expression <test>), "call" (the value of the function named
+# <test>, or of class Solution's method, called with the JSON list of arguments on stdin: one test per
+# process) and "checks" (HumanEval, below).
 #
 # Why two processes: the completion runs in a forked child whose stdout is redirected to stderr, so
 # nothing it prints, no exit(0) and no patched builtin can reach the real stdout. The parent never runs
 # completion code; it is non-dumpable (no ptrace, no /proc/<pid>/fd from the child), reads the child's
-# result from a private pipe, checks it holds plain builtin values only, and writes the one line the
-# host reads. The expected values never enter the sandbox (expression form).
+# result from a private pipe, checks it holds exact builtin values only, and writes the one line the
+# host reads, in a typed JSON that keeps tuples, sets and dict keys as Python has them. The expected
+# values never enter the sandbox (expression and call forms).
 #
 # HumanEval form ("checks"): the checks run in the parent, where the completion never ran, so it cannot
 # switch them off (wrapping exec or assert's helpers, say). The candidate there is a stand-in that asks
@@ -24,19 +28,31 @@ RESULT_LIMIT = 1 << 20
 MAX_DEPTH = 100
 
 
-def _plain(value, depth=0):
-    """Exact builtin types only: a subclass with a forged __eq__ is rejected, never compared."""
+INT_BITS = 10000  # larger ints travel as hex: JSON's decimal text of them is refused past 4300 digits
+TAGS = {tuple: "t", set: "s", frozenset: "f"}
+
+
+def _typed(value, depth=0):
+    """Typed JSON of exact builtin values, so the host rebuilds what Python compared: a JSON object is
+    always a tag ({"t": tuple, "s": set, "f": frozenset, "d": dict items, "b": bytes, "c": complex,
+    "i": a big int}), never a dict. A subclass with a forged __eq__ is rejected, never compared."""
     if depth > MAX_DEPTH:
         raise ValueError("value nested too deep")
     kind = type(value)
-    if value is None or kind in (bool, int, float, str):
+    if value is None or kind in (bool, float, str):
         return value
-    if kind in (list, tuple):
-        return [_plain(item, depth + 1) for item in value]
+    if kind is int:
+        return value if value.bit_length() <= INT_BITS else {"i": hex(value)}
+    if kind is list:
+        return [_typed(item, depth + 1) for item in value]
+    if kind in TAGS:
+        return {TAGS[kind]: [_typed(item, depth + 1) for item in value]}
     if kind is dict:
-        if any(type(key) is not str for key in value):
-            raise ValueError("dict keys must be str")
-        return {key: _plain(item, depth + 1) for key, item in value.items()}
+        return {"d": [[_typed(key, depth + 1), _typed(item, depth + 1)] for key, item in value.items()]}
+    if kind is bytes:
+        return {"b": value.hex()}
+    if kind is complex:
+        return {"c": [value.real, value.imag]}
     raise ValueError(f"unsupported type {kind.__name__}")
 
 
@@ -86,7 +102,18 @@ def _read_exactly(fd, size):
     return data
 
 
-def _child(code, test, mode, result_fd, request_fd):
+def _callable(namespace, name):
+    """The function a call-form test calls: a top-level one, else a method of class Solution (LeetCode)."""
+    function = namespace.get(name)
+    if callable(function):
+        return function
+    solution = namespace.get("Solution")
+    if isinstance(solution, type) and callable(getattr(solution, name, None)):
+        return getattr(solution(), name)
+    raise NameError(f"the code defines no function {name!r}")
+
+
+def _child(code, test, mode, result_fd, request_fd, arguments):
     os.dup2(2, 1)  # the completion's prints go to stderr; the real stdout stays the parent's
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
@@ -95,6 +122,9 @@ def _child(code, test, mode, result_fd, request_fd):
     exec(compile(code, "solution.py", "exec"), namespace)
     if mode == "expression":
         os.write(result_fd, dumps(("ok", eval(compile(test, "test", "eval"), namespace))))
+        os._exit(0)
+    if mode == "call":
+        os.write(result_fd, dumps(("ok", _callable(namespace, test)(*arguments))))
         os._exit(0)
     function = namespace[test]
     _send(result_fd, dumps(("ready", None)))
@@ -146,7 +176,7 @@ def _run_checks(checks, entry, prompt, request_fd, result_fd):
     if prompt:
         exec(compile(prompt, "prompt", "exec"), namespace)
     namespace[entry] = _candidate(request_fd, result_fd)
-    namespace["_plain"] = _plain
+    namespace["_typed"] = _typed
     exec(compile(checks, "test", "exec"), namespace)
     try:
         return marshal.dumps(("ok", namespace["_codegrpo_check"]()))
@@ -187,6 +217,8 @@ def _read_result(fd, pid):
 
 def main(code, test, mode, entry="", prompt=""):
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+    # Trusted input (the test's arguments), read before the completion's process exists.
+    arguments = json.loads(sys.stdin.buffer.read()) if mode == "call" else None
     read_fd, write_fd = os.pipe()
     request_r, request_w = os.pipe()
     sys.stdout.flush()
@@ -196,7 +228,7 @@ def main(code, test, mode, entry="", prompt=""):
         os.close(read_fd)
         os.close(request_w)
         try:
-            _child(code, entry or test, mode, write_fd, request_r)
+            _child(code, entry or test, mode, write_fd, request_r, arguments)
         except BaseException as error:
             message = f"{type(error).__name__}: {error}"[:2000]
             try:
@@ -235,6 +267,6 @@ def _verdict_line(data, status):
     if tag != "ok":
         return json.dumps({"status": "error", "error": str(payload)[:2000]})
     try:
-        return json.dumps({"status": "ok", "value": _plain(payload)})
+        return json.dumps({"status": "ok", "value": _typed(payload)})
     except (ValueError, RecursionError) as error:
         return json.dumps({"status": "error", "error": f"unscorable value: {error}"})
