@@ -14,6 +14,8 @@ e. generation: tokens/s of evaluation's batched generation (codegrpo.evaluation.
    called directly on the same batch (the offline model, `--only generation`).
 f. logging: a default train.py run with its logging on (W&B offline, completions tables, plots) vs off
    (logger=none, no tables, no plots), same seed and work: the time per step, side by side.
+g. startup: seconds from launch to the first line on stdout of codegrpo-score, -validate and -limits on
+   small inputs, beside a bare `python -c pass` (`--only startup`; not in the default run).
 """
 
 from __future__ import annotations
@@ -311,6 +313,48 @@ def bench_generation(prompts: int = 8, samples: int = 8, new_tokens: int = 64,
             ("ratio ours / direct", best["ours"] / best["direct"], "target >= 0.95")]
 
 
+def _first_output_s(command: list[str]) -> tuple[float, float]:
+    """(seconds to the first byte on stdout, seconds to exit) of one run of ``command``."""
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    process.stdout.read(1)
+    first = time.perf_counter() - started
+    process.stdout.read()
+    if process.wait() != 0:
+        raise RuntimeError(f"{' '.join(command)} failed with exit status {process.returncode}")
+    return first, time.perf_counter() - started
+
+
+STARTUP_ROUNDS = 5
+
+
+def bench_startup(rounds: int, scratch: Path) -> list[tuple[str, float, str]]:
+    """Each companion command's time to its first output, rounds alternated (ABCDABCD...) so load hits all
+    alike; the median of the rounds. The commands score real inputs in a real sandbox, as users run them."""
+    completions = scratch / "completions.jsonl"
+    completions.write_text(json.dumps({"problem_id": "is_prime", "completion": "def is_prime(n):\n    return n > 1"})
+                           + "\n")
+    commands = {
+        "python -c pass": [sys.executable, "-c", "pass"],  # no output: its exit
+        "codegrpo-score (1 completion, problems=seed)":
+            [sys.executable, "-m", "codegrpo.commands.score", f"completions={completions}", "problems=seed"],
+        "codegrpo-validate problems=seed (4 references)":
+            [sys.executable, "-m", "codegrpo.commands.validate", "problems=seed"],
+        "codegrpo-limits": [sys.executable, "-m", "codegrpo.commands.limits"],
+    }
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
+    for _ in range(rounds):
+        for name, command in commands.items():
+            times[name].append(_first_output_s(command))
+    rows = []
+    for name, runs in times.items():
+        first = sorted(f for f, _ in runs)[len(runs) // 2]
+        total = sorted(t for _, t in runs)[len(runs) // 2]
+        note = "the interpreter alone" if name.startswith("python") else f"target < 1.5; exits after {total:.2f} s"
+        rows.append((f"{name}: s to first output (median of {rounds})", first, note))
+    return rows
+
+
 def print_table(title: str, rows: list[tuple[str, float, str]]) -> None:
     print(f"\n## {title}\n\n| measure | value | note |\n|---|---|---|")
     for name, value, note in rows:
@@ -348,6 +392,11 @@ def main(argv: list[str] | None = None) -> None:
 
         with tempfile.TemporaryDirectory() as scratch:
             results["f. logging overhead per step"] = bench_logging(args.train_steps, args.train_rounds, Path(scratch))
+    if "startup" in sections:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as scratch:
+            results["g. companion commands' startup (s)"] = bench_startup(STARTUP_ROUNDS, Path(scratch))
     for title, rows in results.items():
         print_table(title, rows)
     if args.json:
