@@ -73,3 +73,164 @@ def test_failed_verdicts_say_what_they_got_and_expected():
     assert checks.detail == "0/2 checks pass; check 1: got 3, expected 4"
     assert score_checks([["value", 4], ["assert", False]], [["eq", 4], None], partial=True).detail == (
         "1/2 checks pass; check 2: assert failed")
+
+
+# -- property tests: every comparison is total, typed values keep Python's == ---------------------------
+
+import asyncio  # noqa: E402
+import contextlib  # noqa: E402
+import json  # noqa: E402
+import random  # noqa: E402
+import runpy  # noqa: E402
+from importlib import resources  # noqa: E402
+
+from codegrpo.problems import Problem  # noqa: E402
+from codegrpo.sandbox.base import Outcome, RunResult  # noqa: E402
+from codegrpo.verdict import Verdict, check_passes, clean_text, decode_typed, envelope, json_view, score_io  # noqa: E402
+
+HARNESS = runpy.run_path(str(resources.files("codegrpo.harness").joinpath("python_harness.py")))
+HUGE = [10**400, -(10**400), 10**5000, 2**100000]
+ODD_FLOATS = [math.nan, math.inf, -math.inf, -0.0, 1e308, 5e-324]
+
+
+def random_value(rng: random.Random, depth: int = 0, hashable: bool = False):
+    """Any value a literal or the marshal channel can hold: every builtin scalar and container."""
+    scalars = [
+        lambda: None, lambda: rng.random() < 0.5, lambda: rng.randint(-3, 3), lambda: rng.choice(HUGE),
+        lambda: rng.choice([0.5, 2.0, -1.25, *ODD_FLOATS[3:]]), lambda: rng.choice(["", "a", "10", "\u00e9"]),
+        lambda: rng.choice([b"", b"\x00\xff"]), lambda: complex(rng.randint(-2, 2), 0.5),
+    ]  # fmt: skip
+    containers = [tuple, frozenset] if hashable else [list, tuple, set, frozenset, dict]
+    if depth > 3 or rng.random() < 0.4:
+        return rng.choice(scalars)()
+    kind = rng.choice(containers)
+    if kind is dict:
+        return {random_value(rng, depth + 1, True): random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))}
+    items = [random_value(rng, depth + 1, hashable or kind in (set, frozenset)) for _ in range(rng.randint(0, 3))]
+    return kind(items)
+
+
+def across_the_channel(value):
+    """What the host rebuilds of a value the harness reported (its typed JSON line, parsed)."""
+    ok, report = parse_json(json.dumps({"status": "ok", "value": HARNESS["_typed"](value)}))
+    assert ok
+    return decode_typed(report["value"])
+
+
+def same_shape(a, b) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same_shape(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return same_shape(list(a), list(b)) and all(same_shape(a[k], b[k]) for k in a)
+    return a == b or (a != a and b != b)  # NaN
+
+
+def test_typed_values_cross_the_channel_as_python_had_them():
+    rng = random.Random(0)
+    for _ in range(3000):
+        value = random_value(rng)
+        assert same_shape(across_the_channel(value), value), value
+
+
+def test_an_eq_check_means_pythons_eq_on_generated_pairs():
+    rng = random.Random(1)
+    pairs = [(random_value(rng), random_value(rng)) for _ in range(3000)]
+    pairs += [(a, list(a)) for a, _ in pairs[:500] if type(a) is tuple]  # the tuple a check wants, as a list
+    pairs += [([8, 13], (8, 13)), ({10: 2}, {"10": 2}), ({10: 2}, {10: 2}), ({1, 2}, [1, 2]), (1, True), (2, 2.0)]
+    for actual, literal in pairs:
+        if has_nan(actual) or has_nan(literal):
+            continue  # a NaN equals itself only as the same object, which no channel keeps
+        assert check_passes(across_the_channel(actual), ["eq", literal]) is (actual == literal), (actual, literal)
+
+
+def has_nan(value) -> bool:
+    if isinstance(value, float):
+        return value != value
+    if isinstance(value, complex):
+        return has_nan(value.real) or has_nan(value.imag)
+    if isinstance(value, dict):
+        return has_nan(list(value)) or has_nan(list(value.values()))
+    return isinstance(value, (list, tuple, set, frozenset)) and any(has_nan(item) for item in value)
+
+
+def adversarial_nodes():
+    deep = "[" * 5000 + "]" * 5000
+    yield from [*HUGE, *ODD_FLOATS, "", "\ud800", None, True, [], {}, {"t": 1}, {"s": [[1]]}, {"d": [[[1], 2]]},
+                {"d": [1]}, {"i": "zz"}, {"b": "xyz"}, {"c": [1, 2]}, {"c": ["a", "b"]}, {"x": [], "y": []},
+                ]  # fmt: skip
+    yield json.loads("[" * 900 + "]" * 900)
+    yield parse_json(deep)[1]
+    yield list(range(100000))
+    yield {"t": [{"t": [{"t": []}]}] * 1000}
+
+
+def test_every_comparison_gives_a_verdict_for_any_value():
+    wants = [["eq", 1], ["eq", (1, 2)], ["is", None], ["truthy", True], ["near", 0.5, 1e-6, False], None]
+    for node in adversarial_nodes():
+        try:
+            value = decode_typed(node)
+        except ValueError:
+            value = node
+        for expected in (1, [1, 2], {"a": 1}, None, 10**400, math.nan):
+            assert isinstance(score_values(value, expected, partial=True), Verdict)
+        for want in wants:
+            verdict = score_checks([("value", value)], [want], partial=True)
+            assert isinstance(verdict, Verdict) and verdict.reward in (0.0, 1.0)
+        assert isinstance(score_checks(value, wants, partial=False), Verdict)
+        try:  # the report line as a hostile harness could write it (a huge int as decimal text is refused)
+            report = json.dumps({"status": "ok", "value": node})
+        except (ValueError, RecursionError):
+            continue
+        early, _ = envelope(RunResult(Outcome.EXITED, 0, report + "\n"))
+        assert early is None or early.reward == 0.0
+        with contextlib.suppress(ValueError):
+            json_view(value)
+
+
+def test_a_failure_to_judge_one_completion_is_its_own_error(local_sandbox):
+    from codegrpo.programs import get_language
+    from codegrpo.reward import Scorer
+
+    # A problem built in code, past the loader's checks: its expected value is not JSON.
+    broken, right = Problem("broken", "p", "1", "expression", "not json"), Problem("right", "p", "1", "expression", "1")
+    scorer = Scorer([broken, right], local_sandbox, get_language("python"))
+    scored = asyncio.run(scorer.score([broken.id, right.id], ["x = 1", "y = 2"]))
+    assert scored[0].verdict.status is Status.ERROR and scored[0].verdict.reward == 0.0
+    assert "could not be computed" in scored[0].verdict.detail
+    assert scored[1].verdict.status is Status.PASSED
+
+
+def test_sandbox_text_is_always_valid_utf8():
+    rng = random.Random(2)
+    alphabet = ["a", "\n", "\t", "\x00", "\x1b", "\x7f", "\x85", "\ud800", "\udfff", "\ufffd", "\U0001f600", "é"]
+    for _ in range(2000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        cleaned = clean_text(text)
+        cleaned.encode("utf-8")
+        assert all(ch in "\n\t" or ord(ch) >= 0xA0 or 0x20 <= ord(ch) < 0x7F for ch in cleaned), repr(cleaned)
+        assert Verdict(Status.ERROR, 0.0, text).detail == cleaned
+    assert clean_text("plain text, é and 😀\n") == "plain text, é and 😀\n"
+
+
+def test_io_verdicts_say_which_test_failed_and_count_the_rest():
+    ok, wrong = RunResult(Outcome.EXITED, 0, "4\n"), RunResult(Outcome.EXITED, 0, "3\n")
+    runs = (ok, wrong, RunResult(Outcome.TIMEOUT), RunResult(Outcome.EXITED, 1, "", "Traceback\nValueError: x\n"), ok)
+
+    def judge(_, run):
+        return None if run.stdout == "4\n" else (Status.FAILED, f'got "{run.stdout.strip()}", expected "4"')
+
+    result = RunResult(Outcome.EXITED, 0, runs=runs)
+    partial = score_io(result, 5, judge, partial=True)
+    assert (partial.status, partial.reward) == (Status.FAILED, 0.4)
+    assert partial.detail == 'test 2 of 5: got "3", expected "4"'
+    assert score_io(result, 5, judge, partial=False).reward == 0.0
+    assert score_io(RunResult(Outcome.EXITED, 0, runs=runs[:1]), 5, judge, partial=True).reward == 0.0  # 1 of 5 ran
+    timeout = score_io(RunResult(Outcome.EXITED, 0, runs=(runs[2], ok)), 2, judge, partial=True)
+    assert (timeout.status, timeout.reward, timeout.detail) == (Status.TIMEOUT, 0.5, "test 1 of 2: timed out")
+    error = score_io(RunResult(Outcome.EXITED, 0, runs=(runs[3],)), 1, judge, partial=True)
+    assert error.status is Status.ERROR and error.detail == "test 1 of 1: exited (exit 1): ValueError: x"
+    infra = score_io(RunResult(Outcome.EXITED, 0, runs=(ok, RunResult(Outcome.SANDBOX_ERROR, error="gone"))), 2, judge,
+                     partial=True)  # fmt: skip
+    assert (infra.status, infra.reward) == (Status.INFRA, None)
