@@ -8,6 +8,9 @@ import pytest
 from hydra.errors import ConfigCompositionException
 from omegaconf.errors import ConfigKeyError, ValidationError
 
+from codegrpo.config import Dtype, LanguageName, SaveDtype, WandbMode
+from codegrpo.programs import LANGUAGES
+
 
 def test_default_config_composes(compose_cfg):
     cfg = compose_cfg()
@@ -50,6 +53,27 @@ def test_misspelt_key_fails_at_compose(compose_cfg, override):
 def test_wrong_type_fails_at_compose(compose_cfg, override):
     with pytest.raises((ConfigCompositionException, ValidationError)):
         compose_cfg(override)
+
+
+@pytest.mark.parametrize(
+    "override", ["model.dtype=fp32", "model.save_dtype=int8", "problems.language=rust", "logger.mode=onlien"]
+)
+def test_a_closed_choice_outside_its_values_fails_at_compose(compose_cfg, override):
+    with pytest.raises((ConfigCompositionException, ValidationError)) as raised:
+        compose_cfg(override)
+    value = override.split("=")[1]
+    assert f"Invalid value '{value}'" in f"{raised.value} {raised.value.__cause__}"  # and it names the choices
+
+
+def test_the_closed_choices_compose_as_their_enums(compose_cfg):
+    cfg = compose_cfg("model.dtype=bfloat16", "model.save_dtype=float32", "logger.mode=offline")
+    assert (cfg.model.dtype, cfg.model.save_dtype, cfg.logger.mode) == (Dtype.bfloat16, SaveDtype.float32,
+                                                                         WandbMode.offline)
+    assert cfg.problems.language is LanguageName.python
+
+
+def test_every_language_name_is_a_language_programs_can_assemble():
+    assert set(LanguageName) == set(LANGUAGES)
 
 
 def test_unknown_option_fails(compose_cfg):

@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
+from codegrpo import tracking
 from codegrpo.commands import CONFIG_DIR
-from codegrpo.config import register_configs
+from codegrpo.config import LoggerBackend, LoggerConfig, WandbMode, register_configs
+from codegrpo.errors import UsageError
 from tests import wandb_offline
 from tests.wandb_stub import StubServer
 
@@ -131,6 +133,14 @@ def test_logger_mode_beats_wandb_mode_and_wandb_variables_apply(tmp_path, stub):
     assert stub.requests == []
     record = wandb_offline.run_record(offline_run_file(tmp_path))
     assert record["job_type"] == "probe" and record["tags"] == ["a", "b"]
+
+
+def test_a_wandb_mode_wandb_does_not_know_is_one_line_naming_the_modes(monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "offlin")
+    with pytest.raises(UsageError, match="WANDB_MODE must be one of online, offline, disabled, shared, not 'offlin'"):
+        tracking.resolve_mode(LoggerConfig(backend=LoggerBackend.wandb))
+    monkeypatch.setenv("WANDB_MODE", "dryrun")  # wandb's old spelling
+    assert tracking.resolve_mode(LoggerConfig(backend=LoggerBackend.wandb)) == (WandbMode.offline, "WANDB_MODE")
 
 
 def test_log_model_logs_the_saved_dir_as_a_model_artifact(tmp_path, stub):

@@ -54,6 +54,35 @@ class LoggerBackend(enum.StrEnum):
     none = "none"
 
 
+class WandbMode(enum.StrEnum):
+    online = "online"
+    offline = "offline"
+    disabled = "disabled"
+    shared = "shared"
+
+
+class Dtype(enum.StrEnum):
+    """model.dtype: auto is float32 weights, also under trainer.bf16 (codegrpo.models.load_dtype)."""
+
+    auto = "auto"
+    float32 = "float32"
+    bfloat16 = "bfloat16"
+    float16 = "float16"
+
+
+class SaveDtype(enum.StrEnum):
+    float32 = "float32"
+    bfloat16 = "bfloat16"
+    float16 = "float16"
+
+
+class LanguageName(enum.StrEnum):
+    """problems.language: a key of codegrpo.programs.LANGUAGES."""
+
+    python = "python"
+    javascript = "javascript"
+
+
 @dataclass
 class ModelConfig:
     # A Hub id or a local directory. Empty when the weights come from a GGUF file in a Python package.
@@ -65,17 +94,17 @@ class ModelConfig:
     cache_dir: str = "${oc.env:CODEGRPO_CACHE,${oc.env:HOME}/.cache/codegrpo}"
     # auto: float32 weights, also under trainer.bf16 (fp32 master weights, bf16 autocast);
     # bfloat16 / float16: pure reduced-precision weights, only when asked for; float32.
-    dtype: str = "auto"
+    dtype: Dtype = Dtype.auto
     trust_remote_code: bool = False
     # The dtype final_model is written in (float32 | bfloat16 | float16): bf16 halves the disk of every run.
-    save_dtype: str = "bfloat16"
+    save_dtype: SaveDtype = SaveDtype.bfloat16
 
 
 @dataclass
 class ProblemsConfig:
     name: str = MISSING
     path: str = MISSING  # a JSONL file; relative paths are taken from the project root
-    language: str = "python"  # see codegrpo.programs.LANGUAGES
+    language: LanguageName = LanguageName.python
     system_prompt: str | None = None
     # "{task}" is the problem's task text (expression form).
     prompt_template: str = (
@@ -195,7 +224,8 @@ class LoggerConfig:
     group: str | None = None
     name: str | None = None
     tags: list[str] = field(default_factory=list)
-    mode: str | None = None  # online | offline | disabled; None: WANDB_MODE, else online when wandb finds credentials
+    # online | offline | disabled | shared; None: WANDB_MODE, else online when wandb finds credentials.
+    mode: WandbMode | None = None
     job_type: str | None = None  # None: WANDB_JOB_TYPE, else what the command is (train, eval)
     log_model: bool = False  # log the final model as a W&B artifact
 

@@ -10,11 +10,16 @@ import os
 import shutil
 import socket
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from codegrpo.config import ModelConfig
+from codegrpo.config import Dtype, LoraSchema, ModelConfig
 from codegrpo.errors import ModelNotFoundError, UsageError
+
+if TYPE_CHECKING:  # imported where used: the commands that load no model must not pay for torch
+    import torch
+    from peft import LoraConfig
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 HUB_TIMEOUT_S = 3.0
@@ -41,7 +46,7 @@ def hub_reachable(endpoint: str, timeout: float = HUB_TIMEOUT_S) -> str | None:
         return f"{parts.hostname} is unreachable: {error}"
 
 
-def check_hub_model(model_cfg) -> None:
+def check_hub_model(model_cfg: ModelConfig) -> None:
     """A Hub model must be reachable or cached; with the Hub down and the files cached, go offline so
     transformers does not retry. Raises ModelNotFoundError with one message otherwise."""
     name = model_cfg.name_or_path
@@ -126,27 +131,24 @@ def resolve_model(cfg: ModelConfig) -> str:
     return cfg.name_or_path
 
 
-def load_dtype(cfg: ModelConfig):
+def load_dtype(cfg: ModelConfig) -> torch.dtype:
     """The dtype the weights are loaded in. `auto` is float32 whatever the trainer's precision: under
     bf16/fp16 training the trainable weights and AdamW's state must stay fp32 (autocast computes in
     bf16), or most small updates round away (at lr 1e-6, bf16 weights barely move). Pure reduced-precision
     weights only when asked for by name (model.dtype=bfloat16); DeepSpeed ZeRO keeps fp32 masters itself."""
     import torch
 
-    dtypes = {"auto": torch.float32, "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-    if cfg.dtype not in dtypes:
-        raise ValueError(f"model.dtype must be one of {sorted(dtypes)}, not {cfg.dtype!r}")
-    return dtypes[cfg.dtype]
+    return torch.float32 if cfg.dtype is Dtype.auto else getattr(torch, cfg.dtype)
 
 
-def load_model_and_tokenizer(cfg: ModelConfig, bf16: bool = False):
+def load_model_and_tokenizer(cfg: ModelConfig, bf16: bool = False) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """Load the model and its tokenizer. Weights are float32 unless model.dtype names another dtype, also
     when the trainer trains in bf16 (`bf16` is accepted for callers, and logged): see load_dtype."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = resolve_model(cfg)
     dtype = load_dtype(cfg)
-    if bf16 and cfg.dtype == "auto":
+    if bf16 and cfg.dtype is Dtype.auto:
         log.info("Mixed precision: fp32 weights and optimizer state, bf16 autocast for compute")
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=cfg.trust_remote_code)
@@ -170,7 +172,7 @@ ADAPTER_CONFIG = "adapter_config.json"
 SAVE_DTYPES = ("float32", "bfloat16", "float16")
 
 
-def build_peft_config(cfg: Any):
+def build_peft_config(cfg: LoraSchema | None) -> LoraConfig | None:
     """peft.LoraConfig from the `peft` group (None: full fine-tuning). Raises UsageError without peft,
     before the model loads."""
     if cfg is None:
@@ -278,7 +280,7 @@ def is_adapter_dir(path: str) -> bool:
     return (Path(path) / ADAPTER_CONFIG).is_file()
 
 
-def load_adapter_model(path: str, dtype: Any, trust_remote_code: bool = False):
+def load_adapter_model(path: str, dtype: torch.dtype, trust_remote_code: bool = False) -> PreTrainedModel:
     """A LoRA adapter dir: its base model (from adapter_config.json) with the adapter merged in, so it
     generates as fast as a full model."""
     from peft import PeftConfig, PeftModel

@@ -22,15 +22,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from codegrpo.config import LoggerConfig
+from codegrpo.config import LoggerBackend, LoggerConfig, WandbMode
+from codegrpo.errors import UsageError
 
 log = logging.getLogger(__name__)
 
 SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+NO_CREDENTIALS = "no W&B credentials found"
 DEFAULT_BASE_URL = "https://api.wandb.ai"
-# wandb's older spellings of the modes.
-MODE_ALIASES = {"dryrun": "offline", "run": "online"}
-MODES = ("online", "offline", "disabled", "shared")
+# wandb's older spellings of the modes (WANDB_MODE and its settings files still take them).
+MODE_ALIASES = {"dryrun": WandbMode.offline, "run": WandbMode.online}
 
 
 def redact(value: Any) -> Any:
@@ -42,11 +43,12 @@ def redact(value: Any) -> Any:
     return value
 
 
-def _normalise_mode(mode: str, source: str) -> str:
-    mode = MODE_ALIASES.get(mode.strip().lower(), mode.strip().lower())
-    if mode not in MODES:
-        raise ValueError(f"{source} must be one of {', '.join(MODES)}, not {mode!r}")
-    return mode
+def _normalise_mode(mode: str, source: str) -> WandbMode:
+    name = mode.strip().lower()
+    try:
+        return MODE_ALIASES.get(name) or WandbMode(name)
+    except ValueError:
+        raise UsageError(f"{source} must be one of {', '.join(WandbMode)}, not {mode!r}") from None
 
 
 def _wandb_settings() -> Any | None:
@@ -99,23 +101,22 @@ def _netrc_source(base_url: str) -> str | None:
     return str(path) if entry and entry[2] else None
 
 
-def resolve_mode(cfg: LoggerConfig) -> tuple[str, str]:
+def resolve_mode(cfg: LoggerConfig) -> tuple[WandbMode, str]:
     """The W&B mode for this run and why (for the one line that says it)."""
     if cfg.mode:
-        return _normalise_mode(cfg.mode, "logger.mode"), "logger.mode"
+        return WandbMode(cfg.mode), "logger.mode"
     if os.environ.get("WANDB_MODE"):
         return _normalise_mode(os.environ["WANDB_MODE"], "WANDB_MODE"), "WANDB_MODE"
-    settings = _wandb_settings()
-    settings_mode = MODE_ALIASES.get(getattr(settings, "mode", "online"), getattr(settings, "mode", "online"))
-    if settings_mode != "online":  # `wandb offline` or a settings file chose it
+    settings_mode = _normalise_mode(getattr(_wandb_settings(), "mode", None) or "online", "wandb's settings mode")
+    if settings_mode is not WandbMode.online:  # `wandb offline` or a settings file chose it
         return settings_mode, "wandb settings"
     source = find_credentials()
     if source:
-        return "online", f"credentials from {source}"
-    return "offline", "no W&B credentials found"
+        return WandbMode.online, f"credentials from {source}"
+    return WandbMode.offline, NO_CREDENTIALS
 
 
-def wandb_mode(cfg: LoggerConfig) -> str:
+def wandb_mode(cfg: LoggerConfig) -> WandbMode:
     """The W&B mode for this run (see the module docstring for the order)."""
     return resolve_mode(cfg)[0]
 
@@ -138,16 +139,16 @@ def start_run(
     starting its own. ``job_type`` is what the command is (train, eval); ``logger.job_type`` and
     ``WANDB_JOB_TYPE`` override it.
     """
-    if cfg.backend == "none":
+    if cfg.backend is LoggerBackend.none:
         return None
     os.environ.setdefault("WANDB_SILENT", "true")
     mode, why = resolve_mode(cfg)
-    if mode in ("offline", "disabled"):
+    if mode in (WandbMode.offline, WandbMode.disabled):
         # wandb reads this when its telemetry starts (at init): offline must not reach any server.
         os.environ["WANDB_ERROR_REPORTING"] = "false"
-        if mode == "disabled":
+        if mode is WandbMode.disabled:
             log.info("W&B: disabled (%s)", why)
-        elif why == "no W&B credentials found":
+        elif why == NO_CREDENTIALS:
             log.warning(
                 "W&B: offline (no credentials: set WANDB_API_KEY or run `wandb login`); the run is saved in "
                 "%s/wandb, upload it later with `wandb sync %s/wandb/offline-run-*`",
@@ -170,7 +171,7 @@ def start_run(
         tags=list(cfg.tags) or None,
         job_type=_job_type(cfg, job_type),
         dir=str(run_dir),
-        mode=mode,
+        mode=mode.value,  # wandb validates a plain string
         config=redact(config),
         id=run_id,
         resume="allow" if run_id else None,
