@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hydra.utils import get_class
 
@@ -27,6 +27,8 @@ from codegrpo.config import (
     ProblemsConfig,
     RewardKind,
     SandboxConfig,
+    ScoreConfig,
+    Split,
     TrainConfig,
     to_plain,
 )
@@ -35,6 +37,10 @@ from codegrpo.problems import Problem, load_problem_set, load_problems, select_s
 from codegrpo.programs import get_language
 from codegrpo.reward import Scorer
 from codegrpo.sandbox.base import SandboxBackend
+
+if TYPE_CHECKING:  # imported where used: the scoring commands load neither
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+    from wandb.sdk.wandb_run import Run
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +57,7 @@ def eval_problems(cfg: TrainConfig | EvaluateConfig) -> list[Problem]:
         found = select_split(load_problems(settings.problems_path), settings.split, cfg.problems.eval_fraction)
     else:
         found = load_problem_set(dataclasses.replace(cfg.problems, split=settings.split, limit=None))
-        if settings.split != "all" and cfg.problems.split in ("all", settings.split):
+        if settings.split is not Split.all and cfg.problems.split in (Split.all, settings.split):
             log.warning("the eval problems (split %s) overlap the training problems (problems.split=%s): "
                         "set problems.split=train for a held-out evaluation", settings.split, cfg.problems.split)
     return found[: settings.limit]
@@ -78,7 +84,8 @@ def sandbox(cfg: SandboxConfig, language: str = "python", ranks: int = 1) -> San
     return backend
 
 
-def scorer(cfg: Any, problem_set: list[Problem], backend: SandboxBackend, kind: RewardKind | None = None) -> Scorer:
+def scorer(cfg: TrainConfig | EvaluateConfig | ScoreConfig, problem_set: list[Problem], backend: SandboxBackend,
+           kind: RewardKind | None = None) -> Scorer:
     """A Scorer of ``problem_set`` through ``backend``, as ``cfg.reward`` says (``kind`` overrides it:
     evaluation is always binary)."""
     return Scorer(problem_set, backend, get_language(cfg.problems.language), kind or cfg.reward.kind,
@@ -86,7 +93,8 @@ def scorer(cfg: Any, problem_set: list[Problem], backend: SandboxBackend, kind: 
                   cfg.reward.time_budget_s)
 
 
-def model(cfg: ModelConfig, checkpoint: str | None = None, bf16: bool = False):
+def model(cfg: ModelConfig, checkpoint: str | None = None,
+          bf16: bool = False) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """(model, tokenizer) of the model group, or of ``checkpoint`` (a saved dir; "base" is the group's)."""
     from codegrpo.models import load_model_and_tokenizer
 
@@ -95,6 +103,6 @@ def model(cfg: ModelConfig, checkpoint: str | None = None, bf16: bool = False):
     return load_model_and_tokenizer(cfg, bf16=bf16)
 
 
-def tracking(cfg: Any, run_dir: Path, job_type: str, run_id: str | None = None):
+def tracking(cfg: TrainConfig | EvaluateConfig, run_dir: Path, job_type: str, run_id: str | None = None) -> Run | None:
     """The W&B run of this command (``logger=wandb``), or None."""
     return tracking_runs.start_run(cfg.logger, run_dir, to_plain(cfg), run_id, job_type=job_type)

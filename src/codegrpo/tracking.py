@@ -19,11 +19,15 @@ import logging
 import netrc
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from codegrpo.config import LoggerBackend, LoggerConfig, WandbMode
 from codegrpo.errors import UsageError
+
+if TYPE_CHECKING:  # wandb is imported when a run starts
+    from wandb import Artifact
+    from wandb.sdk.wandb_run import Run
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +136,7 @@ def start_run(
     config: dict[str, Any],
     run_id: str | None = None,
     job_type: str = "train",
-):
+) -> Run | None:
     """Start the W&B run that TRL's callback then reuses; None when ``logger.backend=none``.
 
     A disabled run is still started (as wandb's no-op run) so that TRL's callback reuses it instead of
@@ -179,7 +183,8 @@ def start_run(
     )
 
 
-def log_model(run, cfg: LoggerConfig, model_dir: Path, metadata: dict[str, Any] | None = None):
+def log_model(run: Run | None, cfg: LoggerConfig, model_dir: Path,
+              metadata: dict[str, Any] | None = None) -> Artifact | None:
     """Log the saved model dir as a W&B artifact of type ``model`` when ``logger.log_model`` is true.
 
     Returns the artifact, or None when there is no run, logging the model is off, or the dir is missing.
@@ -200,6 +205,6 @@ def log_model(run, cfg: LoggerConfig, model_dir: Path, metadata: dict[str, Any] 
     return artifact
 
 
-def finish_run(run) -> None:
+def finish_run(run: Run | None) -> None:
     if run is not None:
         run.finish()

@@ -10,11 +10,11 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
 
-from codegrpo.config import register_configs
+from codegrpo.config import EvaluateConfig, ScoreConfig, TrainConfig, register_configs
 from codegrpo.errors import CodegrpoError, UsageError
 from codegrpo.resources import config_dir
 
@@ -24,7 +24,12 @@ CONFIG_DIR = str(config_dir())
 # torch): only commands.train registers it, so score, validate and limits start in a second.
 register_configs(trainer=False)
 
+if TYPE_CHECKING:
+    from codegrpo.problems import Problem
+    from codegrpo.verdict import Scored
+
 T = TypeVar("T")
+C = TypeVar("C", TrainConfig, EvaluateConfig, ScoreConfig)  # the command's config, as its dataclass
 HINTS = {"problems.path": "problems=jsonl reads a file: add problems.path=/path/to/problems.jsonl"}
 
 
@@ -36,7 +41,7 @@ def check_mandatory(cfg: DictConfig) -> None:
         raise UsageError(f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set ({hints})")
 
 
-def run(task: Callable[[Any], T], cfg: DictConfig, on_failure: Callable[[BaseException], None] | None = None) -> T:
+def run(task: Callable[[C], T], cfg: DictConfig, on_failure: Callable[[BaseException], None] | None = None) -> T:
     """Run ``task`` on the config as its typed dataclasses (codegrpo.config), calling ``on_failure`` with
     any error first. The one place user errors are reported: a CodegrpoError ends the command with one
     line on stderr and exit status 2."""
@@ -53,13 +58,13 @@ def run(task: Callable[[Any], T], cfg: DictConfig, on_failure: Callable[[BaseExc
         sys.exit(2)
 
 
-def score_pairs(cfg: Any, problems: list, pairs: Sequence[tuple[str, str]]) -> list:
+def score_pairs(cfg: ScoreConfig, problems: list[Problem], pairs: Sequence[tuple[str, str]]) -> list[Scored]:
     """Score (problem_id, completion) pairs in a sandbox opened for them, in batches with progress (the
     score and validate commands)."""
     from codegrpo import build
     from codegrpo.reward import score_all
 
-    async def score_in_sandbox() -> list:
+    async def score_in_sandbox() -> list[Scored]:
         async with build.sandbox(cfg.sandbox, cfg.problems.language) as sandbox:
             return await score_all(build.scorer(cfg, problems, sandbox), pairs, cfg.batch_size)
 

@@ -23,7 +23,7 @@ from omegaconf import DictConfig
 
 from codegrpo import build, tracking
 from codegrpo.commands import CONFIG_DIR, run
-from codegrpo.config import EvaluateConfig
+from codegrpo.config import EvaluateConfig, RewardKind
 from codegrpo.errors import UsageError
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def evaluate(cfg: EvaluateConfig) -> Evaluation | Comparison:
                 results = load_evaluation(Path(item))
             else:
                 model, tokenizer = build.model(cfg.model, item)
-                scorer = build.scorer(cfg, problems, sandbox, kind="binary")
+                scorer = build.scorer(cfg, problems, sandbox, kind=RewardKind.binary)
                 results = evaluate_model(model, tokenizer, scorer, problems, cfg.problems, cfg.evaluation)
             run_dir.mkdir(parents=True, exist_ok=True)
             save(results, run_dir / f"eval{'_' * bool(label)}{label}.json")
