@@ -319,7 +319,9 @@ class TrainConfig:
     problems: ProblemsConfig = MISSING
     reward: RewardConfig = MISSING
     sandbox: SandboxConfig = MISSING
-    trainer: Any = MISSING  # typed by its group's schema: every trl.GRPOConfig field but output_dir and seed
+    # Typed by its group's schema, trainer_schema(): every trl.GRPOConfig field but output_dir and seed. It
+    # is built from trl at run time, so the field has no static type here.
+    trainer: Any = MISSING
     logger: LoggerConfig = MISSING
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
     seed: int = 42

@@ -1,8 +1,8 @@
 """A safe Hub push: only the final model, its tokenizer and a model card, from a clean staging folder.
 
 TRL's own push uploads the whole output_dir, which here is the run dir (git.diff, W&B files, completion
-tables, logs). So train.py builds its GRPOConfig with push_to_hub=False and, after training, calls
-push_final_model: the files of final_model that make up the model (an allow-list), plus a README.md
+tables, logs). So the trainer's GRPOConfig always has push_to_hub=False and, after training, the run
+calls push_final_model: the files of final_model that make up the model (an allow-list), plus a README.md
 card with the base model, the config (secrets dropped), the problem-set hash, the eval results and the
 command. `trainer.hub_model_id`, `trainer.hub_private_repo`, `trainer.hub_token` and
 `trainer.hub_revision` apply as in TRL.
