@@ -768,3 +768,14 @@ def test_never_host_root():
         pytest.skip("only a root trainer chooses the sandbox's uid")
     with pytest.raises(SandboxFatalError, match="host root"):
         make_sandbox(uid=0)
+
+
+def test_opening_a_sandbox_runs_its_trivial_program_once():
+    box = make_sandbox()  # the constructor ran the preflight, a Python program on a fresh worker
+    with box:
+        assert box.stats().get("sandbox/runs", 0) == 0
+    if shutil.which("node"):
+        box = make_sandbox()
+        box.runtimes = ("node",)
+        with box:
+            assert box.stats()["sandbox/runs"] == 1  # another runtime is still checked on opening

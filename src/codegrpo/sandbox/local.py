@@ -204,6 +204,11 @@ class LocalSandbox(SandboxBackend):
             raise SandboxFatalError(f"the local sandbox cannot run programs on this machine: "
                                     f"{result.error or result.stderr.strip()[-500:] or result}")
 
+    async def check(self) -> None:
+        # The constructor's preflight has already run a Python program here: check only other runtimes.
+        if any(runtime != "python" for runtime in self.runtimes):
+            await super().check()
+
     def _launch(self) -> Launch:
         """One worker's sandbox; the worker sets each program's limits on its process."""
         cfg = self.cfg
