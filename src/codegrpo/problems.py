@@ -8,12 +8,14 @@ import hashlib
 import importlib.util
 import json
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from codegrpo import resources
+from codegrpo.config import ProblemsConfig, TestSelection
 from codegrpo.errors import ProblemError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -155,6 +157,30 @@ def _parse_io_problem(record: dict[str, Any], where: str, extras: dict[str, Any]
     )
 
 
+def to_record(problem: Problem) -> dict[str, Any]:
+    """The JSONL record ``parse_problem`` reads back as ``problem`` (a filtered set written by validate)."""
+    extras = {"reference": problem.reference, "timeout_s": problem.timeout_s, "language": problem.language}
+    if problem.form in ("stdio", "call"):
+        call = problem.form == "call"
+        value = json.loads if call else str
+        tests = [{"input": value(t.input), "output": value(t.output)} for t in problem.tests]
+        record = {"id": problem.id, "prompt": problem.prompt, "tests": tests}
+        if call:
+            record |= {"fn_name": problem.fn_name, "starter_code": problem.starter_code}
+    elif problem.form == "humaneval":
+        record = {"task_id": problem.id, "prompt": problem.prompt, "test": problem.test}
+        record["entry_point"] = problem.entry_point
+    else:
+        record = {"id": problem.id, "prompt": problem.prompt, "test": problem.test, "expected": problem.expected}
+    return record | {key: value for key, value in extras.items() if value}
+
+
+def write_problems(problems: Iterable[Problem], path: Path) -> None:
+    """A problem file of ``problems``, one JSON record a line."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(to_record(p), ensure_ascii=False) + "\n" for p in problems), encoding="utf-8")
+
+
 def load_problems(path: str, limit: int | None = None) -> list[Problem]:
     """Load and validate every line of a JSONL (or .jsonl.gz) problem file before anything trains."""
     file = resolve_path(path)
@@ -198,7 +224,7 @@ def _checks_from_asserts(asserts: list[str], reference: str, where: str) -> dict
     return {"test": f"def check(candidate):\n{body}", "entry_point": match.group(1)}
 
 
-def load_hub_problems(cfg: Any) -> list[Problem]:
+def load_hub_problems(cfg: ProblemsConfig) -> list[Problem]:
     """Problems from a Hugging Face dataset (or a local json/parquet through data_files), mapped by cfg.columns."""
     from datasets import load_dataset
 
@@ -218,9 +244,43 @@ def load_hub_problems(cfg: Any) -> list[Problem]:
     return problems
 
 
-def load_problem_set(cfg: Any) -> list[Problem]:
-    """The configured problems: a file or a dataset, then the split, then the limit."""
+def filter_problems(problems: list[Problem], cfg: ProblemsConfig) -> list[Problem]:
+    """The filters papers apply, each counted on stderr: duplicate prompts dropped (``dedupe_prompts``),
+    at most ``max_tests`` tests kept (``test_selection``), input/output problems with fewer than
+    ``min_tests`` tests dropped (DeepCoder keeps >= 5)."""
+    kept, seen, dropped = [], set(), {"duplicate prompt": 0, f"fewer than {cfg.min_tests} tests": 0}
+    for problem in problems:
+        if cfg.dedupe_prompts and problem.prompt in seen:
+            dropped["duplicate prompt"] += 1
+            continue
+        seen.add(problem.prompt)
+        if problem.form in ("stdio", "call"):
+            if len(problem.tests) < cfg.min_tests:
+                dropped[f"fewer than {cfg.min_tests} tests"] += 1
+                continue
+            if cfg.max_tests and len(problem.tests) > cfg.max_tests:
+                problem = dataclasses.replace(problem, tests=_keep_tests(problem.tests, cfg))
+        kept.append(problem)
+    for why, count in dropped.items():
+        if count:
+            print(f"problems: dropped {count} of {len(problems)} ({why})", file=sys.stderr)
+    if not kept:
+        counts = ", ".join(f"{count} {why}" for why, count in dropped.items())
+        raise ProblemError(f"problems: none left after the filters ({counts})")
+    return kept
+
+
+def _keep_tests(tests: tuple[IOTest, ...], cfg: ProblemsConfig) -> tuple[IOTest, ...]:
+    if cfg.test_selection == TestSelection.shortest:
+        order = sorted(range(len(tests)), key=lambda i: len(tests[i].input))[: cfg.max_tests]
+        return tuple(tests[i] for i in sorted(order))  # the dataset's order among those kept
+    return tests[: cfg.max_tests]
+
+
+def load_problem_set(cfg: ProblemsConfig) -> list[Problem]:
+    """The configured problems: a file or a dataset, then the filters, the split and the limit."""
     problems = load_hub_problems(cfg) if cfg.hub_path else load_problems(cfg.path)
+    problems = filter_problems(problems, cfg)
     chosen = select_split(problems, cfg.split, cfg.eval_fraction)
     return chosen[: cfg.limit] if cfg.limit else chosen
 

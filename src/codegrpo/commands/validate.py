@@ -4,13 +4,16 @@
 
 Exits non-zero and lists every problem whose reference is missing or does not pass, with why (the
 exception, or got vs expected) and the reference's first lines. Warns about prompts that repeat the
-prompt template's own words.
+prompt template's own words, and (``weak_tests=true``, the default) names every problem whose tests a
+trivial program passes (codegrpo.weak_tests). ``keep_passing=FILE`` writes the problems whose reference
+passes and whose tests are not weak to FILE, the filter papers apply (docs/reward-design.md).
 """
 
 from __future__ import annotations
 
 import sys
 import textwrap
+from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
@@ -19,10 +22,11 @@ from codegrpo import build
 from codegrpo.commands import CONFIG_DIR, run, score_pairs
 from codegrpo.config import ScoreConfig
 from codegrpo.explain import code_head, reason
-from codegrpo.problems import Problem
+from codegrpo.problems import Problem, write_problems
 from codegrpo.prompts import doubled_words
 from codegrpo.reward import summary
 from codegrpo.verdict import Status
+from codegrpo.weak_tests import trivial_programs
 
 
 def warn_doubled_prompts(problems: list[Problem], template: str) -> int:
@@ -41,16 +45,29 @@ def validate(cfg: ScoreConfig) -> int:
     missing = [p.id for p in problems if not p.reference]
     # References are bare code; a HumanEval canonical_solution is a body completing the prompt.
     pairs = [(p.id, p.reference) for p in problems if p.reference]
+    probes = [(p.id, what, code) for p in problems for what, code in trivial_programs(p)] if cfg.weak_tests else []
 
-    scored = score_pairs(cfg, problems, pairs)
+    scored = score_pairs(cfg, problems, pairs + [(pid, code) for pid, _, code in probes])
+    scored, probed = scored[: len(pairs)], scored[len(pairs) :]
     failing = [s for s in scored if s.verdict.status is not Status.PASSED]
+    weak: dict[str, str] = {}
+    for (problem_id, what, _), item in zip(probes, probed, strict=True):
+        if item.verdict.status is Status.PASSED:
+            weak.setdefault(problem_id, what)
     for problem_id in missing:
         print(f"MISSING  {problem_id}: no reference solution")
     for item in failing:
         # The reason (exception, or got vs expected) and the code's first lines say what to fix.
         print(f"FAIL     {item.problem_id}: {item.verdict.status.value}: {reason(item)}")
         print(textwrap.indent(code_head(item.code), "         | "))
+    for problem_id, what in weak.items():
+        print(f"WEAK     {problem_id}: a program that {what} passes its tests (a policy could learn to guess)")
     warn_doubled_prompts(problems, cfg.problems.prompt_template)
+    if cfg.keep_passing:
+        passing = {s.problem_id for s in scored if s.verdict.status is Status.PASSED} - weak.keys()
+        kept = [p for p in problems if p.id in passing]
+        write_problems(kept, Path(cfg.keep_passing))
+        print(f"wrote {len(kept)}/{len(problems)} problems (reference passes, tests not weak) to {cfg.keep_passing}")
     print(summary(scored), file=sys.stderr)
     ok = not failing and not missing
     print(f"{cfg.problems.name}: {len(problems) - len(failing) - len(missing)}/{len(problems)} references pass")
