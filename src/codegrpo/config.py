@@ -362,6 +362,11 @@ class ScoreConfig:
     completions: str | None = None  # JSONL of {"problem_id", "completion"} (score)
     reasons: bool = False  # score: add "reason" (exception, or got vs expected) and "code" to each line; --reasons
     batch_size: int = 64  # completions per sandbox batch; progress is shown after each
+    # validate: run trivial programs (print nothing, echo the input, print or return the first test's
+    # answer, return a constant or the first argument) and name the problems one of them passes.
+    weak_tests: bool = True
+    # validate: write the problems whose reference passes and whose tests are not weak to this JSONL file.
+    keep_passing: str | None = None
 
 
 def auto_concurrency() -> int:
