@@ -66,6 +66,7 @@ DEFAULT_SANDBOX_HOST = "sandbox.superserve.ai"
 ROUTES = ("create", "list", "get", "kill", "activate", "write", "read", "exec")
 KILLED_EXIT_CODE = 128 + 9  # what `timeout -s KILL` exits with when the time runs out
 DEFAULT_EXEC_TIMEOUT_S = 60.0
+VM_FILES = {"file_size_limit_bytes": 256 << 20, "tmpfs_limit_bytes": 256 << 20}
 
 T = TypeVar("T")
 
@@ -193,7 +194,8 @@ class FakeSuperserve:
         self.slow_s = slow_s
         self.retry_after_s = retry_after_s
         # Each exec gets a fresh sandbox, as each cloud sandbox is its own VM: no warm workers shared between them.
-        self._local = LocalSandbox(local_cfg or LocalSandboxConfig(warm=False, vm_root=True))
+        # A VM's files are as large as its disk: only the exec's output keeps the local sandbox's cap.
+        self._local = LocalSandbox(local_cfg or LocalSandboxConfig(warm=False, vm_root=True, **VM_FILES))
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._queued: dict[str, collections.deque[_QueuedFault]] = collections.defaultdict(collections.deque)

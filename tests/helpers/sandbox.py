@@ -120,6 +120,22 @@ def daemon_source(marker: str) -> str:
     """
 
 
+# Forks children that sleep until a fork is refused; COUNT is how many it got (below the process limit).
+FORK_UNTIL_REFUSED = """
+import os, time
+COUNT = 0
+while True:
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    COUNT += 1
+"""
+
+
 # -- scoring through the real reward ----------------------------------------------------------------
 
 PROBLEMS_FILE = PROJECT_ROOT / "problems" / "seed.jsonl"

@@ -33,6 +33,7 @@ from codegrpo.reward import Scorer
 from codegrpo.sandbox.base import Outcome, Program, RunResult
 from codegrpo.verdict import Status
 from tests.helpers.sandbox import (
+    FORK_UNTIL_REFUSED,
     PROBLEMS,
     PROBLEMS_FILE,
     MiB,
@@ -261,22 +262,8 @@ ATTACKS = [
             except OSError:
                 pass
     """, Status.TIMEOUT, 0.0, Outcome.TIMEOUT, timeout_s=1.0, check=_killed_on_time),
-    Attack("fork_until_refused", """
-        import os, time
-        COUNT = 0
-        while True:
-            try:
-                pid = os.fork()
-            except OSError:
-                break
-            if pid == 0:
-                time.sleep(60)
-                os._exit(0)
-            COUNT += 1
-
-        def is_prime(n):
-            return COUNT
-    """, Status.FAILED, 0.0, Outcome.EXITED, check=_fewer_than_the_process_limit),
+    Attack("fork_until_refused", FORK_UNTIL_REFUSED + "\n\ndef is_prime(n):\n    return COUNT\n", Status.FAILED, 0.0,
+           Outcome.EXITED, check=_fewer_than_the_process_limit),
     Attack("thread_bomb", """
         import threading, time
         COUNT = 0

@@ -8,6 +8,7 @@ that no sandbox is ever left alive.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import re
@@ -37,10 +38,11 @@ from superserve import (
 
 from codegrpo import build
 from codegrpo.config import LocalSandboxConfig, SuperserveSandboxConfig
-from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxFatalError
+from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxFatalError, program_limits
 from codegrpo.sandbox.superserve import KEY_ENV as BUNDLE_KEY_ENV
-from codegrpo.sandbox.superserve import SuperserveSandbox, _chunk_results, chunk_script
+from codegrpo.sandbox.superserve import SuperserveSandbox, _chunk_results, _RunnerFailed, chunk_script
 from tests.fakes import FAKE_API_KEY, FakeSuperserve, Fault
+from tests.fakes.superserve_api import VM_FILES
 from tests.fakes.superserve_bench import run_as_the_guide
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the fake runs programs with bubblewrap")
@@ -154,9 +156,11 @@ def comparable(result: RunResult) -> tuple:
     return (result.outcome, result.exit_code, result.stdout, re.sub(r"/tmp/run-[^/]+/", "/tmp/", result.stderr))
 
 
-def run_in_one_chunk(make_backend, programs: list[Program], **overrides) -> tuple[list[RunResult], SuperserveSandbox]:
+def run_in_one_chunk(
+    make_backend, programs: list[Program], local_cfg: LocalSandboxConfig | None = None, **overrides
+) -> tuple[list[RunResult], SuperserveSandbox]:
     """Run ``programs`` in this order in a single sandbox (a cap of 1 puts the whole batch in one chunk)."""
-    with FakeSuperserve() as fake:
+    with FakeSuperserve(local_cfg=local_cfg) as fake:
         backend = make_backend(fake, max_concurrency=1, **overrides)
         results = score(backend, programs)
         assert fake.requests["exec"] == 1 + backend.stats()["sandbox/chunks_rerun"] * len(programs)
@@ -392,40 +396,50 @@ def test_a_program_that_attacks_the_runner_gets_no_better_verdict(make_backend) 
     assert_42(results[1])
 
 
-BROKEN_RUNNERS = {  # (source, whether it comes after the real runner's)
-    "dies": ("import os\nos._exit(9)\n", False),
-    "prints garbage": ("def unpack(bundle, key_env):\n    print('codegrpo-batch x')\n    print('[]')\n", False),
-    "extra output": ("\nprint('more')\n", True),  # before the document, and again after it
-}
+# VMs too small for the runner (their processes counted by the cgroup of the fake's VM): with 3, the
+# serve loop cannot fork a run's maker and dies; with 4, a maker cannot fork its run.
+SMALL_VMS = {"the runner dies": 3, "a run cannot be set up": 4}
 
 
-@pytest.mark.parametrize("broken", BROKEN_RUNNERS)
-def test_a_chunk_whose_runner_fails_runs_again_a_sandbox_each(make_backend, monkeypatch, broken: str) -> None:
-    # However a runner fails (a program killed it, or its document is wrong), each program is judged alone.
-    from codegrpo.sandbox import superserve
-
-    source, after_real = BROKEN_RUNNERS[broken]
-    monkeypatch.setattr(superserve, "RUNNER_SOURCE", superserve.RUNNER_SOURCE + source if after_real else source)
-    programs = [PRINT_42, py("import sys; sys.exit(4)"), py("print(1)")]
-    results, backend = run_in_one_chunk(make_backend, programs)
+@pytest.mark.parametrize("vm", SMALL_VMS)
+def test_a_chunk_whose_runner_fails_runs_again_a_sandbox_each(make_backend, vm: str) -> None:
+    # However a runner fails, each program is then judged alone; a program's own status 70 (what a run's
+    # failed setup exits with) stays its own.
+    programs = [PRINT_42, py("import sys; sys.exit(4)"), py("import sys; sys.exit(70)")]
+    small = LocalSandboxConfig(warm=False, vm_root=True, max_processes=SMALL_VMS[vm], **VM_FILES)
+    results, backend = run_in_one_chunk(make_backend, programs, local_cfg=small)
     assert [(r.outcome, r.exit_code, r.stdout) for r in results] == [
         (Outcome.EXITED, 0, "42\n"),
         (Outcome.EXITED, 4, ""),
-        (Outcome.EXITED, 0, "1\n"),
+        (Outcome.EXITED, 70, ""),
     ]
     assert backend.stats()["sandbox/chunks_rerun"] == 1
 
 
-def test_a_fork_that_cannot_be_set_up_fails_the_runner_not_the_program(make_backend, monkeypatch) -> None:
-    from codegrpo.sandbox import superserve
+def _document(runs: list[dict], header: str = "codegrpo-batch h") -> str:
+    return f"{header}\n{json.dumps([{'runs': runs}])}\n"
 
-    broken = superserve.RUNNER_SOURCE.replace("os.chdir(TMP)", "os.chdir('/no/such/dir')")
-    assert broken != superserve.RUNNER_SOURCE
-    monkeypatch.setattr(superserve, "RUNNER_SOURCE", broken)
-    results, backend = run_in_one_chunk(make_backend, [PRINT_42, py("import sys; sys.exit(70)")])
-    assert_42(results[0])
-    assert results[1].exit_code == 70
-    assert backend.stats()["sandbox/chunks_rerun"] == 1
+
+GOOD_RUN = {"exit_code": 0, "timed_out": False, "over_limit": False, "stdout": "NDIK", "stderr": "", "duration_s": 0.1}
+BROKEN_DOCUMENTS = {  # what a broken runner could print
+    "another header": _document([GOOD_RUN], "codegrpo-batch x"),
+    "extra output": _document([GOOD_RUN]) + "more\n",
+    "no runs": _document([]),
+    "two runs of one": _document([GOOD_RUN, GOOD_RUN]),
+    "a missing field": _document([{k: v for k, v in GOOD_RUN.items() if k != "stderr"}]),
+    "a boolean exit code": _document([GOOD_RUN | {"exit_code": True}]),
+    "no exit code, no timeout": _document([GOOD_RUN | {"exit_code": None}]),
+    "output not base64": _document([GOOD_RUN | {"stdout": "not base64!"}]),
+}
+
+
+@pytest.mark.parametrize("broken", BROKEN_DOCUMENTS)
+def test_a_malformed_chunk_document_fails_the_chunk(broken: str) -> None:
+    result = CommandResult(stdout=BROKEN_DOCUMENTS[broken], stderr="", exit_code=0)
+    with pytest.raises(_RunnerFailed):
+        _chunk_results(result, [PRINT_42], "codegrpo-batch h")
+    assert_42(_chunk_results(CommandResult(stdout=_document([GOOD_RUN]), stderr="", exit_code=0), [PRINT_42],
+                             "codegrpo-batch h")[0])
 
 
 def test_no_program_can_read_another_programs_source(make_backend) -> None:
@@ -539,7 +553,7 @@ def test_a_chunk_runs_as_a_vms_root_does_from_a_process_that_is_not_pid_1(tmp_pa
         """),
         Program("", command=("cat", "/proc/self/status")),
     ]
-    script, key, header = chunk_script(programs)
+    script, key, header = chunk_script(programs, program_limits(SuperserveSandboxConfig(), processes=32))
     path = tmp_path / "codegrpo_batch.py"
     path.write_text(script)
     before = set(Path("/tmp").glob("codegrpo-*"))

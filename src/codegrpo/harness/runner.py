@@ -6,20 +6,18 @@
 #   <this file> + "unpack(bundle, key_env)"             a Superserve chunk: decrypt, write, exec batch
 #   python3 -I runner.py batch DIR                      ... run every program of DIR, print one document
 #
-# serve: the control fd is a unix SOCK_SEQPACKET socket to the host. A request is {"filename",
-# "timeout", "prelude", "argv"} (argv null: run the file in this Python) with three fds: a memfd holding
-# the program's source and the write ends of its stdout and stderr pipes, whose read ends only the host
-# holds. The answer is {"code", "timeout"} once the program and everything it started are gone, or
-# {"error"} when the program could not be started (the host then reruns it in a fresh sandbox).
-# {"kill": true} from the host (output over its limit) ends the program at once. A warm sandbox keeps
-# this process for many programs, a cold one for one.
+# serve: the control fd is a unix SOCK_SEQPACKET socket to the host, speaking harness/protocol.py: a
+# request (the program, with a memfd of its source and, for per-test runs, one of their stdin) and, per
+# run, an open message with the read ends of the run's stdout and stderr pipes (only the host reads them)
+# and an answer once the run and everything it started are gone. A warm sandbox keeps this process for
+# many programs, a cold one for one.
 #
 # batch: this process is the host of a serve loop in a process forked before the first program (so no
-# program, forked from it, finds an earlier one's output or result in its memory); it reads each
-# program's output (up to limit_bytes a stream) and writes the chunk's header line, then one JSON list
-# with, per program, {"exit_code", "timed_out", "over_limit", "stdout", "stderr", "duration_s"}. Any
-# program that cannot be started fails the whole chunk (the host runs its programs again, a sandbox
-# each). Where programs cannot get namespaces of their own, it exits NO_NAMESPACES_EXIT before running any.
+# program, forked from it, finds an earlier one's output or result in its memory); it reads each run's
+# output (capped) and writes the chunk's header line, then one JSON list with, per program, {"runs": [...]}
+# and per run {"exit_code", "timed_out", "over_limit", "stdout", "stderr", "duration_s"}. Any program
+# that cannot be started fails the whole chunk (the host runs its programs again, a sandbox each). Where
+# programs cannot get namespaces of their own, it exits NO_NAMESPACES_EXIT before running any.
 #
 # Each program gets fresh pid (it is pid 1 there, with its own /proc), mount (a fresh size-limited
 # /tmp and /dev/pts; in a VM also the other world-writable places), UTS, IPC and network namespaces,
@@ -45,16 +43,12 @@ import struct
 import sys
 import time
 
-inprocess = None  # harness/inprocess.py: loaded by serve and batch from beside this file, never by unpack
+# harness/inprocess.py and harness/protocol.py: loaded by serve and batch from beside this file, never by unpack
+inprocess = protocol = None
 TMP = "/tmp"
 VM_WRITABLE = ("/var/tmp", "/dev/shm", "/run/lock")  # world-writable in a VM: a fresh tmpfs each program
-NO_NAMESPACES_EXIT = 3
-FIRST_UID = 100000  # a VM's root runs program i of a chunk as uid FIRST_UID + i: per-user counts are its own
-MESSAGE_LIMIT = 1 << 20
-READ_CHUNK = 1 << 16
-ANSWER_GRACE_S = 5.0  # past a program's timeout, how long (batch) the serve loop may take to answer
-# A VM's programs get the local sandbox's default limits but memory (the VM's own).
-VM_LIMITS = {"RLIMIT_NPROC": 32, "RLIMIT_FSIZE": 2 << 20, "RLIMIT_NOFILE": 64, "RLIMIT_CORE": 0}
+FIRST_UID = 100000  # a VM's root runs run i of a chunk as uid FIRST_UID + i: per-user counts are its own
+COPY_CHUNK = 1 << 20
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
 NAMESPACES = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET
@@ -74,60 +68,77 @@ def check(result, what):
         raise OSError(error, f"{what}: {os.strerror(error)}")
 
 
-def receive(control):
-    """The next request and its fds; (None, []) when the host is gone."""
-    data, fds, _, _ = socket.recv_fds(control, MESSAGE_LIMIT, 3)
-    if not data:
-        for fd in fds:
-            os.close(fd)
-        return None, []
-    return json.loads(data), fds
-
-
-def send(control, document):
-    control.send(json.dumps(document).encode())
-
-
-def run_program(request, fds, config, dispositions, control):
-    """Run one program to its end: its exit status, or {"error"} if it could not be started."""
+def serve_request(request, fds, config, dispositions, control):
+    """Every run of one request, one after another, each answered as it ends; stops at an error."""
+    sizes = request["inputs"]
+    source, stdin = fds[0], fds[1] if len(fds) > 1 else None
+    if (sizes is None) != (stdin is None):
+        protocol.send(control, {"error": "a request's inputs and its stdin do not match"})
+        return
+    offsets = [0]
+    for size in sizes or []:
+        offsets.append(offsets[-1] + size)
+    pieces = [None] if sizes is None else list(zip(offsets, sizes, strict=False))
     path = f"{TMP}/{request['filename']}"
     prelude = inprocess.prelude_code(path, request["prelude"], len(request["prelude"]))
+    budget_end = None if request["budget"] is None else time.monotonic() + request["budget"]
+    for index, piece in enumerate(pieces):
+        deadline = time.monotonic() + request["timeout"]
+        if budget_end is not None:
+            if budget_end <= time.monotonic():  # no time left: the run never starts
+                protocol.send(control, {"run": index, "code": None, "timeout": True, "duration_s": 0.0})
+                continue
+            deadline = min(deadline, budget_end)
+        answer = run_once(index, (path, prelude, source, stdin, piece), request, config, dispositions, control,
+                          deadline)  # fmt: skip
+        protocol.send(control, answer)
+        if "error" in answer:
+            return
+
+
+def run_once(index, program, request, config, dispositions, control, deadline):
+    """One run, to its end: its answer, or {"error"} if it could not be started."""
     report_r, report_w = os.pipe()
     pid_r, pid_w = os.pipe()
+    (out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe()
     started = time.monotonic()
-    # A short-lived process makes the program's namespaces and forks the program into them (the first
-    # process of a new pid namespace is its pid 1), tells us its pid and exits: the program is then
-    # our child, as an orphan of this pid namespace.
+    # A short-lived process makes the run's namespaces and forks the run into them (the first process of
+    # a new pid namespace is its pid 1), tells us its pid and exits: the run is then our child, as an
+    # orphan of this pid namespace.
     maker = os.fork()
     if maker == 0:
         try:
-            os.close(report_r)
-            os.close(pid_r)
+            for fd in (report_r, pid_r, out_r, err_r):
+                os.close(fd)
             enter_namespaces(config)
             pid = os.fork()
             if pid == 0:
-                child(path, request, prelude, fds, config, dispositions, report_w)
+                child(index, program, (out_w, err_w), request, config, dispositions, report_w)
             os.write(pid_w, str(pid).encode())
             os._exit(0)
         except BaseException as error:
             with contextlib.suppress(BaseException):
                 os.write(report_w, f"E{type(error).__name__}: {error}"[:1000].encode())
         finally:
-            os._exit(70)
-    for fd in (report_w, pid_w, *fds):
+            os._exit(protocol.SETUP_FAILED_EXIT)
+    for fd in (report_w, pid_w, out_w, err_w):
         os.close(fd)
+    try:
+        protocol.send(control, {"run": index}, [out_r, err_r])
+    finally:
+        os.close(out_r)
+        os.close(err_r)
     try:
         os.waitpid(maker, 0)
         pid = int(read_report(pid_r) or 0)
-        answer = wait(pid, started + request["timeout"], control) if pid else None
+        answer = wait(pid, deadline, control, index) if pid else None
         report = read_report(report_r)
     finally:
         os.close(report_r)
         os.close(pid_r)
-    if answer is None or report != b"S":  # the program never started: not its exit status
+    if answer is None or report != b"S":  # the run never started: not its exit status
         return {"error": report[1:].decode("utf-8", "replace") or "the program's process died during setup"}
-    answer["duration_s"] = time.monotonic() - started
-    return answer
+    return answer | {"run": index, "duration_s": time.monotonic() - started}
 
 
 def read_report(fd):
@@ -138,8 +149,8 @@ def read_report(fd):
         return b""
 
 
-def wait(pid, deadline, control):
-    """Until the program ends, runs out of time, or the host says kill; then kill what it left."""
+def wait(pid, deadline, control, index):
+    """Until the run ends, runs out of time, or the host says kill it; then kill what it left."""
     pidfd = os.pidfd_open(pid)
     timed_out = host_gone = False
     try:
@@ -152,11 +163,11 @@ def wait(pid, deadline, control):
             if pidfd in ready:
                 break
             if control in ready:
-                message, fds = receive(control)
-                for fd in fds:
-                    os.close(fd)
+                message, fds = protocol.receive(control, 2)
+                protocol.close_all(fds)
                 host_gone = message is None
-                break  # a kill: the host saw too much output
+                if host_gone or message.get("kill") == index:
+                    break  # a kill: the host saw too much output (a later kill of an earlier run is stale)
     finally:
         os.close(pidfd)
     with contextlib.suppress(ProcessLookupError):
@@ -255,17 +266,18 @@ def install_filter(program):
     check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.c_char_p(fprog), 0, 0), "install the seccomp filter")
 
 
-def child(path, request, prelude, fds, config, dispositions, report_w):
-    """The program's process: pid 1 of its namespace. Never returns."""
+def child(index, program, outputs, request, config, dispositions, report_w):
+    """The run's process: pid 1 of its namespace. Never returns."""
+    path, prelude = program[:2]
     try:
-        executable = setup(path, request, fds, config, dispositions)
+        executable = setup(index, program, outputs, request, config, dispositions)
         source = read_source(path)
     except BaseException as error:
         with contextlib.suppress(BaseException):
             os.write(report_w, f"E{type(error).__name__}: {error}"[:1000].encode())
-        os._exit(70)
+        os._exit(protocol.SETUP_FAILED_EXIT)
     os.write(report_w, b"S")
-    os.closerange(3, 1 << 16)  # the control socket, the report pipe and everything else of this process
+    os.closerange(3, 1 << 16)  # the control socket, the report pipe, the memfds and everything else
     if executable is not None:
         for number in SIGNALS:  # a command starts with every signal at its default, not Python's
             with contextlib.suppress(OSError, ValueError):
@@ -292,31 +304,62 @@ def read_source(path):
         return handle.read()
 
 
-def setup(path, request, fds, config, dispositions):
-    """The program's process, set up as a fresh interpreter would be; returns what to exec, if anything."""
-    source_fd, out_w, err_w = fds
+def copy(source, target, offset, size):
+    """``size`` bytes (None: to the end) of ``source`` from ``offset`` on, into ``target``; by position,
+    so the runs of one request share the memfds' offsets with nobody."""
+    while size is None or size > 0:
+        data = os.pread(source, COPY_CHUNK if size is None else min(size, COPY_CHUNK), offset)
+        if not data:
+            if size:
+                raise OSError("an input is shorter than its request says")
+            return
+        offset += len(data)
+        size = None if size is None else size - len(data)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(target, view) :]
+
+
+def open_stdin(stdin, piece):
+    """The run's stdin, read-only: its own input in a memfd of its own, or /dev/null."""
+    if piece is None:
+        return os.open(os.devnull, os.O_RDONLY)
+    memfd = os.memfd_create("stdin", os.MFD_CLOEXEC)
+    try:
+        copy(stdin, memfd, *piece)
+        return os.open(f"/proc/self/fd/{memfd}", os.O_RDONLY)
+    finally:
+        os.close(memfd)
+
+
+def setup(index, program, outputs, request, config, dispositions):
+    """The run's process, set up as a fresh interpreter would be; returns what to exec, if anything."""
+    path, _, source, stdin, piece = program
     os.setsid()
     check(libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount /proc")
-    with os.fdopen(source_fd, "rb") as source, open(path, "wb") as handle:
-        handle.write(source.read())
-    os.chmod(path, 0o444)
+    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+    try:
+        copy(source, target, 0, None)
+    finally:
+        os.close(target)
+    stdin = open_stdin(stdin, piece)
     check(libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")  # as a fresh program: its /proc is its own
     with open("/proc/self/oom_score_adj", "w") as handle:
         handle.write("1000")  # at the memory limit the kernel kills the program, never pid 1
-    sys.modules.pop("inprocess", None)  # a cold interpreter has no such module
+    for name in ("inprocess", "protocol"):  # a cold interpreter has no such modules
+        sys.modules.pop(name, None)
     if not config["vm_root"]:
-        drop_capabilities(request.get("uid"))
+        drop_capabilities(None if request.get("uid") is None else request["uid"] + index)
         if not config["seccomp"]:
             raise OSError(f"no seccomp filter for {os.uname().machine}")
         install_filter(bytes.fromhex(config["seccomp"]))
     check(libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")  # again: a new uid reset it
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.dup2(out_w, 1)
-    os.dup2(err_w, 2)
+    os.dup2(stdin, 0)
+    os.dup2(outputs[0], 1)
+    os.dup2(outputs[1], 2)
     cpu = max(1, int(request["timeout"] + 0.999))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-    for name, value in config["limits"].items():
+    for name, value in config["rlimits"].items():
         resource.setrlimit(getattr(resource, name), (value, value))
     os.chdir(TMP)
     os.environ.clear()
@@ -331,10 +374,11 @@ def setup(path, request, fds, config, dispositions):
     return executable
 
 
-def load_inprocess():
-    global inprocess
+def load_modules():
+    global inprocess, protocol
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import inprocess
+    import protocol
 
     sys.path.pop(0)  # a program's sys.path is a cold interpreter's
     inprocess.preload()  # what programs import: a forked child finds it imported
@@ -345,7 +389,7 @@ def become_runner():
     raises KeyboardInterrupt, SIGPIPE ignored, ...), for each program: were they ours, a program's SIGINT
     would be a KeyboardInterrupt here."""
     check(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")
-    load_inprocess()
+    load_modules()
     dispositions = {}
     for number in SIGNALS:
         with contextlib.suppress(OSError, ValueError):
@@ -360,24 +404,24 @@ def serve(control_fd, config_json):
 
 
 def serve_loop(control, config, dispositions):
-    # Each program is orphaned when its maker exits: it is ours to wait for, whether we are pid 1 or not.
+    # Each run is orphaned when its maker exits: it is ours to wait for, whether we are pid 1 or not.
     check(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "prctl(PR_SET_CHILD_SUBREAPER)")
-    send(control, {"ready": True})
+    protocol.send(control, {"ready": True})
     while True:
-        request, fds = receive(control)
+        request, fds = protocol.receive(control, 2)
         if request is None:
             return
-        if "kill" in request or len(fds) != 3:
-            for fd in fds:  # a kill that came after its program ended
-                os.close(fd)
-            continue
-        send(control, run_program(request, fds, config, dispositions, control))
+        try:
+            if "kill" not in request and len(fds) in (1, 2):  # else a kill that came after its run ended
+                serve_request(request, fds, config, dispositions, control)
+        finally:
+            protocol.close_all(fds)
 
 
 def unpack(bundle, key_env):
     """A Superserve chunk (this file with this call appended): decrypt it with the key in ``key_env``,
-    write each program's source to a private directory under /tmp (which every program's own /tmp
-    hides), then exec the batch runner on it: a fresh process that never held the bundle."""
+    write each program's source and stdin to a private directory under /tmp (which every program's own
+    /tmp hides), then exec the batch runner on it: a fresh process that never held the bundle."""
     import base64
     import hashlib
 
@@ -395,6 +439,10 @@ def unpack(bundle, key_env):
     for index, program in enumerate(spec["programs"]):
         with open(f"{work}/{index}.src", "w", encoding="utf-8", errors="surrogatepass") as handle:
             handle.write(program.pop("source"))
+        inputs = program.pop("stdin")
+        if inputs is not None:
+            with open(f"{work}/{index}.in", "wb") as handle:
+                handle.writelines(text.encode("utf-8", "surrogatepass") for text in inputs)
     with open(f"{work}/header", "w") as handle:  # read only after the serve loop is forked
         handle.write(spec.pop("header"))
     with open(f"{work}/manifest.json", "w") as handle:
@@ -418,75 +466,58 @@ def batch(work):
         spec = json.load(handle)
     if not namespaces_work():
         print("codegrpo runner: cannot give each program namespaces of its own here", file=sys.stderr)
-        sys.exit(NO_NAMESPACES_EXIT)
-    config = {"vm": True, "vm_root": False, "limits": VM_LIMITS, "tmpfs_bytes": spec["tmpfs_bytes"],
-              "seccomp": spec["seccomp"].get(os.uname().machine), "env": dict(os.environ)}
+        sys.exit(protocol.NO_NAMESPACES_EXIT)
+    limits = spec["limits"]
+    config = limits | {"vm": True, "vm_root": False, "seccomp": spec["seccomp"].get(os.uname().machine),
+                       "env": dict(os.environ)}  # fmt: skip
     control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     if os.fork() == 0:  # the serve loop every program is forked from: it never sees an output or a result
         control.close()
         serve_loop(theirs, config, dispositions)
         os._exit(0)
     theirs.close()
-    if json.loads(control.recv(MESSAGE_LIMIT) or b"null") != {"ready": True}:
+    if protocol.receive(control, 0)[0] != {"ready": True}:
         sys.exit("codegrpo runner: the serve loop did not start")
     with open(f"{work}/header") as handle:
         header = handle.read()
-    results = []
+    import binascii  # here, in the process that never forks a program: no program has it imported
+
+    results, uid = [], FIRST_UID
     for index, request in enumerate(spec["programs"]):
-        request["uid"] = FIRST_UID + index
-        (out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe()
-        source = os.open(f"{work}/{index}.src", os.O_RDONLY)
+        request["uid"], uid = uid, uid + protocol.runs(request)
+        names = [f"{index}.src"] + ([] if request["inputs"] is None else [f"{index}.in"])
+        fds = [os.open(f"{work}/{name}", os.O_RDONLY) for name in names]
         try:
-            socket.send_fds(control, [json.dumps(request).encode()], [source, out_w, err_w])
-            for fd in (source, out_w, err_w):
-                os.close(fd)
-            deadline = time.monotonic() + request["timeout"] + ANSWER_GRACE_S
-            answer, (stdout, stderr), over = collect(control, [out_r, err_r], spec["limit_bytes"], deadline)
+            # base64: a third more than the bytes, where JSON escapes of arbitrary bytes could make it six times
+            runs = [{"exit_code": answer["code"], "timed_out": answer["timeout"], "over_limit": over,
+                     "stdout": binascii.b2a_base64(outputs[0], newline=False).decode(),
+                     "stderr": binascii.b2a_base64(outputs[1], newline=False).decode(),
+                     "duration_s": answer["duration_s"]}
+                    for answer, outputs, over in protocol.exchange(control, request, fds, limits["output_bytes"])]
+        except protocol.ProtocolError as error:
+            sys.exit(f"codegrpo runner: {error}")
         finally:
-            os.close(out_r)
-            os.close(err_r)
-        if "error" in answer:
-            sys.exit(f"codegrpo runner: a program could not be started: {answer['error']}")
-        results.append({"exit_code": answer["code"], "timed_out": answer["timeout"], "over_limit": over,
-                        "stdout": stdout, "stderr": stderr, "duration_s": answer["duration_s"]})
+            protocol.close_all(fds)
+        results.append({"runs": runs})
     control.close()  # the serve loop's end of file: it exits
     import shutil  # here, not at the top: no program's interpreter has it imported
 
     shutil.rmtree(work, ignore_errors=True)
+    if len(results) == 1:
+        fit(results[0]["runs"], spec["document_bytes"] - len(header) - 2)
     sys.stdout.buffer.write(f"{header}\n{json.dumps(results)}\n".encode())
     sys.stdout.flush()
 
 
-def collect(control, streams, limit, deadline):
-    """The serve loop's answer and the program's output, up to ``limit`` bytes a stream; past it, the
-    program is killed. Once the answer is in, the program is gone: the pipes are drained without
-    waiting for their end (a write end may live on as an fd in flight)."""
-    import binascii  # here, in the process that never forks a program: no program has it imported
-
-    kept = dict.fromkeys(streams, b"")
-    reading, answer, over = list(streams), None, False
-    while True:
-        remaining = 0.0 if answer is not None else deadline - time.monotonic()
-        if answer is None and remaining <= 0:
-            sys.exit("codegrpo runner: no answer from the serve loop in time")
-        ready = select.select(reading + ([control] if answer is None else []), [], [], remaining)[0]
-        if not ready and answer is not None:
-            break
-        if control in ready:
-            answer = json.loads(control.recv(MESSAGE_LIMIT) or b"null")
-            if answer is None:
-                sys.exit("codegrpo runner: the serve loop is gone")
-        for fd in [fd for fd in ready if fd in reading]:
-            data = os.read(fd, READ_CHUNK)
-            if not data:
-                reading.remove(fd)
-                continue
-            kept[fd] = (kept[fd] + data)[: limit + 1]  # a byte past the limit tells it was passed
-            if len(kept[fd]) > limit and not over:
-                over = True
-                send(control, {"kill": True})
-    # base64: a third more than the bytes, where JSON escapes of arbitrary bytes could make it six times
-    return answer, [binascii.b2a_base64(kept[fd][:limit], newline=False).decode() for fd in streams], over
+def fit(runs, limit):
+    """A program alone in its chunk: what its runs printed, the largest first, dropped (each such run an
+    output_limit) until the document fits what an exec returns. Several programs are run again apart."""
+    size = len(json.dumps([{"runs": runs}]))
+    for run in sorted(runs, key=lambda run: len(run["stdout"]) + len(run["stderr"]), reverse=True):
+        if size <= limit:
+            return
+        size -= len(run["stdout"]) + len(run["stderr"]) + (0 if run["over_limit"] else 1)
+        run.update(stdout="", stderr="", over_limit=True)
 
 
 if sys.argv[1:2] == ["serve"]:

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import dataclasses
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import resources
 
+from codegrpo.config import SandboxConfig
 from codegrpo.errors import SandboxFatalError
+from codegrpo.harness import protocol
 
 # How each runtime runs a program's file. A "python" program may run in a warm interpreter, forked per
 # program (codegrpo.harness.runner), exactly as this command would run it.
@@ -55,6 +59,23 @@ class Program:
     @property
     def argv(self) -> tuple[str, ...]:
         return self.command or (*RUNTIMES[self.runtime], f"/tmp/{self.filename}")
+
+    @property
+    def wall_s(self) -> float:
+        """The most wall time all its runs together may take."""
+        if self.inputs is None:
+            return self.timeout_s
+        total = len(self.inputs) * self.timeout_s
+        return total if self.budget_s is None else min(total, self.budget_s)
+
+    def request(self) -> tuple[dict, bytes | None]:
+        """Its request to the runner (harness/protocol.py) and, with inputs, their bytes end to end."""
+        argv = None if self.runs_warm else list(self.argv)
+        pieces = None if self.inputs is None else protocol.encode_inputs(self.inputs)
+        sizes = None if pieces is None else [len(piece) for piece in pieces]
+        document = protocol.request(self.filename, self.source[: self.prelude_chars], argv, self.timeout_s, sizes,
+                                    self.budget_s)  # fmt: skip
+        return document, None if pieces is None else b"".join(pieces)
 
     @property
     def runs_warm(self) -> bool:
@@ -106,24 +127,27 @@ def classify(
     return RunResult(outcome, exit_code, stdout, stderr, duration_s)
 
 
-class OutputCap:
-    """One output stream kept up to ``limit`` bytes; ``feed`` says when the stream went past it."""
+def runner_sources() -> dict[str, str]:
+    """The runner's modules (harness/protocol.py's MODULES) by name, as text for a sandbox."""
+    harness = resources.files("codegrpo.harness")
+    return {name: harness.joinpath(f"{name}.py").read_text(encoding="utf-8") for name in protocol.MODULES}
 
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.kept = bytearray()
-        self.seen = 0
 
-    def feed(self, chunk: bytes) -> bool:
-        """Keep what fits; True once more than ``limit`` bytes have arrived."""
-        if self.seen < self.limit:
-            self.kept += chunk[: self.limit - self.seen]
-        self.seen += len(chunk)
-        return self.seen > self.limit
+def program_limits(cfg: SandboxConfig, processes: int | None = None, memory_bytes: int | None = None) -> dict:
+    """The limits the runner sets on every run (harness/protocol.py), from the sandbox's config; the
+    processes and memory rlimits only where no cgroup (or VM) enforces them."""
+    return protocol.limits(file_bytes=cfg.file_size_limit_bytes, open_files=cfg.open_files,
+                           tmpfs_bytes=cfg.tmpfs_limit_bytes, stdout_bytes=cfg.stdout_limit_bytes,
+                           stderr_bytes=cfg.stderr_limit_bytes, processes=processes, memory_bytes=memory_bytes)
 
-    @property
-    def text(self) -> str:
-        return self.kept.decode("utf-8", "replace")
+
+def program_result(program: Program, runs: list[RunResult], duration_s: float) -> RunResult:
+    """A program's result from its runs' (one without inputs): with inputs, EXITED with every run's result
+    and the total duration."""
+    if program.inputs is None:
+        (run,) = runs
+        return dataclasses.replace(run, duration_s=duration_s)
+    return RunResult(Outcome.EXITED, None, duration_s=duration_s, runs=tuple(runs))
 
 
 class SandboxBackend(abc.ABC):

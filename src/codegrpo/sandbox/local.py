@@ -36,7 +36,7 @@ from pathlib import Path
 
 from codegrpo.config import LocalSandboxConfig
 from codegrpo.sandbox import seccomp
-from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend, SandboxFatalError
+from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend, SandboxFatalError, program_limits
 from codegrpo.sandbox.cgroups import CgroupLimits, RunCgroup
 from codegrpo.sandbox.workers import WORKER_CAPABILITIES, WORKER_PATH, Launch, Ticket, WorkerPool, worker_files
 
@@ -221,10 +221,9 @@ class LocalSandbox(SandboxBackend):
                 end.close()
             fds.close()
             raise
-        limits = {"RLIMIT_FSIZE": cfg.file_size_limit_bytes, "RLIMIT_NOFILE": cfg.open_files, "RLIMIT_CORE": 0}
-        limits |= {f"RLIMIT_{name.upper()}": value for name, value in self._fallback_limits(extra_processes=1).items()}
-        config = {"limits": limits, "tmpfs_bytes": cfg.tmpfs_limit_bytes, "seccomp": seccomp.build_filter().hex(),
-                  "vm_root": cfg.vm_root}
+        fallback = self._fallback_limits(extra_processes=1)
+        config = program_limits(cfg, fallback.get("nproc"), fallback.get("as"))
+        config |= {"seccomp": seccomp.build_filter().hex(), "vm_root": cfg.vm_root}
         command = ["python3", "-I", WORKER_PATH, "serve", str(worker.fileno()), json.dumps(config)]
         argv = self._sandbox_command(fds, group, command)
 

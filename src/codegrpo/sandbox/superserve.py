@@ -44,7 +44,6 @@ import time
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
-from importlib import resources
 
 import httpx
 from superserve import (
@@ -62,38 +61,36 @@ from superserve import (
 )
 
 from codegrpo.config import SuperserveSandboxConfig
+from codegrpo.harness.protocol import KILLED_EXIT, NO_NAMESPACES_EXIT, OutputCap
 from codegrpo.sandbox import seccomp
 from codegrpo.sandbox.base import (
     Outcome,
-    OutputCap,
     Program,
     RunResult,
     SandboxBackend,
     SandboxFatalError,
     classify,
+    program_limits,
+    program_result,
+    runner_sources,
 )
 
 log = logging.getLogger(__name__)
 
 API_KEY_DOCS = "https://docs.superserve.ai/api-key"
-OUTPUT_LIMIT_BYTES = 1 << 20  # per stream, as in the local backend
-KILLED_EXIT_CODE = 128 + 9  # what `timeout -s KILL` exits with when the time runs out
+EXEC_OUTPUT_BYTES = 1 << 20  # what an exec returns of its stdout at most: a chunk's document must fit
 EXEC_MARGIN_S = 5.0  # the server's own limit on exec stays above the KILL wrapper's
 RUN_TAG = "codegrpo_run"  # metadata: the backend instance that made the sandbox
 ATTEMPT_TAG = "codegrpo_attempt"  # metadata: the create call, to find its sandbox if the answer is lost
 CANCEL_WAIT_S = 10.0  # how long a close waits for cancelled programs to kill their own sandboxes
 EXIT_CLEANUP_S = 30.0  # how long the exit hook may keep the process alive
-# In-sandbox code, read as text: the runner of every program (the local sandbox's too), and the module
-# it runs Python programs with, in a forked interpreter as `python3 -I` would.
-RUNNER_SOURCE = resources.files("codegrpo.harness").joinpath("runner.py").read_text(encoding="utf-8")
-INPROCESS_SOURCE = resources.files("codegrpo.harness").joinpath("inprocess.py").read_text(encoding="utf-8")
+# In-sandbox code, read as text: the runner of every program (the local sandbox's too) and its modules.
+RUNNER_MODULES = runner_sources()
 KEY_ENV = "CODEGRPO_BUNDLE_KEY"  # where the runner finds the bundle's key
-NO_NAMESPACES_EXIT = 3  # the runner's exit status where programs cannot get namespaces of their own
-TMPFS_BYTES = 64 << 20  # each program's /tmp, as in the local sandbox
 PROGRAM_FILTERS = {machine: seccomp.build_filter(machine).hex() for machine in seccomp.MACHINES}
 RUNNER_PATH = "/tmp/codegrpo_batch.py"
 RUNNER_START_S = 5.0  # the runner's own start, on top of its programs' time
-RUNNER_SLACK_S = 1.0  # per program: start, kill and clean-up around its timeout
+RUNNER_SLACK_S = 1.0  # per run: start, kill and clean-up around its timeout
 SANDBOX_MARGIN_S = 60  # a chunk's programs finish this long before the sandbox's own timeout
 
 
@@ -200,7 +197,7 @@ class SuperserveSandbox(SandboxBackend):
             chunk: list[int] = []
             total = 0.0
             for i in range(start, n, count):
-                cost = programs[i].timeout_s + RUNNER_SLACK_S
+                cost = _seconds(programs[i])
                 if chunk and total + cost > budget:  # the sandbox would time out before this program ends
                     chunks.append(chunk)
                     chunk, total = [], 0.0
@@ -229,12 +226,15 @@ class SuperserveSandbox(SandboxBackend):
                 await asyncio.sleep(pause)
             try:
                 async with self._slots.held():
-                    if len(programs) == 1:
+                    if len(programs) == 1 and programs[0].inputs is None:
                         return [await self._attempt(programs[0])]
                     return await self._attempt_chunk(programs)
             except SandboxFatalError:
                 raise
             except _RunnerFailed as error:
+                if len(programs) == 1:  # per-test runs need the runner: no sandbox runs them otherwise
+                    self._count("infra_failures")
+                    return [RunResult(Outcome.SANDBOX_ERROR, error=f"the chunk's runner failed: {error}")]
                 return await self._rerun_apart(programs, error)
             except Exception as error:
                 if not _is_transient(error):
@@ -270,8 +270,8 @@ class SuperserveSandbox(SandboxBackend):
         return [task.result()[0] for task in tasks]
 
     async def _attempt_chunk(self, programs: list[Program]) -> list[RunResult]:
-        script, key, header = chunk_script(programs)
-        wrapper_s = math.ceil(RUNNER_START_S + sum(p.timeout_s + RUNNER_SLACK_S for p in programs))
+        script, key, header = chunk_script(programs, program_limits(self.cfg, processes=self.cfg.max_processes))
+        wrapper_s = math.ceil(RUNNER_START_S + sum(_seconds(p) for p in programs))
         sandbox = await self._create()
         self._count("chunks")
         try:
@@ -296,7 +296,7 @@ class SuperserveSandbox(SandboxBackend):
                 cwd="/tmp",
                 timeout_seconds=math.ceil(max(self.cfg.command_timeout_s, program.timeout_s + EXEC_MARGIN_S)),
             )
-            return _to_run_result(result, program, time.monotonic() - started)
+            return _to_run_result(result, program, time.monotonic() - started, self.cfg)
         finally:
             await self._kill(sandbox.id, sandbox)
 
@@ -471,29 +471,25 @@ class SuperserveSandbox(SandboxBackend):
         return SandboxFatalError(message)
 
 
-def chunk_script(programs: Sequence[Program]) -> tuple[str, str, str]:
-    """The script a chunk's sandbox runs (harness/runner.py and its encrypted bundle), the one-time key it
-    needs in KEY_ENV, and the header line its result document starts with."""
+def chunk_script(programs: Sequence[Program], limits: dict) -> tuple[str, str, str]:
+    """The script a chunk's sandbox runs (harness/runner.py and its encrypted bundle, the programs with
+    the runner's ``limits``), the one-time key it needs in KEY_ENV, and its result document's header line."""
     key, header = secrets.token_hex(32), f"codegrpo-batch {secrets.token_hex(16)}"
     bundle = {
         "header": header,
-        "limit_bytes": OUTPUT_LIMIT_BYTES,
-        "tmpfs_bytes": TMPFS_BYTES,
+        "limits": limits,
+        "document_bytes": EXEC_OUTPUT_BYTES,
         "seccomp": PROGRAM_FILTERS,  # by machine: the VM's is not known here
-        "modules": {"runner": RUNNER_SOURCE, "inprocess": INPROCESS_SOURCE},
-        "programs": [
-            {
-                "filename": p.filename,
-                "source": p.source,
-                "argv": None if p.runs_warm else list(p.argv),
-                "timeout": p.timeout_s,
-                "prelude": p.source[: p.prelude_chars],
-            }
-            for p in programs
-        ],
+        "modules": RUNNER_MODULES,
+        "programs": [p.request()[0] | {"source": p.source, "stdin": p.inputs and list(p.inputs)} for p in programs],
     }
-    script = f"{RUNNER_SOURCE}\nunpack({_encrypt(json.dumps(bundle).encode(), key)!r}, {KEY_ENV!r})\n"
+    script = f"{RUNNER_MODULES['runner']}\nunpack({_encrypt(json.dumps(bundle).encode(), key)!r}, {KEY_ENV!r})\n"
     return script, key, header
+
+
+def _seconds(program: Program) -> float:
+    """What a program may take of its chunk: its runs' time, and their start and clean-up."""
+    return program.wall_s + RUNNER_SLACK_S * (1 if program.inputs is None else max(1, len(program.inputs)))
 
 
 class _RunnerFailed(Exception):
@@ -609,12 +605,14 @@ def _wrapped(program: Program) -> str:
     return f"timeout -s KILL {seconds} {shlex.join(program.argv)}"
 
 
-def _to_run_result(result: CommandResult, program: Program, duration_s: float) -> RunResult:
-    stdout, stderr = OutputCap(OUTPUT_LIMIT_BYTES), OutputCap(OUTPUT_LIMIT_BYTES)
+def _to_run_result(
+    result: CommandResult, program: Program, duration_s: float, cfg: SuperserveSandboxConfig
+) -> RunResult:
+    stdout, stderr = OutputCap(cfg.stdout_limit_bytes), OutputCap(cfg.stderr_limit_bytes)
     over = [cap.feed(text.encode("utf-8", "surrogatepass")) for cap, text in ((stdout, result.stdout),
                                                                                (stderr, result.stderr))]
     code = result.exit_code
-    killed = code == KILLED_EXIT_CODE and duration_s >= 0.95 * program.timeout_s  # the KILL wrapper fired
+    killed = code == KILLED_EXIT and duration_s >= 0.95 * program.timeout_s  # the KILL wrapper fired
     return classify(code, stdout.text, stderr.text, duration_s, over_limit=result.truncated or any(over),
                     timed_out=killed)
 
@@ -628,7 +626,7 @@ def _encrypt(data: bytes, key: str) -> str:
 
 
 def _chunk_results(result: CommandResult, programs: list[Program], header: str) -> list[RunResult]:
-    """The runner's document as RunResults; anything but exactly one well-formed result per program fails."""
+    """The runner's document as RunResults; anything but exactly one well-formed result per run fails."""
     head, _, body = result.stdout.partition("\n")
     if result.exit_code != 0 or result.truncated or head != header:
         tail = result.stderr.strip()[-300:]
@@ -638,22 +636,35 @@ def _chunk_results(result: CommandResult, programs: list[Program], header: str) 
         records = json.loads(body)
     except ValueError as error:
         raise _RunnerFailed(f"malformed results: {error}") from None
-    fields = {"exit_code": int, "timed_out": bool, "over_limit": bool, "stdout": str, "stderr": str,
-              "duration_s": (int, float)}
     if not isinstance(records, list) or len(records) != len(programs):
         raise _RunnerFailed(f"expected {len(programs)} results")
-    for record in records:
+    return [program_result(p, _runs(record, p), sum(run.duration_s for run in _runs(record, p)))
+            for p, record in zip(programs, records, strict=True)]  # fmt: skip
+
+
+_RUN_FIELDS = {"exit_code": (int, type(None)), "timed_out": bool, "over_limit": bool, "stdout": str, "stderr": str,
+               "duration_s": (int, float)}  # fmt: skip
+
+
+def _runs(record: object, program: Program) -> list[RunResult]:
+    """One program's runs from its record, {"runs": [...]}, one per input (one without inputs)."""
+    expected = 1 if program.inputs is None else len(program.inputs)
+    runs = record.get("runs") if isinstance(record, dict) and record.keys() == {"runs"} else None
+    if not isinstance(runs, list) or len(runs) != expected:
+        raise _RunnerFailed(f"expected {expected} runs")
+    for run in runs:
         if not (
-            isinstance(record, dict)
-            and record.keys() == fields.keys()
-            and all(isinstance(record[k], t) for k, t in fields.items())
-            and not isinstance(record["exit_code"], bool)
+            isinstance(run, dict)
+            and run.keys() == _RUN_FIELDS.keys()
+            and all(isinstance(run[k], t) for k, t in _RUN_FIELDS.items())
+            and not isinstance(run["exit_code"], bool)
+            and (run["exit_code"] is not None or run["timed_out"])  # only a run the budget never started
         ):
             raise _RunnerFailed("malformed result")
     try:  # the outputs come as base64 of their bytes
         outputs = [[base64.b64decode(r[name], validate=True).decode("utf-8", "replace")
-                    for name in ("stdout", "stderr")] for r in records]
+                    for name in ("stdout", "stderr")] for r in runs]
     except ValueError:
         raise _RunnerFailed("malformed output") from None
     return [classify(r["exit_code"], *output, float(r["duration_s"]), over_limit=r["over_limit"],
-                     timed_out=r["timed_out"]) for r, output in zip(records, outputs, strict=True)]
+                     timed_out=r["timed_out"]) for r, output in zip(runs, outputs, strict=True)]

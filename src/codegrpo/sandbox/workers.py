@@ -28,9 +28,9 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from importlib import resources
 
-from codegrpo.sandbox.base import Outcome, OutputCap, Program, RunResult, classify
+from codegrpo.harness.protocol import ProtocolError, close_all, exchange, receive
+from codegrpo.sandbox.base import Outcome, Program, RunResult, classify, program_result, runner_sources
 from codegrpo.sandbox.cgroups import RunCgroup
 
 log = logging.getLogger(__name__)
@@ -40,19 +40,15 @@ WORKER_PATH = f"{HARNESS_DIR}/runner.py"
 # Held in the sandbox's own user namespace only, by pid 1, to give each program fresh namespaces, mount
 # its /tmp and /proc, and bring its loopback up; each program's process drops them all before it runs.
 WORKER_CAPABILITIES = ("CAP_SYS_ADMIN", "CAP_NET_ADMIN", "CAP_SETPCAP")
-_MESSAGE_LIMIT = 1 << 16
-_READ_CHUNK = 1 << 16
 _START_TIMEOUT_S = 30.0
-_GRACE_S = 10.0  # past the program's timeout, how long the worker may take to report before it is killed
 _STOP_S = 2.0
 # Memory a worker may still hold after a program (above what it held when it started) and be reused.
 PINNED_SLACK_BYTES = 32 << 20
 
 
 def worker_files() -> dict[str, str]:
-    """The runner and the module it runs Python programs with, by their paths in the sandbox."""
-    harness = resources.files("codegrpo.harness")
-    return {f"{HARNESS_DIR}/{name}": harness.joinpath(name).read_text() for name in ("runner.py", "inprocess.py")}
+    """The runner and its modules, by their paths in the sandbox."""
+    return {f"{HARNESS_DIR}/{name}.py": text for name, text in runner_sources().items()}
 
 
 @dataclass(frozen=True)
@@ -86,6 +82,16 @@ def init_pidfd(status_line: bytes, launcher_pid: int) -> int | None:
         return pidfd
     os.close(pidfd)
     return None
+
+
+def _memfd(name: str, data: bytes) -> int:
+    fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    try:
+        os.write(fd, data)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _read_line(fd: int, deadline: float) -> bytes:
@@ -143,10 +149,10 @@ class Worker:
         try:
             deadline = time.monotonic() + _START_TIMEOUT_S
             self._init_pidfd = init_pidfd(_read_line(self._status_fd, deadline), self._process.pid)
-            ready = self._receive(deadline)
-            if not ready.get("ready"):
+            ready, _ = receive(self._control, 0, deadline)
+            if not ready or not ready.get("ready"):
                 raise WorkerError(f"the worker did not start: {ready}")
-        except (OSError, WorkerError, ValueError) as error:
+        except (OSError, WorkerError, ProtocolError, ValueError) as error:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._process.wait(_STOP_S)
             message = f"{error}{self._stderr_tail()}"
@@ -159,20 +165,28 @@ class Worker:
             self._pinned_at_start = self.group.pinned_bytes()
 
     def run(self, program: Program) -> RunResult:
-        """Run one program; never raises for anything the program does. A SANDBOX_ERROR means the
-        program's result is unknown (the worker failed, or could not start it)."""
+        """Run one program, each of its runs to its end; never raises for anything the program does. A
+        SANDBOX_ERROR means the program's result is unknown (the worker failed, or could not start it)."""
         started = time.monotonic()
         ooms = self.group.oom_kills() if self.group is not None else 0
-        prelude = program.source[: program.prelude_chars]
-        request = {"filename": program.filename, "timeout": program.timeout_s, "prelude": prelude,
-                   "argv": None if program.runs_warm else list(program.argv)}
+        request, stdin = program.request()
+        runs: list[RunResult] = []
         try:
-            streams = self._start(program, request)
-            done, (stdout, stderr), overflow = self._collect(streams, started + program.timeout_s + _GRACE_S)
-            if "error" in done:
-                raise WorkerError(f"the program could not be started: {done['error']}")
-            code, timed_out = int(done["code"]), bool(done["timeout"])
-        except (OSError, WorkerError, ValueError, KeyError, TypeError) as error:
+            fds = [_memfd("codegrpo-program", program.source.encode("utf-8", "surrogatepass"))]
+            if stdin is not None:
+                fds.append(_memfd("codegrpo-stdin", stdin))
+            try:
+                for answer, (stdout, stderr), over in exchange(self._control, request, fds, self._output_limits):
+                    # Read as each answer comes: the next run starts at once, and a memory bomb takes far
+                    # longer than this to reach the limit.
+                    now = self.group.oom_kills() if self.group is not None else 0
+                    runs.append(classify(answer["code"], stdout.decode("utf-8", "replace"),
+                                         stderr.decode("utf-8", "replace"), float(answer["duration_s"]),
+                                         over_limit=over, timed_out=answer["timeout"], oom=now > ooms))
+                    ooms = now
+            finally:
+                close_all(fds)
+        except (OSError, ProtocolError, ValueError, KeyError, TypeError) as error:
             message = f"worker failed: {error!r}{self._stderr_tail()}"
             self.close()
             return RunResult(Outcome.SANDBOX_ERROR, error=message)
@@ -181,9 +195,7 @@ class Worker:
             # flight) would count against every later program's limit: the worker goes. The worker was
             # clean before this program, so the result is the program's own and stands.
             self.close()
-        oom = self.group is not None and self.group.oom_kills() > ooms
-        return classify(code, stdout, stderr, time.monotonic() - started, over_limit=overflow, timed_out=timed_out,
-                        oom=oom)
+        return program_result(program, runs, time.monotonic() - started)
 
     def _pinned_beyond_slack(self) -> bool:
         """Whether the worker's cgroup holds more than at its start, by over the slack (False if unknown)."""
@@ -191,74 +203,6 @@ class Worker:
             return False
         pinned = self.group.pinned_bytes()
         return pinned is not None and pinned - self._pinned_at_start > PINNED_SLACK_BYTES
-
-    def _start(self, program: Program, request: dict) -> list[int]:
-        """Send the request with the program's source and output pipes; returns the pipes' read ends."""
-        source = os.memfd_create("codegrpo-program", os.MFD_CLOEXEC)
-        ends: list[int] = [source]
-        try:
-            os.write(source, program.source.encode("utf-8", "surrogatepass"))
-            os.lseek(source, 0, os.SEEK_SET)
-            out_r, out_w = os.pipe()
-            ends += [out_r, out_w]
-            err_r, err_w = os.pipe()
-            ends += [err_r, err_w]
-            socket.send_fds(self._control, [json.dumps(request).encode()], [source, out_w, err_w])
-        except BaseException:
-            for fd in ends:
-                os.close(fd)
-            raise
-        for fd in (source, out_w, err_w):
-            os.close(fd)
-        return [out_r, err_r]
-
-    def _collect(self, streams: list[int], deadline: float) -> tuple[dict, list[str], bool]:
-        """Read the program's output (up to the limits) and the worker's answer. Past a limit, the worker
-        is told to kill the program, and the rest is drained unread. Once the answer is in, every process
-        of the program is gone: what is in the pipes now is all there is, even if a write end lives on
-        as an fd in flight, so the pipes are drained without waiting for their end."""
-        caps = {fd: OutputCap(limit) for fd, limit in zip(streams, self._output_limits, strict=True)}
-        open_fds, done, overflow = list(streams), None, False
-        control = self._control.fileno()
-        try:
-            while open_fds:
-                waiting = open_fds + ([control] if done is None else [])
-                remaining = 0.0 if done is not None else deadline - time.monotonic()
-                if done is None and remaining <= 0:
-                    raise WorkerError("no answer in time")
-                ready = select.select(waiting, [], [], remaining)[0]
-                if not ready:
-                    if done is None:
-                        raise WorkerError("no answer in time")
-                    break  # drained
-                if control in ready:
-                    done = self._receive(deadline)
-                for fd in [fd for fd in ready if fd in open_fds]:
-                    chunk = os.read(fd, _READ_CHUNK)
-                    if not chunk:
-                        open_fds.remove(fd)
-                        continue
-                    if caps[fd].feed(chunk) and not overflow:
-                        overflow = True
-                        self._control.send(b'{"kill": true}')
-            if done is None:
-                done = self._receive(deadline)
-        finally:
-            for fd in streams:
-                os.close(fd)
-        return done, [caps[fd].text for fd in streams], overflow
-
-    def _receive(self, deadline: float) -> dict:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0 or not select.select([self._control], [], [], remaining)[0]:
-            raise WorkerError("no answer in time")
-        data = self._control.recv(_MESSAGE_LIMIT)
-        if not data:
-            raise WorkerError("the worker is gone")
-        document = json.loads(data)
-        if not isinstance(document, dict):
-            raise WorkerError("an answer that is not an object")
-        return document
 
     def _stderr_tail(self) -> str:
         if self._process.stderr is None or self._process.poll() is None:

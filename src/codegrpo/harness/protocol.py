@@ -1,0 +1,175 @@
+# The one protocol between a host and the runner's serve loop (harness/runner.py), on both sides of the
+# sandbox: the host imports it (codegrpo.harness.protocol), the runner loads it from beside itself (a
+# local sandbox's /run/codegrpo, a Superserve chunk's directory), and a chunk's batch process is the
+# host of its own serve loop. Messages are JSON over a unix SOCK_SEQPACKET socket, fds beside them:
+#
+#   request  {"filename", "timeout", "prelude", "argv", "inputs", "budget"} with fds [source] or
+#            [source, stdin]. argv null: the file runs in the runner's forked Python. inputs null: one
+#            run with an empty stdin; else the byte length of each run's input, laid end to end in the
+#            stdin memfd. timeout is per run; budget (seconds, or null) bounds all the runs together.
+#   open     {"run": i} with the read ends of run i's stdout and stderr, pipes made in the sandbox
+#   answer   {"run": i, "code", "timeout", "duration_s"} once every process of run i is gone; a run the
+#            budget left no time for never starts: {"run": i, "code": null, "timeout": true, ...}
+#   error    {"error"}: a run could not be started (the sandbox's fault); the request is over
+#   kill     {"kill": i} from the host: run i's output went past its limit
+#
+# Runs are one after another, each in a fresh process with namespaces of its own. Standard library only.
+import json
+import os
+import select
+import socket
+import time
+
+MODULES = ("runner", "inprocess", "protocol")  # what a sandbox needs of harness/ to run programs
+MESSAGE_LIMIT = 1 << 20
+READ_CHUNK = 1 << 16
+ANSWER_GRACE_S = 10.0  # past a run's timeout, how long the serve loop may take to answer
+NO_NAMESPACES_EXIT = 3  # a chunk's runner, where programs cannot get namespaces of their own
+SETUP_FAILED_EXIT = 70  # a run's process, when its setup failed (reported as an error, never as its status)
+KILLED_EXIT = 128 + 9  # a process killed by SIGKILL, as a shell reports it (`timeout -s KILL`)
+
+
+class ProtocolError(Exception):
+    """The other side broke the protocol, died, or a run could not be started."""
+
+
+def limits(*, file_bytes, open_files, tmpfs_bytes, stdout_bytes, stderr_bytes, processes=None, memory_bytes=None):
+    """What the runner sets on every run: rlimits (processes and memory only where no cgroup counts them),
+    its /tmp's size, and how much of each output stream the host keeps."""
+    rlimits = {"RLIMIT_FSIZE": file_bytes, "RLIMIT_NOFILE": open_files, "RLIMIT_CORE": 0}
+    if processes is not None:
+        rlimits["RLIMIT_NPROC"] = processes
+    if memory_bytes is not None:
+        rlimits["RLIMIT_AS"] = memory_bytes
+    return {"rlimits": rlimits, "tmpfs_bytes": tmpfs_bytes, "output_bytes": [stdout_bytes, stderr_bytes]}
+
+
+def request(filename, prelude, argv, timeout, inputs=None, budget=None):
+    """A request (without its fds); ``inputs``: the byte length of each run's input, or None."""
+    return {"filename": filename, "prelude": prelude, "argv": argv, "timeout": timeout,
+            "inputs": None if inputs is None else list(inputs), "budget": budget}  # fmt: skip
+
+
+def encode_inputs(inputs):
+    """Each input's bytes, as laid end to end in the stdin memfd."""
+    return [text.encode("utf-8", "surrogatepass") for text in inputs]
+
+
+def runs(document):
+    return 1 if document["inputs"] is None else len(document["inputs"])
+
+
+def send(control, document, fds=()):
+    socket.send_fds(control, [json.dumps(document).encode()], list(fds))
+
+
+def receive(control, max_fds, deadline=None):
+    """The next message and its fds; (None, []) when the other side is gone. With a deadline, a message
+    that does not come in time is a ProtocolError."""
+    if deadline is not None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([control], [], [], remaining)[0]:
+            raise ProtocolError("no answer in time")
+    data, fds, _, _ = socket.recv_fds(control, MESSAGE_LIMIT, max_fds)
+    if not data:
+        close_all(fds)
+        return None, []
+    try:
+        document = json.loads(data)
+    except ValueError:
+        document = None
+    if not isinstance(document, dict):
+        close_all(fds)
+        raise ProtocolError("a message that is not a JSON object")
+    return document, fds
+
+
+def close_all(fds):
+    for fd in fds:
+        os.close(fd)
+
+
+class OutputCap:
+    """One output stream kept up to ``limit`` bytes; ``feed`` says when the stream went past it."""
+
+    def __init__(self, limit):
+        self.limit = limit
+        self.kept = bytearray()
+        self.seen = 0
+
+    def feed(self, chunk):
+        """Keep what fits; True once more than ``limit`` bytes have arrived."""
+        if self.seen < self.limit:
+            self.kept += chunk[: self.limit - self.seen]
+        self.seen += len(chunk)
+        return self.seen > self.limit
+
+    @property
+    def text(self):
+        return self.kept.decode("utf-8", "replace")
+
+
+def exchange(control, document, fds, output_limits, grace_s=ANSWER_GRACE_S):
+    """The host's side of one request: send it with its fds (which stay the caller's to close), then
+    yield, run by run, (answer, [stdout bytes, stderr bytes], over_limit)."""
+    send(control, document, fds)
+    for index in range(runs(document)):
+        deadline = time.monotonic() + document["timeout"] + grace_s
+        message, streams = receive(control, 2, deadline)
+        if message is None:
+            raise ProtocolError("the runner is gone")
+        if "error" in message:
+            close_all(streams)
+            raise ProtocolError(f"the program could not be started: {message['error']}")
+        if message.get("run") != index or len(streams) != (0 if "code" in message else 2):
+            close_all(streams)
+            raise ProtocolError(f"an unexpected message for run {index}: {message}")
+        if not streams:  # the budget left this run no time: it never started
+            yield checked(message), [b"", b""], False
+            continue
+        answer, outputs, over = collect(control, index, streams, output_limits, deadline)
+        yield checked(answer), outputs, over
+
+
+def collect(control, index, streams, output_limits, deadline):
+    """Run ``index``'s output (up to the limits) and its answer; past a limit, the runner is told to kill
+    the run, and the rest is drained unread. Once the answer is in, every process of the run is gone:
+    what is in the pipes now is all there is, even if a write end lives on as an fd in flight, so the
+    pipes are drained without waiting for their end."""
+    caps = {fd: OutputCap(limit) for fd, limit in zip(streams, output_limits, strict=True)}
+    reading, answer, over = list(streams), None, False
+    try:
+        while reading or answer is None:
+            remaining = 0.0 if answer is not None else deadline - time.monotonic()
+            if answer is None and remaining <= 0:
+                raise ProtocolError("no answer in time")
+            ready = select.select(reading + ([control] if answer is None else []), [], [], remaining)[0]
+            if not ready:
+                if answer is not None:
+                    break  # drained
+                raise ProtocolError("no answer in time")
+            if control in ready:
+                answer, extra = receive(control, 2)
+                close_all(extra)
+                if answer is not None and "error" in answer:
+                    raise ProtocolError(f"the program could not be started: {answer['error']}")
+                if answer is None or answer.get("run") != index or "code" not in answer:
+                    raise ProtocolError(f"an unexpected answer for run {index}: {answer}")
+            for fd in [fd for fd in ready if fd in reading]:
+                chunk = os.read(fd, READ_CHUNK)
+                if not chunk:
+                    reading.remove(fd)
+                elif caps[fd].feed(chunk) and not over:
+                    over = True
+                    send(control, {"kill": index})
+    finally:
+        close_all(streams)
+    return answer, [bytes(caps[fd].kept) for fd in streams], over
+
+
+def checked(answer):
+    code, timeout, duration = answer.get("code"), answer.get("timeout"), answer.get("duration_s")
+    if not (code is None or (isinstance(code, int) and not isinstance(code, bool))) or not isinstance(timeout, bool) \
+            or not isinstance(duration, (int, float)) or isinstance(duration, bool):
+        raise ProtocolError(f"a malformed answer: {answer}")
+    return answer
