@@ -150,6 +150,11 @@ def load_model_and_tokenizer(cfg: ModelConfig, bf16: bool = False) -> tuple[PreT
     dtype = load_dtype(cfg)
     if bf16 and cfg.dtype is Dtype.auto:
         log.info("Mixed precision: fp32 weights and optimizer state, bf16 autocast for compute")
+    local = Path(path).expanduser()
+    if local.is_dir() and not (local / "config.json").is_file() and not is_adapter_dir(path):
+        # transformers would fail on the tokenizer with a ValueError about sentencepiece.
+        raise ModelNotFoundError(f"{path} holds no model (no config.json or {ADAPTER_CONFIG}): name a run's "
+                                 "final_model or checkpoint-N directory, or a Hub id")
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=cfg.trust_remote_code)
         if is_adapter_dir(path):  # a LoRA run's final_model: the adapter and its tokenizer
@@ -157,9 +162,10 @@ def load_model_and_tokenizer(cfg: ModelConfig, bf16: bool = False) -> tuple[PreT
         else:
             model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, trust_remote_code=cfg.trust_remote_code)
     except OSError as error:
+        why = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ModelNotFoundError(
-            f"cannot load model {path!r}: {error}\nHub models need network access or a warm Hugging Face cache "
-            "(HF_HUB_OFFLINE=1 with the files already downloaded); the offline default is model=smollm2-135m."
+            f"cannot load model {path!r}: {why}; Hub models need network access or a warm Hugging Face cache "
+            "(HF_HUB_OFFLINE=1 with the files already downloaded); the offline default is model=smollm2-135m"
         ) from error
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
