@@ -14,13 +14,13 @@ def test_step_line_shows_reward_pass_rate_statuses_and_time():
 
 
 def test_trainer_settings_build_a_grpo_config_without_future_warnings(compose_cfg, tmp_path):
-    from codegrpo.training import grpo_args
+    from codegrpo.build import grpo_config
 
     for trainer in ("cpu", "gpu"):
         cfg = compose_cfg(f"trainer={trainer}", "trainer.use_cpu=true", "trainer.bf16=false", "logger=none")
         with warnings.catch_warnings():
             warnings.simplefilter("error", FutureWarning)
-            args = grpo_args(cfg, tmp_path)
+            args = grpo_config(cfg, tmp_path)
         # gpu keeps TRL's default (checkpointing on), cpu turns it off: the same behaviour under the new name
         assert args.activation_checkpointing is (trainer == "gpu")
     # The deprecated name still works when it is the only one given.

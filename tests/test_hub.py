@@ -21,7 +21,8 @@ def full_run(compose_cfg, tmp_path):
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
     cfg = compose_cfg("trainer.push_to_hub=true", "trainer.hub_model_id=someone/codegrpo-full",
-                      "trainer.hub_token=hf_do-not-publish-0123456789", "trainer.hub_private_repo=true")
+                      "trainer.hub_token=hf_do-not-publish-0123456789", "trainer.hub_private_repo=true",
+                      "model.save_dtype=bfloat16")
     run_dir = Path(cfg.run_dir)
     final = run_dir / "final_model"
     torch.manual_seed(0)

@@ -12,7 +12,7 @@ import pytest
 from codegrpo.explain import first_error_line
 from codegrpo.extraction import completion_text
 from codegrpo.problems import load_problem_set, load_problems, select_split
-from codegrpo.training import LearningSignal
+from codegrpo.trainer import LearningSignal
 from codegrpo.verdict import Scored, Status, Verdict
 
 
@@ -27,8 +27,9 @@ def test_bf16_training_keeps_fp32_weights_and_moves_almost_all_of_them(compose_c
     weight cannot take a step of 1e-6 (its spacing near 0.02 is ~1e-4), so pure bf16 moves ~2% of them."""
     import torch
 
+    from codegrpo import build
     from codegrpo.models import load_model_and_tokenizer
-    from codegrpo.training import build_dataset, grpo_args, make_trainer_class
+    from codegrpo.trainer import make_trainer_class
 
     cfg = compose_cfg("trainer.bf16=true", "trainer.learning_rate=1e-6", "trainer.max_steps=2",
                       "trainer.num_generations=4", "trainer.per_device_train_batch_size=4",
@@ -37,8 +38,8 @@ def test_bf16_training_keeps_fp32_weights_and_moves_almost_all_of_them(compose_c
     trainable = {name: p for name, p in model.named_parameters() if p.requires_grad}
     assert {p.dtype for p in trainable.values()} == {torch.float32}  # master weights stay fp32
     before = {name: p.detach().clone() for name, p in trainable.items()}
-    trainer = make_trainer_class()(model=model, reward_funcs=length_reward, args=grpo_args(cfg, tmp_path),
-                                   train_dataset=build_dataset(load_problem_set(cfg.problems), cfg.problems),
+    trainer = make_trainer_class()(model=model, reward_funcs=length_reward, args=build.grpo_config(cfg, tmp_path),
+                                   train_dataset=build.dataset(load_problem_set(cfg.problems), cfg.problems),
                                    processing_class=tokenizer)
     assert trainer.args.bf16
     trainer.train()
@@ -55,7 +56,7 @@ def test_bf16_training_keeps_fp32_weights_and_moves_almost_all_of_them(compose_c
 
 def test_no_spread_warning_after_several_flat_steps(caplog):
     signal = LearningSignal(patience=3)
-    with caplog.at_level(logging.WARNING, logger="codegrpo.training"):
+    with caplog.at_level(logging.WARNING, logger="codegrpo.trainer"):
         for frac in (1.0, 1.0, 0.5, 1.0, 1.0):
             signal.check_spread({"frac_reward_zero_std": frac})
         assert not caplog.records  # never 3 in a row

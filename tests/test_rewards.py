@@ -1,5 +1,5 @@
-"""Several rewards: reward.functions and reward.weights resolve to TRL reward functions, and every bad
-entry is a one-line UsageError before the model loads."""
+"""Several rewards: reward.functions and reward.weights resolve (build.reward_functions) to TRL reward
+functions, and every bad entry is a one-line UsageError before the model loads."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import sys
 
 import pytest
 
+from codegrpo.build import reward_functions
 from codegrpo.errors import UsageError
 from codegrpo.problems import PROJECT_ROOT, load_problem_set
 from codegrpo.programs import get_language
 from codegrpo.reward import Scorer
-from codegrpo.rewards import build_reward_funcs, reward_name
+from codegrpo.rewards import reward_name
 
 
 @pytest.fixture
@@ -32,7 +33,7 @@ def user_module(tmp_path, monkeypatch):
 
 
 def test_the_default_is_the_guides_single_code_reward(compose_cfg, scorer):
-    functions, weights = build_reward_funcs(compose_cfg(), scorer)
+    functions, weights = reward_functions(compose_cfg(), scorer)
     assert [reward_name(f) for f in functions] == ["code_reward"] and weights is None
 
 
@@ -41,7 +42,7 @@ def test_code_reward_trl_builtins_and_user_functions_with_weights(compose_cfg, s
         f"reward.functions=[code_reward,think_format_reward,get_soft_overlong_punishment,{user_module}:brevity,"
         f"{user_module}:get_constant]", "reward.weights=[1,0.5,0.2,0.1,0.3]",
         "+reward.args.get_constant={value:2.0}", "trainer.max_completion_length=64")
-    functions, weights = build_reward_funcs(cfg, scorer)
+    functions, weights = reward_functions(cfg, scorer)
     assert [reward_name(f) for f in functions] == [
         "code_reward", "think_format_reward", "soft_overlong_punishment_reward", "brevity", "constant"]
     assert weights == [1.0, 0.5, 0.2, 0.1, 0.3]
@@ -54,7 +55,7 @@ def test_code_reward_trl_builtins_and_user_functions_with_weights(compose_cfg, s
 
 def test_trainer_reward_weights_are_checked_too(compose_cfg, scorer):
     with pytest.raises(UsageError) as error:
-        build_reward_funcs(compose_cfg("trainer.reward_weights=[1.0,2.0]"), scorer)
+        reward_functions(compose_cfg("trainer.reward_weights=[1.0,2.0]"), scorer)
     assert "reward.weights has 2 values for 1 reward functions" in str(error.value)
 
 
@@ -74,7 +75,7 @@ def test_trainer_reward_weights_are_checked_too(compose_cfg, scorer):
 ])
 def test_bad_entries_are_one_line_usage_errors(compose_cfg, scorer, overrides, message):
     with pytest.raises(UsageError) as error:
-        build_reward_funcs(compose_cfg(*overrides), scorer)
+        reward_functions(compose_cfg(*overrides), scorer)
     assert message in str(error.value) and "\n" not in str(error.value)
 
 

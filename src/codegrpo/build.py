@@ -7,6 +7,10 @@
     scorer(cfg, problems, sandbox)    completions -> programs -> sandbox -> verdicts
     model(cfg.model)                  the model and tokenizer (a checkpoint in place of the model group)
     tracking(cfg, run_dir, job_type)  the W&B run, or None
+    dataset(problems, cfg.problems)   the prompts and test columns GRPOTrainer samples from
+    reward_functions(cfg, scorer)     reward.functions and their weights (codegrpo.rewards resolves each)
+    grpo_config(cfg, run_dir)         trl.GRPOConfig from the trainer group
+    trainer(cfg, ...)                 the GRPOTrainer (codegrpo.trainer) over all of the above
 
 The commands (codegrpo.commands) call these in order; training and evaluation receive what they build.
 """
@@ -15,14 +19,17 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hydra.utils import get_class
 
+from codegrpo import console, rewards
 from codegrpo import tracking as tracking_runs
 from codegrpo.config import (
     EvaluateConfig,
+    LoggerBackend,
     ModelConfig,
     ProblemsConfig,
     RewardKind,
@@ -33,14 +40,19 @@ from codegrpo.config import (
     to_plain,
 )
 from codegrpo.errors import UsageError
-from codegrpo.problems import Problem, load_problem_set, load_problems, select_split
+from codegrpo.problems import Problem, load_problem_set, load_problems, problem_set_hash, select_split
 from codegrpo.programs import get_language
+from codegrpo.prompts import build_messages
 from codegrpo.reward import Scorer
 from codegrpo.sandbox.base import SandboxBackend
 
 if TYPE_CHECKING:  # imported where used: the scoring commands load neither
+    from datasets import Dataset
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
+    from trl import GRPOConfig
     from wandb.sdk.wandb_run import Run
+
+    from codegrpo.preemption import Guard
 
 log = logging.getLogger(__name__)
 
@@ -106,3 +118,80 @@ def model(cfg: ModelConfig, checkpoint: str | None = None,
 def tracking(cfg: TrainConfig | EvaluateConfig, run_dir: Path, job_type: str, run_id: str | None = None) -> Run | None:
     """The W&B run of this command (``logger=wandb``), or None."""
     return tracking_runs.start_run(cfg.logger, run_dir, to_plain(cfg), run_id, job_type=job_type)
+
+
+def dataset(problem_set: list[Problem], cfg: ProblemsConfig) -> Dataset:
+    """A datasets.Dataset with a chat `prompt` column and the test columns TRL passes to the reward."""
+    from datasets import Dataset
+
+    return Dataset.from_list([
+        {
+            "prompt": build_messages(p, cfg.prompt_template, cfg.humaneval_template, cfg.system_prompt),
+            "problem_id": p.id,
+            "test": p.test,
+            "expected": p.expected,
+            "entry_point": p.entry_point,
+        }
+        for p in problem_set
+    ])
+
+
+def reward_functions(cfg: TrainConfig, scorer: Scorer) -> tuple[list[Callable[..., object]], list[float] | None]:
+    """The reward functions of ``reward.functions`` and their weights (None: TRL's default, all 1.0)."""
+    entries = list(cfg.reward.functions)
+    if not entries:
+        raise UsageError("reward.functions is empty: list at least one reward, e.g. [code_reward]")
+    unknown_args = set(cfg.reward.args) - {rewards.args_key(e) for e in entries}
+    if unknown_args:
+        raise UsageError(f"reward.args names {sorted(unknown_args)}, which reward.functions does not list")
+    functions = [rewards.resolve(entry, cfg, scorer) for entry in entries]
+    names = [rewards.reward_name(f) for f in functions]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise UsageError(f"reward.functions: two functions log under the same name {duplicates}")
+    weights = cfg.reward.weights if cfg.reward.weights is not None else cfg.trainer.reward_weights
+    if weights is not None:
+        weights = [float(w) for w in weights]
+        if len(weights) != len(functions):
+            raise UsageError(f"reward.weights has {len(weights)} values for {len(functions)} reward functions "
+                             f"({', '.join(entries)})")
+    return functions, weights
+
+
+def grpo_config(cfg: TrainConfig, run_dir: Path, reward_weights: list[float] | None = None) -> GRPOConfig:
+    """trl.GRPOConfig from the trainer group, writing into the run dir; W&B is reported to with logger=wandb."""
+    from trl import GRPOConfig
+
+    args = dataclasses.asdict(cfg.trainer)
+    report_to = args.get("report_to") or []
+    report_to = [report_to] if isinstance(report_to, str) else list(report_to)
+    report_to = [r for r in report_to if r != "none"]
+    if cfg.logger.backend is LoggerBackend.wandb and "wandb" not in report_to:
+        report_to.append("wandb")
+    args["report_to"] = report_to or "none"
+    args["push_to_hub"] = False  # TRL would push the whole run dir; codegrpo.hub pushes only the model
+    if reward_weights is not None:
+        args["reward_weights"] = reward_weights
+    return GRPOConfig(output_dir=str(run_dir), seed=cfg.seed, **console.current_arg_names(args))
+
+
+def trainer(cfg: TrainConfig, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, problem_set: list[Problem],
+            reward_funcs: list[Callable[..., object]], args: GRPOConfig, guard: Guard | None = None,
+            wandb_run_id: str | None = None):  # -> codegrpo.trainer's CodeGRPOTrainer (made with TRL's import)
+    """The GRPOTrainer of this run: its checkpoints carry the config, the problem set's hash and the W&B
+    run id (resume checks them); ``guard``'s signals save a checkpoint after the current step."""
+    from codegrpo.models import build_peft_config
+    from codegrpo.trainer import make_trainer_class
+
+    state = {"config": to_plain(cfg), "problems_sha256": problem_set_hash(problem_set), "wandb_run_id": wandb_run_id}
+    return make_trainer_class()(
+        model=model,
+        reward_funcs=reward_funcs,
+        args=args,
+        train_dataset=dataset(problem_set, cfg.problems),
+        processing_class=tokenizer,
+        peft_config=build_peft_config(cfg.peft),
+        completions_every=cfg.completions_every,
+        guard=guard,
+        checkpoint_state=state,
+    )

@@ -71,6 +71,7 @@ class Dtype(enum.StrEnum):
 
 
 class SaveDtype(enum.StrEnum):
+    auto = "auto"  # the dtype the weights trained in: saving rounds nothing away
     float32 = "float32"
     bfloat16 = "bfloat16"
     float16 = "float16"
@@ -96,8 +97,9 @@ class ModelConfig:
     # bfloat16 / float16: pure reduced-precision weights, only when asked for; float32.
     dtype: Dtype = Dtype.auto
     trust_remote_code: bool = False
-    # The dtype final_model is written in (float32 | bfloat16 | float16): bf16 halves the disk of every run.
-    save_dtype: SaveDtype = SaveDtype.bfloat16
+    # The dtype final_model is written in: auto (the trained weights' own, fp32 by default) | float32 |
+    # bfloat16 | float16. bf16 halves the disk but can round away more than a short run's whole update.
+    save_dtype: SaveDtype = SaveDtype.auto
 
 
 @dataclass
@@ -314,6 +316,15 @@ class EvaluationConfig:
 
 
 @dataclass
+class PreemptionConfig:
+    """What a signal during training does (codegrpo.preemption): finish the optimizer step, save a
+    checkpoint, write PREEMPTED and exit with status 75; a second signal stops at once."""
+
+    # Signal names; add SIGUSR2 under submitit (its requeue signal): the requeue then follows the save.
+    signals: list[str] = field(default_factory=lambda: ["SIGTERM", "SIGINT", "SIGUSR1"])
+
+
+@dataclass
 class TrainConfig:
     model: ModelConfig = MISSING
     problems: ProblemsConfig = MISSING
@@ -329,6 +340,9 @@ class TrainConfig:
     save_model: bool = True
     # "auto": continue from the newest checkpoint-* in run_dir (hydra.run.dir=<that run>); or a checkpoint path.
     resume: Optional[str] = None
+    # Resume even when the checkpoint's run had another config or problem set (refused by default).
+    resume_force: bool = False
+    preemption: PreemptionConfig = field(default_factory=PreemptionConfig)
     plots: bool = True  # PNG plots of the reward curve and pass rate in the run dir
     peft: Optional[LoraSchema] = None  # peft=lora: LoRA adapters; None trains every weight
     # With trainer.log_completions: a completions table (parquet, W&B) every N optimizer steps.

@@ -175,7 +175,7 @@ def load_model_and_tokenizer(cfg: ModelConfig, bf16: bool = False) -> tuple[PreT
 # --- LoRA (peft) and saving the final model ---------------------------------------------------------
 
 ADAPTER_CONFIG = "adapter_config.json"
-SAVE_DTYPES = ("float32", "bfloat16", "float16")
+SAVE_DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
 def build_peft_config(cfg: LoraSchema | None) -> LoraConfig | None:
@@ -260,8 +260,10 @@ def save_final_model(trainer: Any, cfg: Any, path: Path, is_main_process: bool =
     """Save the trained model the way users expect and return the model to use afterwards.
 
     LoRA: the adapter alone (adapter_model.safetensors, a few MB), or with peft.merge_on_save the merged
-    full model. Full models in model.save_dtype (bf16 by default: half the disk of fp32). The tokenizer
-    is saved alongside either way. Every rank calls this (the trainer's save gathers sharded weights).
+    full model. Full models in model.save_dtype: by default (auto) in the dtype they trained in, so the
+    file holds the trained weights bit for bit; bf16 halves the disk but may round away a short run's
+    update (a warning says when). The tokenizer is saved alongside either way. Every rank calls this (the
+    trainer's save gathers sharded weights).
     """
     trainer.save_model(str(path))
     model = trainer.model
@@ -273,7 +275,8 @@ def save_final_model(trainer: Any, cfg: Any, path: Path, is_main_process: bool =
             for name in (ADAPTER_CONFIG, "adapter_model.safetensors"):
                 (path / name).unlink(missing_ok=True)
             model.save_pretrained(str(path))
-    if is_main_process and (cfg.peft is None or merge) and cfg.model.save_dtype != "float32":
+    trained = str(trainer.accelerator.unwrap_model(model).dtype).removeprefix("torch.")
+    if is_main_process and (cfg.peft is None or merge) and cfg.model.save_dtype not in ("auto", trained):
         cast_saved_weights(path, cfg.model.save_dtype)
         # relative_norm is of the trainable weights: for a merged adapter it says nothing about the base's.
         warning = cfg.peft is None and rounding_warning(trainer.state.log_history, cfg.model.save_dtype)

@@ -1,4 +1,5 @@
-"""Several rewards: `reward.functions` (with `reward.weights`) -> the reward functions GRPOTrainer sums.
+"""Several rewards: each `reward.functions` entry -> the reward function GRPOTrainer sums
+(codegrpo.build.reward_functions makes the list, with `reward.weights`).
 
 An entry is one of:
   - ``code_reward``: the sandboxed test reward (reward.py), set up by ``reward.kind`` and ``reward.extract``;
@@ -62,13 +63,14 @@ def _lookup(entry: str) -> tuple[str, Any]:
     return entry, getattr(trl.rewards, entry)
 
 
-def _args_key(entry: str) -> str:
+def args_key(entry: str) -> str:
+    """The key of an entry's arguments in reward.args: the function's name, without its module."""
     return entry.rpartition(":")[2]
 
 
 def resolve(entry: str, cfg: TrainConfig, scorer: Scorer) -> Callable[..., Any]:
     """The reward function for one reward.functions entry."""
-    key = _args_key(entry)
+    key = args_key(entry)
     args = dict(cfg.reward.args.get(key) or {})
     if entry == CODE_REWARD:
         if args:
@@ -92,25 +94,3 @@ def resolve(entry: str, cfg: TrainConfig, scorer: Scorer) -> Callable[..., Any]:
 def reward_name(function: Callable[..., Any]) -> str:
     """The name TRL logs a reward function under."""
     return getattr(function, "__name__", type(function).__name__)
-
-
-def build_reward_funcs(cfg: TrainConfig, scorer: Scorer) -> tuple[list[Callable[..., Any]], list[float] | None]:
-    """The reward functions and their weights (None: TRL's default, all 1.0) from cfg.reward."""
-    entries = list(cfg.reward.functions)
-    if not entries:
-        raise UsageError("reward.functions is empty: list at least one reward, e.g. [code_reward]")
-    unknown_args = set(cfg.reward.args) - {_args_key(e) for e in entries}
-    if unknown_args:
-        raise UsageError(f"reward.args names {sorted(unknown_args)}, which reward.functions does not list")
-    functions = [resolve(entry, cfg, scorer) for entry in entries]
-    names = [reward_name(f) for f in functions]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise UsageError(f"reward.functions: two functions log under the same name {duplicates}")
-    weights = cfg.reward.weights if cfg.reward.weights is not None else cfg.trainer.reward_weights
-    if weights is not None:
-        weights = [float(w) for w in weights]
-        if len(weights) != len(functions):
-            raise UsageError(f"reward.weights has {len(weights)} values for {len(functions)} reward functions "
-                             f"({', '.join(entries)})")
-    return functions, weights

@@ -1,8 +1,15 @@
-"""Training: the pieces codegrpo.build makes -> GRPOTrainer -> a saved model and its evaluation in the run dir.
+"""Training in three steps, each testable alone: ``prepare`` -> ``fit`` -> ``finalize``.
 
-``train(cfg)`` checks everything that can fail in a second (values, the model's whereabouts, the
-problems, the sandbox) before it loads the model. ``settle_failed_run`` leaves no run dir behind a run
-that failed before its first step, and a ``FAILED`` file in any other.
+- ``prepare(cfg, stack, guard)`` checks everything that can fail in a second (values, the model's
+  whereabouts, the problems, a resume's checkpoint, the sandbox) before it loads the model, then builds
+  every piece through codegrpo.build: sandbox, scorer, reward functions, GRPOConfig, model, W&B, trainer.
+- ``fit(prepared)`` evaluates the base model (``evaluation.before``) and trains. A signal makes it save a
+  checkpoint after the current step, write PREEMPTED and raise Preempted (exit status 75).
+- ``finalize(prepared, fitted)`` saves the final model (every rank: the save gathers sharded weights), then
+  on rank 0 alone writes the records, evaluates, pushes and prints the summary.
+
+``train(cfg)`` runs the three. ``settle_failed_run`` leaves no run dir behind a run that failed before its
+first step, and a ``FAILED`` file in any other.
 """
 
 from __future__ import annotations
@@ -13,42 +20,26 @@ import logging
 import os
 import shutil
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from omegaconf import OmegaConf
 
-from codegrpo import build, console, evaluation, tracking
-from codegrpo.config import ProblemsConfig, TrainConfig
+from codegrpo import build, checkpoints, console, evaluation, tracking
+from codegrpo.config import TrainConfig, to_plain
 from codegrpo.errors import UsageError
+from codegrpo.preemption import MARKER, Guard, Preempted, parse_signals, write_marker
 from codegrpo.problems import Problem, problem_set_hash
-from codegrpo.prompts import build_messages
 from codegrpo.runinfo import write_run_info
 from codegrpo.sandbox.base import SandboxBackend, format_limits
 
 log = logging.getLogger(__name__)
 WANDB_ID_FILE = "wandb_run_id.txt"
+FAILED = "FAILED"
 # What a run writes before its first step (Hydra's files included): a dir holding only these is removed.
 BEFORE_FIRST_STEP = {".hydra", "train.log", "config.yaml", "run_info.json", "git.diff", "wandb_run_id.txt",
-                     "wandb", "completions"}
-
-
-def build_dataset(problems: list[Problem], cfg: ProblemsConfig):
-    """A datasets.Dataset with a chat `prompt` column and the test columns TRL passes to the reward."""
-    from datasets import Dataset
-
-    return Dataset.from_list(
-        [
-            {
-                "prompt": build_messages(p, cfg.prompt_template, cfg.humaneval_template, cfg.system_prompt),
-                "problem_id": p.id,
-                "test": p.test,
-                "expected": p.expected,
-                "entry_point": p.entry_point,
-            }
-            for p in problems
-        ]
-    )
+                     "wandb", "completions", checkpoints.STAGING}
 
 
 def world_size() -> int:
@@ -59,30 +50,37 @@ def is_main_process() -> bool:
     return int(os.environ.get("RANK", "0")) == 0
 
 
-def grpo_args(cfg: TrainConfig, run_dir: Path):
-    from trl import GRPOConfig
+@dataclasses.dataclass
+class Prepared:
+    """Everything ``prepare`` built; the sandbox and the W&B run are closed by the ExitStack it was given."""
 
-    args: dict[str, Any] = dataclasses.asdict(cfg.trainer)
-    report_to = args.get("report_to") or []
-    report_to = [report_to] if isinstance(report_to, str) else list(report_to)
-    report_to = [r for r in report_to if r != "none"]
-    if cfg.logger.backend == "wandb" and "wandb" not in report_to:
-        report_to.append("wandb")
-    args["report_to"] = report_to or "none"
-    args["push_to_hub"] = False  # TRL would push the whole run dir; codegrpo.hub pushes only the model
-    return GRPOConfig(output_dir=str(run_dir), seed=cfg.seed, **console.current_arg_names(args))
+    cfg: TrainConfig
+    run_dir: Path
+    problems: list[Problem]
+    sandbox: SandboxBackend
+    tokenizer: Any
+    trainer: Any  # codegrpo.trainer's CodeGRPOTrainer
+    wandb_run: Any  # wandb's Run, or None (logger=none, or not rank 0)
+    guard: Guard
+    checkpoint: Path | None  # the checkpoint this run resumes from
 
 
-def resume_checkpoint(cfg: TrainConfig, run_dir: Path) -> str | None:
-    """resume=auto: the newest checkpoint-N in the run dir (None: start fresh); else the given path."""
+@dataclasses.dataclass
+class Fitted:
+    metrics: dict[str, float]
+    before: evaluation.Evaluation | None
+
+
+def resume_checkpoint(cfg: TrainConfig, run_dir: Path) -> Path | None:
+    """resume=auto: the newest complete checkpoint-N in the run dir (None: start fresh); else the given one."""
     if not cfg.resume:
         return None
-    if cfg.resume != "auto":
-        if not Path(cfg.resume).is_dir():
-            raise UsageError(f"resume={cfg.resume}: no such checkpoint directory (or use resume=auto)")
-        return cfg.resume
-    checkpoints = sorted(run_dir.glob("checkpoint-*"), key=lambda p: int(p.name.rpartition("-")[2]))
-    return str(checkpoints[-1]) if checkpoints else None
+    if cfg.resume == "auto":
+        return checkpoints.newest(run_dir)
+    path = Path(cfg.resume)
+    if not checkpoints.is_complete(path):
+        raise UsageError(f"resume={cfg.resume}: not a complete checkpoint-N directory (or use resume=auto)")
+    return path
 
 
 def sweep_identity(cfg: TrainConfig) -> tuple[str | None, str | None]:
@@ -100,12 +98,15 @@ def sweep_identity(cfg: TrainConfig) -> tuple[str | None, str | None]:
     return group, name
 
 
-def start_tracking(cfg: TrainConfig, run_dir: Path):
-    """Only rank 0 logs; a resumed run continues the same W&B run."""
+def start_tracking(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None):
+    """Only rank 0 logs; a resumed run continues the W&B run its checkpoint names."""
     if not is_main_process():
         return None
     id_file = run_dir / WANDB_ID_FILE
-    run_id = id_file.read_text().strip() if cfg.resume and id_file.is_file() else None
+    state = checkpoints.read_state(checkpoint) if checkpoint is not None else None
+    run_id = (state or {}).get("wandb_run_id")
+    if run_id is None and cfg.resume and id_file.is_file():
+        run_id = id_file.read_text().strip()
     group, name = sweep_identity(cfg)
     cfg = dataclasses.replace(cfg, logger=dataclasses.replace(cfg.logger, group=group, name=name))
     run = build.tracking(cfg, run_dir, "train", run_id)
@@ -135,91 +136,11 @@ def compare_phases(cfg: TrainConfig, before: evaluation.Evaluation, after: evalu
     return comparison
 
 
-class LearningSignal:
-    """A TrainerCallback that measures, for each optimizer step, the relative size of the update
-    ||delta theta|| / ||theta|| of the trainable weights, and warns when no group has had any reward
-    spread for `patience` logged steps in a row (GRPO then has no advantage to learn from)."""
-
-    def __init__(self, patience: int = 3) -> None:
-        self.patience = patience
-        self.before: list | None = None
-        self.ratios: list[float] = []
-        self.flat_steps = 0
-
-    def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs) -> None:
-        import torch
-
-        with torch.no_grad():
-            self.before = [p.detach().float().clone() for p in model.parameters() if p.requires_grad]
-
-    def on_optimizer_step(self, args, state, control, model=None, **kwargs) -> None:
-        import torch
-
-        if self.before is None:
-            return
-        with torch.no_grad():
-            params = [p for p in model.parameters() if p.requires_grad]
-            delta = sum(float((p.detach().float() - b).pow(2).sum()) for p, b in zip(params, self.before,
-                                                                                    strict=True))
-            norm = sum(float(b.pow(2).sum()) for b in self.before)
-        self.before = None
-        self.ratios.append((delta / norm) ** 0.5 if norm > 0 else 0.0)
-
-    def metrics(self) -> dict[str, float]:
-        """The mean relative update since the last log (popped)."""
-        if not self.ratios:
-            return {}
-        value = sum(self.ratios) / len(self.ratios)
-        self.ratios = []
-        return {"update/relative_norm": value}
-
-    def check_spread(self, logs: dict[str, Any]) -> None:
-        frac = logs.get("frac_reward_zero_std")
-        if frac is None:
-            return
-        self.flat_steps = self.flat_steps + 1 if frac >= 1.0 else 0
-        if self.flat_steps == self.patience or (self.flat_steps > self.patience and self.flat_steps % 10 == 0):
-            log.warning(
-                "no learning signal: for %d logged steps in a row every group's rewards were identical "
-                "(frac_reward_zero_std=1), so every advantage is 0 and the weights only move by weight decay. "
-                "Use easier problems (problems=trivial), reward=partial, more trainer.num_generations or a "
-                "higher trainer.temperature.", self.flat_steps)
-
-
-def make_trainer_class():
-    """GRPOTrainer that adds the learning-signal metrics to every logged step (so W&B and log_history
-    get them with TRL's own metrics, including frac_reward_zero_std: the fraction of zero-spread groups)."""
-    from transformers import TrainerCallback
-    from trl import GRPOTrainer
-
-    class Callback(LearningSignal, TrainerCallback):
-        pass
-
-    class CodeGRPOTrainer(GRPOTrainer):
-        def __init__(self, *args: Any, completions_every: int = 1, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self.learning_signal = Callback()
-            self.add_callback(self.learning_signal)
-            console.install(self)  # one line per step, the completions panel once
-            self.completions_every = max(1, completions_every)
-
-        def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
-            logs.update(self.learning_signal.metrics())  # empty when no step ran since the last log
-            # TRL writes a completions table at every log when log_completions: only every N steps here.
-            self.log_completions = self.args.log_completions and self.state.global_step % self.completions_every == 0
-            super().log(logs, start_time)
-            self.learning_signal.check_spread(logs)
-
-    return CodeGRPOTrainer
-
-
-def train(cfg: TrainConfig) -> dict[str, float]:
-    """Train with GRPO and return the final metrics (for sweepers). Raises before loading the model
-    if the model is out of reach or the problems, the sandbox or the credentials are wrong."""
-    from codegrpo.hub import check_push, push_final_model
-    from codegrpo.models import build_peft_config, check_hub_model, check_save_dtype, save_final_model
-    from codegrpo.plots import write_plots
-    from codegrpo.rewards import build_reward_funcs
+def prepare(cfg: TrainConfig, stack: ExitStack, guard: Guard) -> Prepared:
+    """The checks, then every piece of the run (through codegrpo.build). Raises before loading the model
+    if the model is out of reach, or the problems, the resume, the sandbox or the credentials are wrong."""
+    from codegrpo.hub import check_push
+    from codegrpo.models import build_peft_config, check_hub_model, check_save_dtype
 
     check_hub_model(cfg.model)  # one connection attempt, before anything heavy
     if world_size() > 1 and not os.environ.get("CODEGRPO_RUN_DIR"):
@@ -232,77 +153,131 @@ def train(cfg: TrainConfig) -> dict[str, float]:
     console.announce_run_dir(run_dir)
     check_save_dtype(cfg.model)
     check_push(cfg)
-    peft_config = build_peft_config(cfg.peft)
+    build_peft_config(cfg.peft)  # peft=lora without peft installed fails here, not after the model loads
     problems = build.problems(cfg.problems)
+    checkpoint = resume_checkpoint(cfg, run_dir)
+    if checkpoint is not None:
+        checkpoints.check_resume(checkpoint, to_plain(cfg), problem_set_hash(problems), cfg.resume_force)
+        log.info("resuming from %s", checkpoint)
     # Every rank scores its own completions, so each gets its share of the sandbox's cap.
-    with build.sandbox(cfg.sandbox, cfg.problems.language, world_size()) as sandbox:
-        scorer = build.scorer(cfg, problems, sandbox)
-        reward_funcs, reward_weights = build_reward_funcs(cfg, scorer)
-        checkpoint = resume_checkpoint(cfg, run_dir)
-        limits = sandbox.limits()
+    sandbox = stack.enter_context(build.sandbox(cfg.sandbox, cfg.problems.language, world_size()))
+    scorer = build.scorer(cfg, problems, sandbox)
+    reward_funcs, reward_weights = build.reward_functions(cfg, scorer)
+    limits = sandbox.limits()
+    if is_main_process():
+        log.info("sandbox limits on this machine:\n%s", format_limits(limits))
+        extra = {"resumed_from": str(checkpoint) if checkpoint else None, "sandbox_limits": [
+            dict(zip(("limit", "value", "enforced_by"), row, strict=True)) for row in limits]}
+        write_run_info(run_dir, cfg.seed, problem_set_hash(problems), extra)
+        OmegaConf.save(OmegaConf.structured(cfg), run_dir / "config.yaml", resolve=True)
+        for stale in (MARKER, FAILED):  # this run's outcome replaces the last one's
+            (run_dir / stale).unlink(missing_ok=True)
+    args = build.grpo_config(cfg, run_dir, reward_weights)
+    model, tokenizer = build.model(cfg.model, bf16=bool(args.bf16))
+    run = start_tracking(cfg, run_dir, checkpoint)
+    stack.callback(tracking.finish_run, run)  # flushed on every way out, a preemption included
+    trainer = build.trainer(cfg, model, tokenizer, problems, reward_funcs, args, guard,
+                            run.id if run is not None else None)
+    return Prepared(cfg, run_dir, problems, sandbox, tokenizer, trainer, run, guard, checkpoint)
+
+
+def _write_history(prepared: Prepared) -> list[dict[str, Any]]:
+    history = prepared.trainer.state.log_history
+    if is_main_process():
+        (prepared.run_dir / "log_history.json").write_text(json.dumps(history, indent=1))
+    return history
+
+
+def fit(prepared: Prepared) -> Fitted:
+    """The before evaluation (rank 0; a resumed run reuses its eval_before.json), then training. On a
+    signal: the checkpoint of the step it finished, log_history.json, PREEMPTED, then Preempted."""
+    cfg, run_dir, trainer = prepared.cfg, prepared.run_dir, prepared.trainer
+    before = None
+    if cfg.evaluation.before and is_main_process():
+        saved = run_dir / "eval_before.json"
+        if prepared.checkpoint is not None and saved.is_file():
+            before = evaluation.load_evaluation(saved)
+        else:
+            before = evaluate_phase(cfg, trainer.model, prepared.tokenizer, prepared.sandbox, "before",
+                                    prepared.wandb_run)
+    started = time.monotonic()
+    prepared.guard.graceful = True
+    try:
+        result = trainer.train(resume_from_checkpoint=str(prepared.checkpoint) if prepared.checkpoint else None)
+    finally:
+        prepared.guard.graceful = False
+    log.info("training took %.0f s", time.monotonic() - started)
+    received = prepared.guard.received
+    if received is not None:
+        step = trainer.state.global_step
+        saved = checkpoints.newest(run_dir)
+        _write_history(prepared)
         if is_main_process():
-            log.info("sandbox limits on this machine:\n%s", format_limits(limits))
-            extra = {"resumed_from": checkpoint, "sandbox_limits": [
-                dict(zip(("limit", "value", "enforced_by"), row, strict=True)) for row in limits]}
-            write_run_info(run_dir, cfg.seed, problem_set_hash(problems), extra)
-            OmegaConf.save(OmegaConf.structured(cfg), run_dir / "config.yaml", resolve=True)
-        args = grpo_args(cfg, run_dir)
-        if reward_weights is not None:
-            args.reward_weights = reward_weights
-        model, tokenizer = build.model(cfg.model, bf16=bool(args.bf16))
-        run = start_tracking(cfg, run_dir)
-        try:
-            before = None
-            if cfg.evaluation.before and is_main_process():
-                before = evaluate_phase(cfg, model, tokenizer, sandbox, "before", run)
-            trainer = make_trainer_class()(
-                model=model,
-                reward_funcs=reward_funcs,
-                args=args,
-                train_dataset=build_dataset(problems, cfg.problems),
-                processing_class=tokenizer,
-                peft_config=peft_config,
-                completions_every=cfg.completions_every,
-            )
-            started = time.monotonic()
-            result = trainer.train(resume_from_checkpoint=checkpoint)
-            log.info("training took %.0f s", time.monotonic() - started)
-            final = trainer.model
-            if cfg.save_model:  # adapters alone with LoRA, full models in model.save_dtype
-                final = save_final_model(trainer, cfg, run_dir / "final_model", is_main_process())
-            history = trainer.state.log_history
-            metrics = dict(result.metrics)
-            # TRL's "reward" is the weighted sum of every reward function: what a sweep should maximize.
-            rewards = [e["reward"] for e in history if "reward" in e]
-            if rewards:
-                metrics["final_reward_mean"] = rewards[-1]
-            if is_main_process():
-                (run_dir / "log_history.json").write_text(json.dumps(history, indent=1))
-                if cfg.save_model:
-                    tracking.log_model(run, cfg.logger, run_dir / "final_model", metrics)
-                if cfg.plots:
-                    write_plots(history, run_dir)
-                if cfg.evaluation.after:
-                    after = evaluate_phase(cfg, final, tokenizer, sandbox, "after", run)
-                    if before is not None:
-                        metrics["eval_change"] = compare_phases(cfg, before, after, run).change
-                if cfg.save_model and cfg.trainer.push_to_hub:
-                    push_final_model(cfg, run_dir, run_dir / "final_model")
-                console.final_summary(run_dir, history, run)
-            return metrics
-        finally:
-            tracking.finish_run(run)
+            marker = write_marker(run_dir, received.name, saved, step)
+            log.warning("stopped by %s after step %d: %s saved; %s says how to resume", received.name, step,
+                        saved, marker)
+        prepared.guard.chain()  # e.g. submitit's requeue, now that the checkpoint is on disk
+        raise Preempted(received.name, saved)
+    metrics = dict(result.metrics)
+    # TRL's "reward" is the weighted sum of every reward function: what a sweep should maximize.
+    rewards = [e["reward"] for e in trainer.state.log_history if "reward" in e]
+    if rewards:
+        metrics["final_reward_mean"] = rewards[-1]
+    return Fitted(metrics, before)
+
+
+def finalize(prepared: Prepared, fitted: Fitted) -> dict[str, float]:
+    """Save the final model (every rank), then on rank 0: log_history.json, the W&B model, plots, the after
+    evaluation and its comparison, the Hub push, the summary. Returns the final metrics (for sweepers)."""
+    from codegrpo.hub import push_final_model
+    from codegrpo.models import save_final_model
+    from codegrpo.plots import write_plots
+
+    cfg, run_dir, trainer, metrics = prepared.cfg, prepared.run_dir, prepared.trainer, fitted.metrics
+    final = trainer.model
+    if cfg.save_model:  # adapters alone with LoRA, full models in model.save_dtype
+        final = save_final_model(trainer, cfg, run_dir / "final_model", is_main_process())
+    history = _write_history(prepared)
+    if not is_main_process():
+        return metrics
+    run = prepared.wandb_run
+    if cfg.save_model:
+        tracking.log_model(run, cfg.logger, run_dir / "final_model", metrics)
+    if cfg.plots:
+        write_plots(history, run_dir)
+    if cfg.evaluation.after:
+        after = evaluate_phase(cfg, final, prepared.tokenizer, prepared.sandbox, "after", run)
+        if fitted.before is not None:
+            metrics["eval_change"] = compare_phases(cfg, fitted.before, after, run).change
+    if cfg.save_model and cfg.trainer.push_to_hub:
+        push_final_model(cfg, run_dir, run_dir / "final_model")
+    console.final_summary(run_dir, history, run)
+    return metrics
+
+
+def train(cfg: TrainConfig) -> dict[str, float]:
+    """prepare -> fit -> finalize, with the preemption signals handled from the first check to the end."""
+    guard = Guard(parse_signals(cfg.preemption.signals))
+    with guard, ExitStack() as stack:
+        prepared = prepare(cfg, stack, guard)
+        return finalize(prepared, fit(prepared))
 
 
 def settle_failed_run(run_dir: Path, error: BaseException) -> None:
-    """Remove a run dir that never reached a step and holds only what the run wrote; else mark it FAILED."""
-    if not run_dir.is_dir():
+    """Remove a run dir that never reached a step and holds only what the run wrote; else mark it FAILED
+    (the last line of the traceback, and the checkpoint to resume from). A preempted run has its marker."""
+    if isinstance(error, Preempted) or not run_dir.is_dir():
         return
+    checkpoints.discard_staging(run_dir)
     entries = {p.name for p in run_dir.iterdir()}
     tables = list(run_dir.glob("completions/*.parquet"))
     if entries <= BEFORE_FIRST_STEP and not tables:
         shutil.rmtree(run_dir, ignore_errors=True)
         return
     message = str(error) or type(error).__name__
-    (run_dir / "FAILED").write_text(f"{type(error).__name__}: {message}\n")
-    log.error("run failed; %s says why", run_dir / "FAILED")
+    lines = [f"{type(error).__name__}: {message}"]
+    newest = checkpoints.newest(run_dir)
+    if newest is not None:
+        lines.append(f"checkpoint: {newest.name} (kept; resume with hydra.run.dir={run_dir} resume=auto)")
+    (run_dir / FAILED).write_text("\n".join(lines) + "\n")
+    log.error("run failed; %s says why", run_dir / FAILED)

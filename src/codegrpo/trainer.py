@@ -1,0 +1,158 @@
+"""The GRPOTrainer codegrpo trains with: TRL's, plus what a long run needs.
+
+- the learning-signal metrics on every logged step (how far the weights moved; groups without spread);
+- the run's story on the console (codegrpo.console);
+- checkpoints written whole or not at all, with the run's state beside them (codegrpo.checkpoints);
+- a signal saves after the current optimizer step and stops, every rank agreeing (codegrpo.preemption);
+- each epoch's prompt order drawn from (seed, epoch), so a resumed run sees the prompts an uninterrupted
+  one would (TRL's sampler draws every epoch from one generator, which a resume starts afresh).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from pathlib import Path
+from typing import Any
+
+from codegrpo import checkpoints, console
+from codegrpo.preemption import Guard
+
+log = logging.getLogger(__name__)
+
+
+class LearningSignal:
+    """A TrainerCallback that measures, for each optimizer step, the relative size of the update
+    ||delta theta|| / ||theta|| of the trainable weights, and warns when no group has had any reward
+    spread for `patience` logged steps in a row (GRPO then has no advantage to learn from)."""
+
+    def __init__(self, patience: int = 3) -> None:
+        self.patience = patience
+        self.before: list | None = None
+        self.ratios: list[float] = []
+        self.flat_steps = 0
+
+    def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs) -> None:
+        import torch
+
+        with torch.no_grad():
+            self.before = [p.detach().float().clone() for p in model.parameters() if p.requires_grad]
+
+    def on_optimizer_step(self, args, state, control, model=None, **kwargs) -> None:
+        import torch
+
+        if self.before is None:
+            return
+        with torch.no_grad():
+            params = [p for p in model.parameters() if p.requires_grad]
+            delta = sum(float((p.detach().float() - b).pow(2).sum()) for p, b in zip(params, self.before,
+                                                                                    strict=True))
+            norm = sum(float(b.pow(2).sum()) for b in self.before)
+        self.before = None
+        self.ratios.append((delta / norm) ** 0.5 if norm > 0 else 0.0)
+
+    def metrics(self) -> dict[str, float]:
+        """The mean relative update since the last log (popped)."""
+        if not self.ratios:
+            return {}
+        value = sum(self.ratios) / len(self.ratios)
+        self.ratios = []
+        return {"update/relative_norm": value}
+
+    def check_spread(self, logs: dict[str, Any]) -> None:
+        frac = logs.get("frac_reward_zero_std")
+        if frac is None:
+            return
+        self.flat_steps = self.flat_steps + 1 if frac >= 1.0 else 0
+        if self.flat_steps == self.patience or (self.flat_steps > self.patience and self.flat_steps % 10 == 0):
+            log.warning(
+                "no learning signal: for %d logged steps in a row every group's rewards were identical "
+                "(frac_reward_zero_std=1), so every advantage is 0 and the weights only move by weight decay. "
+                "Use easier problems (problems=trivial), reward=partial, more trainer.num_generations or a "
+                "higher trainer.temperature.", self.flat_steps)
+
+
+def _reseed(sampler: Any, epoch: int) -> None:
+    sampler.generator.manual_seed(sampler.seed + epoch)
+
+
+def make_trainer_class() -> type:
+    """GRPOTrainer with the additions above (TRL is imported here, not at module import)."""
+    from transformers import TrainerCallback
+    from trl import GRPOTrainer
+
+    class Callback(LearningSignal, TrainerCallback):
+        pass
+
+    class StopOnSignal(TrainerCallback):
+        """At each optimizer step's end: did any rank get a signal? Then save and stop, on every rank."""
+
+        def __init__(self, trainer: Any, guard: Guard) -> None:
+            self.trainer = trainer
+            self.guard = guard
+            self.stopped_at: int | None = None
+
+        def on_step_end(self, args, state, control, **kwargs) -> None:
+            import torch
+
+            flag = torch.tensor([0 if self.guard.received is None else 1], device=self.trainer.accelerator.device)
+            if self.trainer.accelerator.num_processes > 1:
+                flag = self.trainer.accelerator.gather(flag).max()
+            if int(flag):
+                control.should_save = True
+                control.should_training_stop = True
+                self.stopped_at = state.global_step
+
+    class CodeGRPOTrainer(GRPOTrainer):
+        def __init__(self, *args: Any, completions_every: int = 1, guard: Guard | None = None,
+                     checkpoint_state: dict[str, Any] | None = None, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.learning_signal = Callback()
+            self.add_callback(self.learning_signal)
+            console.install(self)  # one line per step, the completions panel once
+            self.completions_every = max(1, completions_every)
+            self.checkpoint_state = checkpoint_state
+            self.stop_on_signal = StopOnSignal(self, guard) if guard is not None else None
+            if self.stop_on_signal is not None:
+                self.add_callback(self.stop_on_signal)
+            self._staging = False
+
+        def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+            logs.update(self.learning_signal.metrics())  # empty when no step ran since the last log
+            # TRL writes a completions table at every log when log_completions: only every N steps here.
+            self.log_completions = self.args.log_completions and self.state.global_step % self.completions_every == 0
+            super().log(logs, start_time)
+            self.learning_signal.check_spread(logs)
+
+        def _get_train_sampler(self, dataset: Any = None) -> Any:
+            sampler = super()._get_train_sampler(dataset)
+            if getattr(sampler, "shuffle", False) and getattr(sampler, "seed", None) is not None:
+                sampler.set_epoch = functools.partial(_reseed, sampler)  # the trainer calls it each epoch
+            return sampler
+
+        def _get_output_dir(self, trial: Any) -> str:
+            # While a checkpoint is saved, the trainer writes it into the staging dir.
+            run_dir = super()._get_output_dir(trial)
+            return str(checkpoints.staging_dir(Path(run_dir))) if self._staging else run_dir
+
+        def _save_checkpoint(self, model: Any, trial: Any) -> None:
+            run_dir = Path(super()._get_output_dir(trial))
+            self._staging = True
+            try:
+                super()._save_checkpoint(model, trial)
+                self.accelerator.wait_for_everyone()  # every rank wrote its part (RNG states, shards)
+                if self.args.should_save:
+                    staged = checkpoints.staging_dir(run_dir) / f"checkpoint-{self.state.global_step}"
+                    if self.checkpoint_state is not None:
+                        checkpoints.write_state(staged, **self.checkpoint_state)
+                    checkpoints.publish(staged, run_dir)
+                    checkpoints.rotate(run_dir, self.args.save_total_limit)
+            except BaseException:
+                if self.args.should_save:
+                    checkpoints.discard_staging(run_dir)
+                raise
+            finally:
+                self._staging = False
+            self.accelerator.wait_for_everyone()
+
+    return CodeGRPOTrainer

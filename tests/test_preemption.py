@@ -1,0 +1,176 @@
+"""Long runs that survive: a signal saves a checkpoint and stops, resume=auto continues exactly, a full disk
+keeps the previous checkpoint, a changed run is refused, and nothing of the sandbox is left behind.
+
+Real CPU training runs in process (the real offline model, TRL, bubblewrap); the signal comes from a
+reward function of tests/helpers/preempt.py, inside the step it names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import signal
+import subprocess
+import tempfile
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+from codegrpo import checkpoints
+from codegrpo.config import to_plain
+from codegrpo.errors import UsageError
+from codegrpo.preemption import PREEMPTED_EXIT, Guard, parse_signals
+from codegrpo.problems import load_problem_set, problem_set_hash
+from codegrpo.training import finalize, fit, prepare, settle_failed_run, train
+from tests.helpers.sandbox import child_pids, run_cgroups
+
+TINY = ["logger=none", "plots=false", "problems.limit=2", "trainer.num_generations=2",
+        "trainer.per_device_train_batch_size=2", "trainer.max_completion_length=16", "trainer.log_completions=false"]
+SIGNAL = "tests.helpers.preempt:get_signal_at"
+LENGTH = "tests.helpers.preempt:length_reward"
+
+
+def rewards(run_dir: Path) -> list[tuple[int, float, float]]:
+    history = json.loads((run_dir / "log_history.json").read_text())
+    return [(row["step"], row["reward"], row["rewards/length_reward/mean"]) for row in history if "reward" in row]
+
+
+def weights(model_dir: Path) -> dict:
+    from safetensors.torch import load_file
+
+    return load_file(model_dir / "model.safetensors")
+
+
+def distance(a: dict, b: dict) -> float:
+    return max(float((a[k].float() - b[k].float()).abs().max()) for k in a)
+
+
+@pytest.mark.slow
+def test_sigterm_at_step_2_saves_and_resume_auto_matches_an_uninterrupted_run(compose_cfg, tmp_path):
+    import torch
+
+    from codegrpo import build
+
+    common = [*TINY, "trainer.max_steps=3", "trainer.learning_rate=1e-5",
+              f"reward.functions=[code_reward,{LENGTH},{SIGNAL}]"]
+    # The uninterrupted run, in its three steps; it also shows final_model holds the trained weights.
+    reference = compose_cfg(*common, "+reward.args.get_signal_at={call:0}")
+    reference = dataclasses.replace(reference, run_dir=str(tmp_path / "reference"))
+    with Guard(parse_signals(["SIGTERM"])) as guard, ExitStack() as stack:
+        prepared = prepare(reference, stack, guard)
+        finalize(prepared, fit(prepared))
+        trained = {k: v.detach().clone() for k, v in prepared.trainer.model.state_dict().items()}
+    base = build.model(reference.model)[0].state_dict()
+    saved = weights(tmp_path / "reference" / "final_model")
+    update = distance({k: trained[k] for k in saved}, base)
+    assert update > 1e-6 and {t.dtype for t in saved.values()} == {torch.float32}
+    assert distance(saved, trained) < update / 100  # model.save_dtype=auto: the trained weights, not a rounding
+
+    cfg = compose_cfg(*common, "+reward.args.get_signal_at={call:2,name:SIGTERM}")
+    run_dir = Path(cfg.run_dir)
+    with pytest.raises(SystemExit) as stopped:
+        train(cfg)
+    assert stopped.value.code == PREEMPTED_EXIT
+    marker = (run_dir / "PREEMPTED").read_text()
+    assert marker.startswith("SIGTERM at step 2\ncheckpoint: checkpoint-2\n")
+    assert checkpoints.newest(run_dir) == run_dir / "checkpoint-2" and not (run_dir / checkpoints.STAGING).exists()
+    state = checkpoints.read_state(run_dir / "checkpoint-2")
+    assert state["problems_sha256"] == problem_set_hash(load_problem_set(cfg.problems))
+    assert {"optimizer.pt", "scheduler.pt", "rng_state.pth"} <= {p.name for p in (run_dir / "checkpoint-2").iterdir()}
+    assert [step for step, *_ in rewards(run_dir)] == [1, 2]  # what ran before the stop is on disk
+
+    train(compose_cfg(*common, "+reward.args.get_signal_at={call:2,name:SIGTERM}", "resume=auto"))
+    assert not (run_dir / "PREEMPTED").exists()
+    assert rewards(run_dir) == rewards(tmp_path / "reference")
+    assert distance(weights(run_dir / "final_model"), saved) <= 1e-7
+
+
+def test_a_resume_with_another_problem_set_or_config_is_refused_in_one_line(compose_cfg):
+    cfg = compose_cfg(*TINY)
+    run_dir = Path(cfg.run_dir)
+    checkpoint = run_dir / "checkpoint-4"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "trainer_state.json").write_text("{}")
+    checkpoints.write_state(checkpoint, to_plain(cfg), problem_set_hash(load_problem_set(cfg.problems)), None)
+    # A half-written checkpoint (no trainer state yet) and the staging dir are never picked.
+    (run_dir / "checkpoint-9").mkdir()
+    (run_dir / checkpoints.STAGING / "checkpoint-8").mkdir(parents=True)
+    assert checkpoints.newest(run_dir) == checkpoint
+
+    with pytest.raises(UsageError) as refused:
+        train(compose_cfg(*TINY, "problems.limit=3", "resume=auto"))
+    message = str(refused.value)
+    assert "\n" not in message and "the problem set (sha256 " in message and "resume_force=true" in message
+    assert "problems.limit (2 -> 3)" in message
+    with pytest.raises(UsageError) as refused:
+        train(compose_cfg(*TINY, "trainer.learning_rate=1e-3", "logger=wandb", "resume=auto"))
+    assert "trainer.learning_rate (1e-06 -> 0.001)" in str(refused.value) and "logger" not in str(refused.value)
+    # resume_force overrides the refusal; what may change between a run and its resume is not checked.
+    current = to_plain(compose_cfg(*TINY, "problems.limit=3", "resume_force=true"))
+    checkpoints.check_resume(checkpoint, current, "another hash", force=True)
+    checkpoints.check_resume(checkpoint, to_plain(compose_cfg(*TINY, "evaluation.after=true", "resume=auto")),
+                             problem_set_hash(load_problem_set(cfg.problems)), force=False)
+
+
+def test_a_full_disk_during_a_save_keeps_the_previous_checkpoint_for_resume(compose_cfg, tmp_path):
+    pytest.importorskip("peft")
+    mount = tmp_path / "small"
+    mount.mkdir()
+    # LoRA keeps a checkpoint ~26 MB (adapter, its AdamW state, the tokenizer): one fits in 40 MB, two do not.
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=40m", "tmpfs", str(mount)]).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        common = [*TINY, "peft=lora", "save_model=false", "trainer.max_steps=2", "trainer.save_strategy=steps",
+                  "trainer.save_steps=1", "trainer.save_total_limit=1"]
+        cfg = dataclasses.replace(compose_cfg(*common), run_dir=str(mount / "run"))
+        run_dir = Path(cfg.run_dir)
+        with pytest.raises(Exception) as failed:  # whichever error the writer raises on ENOSPC
+            train(cfg)
+        settle_failed_run(run_dir, failed.value)
+        assert [p.name for p in checkpoints.complete(run_dir)] == ["checkpoint-1"]
+        assert not (run_dir / checkpoints.STAGING).exists() and not (run_dir / "checkpoint-2").exists()
+        assert "checkpoint: checkpoint-1 (kept;" in (run_dir / "FAILED").read_text()
+
+        subprocess.run(["mount", "-o", "remount,size=200m", str(mount)], check=True)
+        train(dataclasses.replace(compose_cfg(*common, "resume=auto"), run_dir=str(run_dir)))
+        assert json.loads((run_dir / "run_info.json").read_text())["resumed_from"].endswith("checkpoint-1")
+        assert [p.name for p in checkpoints.complete(run_dir)] == ["checkpoint-2"]  # save_total_limit=1
+        assert not (run_dir / "FAILED").exists()
+    finally:
+        subprocess.run(["umount", "-l", str(mount)])
+
+
+@pytest.mark.parametrize("times", [1, 2])
+def test_a_signal_during_scoring_leaves_no_process_cgroup_or_temp_dir(compose_cfg, tmp_path, monkeypatch, times):
+    """Once: the step finishes, a checkpoint is saved, the handler the run found (submitit's requeue, say)
+    runs after it. Twice: the run stops at once, without a checkpoint. Either way the sandbox closes."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    seen = []
+    previous = signal.signal(signal.SIGUSR1, lambda signum, frame: seen.append(checkpoints.newest(run_dir)))
+    try:
+        # The signal is sent by the first reward function, so code_reward scores with it pending.
+        cfg = compose_cfg(*TINY, "trainer.max_steps=2", f"reward.functions=[{SIGNAL},code_reward]",
+                          f"+reward.args.get_signal_at={{call:1,name:SIGUSR1,times:{times}}}")
+        run_dir = Path(cfg.run_dir)
+        with pytest.raises(SystemExit) as stopped:
+            train(cfg)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    # wandb makes its media and artifact dirs when TRL imports it; the sandbox makes none on the host.
+    assert child_pids() == set() and run_cgroups() == []
+    assert [p for p in temp.iterdir() if not p.name.endswith(("wandb-media", "wandb-artifacts"))] == []
+    if times == 1:
+        assert stopped.value.code == PREEMPTED_EXIT and seen == [run_dir / "checkpoint-1"]
+    else:
+        assert stopped.value.code == 128 + signal.SIGUSR1 and seen == [] and checkpoints.newest(run_dir) is None
+
+
+def test_bad_signal_names_are_one_line_usage_errors(compose_cfg):
+    with pytest.raises(UsageError) as error:
+        train(compose_cfg(*TINY, "preemption.signals=[SIGTERM,SIGKILL]"))
+    assert "preemption.signals: 'SIGKILL'" in str(error.value)
+    assert parse_signals(["term", "SIGUSR2"]) == [signal.SIGTERM, signal.SIGUSR2]
