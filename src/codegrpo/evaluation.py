@@ -25,7 +25,7 @@ from codegrpo.config import EvaluationConfig, ProblemsConfig
 from codegrpo.errors import UsageError
 from codegrpo.explain import explain
 from codegrpo.problems import Problem
-from codegrpo.prompts import build_messages
+from codegrpo.prompts import messages_for
 from codegrpo.reward import Scorer
 from codegrpo.verdict import Status
 
@@ -207,8 +207,7 @@ def evaluate_model(model, tokenizer, scorer: Scorer, problems: list[Problem], pr
                    settings: EvaluationConfig) -> Evaluation:
     """Generate, score in the sandbox, and return pass@k for each k, status counts and every sample."""
     started = time.monotonic()
-    messages = [build_messages(p, problems_cfg.prompt_template, problems_cfg.humaneval_template,
-                               problems_cfg.system_prompt) for p in problems]
+    messages = [messages_for(p, problems_cfg) for p in problems]
     samples = generate(model, tokenizer, messages, settings)
     ids = [p.id for p, group in zip(problems, samples, strict=True) for _ in group]
     flat = [text for group in samples for text in group]

@@ -279,7 +279,12 @@ def _keep_tests(tests: tuple[IOTest, ...], cfg: ProblemsConfig) -> tuple[IOTest,
 
 def load_problem_set(cfg: ProblemsConfig) -> list[Problem]:
     """The configured problems: a file or a dataset, then the filters, the split and the limit."""
-    problems = load_hub_problems(cfg) if cfg.hub_path else load_problems(cfg.path)
+    if cfg.loader:  # a public code-RL dataset in its own schema (apps, taco, ...)
+        from codegrpo import code_datasets
+
+        problems = code_datasets.load(cfg)
+    else:
+        problems = load_hub_problems(cfg) if cfg.hub_path else load_problems(cfg.path)
     problems = filter_problems(problems, cfg)
     chosen = select_split(problems, cfg.split, cfg.eval_fraction)
     return chosen[: cfg.limit] if cfg.limit else chosen

@@ -1,0 +1,419 @@
+"""Writes the sample files of the public code-RL datasets, each in its dataset's own schema and format,
+and checks them: ``python tests/data/code_datasets/make_samples.py [--check]``.
+
+The rows are written for this project (small problems, not copied from the datasets) and carry each
+schema's quirks: call-based outputs wrapped in a one-element list, tests given as lists of lines,
+empty test lists, an empty input_output, Python 2 and C++ solutions before the Python 3 one,
+LiveCodeBench's compressed private tests (base64 + zlib + pickle of the JSON text, as
+code_generation_lite ships them), LeetCode's class Solution, contest dates on both sides of a window.
+
+``--check`` loads every file through codegrpo.code_datasets and runs the solution of each problem,
+with plain python3, on every test input it produced, comparing the output token by token (numbers
+within 1e-6) or the returned value with == : the datasets without a reference column (livecodebench,
+deepcoder) are checked with the solutions kept here.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import pickle
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+# stdin/stdout solutions, by key
+SUM = "a, b = map(int, input().split())\nprint(a + b)\n"
+REVERSE = "print(input()[::-1])\n"
+VOWELS = "s = input()\nprint(sum(c in 'aeiouAEIOU' for c in s))\n"
+MAXIMUM = "input()\nprint(max(map(int, input().split())))\n"
+FACTORIAL = "import math\nprint(math.factorial(int(input())))\n"
+FIZZBUZZ = (
+    "for i in range(1, int(input()) + 1):\n"
+    "    print('FizzBuzz' if i % 15 == 0 else 'Fizz' if i % 3 == 0 else 'Buzz' if i % 5 == 0 else i)\n"
+)
+SORTED = "import sys\nnums = sorted(map(int, sys.stdin.read().split()[1:]))\nprint(*nums)\n"
+PALINDROME = "s = input().strip()\nprint('YES' if s == s[::-1] else 'NO')\n"
+GCD = "import math\na, b = map(int, input().split())\nprint(math.gcd(a, b))\n"
+DIGITS = "print(sum(int(d) for d in input().strip()))\n"
+SQUARES = "for i in range(1, int(input()) + 1):\n    print(i * i)\n"
+AVERAGE = "import sys\nxs = list(map(float, sys.stdin.read().split()[1:]))\nprint(f'{sum(xs) / len(xs):.6f}')\n"
+PY2_SUM = "a, b = map(int, raw_input().split())\nprint a + b\n"  # a Python 2 solution: not a reference
+CPP_SUM = "#include <cstdio>\nint main(){long long a,b;scanf(\"%lld %lld\",&a,&b);printf(\"%lld\\n\",a+b);}\n"
+
+# call-based solutions, by key
+ADD = "def add(a, b):\n    return a + b\n"
+IS_EVEN = "def is_even(n):\n    return n % 2 == 0\n"
+REVERSE_LIST = "def reverse_list(items):\n    return items[::-1]\n"
+COUNT_WORDS = "def count_words(text):\n    return len(text.split())\n"
+MIN_MAX = "def min_max(items):\n    return [min(items), max(items)]\n"
+TWO_SUM = (
+    "class Solution:\n"
+    "    def twoSum(self, nums, target):\n"
+    "        seen = {}\n"
+    "        for i, x in enumerate(nums):\n"
+    "            if target - x in seen:\n"
+    "                return [seen[target - x], i]\n"
+    "            seen[x] = i\n"
+)
+CLIMB = (
+    "class Solution:\n"
+    "    def climbStairs(self, n):\n"
+    "        a, b = 1, 1\n"
+    "        for _ in range(n):\n"
+    "            a, b = b, a + b\n"
+    "        return a\n"
+)
+
+SUM_TESTS = (["1 2\n", "-5 5\n", "100 23\n", "7 8\n", "0 0\n"], ["3\n", "0\n", "123\n", "15\n", "0\n"])
+REVERSE_TESTS = (["abc\n", "racecar\n", "ab\n"], ["cba\n", "racecar\n", "ba\n"])
+VOWEL_TESTS = (["hello\n", "AEIOU xyz\n", "rhythm\n", "banana\n", "Queue\n", "a\n"], ["2\n", "5\n", "0\n", "3\n", "4\n", "1\n"])
+MAX_TESTS = (["3\n1 5 2\n", "1\n-7\n", "4\n9 9 1 0\n", "5\n1 2 3 4 5\n", "2\n-1 -2\n"], ["5\n", "-7\n", "9\n", "5\n", "-1\n"])
+FACT_TESTS = (["0\n", "5\n", "10\n", "20\n", "3\n"], ["1\n", "120\n", "3628800\n", "2432902008176640000\n", "6\n"])
+FIZZ_TESTS = (["3\n", "5\n", "15\n"], ["1\n2\nFizz\n", "1\n2\nFizz\n4\nBuzz\n",
+              "1\n2\nFizz\n4\nBuzz\nFizz\n7\n8\nFizz\nBuzz\n11\nFizz\n13\n14\nFizzBuzz\n"])
+SORT_TESTS = (["3\n3 1 2\n", "1\n5\n", "5\n5 4 3 2 1\n", "4\n0 -1 1 0\n", "2\n2 2\n", "3\n10 9 8\n"],
+              ["1 2 3\n", "5\n", "1 2 3 4 5\n", "-1 0 0 1\n", "2 2\n", "8 9 10\n"])
+PAL_TESTS = (["abba\n", "abc\n", "x\n", "noon\n", "ab\n"], ["YES\n", "NO\n", "YES\n", "YES\n", "NO\n"])
+GCD_TESTS = (["12 18\n", "7 13\n", "100 10\n", "0 5\n", "48 36\n", "17 17\n"], ["6\n", "1\n", "10\n", "5\n", "12\n", "17\n"])
+DIGIT_TESTS = (["123\n", "0\n", "99999\n", "1000001\n", "55\n"], ["6\n", "0\n", "45\n", "2\n", "10\n"])
+SQUARE_TESTS = (["1\n", "3\n", "5\n"], ["1\n", "1\n4\n9\n", "1\n4\n9\n16\n25\n"])
+AVG_TESTS = (["2\n1 2\n", "3\n1 1 2\n", "1\n0.5\n", "4\n1 2 3 4\n", "2\n-1 1\n"],
+             ["1.500000\n", "1.333333\n", "0.500000\n", "2.500000\n", "0.000000\n"])
+
+ADD_TESTS = ([[1, 2], [-1, 1], [10, 20], [0, 0], [2, 2]], [3, 0, 30, 0, 4])
+EVEN_TESTS = ([[2], [3], [0], [-4], [7]], [True, False, True, True, False])
+REVLIST_TESTS = ([[[1, 2, 3]], [[]], [["a", "b"]], [[5]], [[1, 1, 2]]], [[3, 2, 1], [], ["b", "a"], [5], [2, 1, 1]])
+WORDS_TESTS = ([["hello world"], [""], ["a b  c"], ["one"], ["x y z w"]], [2, 0, 3, 1, 4])
+MINMAX_TESTS = ([[[3, 1, 2]], [[5]], [[-1, 4, 0]], [[2, 2]], [[9, -9]]], [[1, 3], [5, 5], [-1, 4], [2, 2], [-9, 9]])
+
+
+def wrap(outputs: list) -> list:
+    """APPS's and TACO's call-based convention: each output wrapped in a one-element list."""
+    return [[o] for o in outputs]
+
+
+def in_outs(tests: tuple[list, list], fn_name: str | None = None, wrapped: bool = False) -> str:
+    inputs, outputs = tests
+    value = {"inputs": inputs, "outputs": wrap(outputs) if wrapped else outputs}
+    if fn_name:
+        value["fn_name"] = fn_name
+    return json.dumps(value)
+
+
+def lines(tests: tuple[list, list]) -> tuple[list, list]:
+    """The same tests with each input and output given as a list of lines (a TACO quirk)."""
+    return [t.rstrip("\n").split("\n") for t in tests[0]], [t.rstrip("\n").split("\n") for t in tests[1]]
+
+
+# -- APPS (codeparrot/apps train.jsonl) ---------------------------------------------------------------
+
+def apps_rows() -> list[dict]:
+    def row(problem_id, question, solutions, io, starter="", difficulty="introductory"):
+        return {"problem_id": problem_id, "question": question, "solutions": json.dumps(solutions) if solutions else "",
+                "input_output": io, "difficulty": difficulty, "url": f"https://example.org/apps/{problem_id}",
+                "starter_code": starter}
+    return [
+        row(0, "Read two integers a and b and print a + b.\n\n-----Example-----\nInput\n1 2\nOutput\n3",
+            [PY2_SUM, SUM], in_outs(SUM_TESTS)),
+        row(1, "Print the line you read, reversed.", [REVERSE], in_outs(REVERSE_TESTS)),
+        row(2, "Count the vowels of a line.", [VOWELS], in_outs(VOWEL_TESTS)),
+        row(3, "The first line holds n, the second n integers: print the largest.", [MAXIMUM], in_outs(MAX_TESTS)),
+        row(4, "Print n! for the n you read.", [FACTORIAL], in_outs(FACT_TESTS)),
+        row(5, "Print FizzBuzz from 1 to n, one value a line.", [FIZZBUZZ], in_outs(FIZZ_TESTS)),
+        row(6, "Write add(a, b) returning a + b.", [ADD], in_outs(ADD_TESTS, "add", wrapped=True), "def add(a, b):\n"),
+        row(7, "Write is_even(n).", [IS_EVEN], in_outs(EVEN_TESTS, "is_even", wrapped=True), "def is_even(n):\n"),
+        # outputs wrapped: each is the one-element list holding the returned list
+        row(8, "Write reverse_list(items) returning the items in reverse order.", [REVERSE_LIST],
+            in_outs(REVLIST_TESTS, "reverse_list", wrapped=True), "def reverse_list(items):\n"),
+        # not wrapped (some outputs are not one-element lists): kept as they are
+        row(9, "Write min_max(items) returning [smallest, largest].", [MIN_MAX],
+            in_outs(MINMAX_TESTS, "min_max"), "def min_max(items):\n"),
+        row(10, "A problem whose tests were lost.", [SUM], ""),  # empty input_output: skipped
+        row(11, "A problem with no test cases.", [SUM], json.dumps({"inputs": [], "outputs": []})),  # skipped
+        row(12, "Read two integers a and b and print a + b.\n\n-----Example-----\nInput\n1 2\nOutput\n3",
+            [SUM], in_outs(SUM_TESTS)),  # the same prompt as problem 0: a duplicate
+    ]
+
+
+# -- TACO (BAAI/TACO train/*.arrow) ---------------------------------------------------------------------
+
+def taco_rows() -> list[dict]:
+    def row(question, solutions, io, starter="", time_limit=None, source="codeforces"):
+        return {"question": question, "solutions": json.dumps(solutions), "starter_code": starter, "input_output": io,
+                "difficulty": "EASY", "raw_tags": "[]", "name": None, "source": source, "tags": "[]",
+                "skill_types": "[]", "url": "https://example.org/taco", "Expected Auxiliary Space": None,
+                "time_limit": time_limit, "date": None, "picture_num": None, "memory_limit": None,
+                "Expected Time Complexity": None}
+    return [
+        row("Print the gcd of the two integers you read.", [GCD], in_outs(GCD_TESTS), time_limit="2 seconds"),
+        row("Print the sum of the digits of n.", [DIGITS], in_outs(DIGIT_TESTS), time_limit="1.5 seconds"),
+        # tests given as lists of lines
+        row("Print 1, 4, 9, ... up to n squared, one a line.", [SQUARES], in_outs(lines(SQUARE_TESTS))),
+        row("Read n and n integers; print them sorted.", [PY2_SUM, SORTED], in_outs(SORT_TESTS)),
+        row("Print YES if the word is a palindrome, else NO.", [PALINDROME], in_outs(PAL_TESTS)),
+        row("Print the average of n numbers with 6 decimals.", [AVERAGE], in_outs(AVG_TESTS)),
+        row("Write add(a, b).", [ADD], in_outs(ADD_TESTS, "add", wrapped=True), "def add(a, b):\n", source="codewars"),
+        row("Write count_words(text): how many words.", [COUNT_WORDS],
+            in_outs(WORDS_TESTS, "count_words", wrapped=True), "def count_words(text):\n", source="codewars"),
+        row("Write reverse_list(items).", [REVERSE_LIST], in_outs(REVLIST_TESTS, "reverse_list", wrapped=True),
+            "def reverse_list(items):\n", source="codewars"),
+        row("Write is_even(n).", [IS_EVEN], in_outs(EVEN_TESTS, "is_even", wrapped=True), "def is_even(n):\n",
+            source="codewars"),
+        row("A problem with no test cases.", [SUM], json.dumps({"inputs": [], "outputs": []})),  # skipped
+        row("Read two integers and print their sum.", [SUM], in_outs(SUM_TESTS), time_limit="1 second"),
+    ]
+
+
+# -- CodeContests (deepmind/code_contests data/train-*.parquet) --------------------------------------------
+
+def code_contests_rows() -> list[dict]:
+    def split(tests):
+        return {"input": list(tests[0]), "output": list(tests[1])}
+
+    def row(name, description, public, private, generated, solutions, seconds=2, input_file=""):
+        languages, sources = zip(*solutions, strict=True) if solutions else ((), ())
+        return {"name": name, "description": description, "public_tests": split(public),
+                "private_tests": split(private), "generated_tests": split(generated), "source": 2, "difficulty": 7,
+                "solutions": {"language": list(languages), "solution": list(sources)},
+                "incorrect_solutions": {"language": [3], "solution": ["print(0)\n"]},
+                "cf_contest_id": 1, "cf_index": "A", "cf_points": 500.0, "cf_rating": 800, "cf_tags": ["math"],
+                "is_description_translated": False, "untranslated_description": "",
+                "time_limit": {"seconds": seconds, "nanos": 500000000 if seconds == 1 else 0},
+                "memory_limit_bytes": 256000000, "input_file": input_file, "output_file": ""}
+
+    def cut(tests, start, stop):
+        return tests[0][start:stop], tests[1][start:stop]
+    return [
+        row("1_A. Sum", "Print a + b.\n\nExamples\n\nInput\n\n1 2\n\nOutput\n\n3",
+            cut(SUM_TESTS, 0, 1), cut(SUM_TESTS, 1, 3), cut(SUM_TESTS, 3, 5), [(2, CPP_SUM), (1, PY2_SUM), (3, SUM)]),
+        row("2_A. Reverse", "Reverse the line.", cut(REVERSE_TESTS, 0, 1), cut(REVERSE_TESTS, 1, 3), ([], []),
+            [(3, REVERSE)], seconds=1),
+        row("3_A. Vowels", "Count vowels.", cut(VOWEL_TESTS, 0, 2), cut(VOWEL_TESTS, 2, 4), cut(VOWEL_TESTS, 4, 6),
+            [(3, VOWELS)]),
+        row("4_A. Max", "Largest of n integers.", cut(MAX_TESTS, 0, 1), cut(MAX_TESTS, 1, 5), ([], []), [(3, MAXIMUM)]),
+        row("5_A. Factorial", "Print n!.", cut(FACT_TESTS, 0, 2), cut(FACT_TESTS, 2, 5), ([], []),
+            [(4, "class Main {}"), (3, FACTORIAL)]),
+        row("6_A. FizzBuzz", "FizzBuzz to n.", cut(FIZZ_TESTS, 0, 1), cut(FIZZ_TESTS, 1, 3), ([], []), [(3, FIZZBUZZ)]),
+        row("7_A. Sort", "Sort n integers.", cut(SORT_TESTS, 0, 2), ([], []), cut(SORT_TESTS, 2, 6), [(3, SORTED)]),
+        row("8_A. Palindrome", "YES or NO.", cut(PAL_TESTS, 0, 1), cut(PAL_TESTS, 1, 5), ([], []), [(3, PALINDROME)]),
+        row("9_A. Gcd", "Print gcd(a, b).", cut(GCD_TESTS, 0, 2), cut(GCD_TESTS, 2, 6), ([], []), [(3, GCD)]),
+        row("10_A. Digits", "Digit sum.", cut(DIGIT_TESTS, 0, 1), cut(DIGIT_TESTS, 1, 5), ([], []), [(3, DIGITS)]),
+        row("11_A. Empty", "No tests at all.", ([], []), ([], []), ([], []), [(3, SUM)]),  # skipped: no tests
+        row("12_A. File", "Reads input.txt.", cut(SUM_TESTS, 0, 1), ([], []), ([], []), [(3, SUM)],
+            input_file="input.txt"),  # skipped: reads a file
+    ]
+
+
+# -- LiveCodeBench (livecodebench/code_generation_lite test*.jsonl) ------------------------------------------
+
+def compress(cases: list[dict]) -> str:
+    """How code_generation_lite stores private tests: base64(zlib(pickle(json text)))."""
+    return base64.b64encode(zlib.compress(pickle.dumps(json.dumps(cases)))).decode()
+
+
+def stdin_cases(tests) -> list[dict]:
+    return [{"input": i, "output": o, "testtype": "stdin"} for i, o in zip(*tests, strict=True)]
+
+
+def functional_cases(tests) -> list[dict]:
+    return [{"input": "\n".join(json.dumps(a) for a in args), "output": json.dumps(out), "testtype": "functional"}
+            for args, out in zip(*tests, strict=True)]
+
+
+TWO_SUM_TESTS = ([[[2, 7, 11, 15], 9], [[3, 2, 4], 6], [[3, 3], 6], [[1, 5, 9], 14], [[0, 4, 3, 0], 0]],
+                 [[0, 1], [1, 2], [0, 1], [1, 2], [0, 3]])
+CLIMB_TESTS = ([[1], [2], [3], [5], [10]], [1, 2, 3, 8, 89])
+
+
+def livecodebench_rows() -> list[dict]:
+    def row(qid, title, content, platform, date, cases, starter="", func_name=None, compressed=True):
+        public, private = cases[:1], cases[1:]
+        return {"question_title": title, "question_content": content, "platform": platform, "question_id": qid,
+                "contest_id": f"contest-{qid}", "contest_date": date, "starter_code": starter, "difficulty": "easy",
+                "public_test_cases": json.dumps(public),
+                "private_test_cases": compress(private) if compressed else json.dumps(private),
+                "metadata": json.dumps({"func_name": func_name} if func_name else {})}
+    return [
+        row("abc001_a", "Sum", "Print A + B.\n\nSample Input 1\n\n1 2\n\nSample Output 1\n\n3", "atcoder",
+            "2023-05-06T00:00:00", stdin_cases(SUM_TESTS)),
+        row("abc002_a", "Reverse", "Print S reversed.", "atcoder", "2023-07-01T00:00:00", stdin_cases(REVERSE_TESTS)),
+        row("abc003_a", "Vowels", "Count the vowels of S.", "atcoder", "2023-09-02T00:00:00",
+            stdin_cases(VOWEL_TESTS), compressed=False),  # private tests as plain JSON
+        row("1900A", "Max", "Print the largest of N integers.", "codeforces", "2023-11-20T00:00:00",
+            stdin_cases(MAX_TESTS)),
+        row("1910A", "Factorial", "Print N!.", "codeforces", "2024-01-15T00:00:00", stdin_cases(FACT_TESTS)),
+        row("two-sum", "Two Sum", "Return the indices of the two numbers that add up to target.", "leetcode",
+            "2024-03-02T00:00:00", functional_cases(TWO_SUM_TESTS),
+            "class Solution:\n    def twoSum(self, nums: List[int], target: int) -> List[int]:\n        ", "twoSum"),
+        row("climbing-stairs", "Climbing Stairs", "In how many ways can you climb n stairs by 1 or 2?", "leetcode",
+            "2024-05-11T00:00:00", functional_cases(CLIMB_TESTS),
+            "class Solution:\n    def climbStairs(self, n: int) -> int:\n        ", "climbStairs"),
+        row("abc350_a", "Palindrome", "Print YES if S is a palindrome.", "atcoder", "2024-06-08T00:00:00",
+            stdin_cases(PAL_TESTS)),
+        row("abc360_a", "Gcd", "Print gcd(A, B).", "atcoder", "2024-08-10T00:00:00", stdin_cases(GCD_TESTS)),
+        row("1990A", "Digits", "Print the digit sum of N.", "codeforces", "2024-09-01T00:00:00",
+            stdin_cases(DIGIT_TESTS)),
+        row("abc370_a", "Squares", "Print the squares of 1..N.", "atcoder", "2024-10-05T00:00:00",
+            stdin_cases(SQUARE_TESTS)),
+        row("abc380_a", "Sort", "Print the N integers sorted.", "atcoder", "2025-01-11T00:00:00",
+            stdin_cases(SORT_TESTS)),
+    ]
+
+
+LCB_SOLUTIONS = {"abc001_a": SUM, "abc002_a": REVERSE, "abc003_a": VOWELS, "1900A": MAXIMUM, "1910A": FACTORIAL,
+                 "two-sum": TWO_SUM, "climbing-stairs": CLIMB, "abc350_a": PALINDROME, "abc360_a": GCD,
+                 "1990A": DIGITS, "abc370_a": SQUARES, "abc380_a": SORTED}
+
+
+# -- DeepCoder (agentica-org/DeepCoder-Preview-Dataset <config>/train-*.parquet) ----------------------------
+
+def deepcoder_rows() -> list[tuple[dict, str]]:
+    def row(problem, tests, solution, func_name=None, starter=""):
+        return {"problem": problem, "tests": json.dumps(tests),
+                "metadata": {"func_name": func_name}, "starter_code": starter}, solution
+
+    def stdio(tests, key="type"):  # primeintellect / codeforces
+        return [{"input": i, "output": o, key: "stdin_stdout"} for i, o in zip(*tests, strict=True)]
+    return [
+        row("Print a + b.", json.loads(in_outs(SUM_TESTS)), SUM),  # taco config: {"inputs", "outputs"}
+        row("Write add(a, b).", json.loads(in_outs(ADD_TESTS, "add", wrapped=True)), ADD),  # taco call-based
+        row("Reverse the line.", stdio(REVERSE_TESTS), REVERSE),  # primeintellect
+        row("Count vowels.", stdio(VOWEL_TESTS), VOWELS),
+        # primeintellect call-based: fn_name on the tests, TACO's wrapped outputs
+        row("Write is_even(n).", [{"input": i, "output": [o], "fn_name": "is_even", "type": "function_call"}
+                                  for i, o in zip(*EVEN_TESTS, strict=True)], IS_EVEN),
+        row("Largest of n integers.", stdin_cases(MAX_TESTS), MAXIMUM),  # lcbv5 stdin
+        row("Return the indices of two numbers adding up to target.", functional_cases(TWO_SUM_TESTS), TWO_SUM,
+            "twoSum", "class Solution:\n    def twoSum(self, nums: List[int], target: int) -> List[int]:\n        "),
+        row("Ways to climb n stairs.", functional_cases(CLIMB_TESTS), CLIMB, "climbStairs",
+            "class Solution:\n    def climbStairs(self, n: int) -> int:\n        "),
+        row("Print n!.", stdio(FACT_TESTS, "testtype"), FACTORIAL),  # codeforces
+        row("Print gcd(a, b).", stdio(GCD_TESTS), GCD),
+        row("Digit sum of n.", stdio(DIGIT_TESTS), DIGITS),
+        row("A problem with no tests.", [], SUM),  # skipped
+    ]
+
+
+# -- open-r1/verifiable-coding-problems-python (data/train-*.parquet) ----------------------------------------
+
+def verifiable_coding_rows() -> list[dict]:
+    def row(problem_id, statement, tests, solution, language="python", time_limit="2 seconds"):
+        cases = [{"fn_name": None, "input": i, "output": o, "type": "stdin_stdout"} for i, o in zip(*tests, strict=True)]
+        return {"source": "codeforces", "task_type": "verifiable_code", "in_source_id": problem_id,
+                "problem_statement": statement, "gold_standard_solution": f"```python\n{solution}```",
+                "verification_info": {"language": language, "test_cases": cases},
+                "metadata": {"difficulty": 5, "memory_limit": "256 megabytes", "time_limit": time_limit},
+                "problem_id": f"vfc_{problem_id}"}
+    function_call = row("fc", "Write add(a, b).", ([], []), ADD)
+    function_call["verification_info"]["test_cases"] = [
+        {"fn_name": "add", "input": "[1, 2]", "output": "[3]", "type": "function_call"}]  # skipped
+    return [
+        row("1", "Solve the following coding problem using the programming language python:\n\nPrint a + b.",
+            SUM_TESTS, SUM),
+        row("2", "Reverse the line.", REVERSE_TESTS, REVERSE),
+        row("3", "Count vowels.", VOWEL_TESTS, VOWELS, time_limit=None),
+        row("4", "Largest of n integers.", MAX_TESTS, MAXIMUM),
+        row("5", "Print n!.", FACT_TESTS, FACTORIAL),
+        row("6", "FizzBuzz.", FIZZ_TESTS, FIZZBUZZ),
+        row("7", "Sort.", SORT_TESTS, SORTED),
+        row("8", "Palindrome.", PAL_TESTS, PALINDROME),
+        row("9", "Gcd.", GCD_TESTS, GCD),
+        row("10", "Average with 6 decimals.", AVG_TESTS, AVERAGE),
+        row("11", "No tests.", ([], []), SUM),  # skipped: no tests
+        row("12", "Sum in JavaScript.", SUM_TESTS, SUM, language="javascript"),  # skipped: not Python
+        function_call,
+    ]
+
+
+def write() -> None:
+    from datasets import Dataset
+
+    HERE.mkdir(parents=True, exist_ok=True)
+    (HERE / "apps.jsonl").write_text("".join(json.dumps(r) + "\n" for r in apps_rows()))
+    (HERE / "livecodebench.jsonl").write_text("".join(json.dumps(r) + "\n" for r in livecodebench_rows()))
+    import pyarrow as pa
+
+    table = pa.Table.from_pylist(taco_rows())
+    with pa.OSFile(str(HERE / "taco.arrow"), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)  # the Arrow stream format of TACO's data-*.arrow files
+    Dataset.from_list(code_contests_rows()).to_parquet(HERE / "code_contests.parquet")
+    Dataset.from_list([r for r, _ in deepcoder_rows()]).to_parquet(HERE / "deepcoder.parquet")
+    Dataset.from_list(verifiable_coding_rows()).to_parquet(HERE / "verifiable_coding.parquet")
+
+
+SAMPLES = {"apps": ("json", "apps.jsonl"), "taco": ("arrow", "taco.arrow"),
+           "code_contests": ("parquet", "code_contests.parquet"), "livecodebench": ("json", "livecodebench.jsonl"),
+           "deepcoder": ("parquet", "deepcoder.parquet"), "verifiable_coding": ("parquet", "verifiable_coding.parquet")}
+
+
+def _tokens_equal(got: str, expected: str) -> bool:
+    a, b = got.split(), expected.split()
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if x == y:
+            continue
+        try:
+            if abs(float(x) - float(y)) > 1e-6 * max(1.0, abs(float(y))):
+                return False
+        except ValueError:
+            return False
+    return True
+
+
+CALL_RUNNER = """
+import json, sys
+source, fn_name, args = json.loads(sys.stdin.read())
+space = {}
+exec(source, space)
+target = getattr(space["Solution"](), fn_name) if "Solution" in space else space[fn_name]
+value = target(*args)
+print(json.dumps(list(value) if isinstance(value, tuple) else value))
+"""
+
+
+def check() -> int:
+    """Every problem's solution against every test the loader produced, with plain python3."""
+    sys.path.insert(0, str(HERE.parents[2] / "src"))
+    from codegrpo.code_datasets import read_dataset
+    from codegrpo.config import ProblemsConfig
+
+    extra = {f"livecodebench/{k}": v for k, v in LCB_SOLUTIONS.items()}
+    extra |= {f"deepcoder/{n}": s for n, (_, s) in enumerate(deepcoder_rows())}
+    failures = 0
+    for loader, (builder, name) in SAMPLES.items():
+        cfg = ProblemsConfig(name=loader, path="", loader=loader, hub_path=builder, data_files=str(HERE / name))
+        loaded = read_dataset(cfg)
+        for problem in loaded.problems:
+            source = problem.reference or extra.get(problem.id, "")
+            if not source:
+                print(f"NO SOLUTION {problem.id}")
+                failures += 1
+                continue
+            for number, test in enumerate(problem.tests):
+                if problem.form == "stdio":
+                    run = subprocess.run([sys.executable, "-c", source], input=test.input, capture_output=True,
+                                         text=True, timeout=20)
+                    ok = run.returncode == 0 and _tokens_equal(run.stdout, test.output)
+                else:
+                    payload = json.dumps([source, problem.fn_name, json.loads(test.input)])
+                    run = subprocess.run([sys.executable, "-c", CALL_RUNNER], input=payload, capture_output=True,
+                                         text=True, timeout=20)
+                    ok = run.returncode == 0 and json.loads(run.stdout) == json.loads(test.output)
+                if not ok:
+                    failures += 1
+                    print(f"FAIL {problem.id} test {number}: got {run.stdout!r} {run.stderr[-200:]!r}, "
+                          f"expected {test.output!r}")
+        print(f"{loader}: {len(loaded.problems)} problems of {loaded.rows} rows checked; skipped "
+              f"{dict(loaded.skipped)}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    if "--check" in sys.argv:
+        sys.exit(check())
+    write()
