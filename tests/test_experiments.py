@@ -57,3 +57,22 @@ def test_two_job_multirun_offline(tmp_path):
         summary = [(row["job"], row["status"]) for row in csv.DictReader(handle)]
     assert summary == [("0_debug=fast,reward=binary", "done"), ("1_debug=fast,reward=partial", "done")]
     assert "Sweep summary" in done.stdout
+
+
+def test_transfer_experiment_evaluates_families_it_never_trains_on(compose_cfg):
+    import json
+
+    from codegrpo.build import eval_problems
+    from codegrpo.problems import load_problem_set
+
+    cfg = compose_cfg("experiment=transfer_cpu")
+    assert cfg.problems.name == "transfer" and cfg.problems.split == "train" and cfg.reward.kind == "partial"
+    assert cfg.evaluation.before and cfg.evaluation.after and cfg.evaluation.num_samples >= 8
+    family = {}
+    for name in ("transfer", "transfer_unseen"):
+        for line in (PROJECT_ROOT / "problems" / f"{name}.jsonl").read_text().splitlines():
+            record = json.loads(line)
+            family[record["id"]] = record["family"]
+    trained = {family[p.id] for p in load_problem_set(cfg.problems)}
+    evaluated = {family[p.id] for p in eval_problems(cfg)}
+    assert len(trained) >= 30 and len(evaluated) >= 10 and not trained & evaluated
