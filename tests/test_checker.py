@@ -24,8 +24,12 @@ TOKENS, LINES, EXACT = Checker.tokens, Checker.lines, Checker.exact
         ("0.3333333\n", "0.333333333\n", TOKENS, True),  # within 1e-6
         ("0.334\n", "0.333333333\n", TOKENS, False),
         ("1000000.5\n", "1000000.0\n", TOKENS, True),  # relative to the expected
-        ("1\n", "1.000000\n", TOKENS, True),  # one of them has a fraction: numbers
+        ("1\n", "1.000000\n", TOKENS, True),  # the expected has a fraction: numbers
         ("123456789012345678902\n", "123456789012345678901\n", TOKENS, False),  # integers: exact
+        ("999999507.0\n", "1000000007\n", TOKENS, False),  # an expected integer is exact: no float near it
+        ("1e9\n", "1000000007\n", TOKENS, False),
+        ("5.0\n", "5\n", TOKENS, False),
+        ("\u0661\n", "1.0\n", TOKENS, False),  # Arabic-Indic digits are no number here
         ("007\n", "7\n", TOKENS, False),
         ("nan\n", "nan\n", TOKENS, True),  # the same text
         ("inf\n", "1e999\n", TOKENS, False),  # never a number that is not finite
@@ -41,6 +45,15 @@ TOKENS, LINES, EXACT = Checker.tokens, Checker.lines, Checker.exact
 )
 def test_comparison_rules(got, want, checker, passes):
     assert (compare_output(got, want, checker) is None) is passes
+
+
+def test_a_long_token_costs_linear_time():
+    import time
+
+    started = time.monotonic()
+    for token in ("1" * 200_000 + "x", "1" * 200_000 + ".5", "." + "1" * 200_000):
+        assert compare_output(token, "1.5") is not None
+    assert time.monotonic() - started < 1.0  # an ambiguous pattern took 18 s on 20,000 digits
 
 
 def test_the_tolerance_is_configurable():

@@ -186,7 +186,22 @@ def test_every_comparison_gives_a_verdict_for_any_value():
         early, _ = envelope(RunResult(Outcome.EXITED, 0, report + "\n"))
         assert early is None or early.reward == 0.0
         with contextlib.suppress(ValueError):
-            json_view(value)
+            json_view(node)
+
+
+def test_values_whose_hashes_collide_are_refused_before_a_set_is_built():
+    import time
+
+    shared, modulus = tuple(range(70)), (1 << 61) - 1  # ints 5 + k * M all hash alike
+    colliding = [HARNESS["_typed"]((shared, 5 + k * modulus)) for k in range(2200)]
+    started = time.monotonic()
+    for node in ({"s": colliding}, {"f": colliding}, {"d": [[key, 1] for key in colliding]}):
+        with pytest.raises(ValueError, match="one hash"):
+            decode_typed(node)
+        with pytest.raises(ValueError, match="not JSON data"):
+            json_view(node)
+    assert time.monotonic() - started < 2.0  # building the set took 8.6 s
+    assert decode_typed({"s": [-1, -2]}) == {-1, -2}  # two that share a hash are fine
 
 
 def test_a_failure_to_judge_one_completion_is_its_own_error(local_sandbox):

@@ -2,7 +2,8 @@
 
 Stricter than the anchors (docs/reward-design.md): a correct prefix, an extra line, reordered lines or a
 change of case always fail. ``tokens`` (the default) compares whitespace-separated tokens in order, a
-pair of numbers of which one has a fraction or an exponent within a tolerance, integers exactly as text;
+number where the expected token has a fraction or an exponent within a tolerance, an expected integer
+exactly as text;
 ``lines`` compares lines without their trailing whitespace; ``exact`` compares the bytes. Trailing blank
 lines never count, except in ``exact``.
 """
@@ -15,8 +16,10 @@ import re
 
 from codegrpo.config import Checker
 
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
-_INTEGER = re.compile(r"[+-]?\d+")
+# Unambiguous (no two ways to split a run of digits), ASCII digits only: linear on any token.
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+_INTEGER = re.compile(r"[+-]?\d+", re.ASCII)
+NUMBER_CHARS = 100  # a longer token is no float a checker compares within a tolerance: exact text
 SHOWN = 40  # characters of a token or line a reason shows
 
 
@@ -27,8 +30,8 @@ def _quote(text: str) -> str:
 def _tokens_equal(got: str, want: str, tolerance: float) -> bool:
     if got == want:
         return True
-    if _INTEGER.fullmatch(got) and _INTEGER.fullmatch(want):
-        return False  # integers are answers to count or index: exact, never within a tolerance
+    if len(got) > NUMBER_CHARS or len(want) > NUMBER_CHARS or _INTEGER.fullmatch(want):
+        return False  # an expected integer is a count or an index: exact, never "1e9" or "5.0" within a tolerance
     if not (_NUMBER.fullmatch(got) and _NUMBER.fullmatch(want)):
         return False
     a, b = float(got), float(want)

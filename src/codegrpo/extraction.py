@@ -4,9 +4,24 @@ from __future__ import annotations
 
 import re
 
-# An opening fence with an optional language tag, then everything up to the closing fence or the end
-# (a completion cut off at max_completion_length still has its code scored).
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+#.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+FENCE = "```"
+_TAG = re.compile(r"[ \t]*([A-Za-z0-9_+#.-]*)")
+
+
+def _fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """(tag, code) of each block: an opening fence, an optional language tag and the rest of its line,
+    then everything up to the closing fence or the end (a completion cut off at max_completion_length
+    still has its code scored). One pass over the text: no pattern that backtracks on hostile input."""
+    blocks, start = [], text.find(FENCE)
+    while start != -1:
+        line_end = text.find("\n", start)
+        if line_end == -1:
+            break
+        tag = _TAG.match(text, start + len(FENCE), line_end).group(1)
+        end = text.find(FENCE, line_end + 1)
+        blocks.append((tag, text[line_end + 1 : len(text) if end == -1 else end]))
+        start = -1 if end == -1 else text.find(FENCE, end + len(FENCE))
+    return blocks
 
 
 def extract_code(text: str, tags: frozenset[str], which: str = "first") -> str:
@@ -18,7 +33,7 @@ def extract_code(text: str, tags: frozenset[str], which: str = "first") -> str:
         raise ValueError(f"reward.extract must be 'first' or 'last', not {which!r}")
     if "```" not in text:
         return text
-    blocks = [m.group(2) for m in _FENCE.finditer(text) if m.group(1).lower() in tags or not m.group(1)]
+    blocks = [code for tag, code in _fenced_blocks(text) if tag.lower() in tags or not tag]
     if not blocks:
         return ""
     return blocks[0] if which == "first" else blocks[-1]

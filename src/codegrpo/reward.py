@@ -21,6 +21,7 @@ from codegrpo.verdict import (
     Scored,
     Status,
     Verdict,
+    decode_typed,
     envelope,
     got_expected,
     json_view,
@@ -89,10 +90,12 @@ class Scorer:
             return score_io(result, len(problem.tests), lambda i, run: self._stdio(problem.tests[i], run), self.partial)
         if problem.form == "call":
             return score_io(result, len(problem.tests), lambda i, run: _call(problem.tests[i], run), self.partial)
-        early, value = envelope(result, typed=self.language.name == "python")
+        python = self.language.name == "python"
+        checks = problem.form == "humaneval" and python
+        early, value = envelope(result, (decode_typed if checks else json_view) if python else None)
         if early is not None:
             return early
-        if problem.form == "humaneval" and self.language.name == "python":
+        if checks:
             return score_checks(value, humaneval_check(problem).expected, self.partial)
         return score_values(value, json.loads(problem.expected), self.partial)
 
@@ -106,10 +109,6 @@ def _call(test: IOTest, run: RunResult) -> tuple[Status, str] | None:
     early, value = envelope(run)
     if early is not None:
         return early.status, early.detail
-    try:
-        value = json_view(value)
-    except ValueError as error:
-        return Status.ERROR, f"unscorable value: {error}"
     expected = json.loads(test.output)
     return None if strict_equal(value, expected) else (Status.FAILED, got_expected(value, expected))
 

@@ -6,6 +6,7 @@ import enum
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -85,7 +86,20 @@ def parse_json(text: str) -> tuple[bool, Any]:
 
 
 MAX_DEPTH = 120  # the harness refuses values nested deeper than 100
+SAME_HASH = 8  # items of one set or dict keys with one hash: more is a collision attack on the host's CPU
 _TAGS: dict[str, Callable[[list[Any]], Any]] = {"t": tuple, "s": set, "f": frozenset}
+
+
+def _hashable_items(items: list[Any]) -> list[Any]:
+    """``items`` for a set or dict keys, refused when many share a hash: the sandbox built them cheaply
+    from one shared object, the host would compare every rebuilt copy with every other."""
+    try:
+        counts = Counter(map(hash, items))
+    except TypeError as error:  # an unhashable item of a set or key of a dict
+        raise ValueError(f"malformed typed value: {error}") from None
+    if counts and max(counts.values()) > SAME_HASH:
+        raise ValueError("too many items with one hash")
+    return items
 
 
 def decode_typed(node: Any, depth: int = 0) -> Any:
@@ -98,42 +112,59 @@ def decode_typed(node: Any, depth: int = 0) -> Any:
         return node
     if type(node) is list:
         return [decode_typed(item, depth + 1) for item in node]
+    tag, body = _tagged(node)
+    if tag in _TAGS and type(body) is list:
+        items = [decode_typed(item, depth + 1) for item in body]
+        return tuple(items) if tag == "t" else _TAGS[tag](_hashable_items(items))
+    if tag == "d" and type(body) is list and all(type(pair) is list and len(pair) == 2 for pair in body):
+        keys = _hashable_items([decode_typed(key, depth + 1) for key, _ in body])
+        return dict(zip(keys, (decode_typed(item, depth + 1) for _, item in body), strict=True))
+    if tag == "b" and type(body) is str:
+        return bytes.fromhex(body)
+    if tag == "c" and type(body) is list and len(body) == 2 and all(type(x) is float for x in body):
+        return complex(*body)
+    return _big_int(tag, body)
+
+
+def _tagged(node: Any) -> tuple[str, Any]:
     if type(node) is not dict or len(node) != 1:
         raise ValueError("malformed typed value")
-    ((tag, body),) = node.items()
-    try:
-        if tag in _TAGS and type(body) is list:
-            return _TAGS[tag](decode_typed(item, depth + 1) for item in body)
-        if tag == "d" and type(body) is list and all(type(pair) is list and len(pair) == 2 for pair in body):
-            return {decode_typed(key, depth + 1): decode_typed(item, depth + 1) for key, item in body}
-        if tag == "b" and type(body) is str:
-            return bytes.fromhex(body)
-        if tag == "c" and type(body) is list and len(body) == 2 and all(type(x) is float for x in body):
-            return complex(*body)
-        if tag == "i" and type(body) is str:
-            return int(body, 16)  # base 16: no limit on digits
-    except TypeError as error:  # an unhashable item of a set or key of a dict
-        raise ValueError(f"malformed typed value: {error}") from None
+    return next(iter(node.items()))
+
+
+def _big_int(tag: str, body: Any) -> int:
+    if tag == "i" and type(body) is str:
+        return int(body, 16)  # base 16: no limit on digits
     raise ValueError("malformed typed value")
 
 
-def json_view(value: Any, depth: int = 0) -> Any:
-    """A typed value as the guide's JSON sees it (tuples are lists); ValueError where JSON has no such value."""
+def json_view(node: Any, depth: int = 0) -> Any:
+    """The harness's typed JSON as the guide's JSON sees it (tuples are lists, dicts have str keys),
+    built without a set or a dict of other keys ever existing on the host. ValueError where JSON has no
+    such value."""
     if depth > MAX_DEPTH:
         raise ValueError("value nested too deep")
-    kind = type(value)
-    if value is None or kind in (bool, int, float, str):
-        return value
-    if kind in (list, tuple):
-        return [json_view(item, depth + 1) for item in value]
-    if kind is dict and all(type(key) is str for key in value):
-        return {key: json_view(item, depth + 1) for key, item in value.items()}
-    raise ValueError(f"not JSON data: {'dict keys must be str' if kind is dict else kind.__name__}")
+    if node is None or type(node) in (bool, int, float, str):
+        return node
+    if type(node) is list:
+        return [json_view(item, depth + 1) for item in node]
+    tag, body = _tagged(node)
+    if tag == "t" and type(body) is list:
+        return [json_view(item, depth + 1) for item in body]
+    if tag == "d" and type(body) is list and all(type(pair) is list and len(pair) == 2 for pair in body):
+        if not all(type(key) is str for key, _ in body):
+            raise ValueError("not JSON data: dict keys must be str")
+        return {key: json_view(item, depth + 1) for key, item in body}
+    names = {"s": "set", "f": "frozenset", "b": "bytes", "c": "complex"}
+    if tag in names:
+        raise ValueError(f"not JSON data: {names[tag]}")
+    return _big_int(tag, body)
 
 
-def envelope(result: RunResult, typed: bool = True) -> tuple[Verdict | None, Any]:
+def envelope(result: RunResult, decode: Callable[[Any], Any] | None = json_view) -> tuple[Verdict | None, Any]:
     """Read the harness's one-line report from a finished run, or the verdict that ends scoring early.
-    ``typed``: the Python harness's typed JSON (decode_typed); else plain JSON (the JavaScript program)."""
+    ``decode`` reads the Python harness's typed JSON: json_view (expression and call forms) or
+    decode_typed (HumanEval checks); None for plain JSON (the JavaScript program)."""
     if result.outcome is Outcome.SANDBOX_ERROR:
         return Verdict(Status.INFRA, None, result.error), None
     if result.outcome is Outcome.TIMEOUT:
@@ -146,10 +177,10 @@ def envelope(result: RunResult, typed: bool = True) -> tuple[Verdict | None, Any
         return Verdict(Status.ERROR, 0.0, "no report from the harness"), None
     if report["status"] == "error":
         return Verdict(Status.ERROR, 0.0, str(report.get("error", ""))[:500]), None
-    if not typed:
+    if decode is None:
         return None, report.get("value")
     try:
-        return None, decode_typed(report.get("value"))
+        return None, decode(report.get("value"))
     except (ValueError, RecursionError, MemoryError) as error:
         return Verdict(Status.ERROR, 0.0, f"unscorable value: {error}"), None
 
@@ -177,10 +208,6 @@ def got_expected(actual: Any, expected: Any, python: bool = False) -> str:
 
 def score_values(actual: Any, expected: Any, partial: bool) -> Verdict:
     """Expression form: the whole value must match; with ``partial``, list positions count one by one."""
-    try:
-        actual = json_view(actual)
-    except ValueError as error:
-        return Verdict(Status.ERROR, 0.0, f"unscorable value: {error}")
     if strict_equal(actual, expected):
         return Verdict(Status.PASSED, 1.0)
     comparable = isinstance(actual, list) and isinstance(expected, list) and len(actual) == len(expected)
