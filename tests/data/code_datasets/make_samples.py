@@ -70,15 +70,18 @@ CLIMB = (
 
 SUM_TESTS = (["1 2\n", "-5 5\n", "100 23\n", "7 8\n", "0 0\n"], ["3\n", "0\n", "123\n", "15\n", "0\n"])
 REVERSE_TESTS = (["abc\n", "racecar\n", "ab\n"], ["cba\n", "racecar\n", "ba\n"])
-VOWEL_TESTS = (["hello\n", "AEIOU xyz\n", "rhythm\n", "banana\n", "Queue\n", "a\n"], ["2\n", "5\n", "0\n", "3\n", "4\n", "1\n"])
-MAX_TESTS = (["3\n1 5 2\n", "1\n-7\n", "4\n9 9 1 0\n", "5\n1 2 3 4 5\n", "2\n-1 -2\n"], ["5\n", "-7\n", "9\n", "5\n", "-1\n"])
+VOWEL_TESTS = (["hello\n", "AEIOU xyz\n", "rhythm\n", "banana\n", "Queue\n", "a\n"],
+               ["2\n", "5\n", "0\n", "3\n", "4\n", "1\n"])
+MAX_TESTS = (["3\n1 5 2\n", "1\n-7\n", "4\n9 9 1 0\n", "5\n1 2 3 4 5\n", "2\n-1 -2\n"],
+             ["5\n", "-7\n", "9\n", "5\n", "-1\n"])
 FACT_TESTS = (["0\n", "5\n", "10\n", "20\n", "3\n"], ["1\n", "120\n", "3628800\n", "2432902008176640000\n", "6\n"])
 FIZZ_TESTS = (["3\n", "5\n", "15\n"], ["1\n2\nFizz\n", "1\n2\nFizz\n4\nBuzz\n",
               "1\n2\nFizz\n4\nBuzz\nFizz\n7\n8\nFizz\nBuzz\n11\nFizz\n13\n14\nFizzBuzz\n"])
 SORT_TESTS = (["3\n3 1 2\n", "1\n5\n", "5\n5 4 3 2 1\n", "4\n0 -1 1 0\n", "2\n2 2\n", "3\n10 9 8\n"],
               ["1 2 3\n", "5\n", "1 2 3 4 5\n", "-1 0 0 1\n", "2 2\n", "8 9 10\n"])
 PAL_TESTS = (["abba\n", "abc\n", "x\n", "noon\n", "ab\n"], ["YES\n", "NO\n", "YES\n", "YES\n", "NO\n"])
-GCD_TESTS = (["12 18\n", "7 13\n", "100 10\n", "0 5\n", "48 36\n", "17 17\n"], ["6\n", "1\n", "10\n", "5\n", "12\n", "17\n"])
+GCD_TESTS = (["12 18\n", "7 13\n", "100 10\n", "0 5\n", "48 36\n", "17 17\n"],
+             ["6\n", "1\n", "10\n", "5\n", "12\n", "17\n"])
 DIGIT_TESTS = (["123\n", "0\n", "99999\n", "1000001\n", "55\n"], ["6\n", "0\n", "45\n", "2\n", "10\n"])
 SQUARE_TESTS = (["1\n", "3\n", "5\n"], ["1\n", "1\n4\n9\n", "1\n4\n9\n16\n25\n"])
 AVG_TESTS = (["2\n1 2\n", "3\n1 1 2\n", "1\n0.5\n", "4\n1 2 3 4\n", "2\n-1 1\n"],
@@ -302,7 +305,8 @@ def deepcoder_rows() -> list[tuple[dict, str]]:
 
 def verifiable_coding_rows() -> list[dict]:
     def row(problem_id, statement, tests, solution, language="python", time_limit="2 seconds"):
-        cases = [{"fn_name": None, "input": i, "output": o, "type": "stdin_stdout"} for i, o in zip(*tests, strict=True)]
+        cases = [{"fn_name": None, "input": i, "output": o, "type": "stdin_stdout"}
+                 for i, o in zip(*tests, strict=True)]
         return {"source": "codeforces", "task_type": "verifiable_code", "in_source_id": problem_id,
                 "problem_statement": statement, "gold_standard_solution": f"```python\n{solution}```",
                 "verification_info": {"language": language, "test_cases": cases},

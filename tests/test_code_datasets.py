@@ -1,0 +1,251 @@
+"""The public code-RL datasets' loaders, on sample files in each dataset's own schema (tests/data/code_datasets,
+written by its make_samples.py), offline through the datasets library."""
+
+from __future__ import annotations
+
+import base64
+import json
+import pickle
+import subprocess
+import sys
+import zlib
+
+import pytest
+
+from codegrpo.code_datasets import decode_private_tests, read_dataset
+from codegrpo.config import ProblemsConfig
+from codegrpo.errors import ProblemError, UsageError
+from codegrpo.problems import PROJECT_ROOT
+from codegrpo.prompts import build_messages, messages_for
+
+DATA = PROJECT_ROOT / "tests" / "data" / "code_datasets"
+SAMPLES = {"apps": ("json", "apps.jsonl"), "taco": ("arrow", "taco.arrow"),
+           "code_contests": ("parquet", "code_contests.parquet"), "livecodebench": ("json", "livecodebench.jsonl"),
+           "deepcoder": ("parquet", "deepcoder.parquet"), "verifiable_coding": ("parquet", "verifiable_coding.parquet")}
+
+
+def _cfg(loader: str, data_files: str | None = None, **fields) -> ProblemsConfig:
+    builder, name = SAMPLES[loader]
+    return ProblemsConfig(name=loader, path="", loader=loader, hub_path=fields.pop("hub_path", builder),
+                          data_files=data_files or str(DATA / name), **fields)
+
+
+def _by_id(loader: str, **fields):
+    return {p.id: p for p in read_dataset(_cfg(loader, **fields)).problems}
+
+
+def _jsonl(tmp_path, rows: list[dict], name: str = "rows.jsonl") -> str:
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+@pytest.mark.parametrize(("loader", "problems", "skipped"), [
+    ("apps", 11, {"no tests": 2}),
+    ("taco", 11, {"no tests": 1}),
+    ("code_contests", 10, {"no tests": 1, "reads a file, not stdin": 1}),
+    ("livecodebench", 12, {}),
+    ("deepcoder", 11, {"no tests": 1}),
+    ("verifiable_coding", 10, {"no tests": 1, "not Python": 1,
+                               "function-call tests (their argument encoding is not documented)": 1}),
+])
+def test_each_sample_loads_with_its_skips_counted(loader, problems, skipped):
+    loaded = read_dataset(_cfg(loader))
+    assert len(loaded.problems) == problems
+    assert dict(loaded.skipped) == skipped
+    assert loaded.rows == problems + sum(skipped.values())
+    assert all(p.form in ("stdio", "call") and p.tests for p in loaded.problems)
+
+
+def test_apps_rows_map_stdio_and_call_forms_with_their_references():
+    problems = _by_id("apps")
+    first = problems["apps/0"]
+    assert first.form == "stdio" and first.prompt.startswith("Read two integers")
+    assert (first.tests[0].input, first.tests[0].output) == ("1 2\n", "3\n")
+    assert "raw_input" not in first.reference and "print(a + b)" in first.reference  # the Python 2 one is passed over
+    wrapped = problems["apps/8"]  # every output a one-element list: unwrapped to the returned list
+    assert (wrapped.form, wrapped.fn_name) == ("call", "reverse_list")
+    assert wrapped.starter_code == "def reverse_list(items):\n"
+    assert [json.loads(t.output) for t in wrapped.tests] == [[3, 2, 1], [], ["b", "a"], [5], [2, 1, 1]]
+    assert json.loads(wrapped.tests[0].input) == [[1, 2, 3]]
+    kept = problems["apps/9"]  # some outputs are not one-element lists: left as they are
+    assert [json.loads(t.output) for t in kept.tests][:2] == [[1, 3], [5, 5]]
+    assert [json.loads(t.output) for t in problems["apps/7"].tests] == [True, False, True, True, False]
+
+
+def test_taco_lines_joined_and_time_limits_per_test():
+    problems = _by_id("taco")
+    squares = problems["taco/2"]  # inputs and outputs given as lists of lines
+    assert [(t.input, t.output) for t in squares.tests][1] == ("3", "1\n4\n9")
+    assert [problems[f"taco/{n}"].timeout_s for n in range(3)] == [2.0, 1.5, None]
+    assert problems["taco/3"].reference.startswith("import sys")  # the Python 2 solution comes first in the row
+
+
+def test_code_contests_tests_references_and_time_limit():
+    problems = _by_id("code_contests")
+    total = problems["code_contests/1_A. Sum"]
+    # public, then private, then generated
+    assert [t.input for t in total.tests] == ["1 2\n", "-5 5\n", "100 23\n", "7 8\n", "0 0\n"]
+    assert total.reference.startswith("a, b = map(int, input()")  # C++ and Python 2 solutions passed over
+    assert total.timeout_s == 2.0 and problems["code_contests/2_A. Reverse"].timeout_s == 1.5
+    assert problems["code_contests/5_A. Factorial"].reference.startswith("import math")  # after a Java one
+
+
+def test_livecodebench_private_tests_functional_tests_and_starter_code():
+    problems = _by_id("livecodebench")
+    total = problems["livecodebench/abc001_a"]
+    assert len(total.tests) == 5 and total.tests[4].output == "0\n"  # 1 public + 4 compressed private
+    assert len(problems["livecodebench/abc003_a"].tests) == 6  # private tests as plain JSON
+    two_sum = problems["livecodebench/two-sum"]
+    assert (two_sum.form, two_sum.fn_name) == ("call", "twoSum")
+    assert two_sum.starter_code.startswith("class Solution:")
+    assert json.loads(two_sum.tests[0].input) == [[2, 7, 11, 15], 9] and json.loads(two_sum.tests[0].output) == [0, 1]
+    assert all(not p.reference for p in problems.values())
+
+
+def test_livecodebench_date_window():
+    later = read_dataset(_cfg("livecodebench", after="2024-08-01"))
+    assert [p.id for p in later.problems] == ["livecodebench/abc360_a", "livecodebench/1990A",
+                                              "livecodebench/abc370_a", "livecodebench/abc380_a"]
+    assert later.skipped["outside the release-date window"] == 8
+    window = read_dataset(_cfg("livecodebench", after="2024-01-01", before="2024-06-08"))
+    assert [p.id for p in window.problems] == ["livecodebench/1910A", "livecodebench/two-sum",
+                                               "livecodebench/climbing-stairs"]  # before is exclusive
+    with pytest.raises(UsageError, match=r"problems\.after='last year' is not an ISO date"):
+        read_dataset(_cfg("livecodebench", after="last year"))
+    with pytest.raises(UsageError, match="apps rows have no release date"):
+        read_dataset(_cfg("apps", after="2024-01-01"))
+
+
+def test_deepcoder_maps_each_source_shape():
+    problems = _by_id("deepcoder")
+    assert problems["deepcoder/0"].form == "stdio" and len(problems["deepcoder/0"].tests) == 5  # taco's dict
+    assert [json.loads(t.output) for t in problems["deepcoder/1"].tests] == [3, 0, 30, 0, 4]  # taco call, unwrapped
+    assert problems["deepcoder/4"].fn_name == "is_even"  # primeintellect's fn_name on the tests
+    assert json.loads(problems["deepcoder/4"].tests[1].output) is False
+    assert problems["deepcoder/7"].fn_name == "climbStairs"  # lcbv5: metadata.func_name
+    assert json.loads(problems["deepcoder/7"].tests[4].input) == [10]
+
+
+def test_verifiable_coding_reference_out_of_its_fence_and_time_limit():
+    problem = _by_id("verifiable_coding")["verifiable_coding/vfc_1"]
+    assert problem.reference == "a, b = map(int, input().split())\nprint(a + b)\n"
+    assert problem.timeout_s == 2.0 and problem.prompt.endswith("Print a + b.")
+
+
+def test_compressed_tests_are_read_as_data_and_a_pickle_that_runs_code_is_refused(tmp_path):
+    cases = [{"input": "1\n", "output": "2\n", "testtype": "stdin"}]
+    packed = base64.b64encode(zlib.compress(pickle.dumps(json.dumps(cases)))).decode()
+    assert decode_private_tests(packed, "t") == cases
+    marker = tmp_path / "ran"
+
+    class Exploit:
+        def __reduce__(self):
+            return (subprocess.call, (["touch", str(marker)],))
+
+    hostile = base64.b64encode(zlib.compress(pickle.dumps(Exploit()))).decode()
+    with pytest.raises(ProblemError, match=r"refused to load subprocess\.call"):
+        decode_private_tests(hostile, "row 3: private_test_cases")
+    assert not marker.exists()
+    with pytest.raises(ProblemError, match="neither JSON nor base64-zlib-pickle"):
+        decode_private_tests("not base64 at all!", "t")
+
+
+# -- bad input: one line, before anything loads ----------------------------------------------------
+
+def _one_line(error: pytest.ExceptionInfo) -> str:
+    message = str(error.value)
+    assert "\n" not in message
+    return message
+
+
+def test_a_malformed_input_output_names_the_row(tmp_path):
+    row = {"problem_id": 7, "question": "q", "solutions": "[]", "input_output": '{"inputs": ["1"', "starter_code": ""}
+    with pytest.raises(ProblemError) as error:
+        read_dataset(_cfg("apps", _jsonl(tmp_path, [row])))
+    assert "row 0: input_output is not valid JSON" in _one_line(error)
+    unpaired = row | {"input_output": json.dumps({"inputs": ["1\n", "2\n"], "outputs": ["1\n"]})}
+    with pytest.raises(ProblemError, match="row 0: input_output must hold two lists 'inputs' and 'outputs'"):
+        read_dataset(_cfg("apps", _jsonl(tmp_path, [unpaired])))
+
+
+def test_a_stdin_test_whose_input_is_not_a_string_is_an_error(tmp_path):
+    row = {"problem_id": 1, "question": "q", "solutions": "[]", "starter_code": "",
+           "input_output": json.dumps({"inputs": [5], "outputs": ["5\n"]})}
+    with pytest.raises(ProblemError) as error:
+        read_dataset(_cfg("apps", _jsonl(tmp_path, [row])))
+    assert "field 'tests[0].input' must be a string (stdin/stdout form)" in _one_line(error)
+
+
+def test_a_data_file_that_does_not_exist(tmp_path):
+    with pytest.raises(ProblemError) as error:
+        read_dataset(_cfg("taco", str(tmp_path / "TACO" / "train" / "*.arrow")))
+    assert _one_line(error).startswith("problems.data_files: ") and "does not exist" in str(error.value)
+
+
+def test_a_dataset_whose_columns_are_not_the_groups():
+    with pytest.raises(ProblemError) as error:
+        read_dataset(_cfg("apps", str(DATA / "livecodebench.jsonl")))
+    assert "has no column question, solutions, input_output that problems.loader=apps reads" in _one_line(error)
+
+
+def test_an_unknown_loader_names_the_choices():
+    with pytest.raises(UsageError, match="not one of apps, taco, code_contests, livecodebench, deepcoder"):
+        read_dataset(ProblemsConfig(name="x", path="", loader="mbpp", hub_path="json"))
+
+
+def test_a_row_without_a_python3_solution_has_no_reference(tmp_path):
+    row = {"problem_id": 1, "question": "q", "starter_code": "", "solutions": json.dumps(["print 'x'\n"]),
+           "input_output": json.dumps({"inputs": ["\n"], "outputs": ["x\n"]})}
+    [problem] = read_dataset(_cfg("apps", _jsonl(tmp_path, [row]))).problems
+    assert problem.reference == ""
+
+
+# -- through the problem set: the paper filters, the groups, the prompts -------------------------------
+
+def test_the_groups_load_their_samples_with_the_filters(compose_cfg, capsys):
+    from codegrpo.problems import load_problem_set
+
+    cfg = compose_cfg("problems=apps", f"problems.data_files={DATA / 'apps.jsonl'}")
+    assert len(load_problem_set(cfg.problems)) == 10  # 13 rows, 2 without tests, 1 duplicate prompt
+    assert "skipped 2 of 13 rows (no tests)" in capsys.readouterr().err
+    cfg = compose_cfg("problems=apps", f"problems.data_files={DATA / 'apps.jsonl'}", "problems.max_tests=2",
+                      "problems.test_selection=shortest", "problems.min_tests=5")
+    problems = {p.id: p for p in load_problem_set(cfg.problems)}
+    assert "apps/1" not in problems and "apps/5" not in problems  # 3 tests each: fewer than 5
+    assert [t.input for t in problems["apps/4"].tests] == ["0\n", "5\n"]  # the two shortest inputs, in order
+    cfg = compose_cfg("problems=livecodebench", f"problems.data_files={DATA / 'livecodebench.jsonl'}",
+                      "problems.after=2024-08-01")
+    assert len(load_problem_set(cfg.problems)) == 4
+
+
+def test_prompts_say_how_input_and_output_work(compose_cfg):
+    cfg = compose_cfg("problems=livecodebench").problems
+    problems = _by_id("livecodebench")
+    [stdio] = messages_for(problems["livecodebench/abc001_a"], cfg)
+    assert "standard input" in stdio["content"] and "Sample Input 1" in stdio["content"]  # the public examples
+    [call] = messages_for(problems["livecodebench/two-sum"], cfg)
+    assert "`twoSum`" in call["content"] and "```python\nclass Solution:\n    def twoSum(" in call["content"]
+    custom = build_messages(problems["livecodebench/abc001_a"], "{task}", "{prompt}", None, "STDIN: {prompt}")
+    assert custom[0]["content"].startswith("STDIN: Print A + B.")
+
+
+@pytest.mark.slow
+def test_every_sample_solution_passes_its_mapped_tests_with_plain_python():
+    done = subprocess.run([sys.executable, str(DATA / "make_samples.py"), "--check"], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("loader", list(SAMPLES))
+def test_validate_passes_every_reference_of_the_samples(loader):
+    builder, name = SAMPLES[loader]
+    done = subprocess.run([sys.executable, "-m", "codegrpo.commands.validate", f"problems={loader}",
+                           f"problems.hub_path={builder}", f"problems.data_files={DATA / name}"],
+                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    if loader in ("livecodebench", "deepcoder"):  # these datasets ship no references
+        assert "MISSING" in done.stdout and "FAIL " not in done.stdout
+    else:
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert " references pass" in done.stdout
