@@ -249,3 +249,15 @@ def test_validate_passes_every_reference_of_the_samples(loader):
     else:
         assert done.returncode == 0, done.stdout + done.stderr
         assert " references pass" in done.stdout
+
+
+def test_the_transfer_experiment_trains_on_taco_and_evaluates_on_livecodebench_after_a_date(compose_cfg):
+    from codegrpo import build
+
+    train = compose_cfg("experiment=taco_to_livecodebench", f"problems.data_files={DATA / 'taco.arrow'}")
+    assert {p.id.split("/")[0] for p in build.problems(train.problems)} == {"taco"}
+    assert (train.problems.min_tests, train.problems.max_tests) == (5, 15)
+    evaluation = compose_cfg("+experiment=livecodebench_after", f"problems.data_files={DATA / 'livecodebench.jsonl'}",
+                             config_name="evaluate")
+    assert [p.id for p in build.eval_problems(evaluation)] == [
+        "livecodebench/abc360_a", "livecodebench/1990A", "livecodebench/abc370_a", "livecodebench/abc380_a"]
