@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import signal
 import subprocess
+import sys
 import tempfile
 from contextlib import ExitStack
 from pathlib import Path
@@ -21,7 +23,7 @@ from codegrpo import checkpoints
 from codegrpo.config import to_plain
 from codegrpo.errors import UsageError
 from codegrpo.preemption import PREEMPTED_EXIT, Guard, parse_signals
-from codegrpo.problems import load_problem_set, problem_set_hash
+from codegrpo.problems import PROJECT_ROOT, load_problem_set, problem_set_hash
 from codegrpo.training import finalize, fit, prepare, settle_failed_run, train
 from tests.helpers.sandbox import child_pids, run_cgroups
 
@@ -93,6 +95,7 @@ def test_a_resume_with_another_problem_set_or_config_is_refused_in_one_line(comp
     checkpoint.mkdir(parents=True)
     (checkpoint / "trainer_state.json").write_text("{}")
     checkpoints.write_state(checkpoint, to_plain(cfg), problem_set_hash(load_problem_set(cfg.problems)), None)
+    assert "hub_token" not in (checkpoint / checkpoints.STATE_FILE).read_text()  # secrets stay out
     # A half-written checkpoint (no trainer state yet) and the staging dir are never picked.
     (run_dir / "checkpoint-9").mkdir()
     (run_dir / checkpoints.STAGING / "checkpoint-8").mkdir(parents=True)
@@ -174,3 +177,20 @@ def test_bad_signal_names_are_one_line_usage_errors(compose_cfg):
         train(compose_cfg(*TINY, "preemption.signals=[SIGTERM,SIGKILL]"))
     assert "preemption.signals: 'SIGKILL'" in str(error.value)
     assert parse_signals(["term", "SIGUSR2"]) == [signal.SIGTERM, signal.SIGUSR2]
+
+
+@pytest.mark.slow
+def test_two_ranks_agree_on_a_signal_to_one_and_write_one_checkpoint(tmp_path):
+    run_dir = tmp_path / "ddp"
+    environment = {k: v for k, v in os.environ.items() if k != "WANDB_API_KEY"} | {"CODEGRPO_RUN_DIR": str(run_dir)}
+    done = subprocess.run(
+        [sys.executable, "-m", "accelerate.commands.launch", "--config_file", "accelerate/cpu2.yaml", "train.py",
+         *TINY, "trainer.max_steps=3", f"reward.functions=[code_reward,{SIGNAL}]",
+         "+reward.args.get_signal_at={call:1,name:SIGTERM,rank:1}"],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900, env=environment)
+    assert done.returncode != 0, done.stderr[-3000:]  # each rank exits 75; the launcher reports a failure
+    marker = (run_dir / "PREEMPTED").read_text()
+    assert marker.startswith("a signal to another rank at step 1\ncheckpoint: checkpoint-1\n"), done.stderr[-3000:]
+    assert [p.name for p in checkpoints.complete(run_dir)] == ["checkpoint-1"]
+    assert {"rng_state_0.pth", "rng_state_1.pth"} <= {p.name for p in (run_dir / "checkpoint-1").iterdir()}
+    assert not (run_dir / checkpoints.STAGING).exists() and not (run_dir / "FAILED").exists()

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from codegrpo.errors import UsageError
+from codegrpo.tracking import redact
 
 STATE_FILE = "codegrpo_state.json"
 STAGING = ".saving"
@@ -96,7 +97,8 @@ def rotate(run_dir: Path, keep: int | None) -> list[Path]:
 
 
 def write_state(checkpoint: Path, config: dict[str, Any], problems_sha256: str, wandb_run_id: str | None) -> None:
-    state = {"config": config, "problems_sha256": problems_sha256, "wandb_run_id": wandb_run_id}
+    # Secret-looking keys (trainer.hub_token, ...) stay out of the run dir, as they stay out of W&B.
+    state = {"config": redact(config), "problems_sha256": problems_sha256, "wandb_run_id": wandb_run_id}
     (checkpoint / STATE_FILE).write_text(json.dumps(state, indent=1, sort_keys=True))
 
 
@@ -132,7 +134,7 @@ def check_resume(checkpoint: Path, config: dict[str, Any], problems_sha256: str,
     state = read_state(checkpoint)
     if state is None or force:
         return
-    changed = differences(state["config"], config)
+    changed = differences(state["config"], redact(config))
     if state["problems_sha256"] != problems_sha256:
         changed.insert(0, f"the problem set (sha256 {state['problems_sha256'][:12]} -> {problems_sha256[:12]})")
     if changed:

@@ -207,17 +207,17 @@ def fit(prepared: Prepared) -> Fitted:
     finally:
         prepared.guard.graceful = False
     log.info("training took %.0f s", time.monotonic() - started)
-    received = prepared.guard.received
-    if received is not None:
+    if trainer.stop_on_signal.stopped_at is not None:  # this rank's signal, or another's (they agreed)
+        received = prepared.guard.received
+        name = received.name if received is not None else "a signal to another rank"
         step = trainer.state.global_step
         saved = checkpoints.newest(run_dir)
         _write_history(prepared)
         if is_main_process():
-            marker = write_marker(run_dir, received.name, saved, step)
-            log.warning("stopped by %s after step %d: %s saved; %s says how to resume", received.name, step,
-                        saved, marker)
+            marker = write_marker(run_dir, name, saved, step)
+            log.warning("stopped by %s after step %d: %s saved; %s says how to resume", name, step, saved, marker)
         prepared.guard.chain()  # e.g. submitit's requeue, now that the checkpoint is on disk
-        raise Preempted(received.name, saved)
+        raise Preempted(name, saved)
     metrics = dict(result.metrics)
     # TRL's "reward" is the weighted sum of every reward function: what a sweep should maximize.
     rewards = [e["reward"] for e in trainer.state.log_history if "reward" in e]

@@ -17,15 +17,15 @@ def length_reward(completions, **_) -> list[float]:
     return [len(completion_text(c)) / 100 for c in completions]
 
 
-def get_signal_at(call: int = 1, name: str = "SIGTERM", times: int = 1):
+def get_signal_at(call: int = 1, name: str = "SIGTERM", times: int = 1, rank: int | None = None):
     """A reward of 0 that sends ``name`` to this process ``times`` times on its ``call``-th call (one call
-    per optimizer step here); ``call`` 0 never sends."""
+    per optimizer step here), on every rank or only on ``rank``; ``call`` 0 never sends."""
     calls = 0
 
     def signal_at(completions, **_) -> list[float]:
         nonlocal calls
         calls += 1
-        if calls == call:
+        if calls == call and rank in (None, int(os.environ.get("RANK", "0"))):
             for _ in range(times):
                 os.kill(os.getpid(), signal.Signals[name])
         return [0.0] * len(completions)
