@@ -66,7 +66,7 @@ def test_transfer_experiment_evaluates_families_it_never_trains_on(compose_cfg):
     from codegrpo.problems import load_problem_set
 
     cfg = compose_cfg("experiment=transfer_cpu")
-    assert cfg.problems.name == "transfer" and cfg.problems.split == "train" and cfg.reward.kind == "partial"
+    assert cfg.problems.name == "transfer" and cfg.problems.split == "train" and cfg.reward.kind == "binary"
     assert cfg.evaluation.before and cfg.evaluation.after and cfg.evaluation.num_samples >= 8
     family = {}
     for name in ("transfer", "transfer_unseen"):
