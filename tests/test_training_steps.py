@@ -1,0 +1,51 @@
+"""Training in steps, each alone: prepare builds every piece and trains nothing; finalize saves and records
+whatever model it is given; the ExitStack closes the sandbox. (fit alone: tests/test_preemption.py.)"""
+
+from __future__ import annotations
+
+import json
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+from codegrpo.errors import UsageError
+from codegrpo.preemption import Guard, parse_signals
+from codegrpo.rewards import reward_name
+from codegrpo.training import Fitted, finalize, prepare
+from tests.helpers.sandbox import child_pids, run_cgroups
+
+TINY = ["logger=none", "plots=false", "problems.limit=2", "trainer.num_generations=2",
+        "trainer.per_device_train_batch_size=2", "trainer.max_completion_length=16"]
+
+
+def test_prepare_builds_everything_then_finalize_saves_the_model_it_is_given(compose_cfg):
+    import torch
+    from safetensors.torch import load_file
+
+    cfg = compose_cfg(*TINY, "reward.functions=[code_reward,think_format_reward]", "reward.weights=[1.0,0.5]")
+    run_dir = Path(cfg.run_dir)
+    with Guard(parse_signals(["SIGUSR1"])) as guard, ExitStack() as stack:
+        prepared = prepare(cfg, stack, guard)
+        trainer = prepared.trainer
+        assert trainer.state.global_step == 0 and prepared.checkpoint is None
+        assert [reward_name(f) for f in trainer.reward_funcs] == ["code_reward", "think_format_reward"]
+        assert trainer.args.reward_weights == [1.0, 0.5] and trainer.args.output_dir == str(run_dir)
+        assert trainer.args.seed == cfg.seed and trainer.stop_on_signal.guard is guard
+        assert json.loads((run_dir / "run_info.json").read_text())["resumed_from"] is None
+
+        metrics = finalize(prepared, Fitted({"final_reward_mean": 0.5}, None))
+        assert metrics == {"final_reward_mean": 0.5}
+        saved = load_file(run_dir / "final_model" / "model.safetensors")
+        model = trainer.model.state_dict()
+        assert all(torch.equal(tensor, model[name]) for name, tensor in saved.items())
+        assert json.loads((run_dir / "log_history.json").read_text()) == []
+    assert child_pids() == set() and run_cgroups() == []  # leaving the stack closed the sandbox
+
+
+def test_prepare_refuses_a_missing_resume_checkpoint_before_the_model_loads(compose_cfg, tmp_path):
+    cfg = compose_cfg(*TINY, f"resume={tmp_path / 'checkpoint-3'}")
+    with Guard([]) as guard, ExitStack() as stack, pytest.raises(UsageError) as error:
+        prepare(cfg, stack, guard)
+    assert "not a complete checkpoint-N directory" in str(error.value)
+    assert child_pids() == set()
