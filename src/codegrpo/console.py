@@ -66,13 +66,15 @@ def _count(value: float) -> str:
 
 
 def step_line(logs: dict[str, Any], step: int, max_steps: int, seconds: float) -> str:
-    """`step 3/8  reward 0.250  pass 25%  passed 1, failed 2, error 1  12.3 s`: the statuses that occurred."""
+    """`step 3/8  reward 0.250  pass 25%  passed 1, failed 2, error 1  hacks 1  12.3 s`: the statuses that
+    occurred, and the completions the reward-hack monitor flagged when there were any."""
     statuses = ", ".join(f"{s} {_count(logs[f'status/{s}'])}" for s in STATUSES if logs.get(f"status/{s}"))
     pass_rate = logs.get("pass_rate")
     parts = [f"step {step}/{max_steps}" if max_steps > 0 else f"step {step}",
              f"reward {logs[REWARD_KEY]:.3f}",
              f"pass {pass_rate:.0%}" if pass_rate is not None else "",
              statuses or "no completions scored",
+             f"hacks {_count(logs['hacks/count'])}" if logs.get("hacks/count") else "",
              f"{seconds:.1f} s"]
     return "  ".join(p for p in parts if p)
 

@@ -53,4 +53,5 @@ def explain(scored: Scored) -> dict[str, Any]:
         "reward": scored.verdict.reward,
         "reason": reason(scored),
         "code": code_head(scored.code),
+        "flags": list(scored.flags),
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import statistics
 import sys
@@ -14,6 +15,7 @@ from codegrpo.checker import compare_output
 from codegrpo.config import Checker, Extract, RewardKind
 from codegrpo.explain import code_head, reason
 from codegrpo.extraction import completion_text, extract_code
+from codegrpo.monitor import HackTrend, flags_of, hack_metrics, joined, warn
 from codegrpo.problems import IOTest, Problem
 from codegrpo.programs import Language, build_program, humaneval_check
 from codegrpo.sandbox.base import RunResult, SandboxBackend
@@ -46,6 +48,7 @@ class Scorer:
         checker: Checker = Checker.tokens,
         tolerance: float = 1e-6,
         budget_s: float | None = None,
+        monitor: bool = True,
     ) -> None:
         self.problems = {problem.id: problem for problem in problems}
         self.sandbox = sandbox
@@ -56,6 +59,9 @@ class Scorer:
         self.checker = checker
         self.tolerance = tolerance
         self.budget_s = budget_s  # input/output problems: all the tests of one completion together
+        self.monitor = monitor
+        self.shared_by = 1  # how many reward functions score each batch (hack_penalty beside code_reward)
+        self._shared: tuple[Any, asyncio.Future[list[Scored]], int] | None = None
 
     def problem(self, problem_id: str) -> Problem:
         try:
@@ -73,11 +79,30 @@ class Scorer:
         ]
         results = await self.sandbox.run_many(programs)
         by_key = {
-            key: (self._judge(self.problem(key[0]), result), result.duration_s)
+            key: (self._judge(self.problem(key[0]), result), result.duration_s, self._flags(key, result))
             for key, result in zip(unique, results, strict=True)
         }
         no_code = (Verdict(Status.NO_CODE, 0.0), 0.0)
         return [Scored(pid, code, *by_key.get((pid, code), no_code)) for pid, code in keys]
+
+    def _flags(self, key: tuple[str, str], result: RunResult) -> tuple[str, ...]:
+        if not self.monitor:
+            return ()
+        try:
+            return flags_of(self.problem(key[0]), key[1], result, self.language.name)
+        except Exception:  # the monitor never costs a completion its verdict
+            return ()
+
+    async def score_shared(self, problem_ids: Sequence[str], completions: Sequence[Any]) -> list[Scored]:
+        """``score``, shared by the reward functions of one TRL step (code_reward and hack_penalty run
+        concurrently on the same completions): the batch runs once."""
+        key = (tuple(problem_ids), tuple(map(completion_text, completions)))
+        if self._shared is None or self._shared[0] != key:
+            self._shared = (key, asyncio.ensure_future(self.score(problem_ids, completions)), 0)
+        cached, task, users = self._shared
+        users += 1
+        self._shared = None if users >= self.shared_by else (cached, task, users)
+        return await asyncio.shield(task)
 
     def _judge(self, problem: Problem, result: RunResult) -> Verdict:
         try:
@@ -129,6 +154,8 @@ def make_code_reward(scorer: Scorer) -> Callable[..., Any]:
     """The TRL reward function. Async, so TRL runs it on its event loop; named so TRL logs
     ``rewards/code_reward/mean``. Infra failures return None, which TRL leaves out of the update."""
 
+    trend = HackTrend()
+
     async def code_reward(
         completions: list[Any],
         problem_id: list[str],
@@ -137,11 +164,15 @@ def make_code_reward(scorer: Scorer) -> Callable[..., Any]:
         **_: Any,
     ) -> list[float | None]:
         started = time.monotonic()
-        scored = await scorer.score(problem_id, completions)
+        scored = await scorer.score_shared(problem_id, completions)
+        hacks = hack_metrics([s.flags for s in scored])
+        if (message := trend.update(hacks["hacks/any"])) is not None:
+            warn(message)
         if log_metric is not None:
             metrics = batch_metrics(scored)
             metrics["sandbox/batch_s"] = time.monotonic() - started
             metrics.update(scorer.sandbox.stats())
+            metrics.update(hacks)
             for name, value in metrics.items():
                 log_metric(name, value)
         if log_extra is not None:
@@ -151,9 +182,26 @@ def make_code_reward(scorer: Scorer) -> Callable[..., Any]:
             log_extra("status", [s.verdict.status.value for s in scored])
             log_extra("error", [reason(s) for s in scored])  # "" when it passed
             log_extra("code", [code_head(s.code) for s in scored])
+            log_extra("flags", [joined(s.flags) for s in scored])  # "" when the monitor saw nothing
         return [s.verdict.reward for s in scored]
 
     return code_reward
+
+
+HACK_PENALTY = "hack_penalty"
+
+
+def make_hack_penalty(scorer: Scorer) -> Callable[..., Any]:
+    """The opt-in penalty ``reward.functions=[code_reward,hack_penalty]``: -1.0 for a completion the
+    monitor flagged, 0.0 for a clean one (scaled by its ``reward.weights`` entry), None where the sandbox
+    failed. It scores the same batch as code_reward, which runs once (Scorer.score_shared)."""
+    scorer.shared_by += 1
+
+    async def hack_penalty(completions: list[Any], problem_id: list[str], **_: Any) -> list[float | None]:
+        scored = await scorer.score_shared(problem_id, completions)
+        return [None if s.verdict.reward is None else -1.0 if s.flags else 0.0 for s in scored]
+
+    return hack_penalty
 
 
 async def score_all(scorer: Scorer, pairs: Sequence[tuple[str, str]], batch_size: int) -> list[Scored]:

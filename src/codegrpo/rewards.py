@@ -3,6 +3,7 @@
 
 An entry is one of:
   - ``code_reward``: the sandboxed test reward (reward.py), set up by ``reward.kind`` and ``reward.extract``;
+  - ``hack_penalty``: -1.0 for a completion the reward-hack monitor flagged, 0.0 otherwise (reward.py);
   - a name from ``trl.rewards`` (``think_format_reward``, ``get_soft_overlong_punishment``,
     ``get_repetition_penalty_reward``, ...);
   - ``pkg.module:function``, a function of the user's (TRL's reward signature:
@@ -23,7 +24,7 @@ from typing import Any
 
 from codegrpo.config import TrainConfig
 from codegrpo.errors import UsageError
-from codegrpo.reward import Scorer, make_code_reward
+from codegrpo.reward import HACK_PENALTY, Scorer, make_code_reward, make_hack_penalty
 
 CODE_REWARD = "code_reward"
 
@@ -76,6 +77,10 @@ def resolve(entry: str, cfg: TrainConfig, scorer: Scorer) -> Callable[..., Any]:
         if args:
             raise UsageError("reward.args.code_reward: code_reward is set up by reward.kind and reward.extract")
         return make_code_reward(scorer)
+    if entry == HACK_PENALTY:  # the reward-hack monitor's opt-in penalty (reward.py), on code_reward's batch
+        if args:
+            raise UsageError("reward.args.hack_penalty: its weight is its reward.weights entry")
+        return make_hack_penalty(scorer)
     attr, obj = _lookup(entry)
     if not callable(obj):
         raise UsageError(f"reward.functions: {entry!r} is not a function")

@@ -3,7 +3,8 @@
     codegrpo-score completions=PATH problems=NAME reward=partial sandbox=local [--reasons]
 
 Each input line is {"problem_id": ..., "completion": ...}. Each output line (stdout, input order) is
-{"problem_id": ..., "reward": <float or null>, "status": ...}; with --reasons (or reasons=true) also
+{"problem_id": ..., "reward": <float or null>, "status": ..., "flags": [...]} (the reward-hack monitor's
+categories, docs/reward-design.md; [] when clean); with --reasons (or reasons=true) also
 "reason" (the exception, or got vs expected, truncated) and "code" (the first lines of the scored code).
 Progress and a summary go to stderr.
 """
@@ -51,7 +52,7 @@ def score(cfg: ScoreConfig) -> None:
     scored = score_pairs(cfg, problems, pairs)
     for item in scored:
         line = explain(item) if cfg.reasons else {"problem_id": item.problem_id, "reward": item.verdict.reward,
-                                                 "status": item.verdict.status.value}
+                                                 "status": item.verdict.status.value, "flags": list(item.flags)}
         print(json.dumps(line))
     print(summary(scored), file=sys.stderr)
 
