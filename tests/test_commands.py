@@ -124,3 +124,28 @@ def test_validate_says_what_a_failing_reference_got_and_warns_about_doubled_prom
     assert "         | def g():" in done.stdout
     assert "WARNING  twice: the prompt starts with 'Write'" in done.stderr
     assert '"Write a Python function Write a function f()' in done.stderr
+
+
+def test_validate_names_weak_tests_and_keeps_the_problems_whose_reference_passes(tmp_path):
+    rows = [
+        # A good stdin problem; one whose only test a program printing nothing passes; one that echoing the
+        # input passes; a call-form one that returning the first argument passes; one whose reference fails.
+        {"id": "sum", "prompt": "Sum.", "reference": "a, b = map(int, input().split())\nprint(a + b)",
+         "tests": [{"input": "1 2\n", "output": "3\n"}, {"input": "2 2\n", "output": "4\n"}]},
+        {"id": "empty", "prompt": "Nothing.", "tests": [{"input": "5\n", "output": ""}], "reference": "pass"},
+        {"id": "echo", "prompt": "Echo.", "tests": [{"input": "7\n", "output": "7\n"}], "reference": "print(input())"},
+        {"id": "ident", "prompt": "Identity.", "fn_name": "same", "tests": [{"input": [3], "output": 3}],
+         "reference": "def same(x):\n    return x"},
+        {"id": "wrong", "prompt": "Double.", "reference": "print(int(input()) + 2)",
+         "tests": [{"input": "2\n", "output": "4\n"}, {"input": "3\n", "output": "6\n"}]},
+    ]  # fmt: skip
+    path, kept = tmp_path / "io.jsonl", tmp_path / "kept.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    done = command("codegrpo.commands.validate", "problems=jsonl", f"problems.path={path}", f"keep_passing={kept}")
+    assert done.returncode == 1, done.stderr
+    assert 'FAIL     wrong: failed: test 2 of 2: got "5", expected "6"' in done.stdout
+    assert "WEAK     empty: a program that prints nothing passes" in done.stdout
+    assert "WEAK     echo: a program that echoes its input passes" in done.stdout
+    assert "WEAK     ident: a program that returns its first argument passes" in done.stdout
+    assert "WEAK     sum" not in done.stdout and "wrote 1/5 problems" in done.stdout
+    assert [p.id for p in load_problems(str(kept))] == ["sum"]

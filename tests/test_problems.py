@@ -179,6 +179,8 @@ def test_the_filters_drop_duplicates_and_few_tests_and_keep_the_chosen_tests(tmp
     assert [t.output for t in kept[1].tests] == ["6", "5", "4"]
     err = capsys.readouterr().err
     assert "dropped 1 of 4 (duplicate prompt)" in err and "dropped 1 of 4 (fewer than 3 tests)" in err
+    cfg.test_selection = "longest"
+    assert [t.output for t in filter_problems(problems, cfg)[0].tests] == ["5", "3", "2"]
     cfg.test_selection, cfg.min_tests = "first", 1
     assert [t.output for t in filter_problems(problems, cfg)[0].tests] == ["5", "1", "3"]
     cfg.min_tests = 100

@@ -42,7 +42,7 @@ from codegrpo.config import (
 from codegrpo.errors import UsageError
 from codegrpo.problems import Problem, load_problem_set, load_problems, problem_set_hash, select_split
 from codegrpo.programs import get_language
-from codegrpo.prompts import build_messages
+from codegrpo.prompts import messages_for
 from codegrpo.reward import Scorer
 from codegrpo.sandbox.base import SandboxBackend
 
@@ -126,7 +126,7 @@ def dataset(problem_set: list[Problem], cfg: ProblemsConfig) -> Dataset:
 
     return Dataset.from_list([
         {
-            "prompt": build_messages(p, cfg.prompt_template, cfg.humaneval_template, cfg.system_prompt),
+            "prompt": messages_for(p, cfg),
             "problem_id": p.id,
             "test": p.test,
             "expected": p.expected,

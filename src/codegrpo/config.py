@@ -46,7 +46,8 @@ class Checker(enum.StrEnum):
 
 class TestSelection(enum.StrEnum):
     first = "first"  # the first max_tests tests, in the dataset's order
-    shortest = "shortest"  # the max_tests tests with the shortest inputs (rLLM/DeepCoder's rule)
+    shortest = "shortest"  # the max_tests tests with the shortest inputs (the cheapest to run)
+    longest = "longest"  # the max_tests tests with the longest inputs (rLLM/DeepCoder's rule: the hardest)
 
 
 class LoggerBackend(enum.StrEnum):

@@ -271,8 +271,9 @@ def filter_problems(problems: list[Problem], cfg: ProblemsConfig) -> list[Proble
 
 
 def _keep_tests(tests: tuple[IOTest, ...], cfg: ProblemsConfig) -> tuple[IOTest, ...]:
-    if cfg.test_selection == TestSelection.shortest:
-        order = sorted(range(len(tests)), key=lambda i: len(tests[i].input))[: cfg.max_tests]
+    if cfg.test_selection in (TestSelection.shortest, TestSelection.longest):
+        longest = cfg.test_selection == TestSelection.longest
+        order = sorted(range(len(tests)), key=lambda i: len(tests[i].input), reverse=longest)[: cfg.max_tests]
         return tuple(tests[i] for i in sorted(order))  # the dataset's order among those kept
     return tests[: cfg.max_tests]
 

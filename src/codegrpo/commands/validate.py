@@ -54,6 +54,10 @@ def validate(cfg: ScoreConfig) -> int:
     for (problem_id, what, _), item in zip(probes, probed, strict=True):
         if item.verdict.status is Status.PASSED:
             weak.setdefault(problem_id, what)
+    if len(missing) == len(problems):
+        # Some datasets ship no solutions (LiveCodeBench, DeepCoder): their tests are still checked for weakness.
+        print(f"NOTE     none of the {len(problems)} problems has a reference solution: only the tests are checked")
+        missing = []
     for problem_id in missing:
         print(f"MISSING  {problem_id}: no reference solution")
     for item in failing:
@@ -70,7 +74,10 @@ def validate(cfg: ScoreConfig) -> int:
         print(f"wrote {len(kept)}/{len(problems)} problems (reference passes, tests not weak) to {cfg.keep_passing}")
     print(summary(scored), file=sys.stderr)
     ok = not failing and not missing
-    print(f"{cfg.problems.name}: {len(problems) - len(failing) - len(missing)}/{len(problems)} references pass")
+    if pairs:
+        print(f"{cfg.problems.name}: {len(problems) - len(failing) - len(missing)}/{len(problems)} references pass")
+    else:
+        print(f"{cfg.problems.name}: no references to run; {len(weak)}/{len(problems)} problems have weak tests")
     return 0 if ok else 1
 
 
