@@ -151,3 +151,52 @@ def test_javascript_problems_run_on_node_in_the_local_sandbox(tmp_path, local_sa
     results = run(scorer.score(["is_even"] * 4, completions))
     assert [s.verdict.reward for s in results] == [1.0, 0.5, 0.0, 0.0]
     assert [s.verdict.status for s in results] == [Status.PASSED, Status.FAILED, Status.ERROR, Status.NO_CODE]
+
+
+# -- the stdin/stdout and call forms -----------------------------------------------------------------
+
+from codegrpo.problems import parse_problem  # noqa: E402
+
+# The outputs 1, 2, 3 for the same input: only a program that counts its runs could print them.
+COUNTED = parse_problem({"id": "count", "prompt": "p",
+                         "tests": [{"input": "x\n", "output": f"{n}\n"} for n in (1, 2, 3)]}, "test")  # fmt: skip
+ADD = parse_problem({"id": "add", "prompt": "p", "tests": [{"input": f"{a} {b}\n", "output": f"{a + b}\n"}
+                     for a, b in ((1, 2), (5, 5), (10, -3))]}, "test")  # fmt: skip
+TWO_SUM = parse_problem({"id": "two", "prompt": "p", "fn_name": "twoSum", "tests": [
+    {"input": [[2, 7, 11, 15], 9], "output": [0, 1]}, {"input": [[3, 2, 4], 6], "output": [1, 2]}]}, "test")
+IO = [COUNTED, ADD, TWO_SUM]
+
+
+def test_stdio_tests_score_binary_and_partial_with_a_reason_per_test(local_sandbox):
+    right = "a, b = map(int, input().split())\nprint(a + b)\n"
+    off = "import sys\na, b = map(int, sys.stdin.read().split())\nprint(a + b if a < 5 else a * b)\n"
+    binary = score(local_sandbox, [right, off, "raise SystemExit(1)"], "add", problems=IO)
+    assert [s.verdict.reward for s in binary] == [1.0, 0.0, 0.0]
+    partial = score(local_sandbox, [right, off], "add", kind="partial", problems=IO)
+    assert [s.verdict.reward for s in partial] == [1.0, pytest.approx(1 / 3)]
+    assert partial[1].verdict.detail == 'test 2 of 3: got "25", expected "10"'
+    assert binary[2].verdict.status is Status.ERROR and binary[2].verdict.detail.startswith("test 1 of 3: exited")
+
+
+def test_a_completion_that_counts_its_runs_in_a_file_passes_only_the_first_test(local_sandbox):
+    counters = [
+        f"import os\npath = {where}\nn = int(open(path).read()) + 1 if os.path.exists(path) else 1\n"
+        "open(path, 'w').write(str(n))\nprint(n)\n"
+        for where in ("'/tmp/runs'", "'runs'", "os.path.expanduser('~/runs')")  # /tmp, the cwd, home
+    ]
+    counters.append("import builtins\nbuiltins.runs = getattr(builtins, 'runs', 0) + 1\nprint(builtins.runs)\n")
+    scored = score(local_sandbox, counters, "count", kind="partial", problems=IO)
+    assert [s.verdict.reward for s in scored] == [pytest.approx(1 / 3)] * len(counters), [s.verdict for s in scored]
+
+
+def test_call_form_calls_a_function_or_a_solution_method(local_sandbox):
+    function = "def twoSum(nums, target):\n    seen = {}\n    for i, x in enumerate(nums):\n" \
+               "        if target - x in seen:\n            return [seen[target - x], i]\n        seen[x] = i\n"
+    method = "class Solution:\n    def twoSum(self, nums, target):\n        return twoSum(nums, target)\n\n" + function
+    as_tuple = function.replace("return [seen[target - x], i]", "return (seen[target - x], i)")
+    wrong = "def twoSum(nums, target):\n    return [0, 1]\n"
+    results = score(local_sandbox, [function, method, as_tuple, wrong, "def other():\n    pass\n"], "two",
+                    kind="partial", problems=IO)  # fmt: skip
+    assert [s.verdict.reward for s in results] == [1.0, 1.0, 1.0, 0.5, 0.0]
+    assert results[3].verdict.detail == "test 2 of 2: got [0, 1], expected [1, 2]"
+    assert "defines no function 'twoSum'" in results[4].verdict.detail
