@@ -1,4 +1,4 @@
-"""Problem sets: load, validate, and turn into a TRL dataset."""
+"""Problem sets: load, validate, filter and write back (the TRL dataset is built in build.py)."""
 
 from __future__ import annotations
 
