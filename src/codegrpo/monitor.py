@@ -24,6 +24,7 @@ from typing import Any
 
 from codegrpo.problems import Problem
 from codegrpo.sandbox.base import RunResult
+from codegrpo.verdict import parse_json
 
 CATEGORIES = ("exit", "patch", "eq_override", "introspection", "forgery", "filesystem", "process", "network",
               "hardcode")  # fmt: skip
@@ -72,7 +73,7 @@ HARNESS_NAMES = frozenset({"_typed", "_exact", "_send", "_receive", "_child", "_
                            "_read_result", "_report", "_guard", "_attempt", "_attempt_block", "_codegrpo_check",
                            "_install_audit_hook", "_audit_tokens", "marshal"})  # fmt: skip
 HOST_PATHS = ("/proc", "/sys", "/etc", "/home", "/root", "/work", "/mnt", "/srv", "/opt", "/data", "/run", "/var",
-              "/usr", "/bin", "/boot", "/dev/tty", "/dev/shm", "~")  # fmt: skip
+              "/usr", "/bin", "/boot", "/dev/tty", "/dev/pts", "/dev/shm", "~")  # fmt: skip
 FILE_HINTS = ("solution.py", ".jsonl", "/tmp/", "HumanEval")
 REPORT_KEYS = ('"status"', "'status'")
 
@@ -386,14 +387,26 @@ def _json(text: str) -> tuple[bool, Any]:
         return False, None
 
 
+def _parse(code: str, problem: Problem | None) -> ast.Module | None:
+    """The completion's module; a HumanEval body is parsed after its prompt, as the program runs it."""
+    sources = [code]
+    if problem is not None and problem.form == "humaneval":
+        sources.append(problem.prompt + "\n" + code)
+    for source in sources:
+        try:
+            return ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+    return None
+
+
 def static_flags(code: str, problem: Problem | None = None, language: str = "python") -> set[str]:
     """The categories the completion's source shows, on the host. Total: code that does not parse, or
     is too deep for the parser, shows none (it is an error verdict anyway)."""
     if language != "python" or not code.strip():
         return set()  # no JavaScript parser is installed: the runner's evidence only
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = _parse(code, problem)
+    if tree is None:
         return set()
     visitor = _Static(problem.form if problem is not None else "expression", _TestLiterals(problem))
     try:
@@ -409,13 +422,8 @@ def static_flags(code: str, problem: Problem | None = None, language: str = "pyt
 def _report(run: RunResult) -> dict[str, Any] | None:
     """The harness's report line of one run (its last stdout line), or None."""
     line = run.stdout.rstrip("\n").rpartition("\n")[2]
-    if not line.startswith("{") or len(line) > 1 << 22:
-        return None
-    try:
-        report = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    return report if isinstance(report, dict) else None
+    ok, report = parse_json(line) if line.startswith("{") else (False, None)
+    return report if ok and isinstance(report, dict) else None
 
 
 def audit_flags(run: RunResult) -> set[str]:

@@ -106,6 +106,7 @@ PATH_EVENTS = ("open", "os.listdir", "os.scandir", "os.remove", "os.rename", "os
                "os.chown", "os.link", "os.symlink", "os.truncate", "os.utime", "os.chdir", "shutil.rmtree",
                "shutil.copyfile", "shutil.move", "os.walk")
 KILL_EVENTS = ("os.kill", "os.killpg", "signal.pthread_kill")
+SPECIAL_EVENTS = ("object.__getattr__", "object.__setattr__", "object.__delattr__")
 FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
 # Library frames a completion's own call passes through before the event (os.walk -> os.scandir).
 PASS_THROUGH = ("<frozen os>", "<frozen posixpath>", "<frozen genericpath>", "<frozen io>", "os.py", "pathlib.py",
@@ -125,17 +126,16 @@ OUTPUT_PATHS = ("/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/", "/proc/sel
 def _install_audit_hook(fd, harness_file):
     """The child's audit hook: each suspect event the completion raises, one token each kind, on ``fd``."""
     import _thread
-    import pathlib
 
     os.set_blocking(fd, False)  # a full pipe drops tokens; it never stops the completion or the scoring
     library = (*sorted({sys.prefix, sys.base_prefix, sys.exec_prefix}), "<frozen")
     home, pid = os.getcwd(), os.getpid()
     own = (home, "/tmp")
     harness = os.path.normpath(os.path.join(home, harness_file))
-    getframe, write, ident, fspath, norm, join = sys._getframe, os.write, _thread.get_ident, os.fspath, \
-        os.path.normpath, os.path.join
+    getframe, write, ident, norm, join = sys._getframe, os.write, _thread.get_ident, os.path.normpath, os.path.join
     busy, sent = set(), set()
-    paths = {str: str, bytes: lambda value: value.decode("utf-8", "replace"), pathlib.PosixPath: fspath}
+    paths = {str: str, bytes: lambda value: value.decode("utf-8", "replace")}
+    watched = frozenset(AUDIT_EVENTS).union(PATH_EVENTS, KILL_EVENTS, SPECIAL_EVENTS)
 
     def by_completion():
         # The first frame past the library's pass-through helpers must be the completion's: an event the
@@ -154,7 +154,7 @@ def _install_audit_hook(fd, harness_file):
             return "forgery" if path != 0 and event == "open" else ""
         convert = paths.get(type(path))
         if convert is None:
-            return "filesystem"  # a path object of the completion's own: never converted (its code would run)
+            return "filesystem"  # a path object (pathlib's, or the completion's own, whose code would run here)
         full = norm(join(home, convert(path)))
         if full.startswith(OUTPUT_PATHS) and not full.endswith("/0"):
             return "forgery"
@@ -184,6 +184,8 @@ def _install_audit_hook(fd, harness_file):
         return ""
 
     def hook(event, args):
+        if event not in watched:
+            return  # most events (imports, compile, exec): nothing more is spent on them
         me = ident()
         if me in busy:
             return  # the hook's own calls (its sys._getframe) raise events too
