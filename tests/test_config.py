@@ -79,3 +79,14 @@ def test_every_language_name_is_a_language_programs_can_assemble():
 def test_unknown_option_fails(compose_cfg):
     with pytest.raises(ConfigCompositionException):
         compose_cfg("sandbox=docker")
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["evaluation.temperature=0", "evaluation.num_samples=2"], "temperature=0 is greedy"),
+    (["evaluation.num_samples=2", "evaluation.k=[1,5]"], r"needs evaluation.num_samples >= 5"),
+])  # fmt: skip
+def test_evaluation_settings_that_cannot_sample_fail_when_the_config_is_read(compose_cfg, overrides, message):
+    from codegrpo.errors import UsageError
+
+    with pytest.raises(UsageError, match=message):
+        compose_cfg(*overrides)

@@ -18,6 +18,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
 from codegrpo.cgroupfs import usable_cores
+from codegrpo.errors import UsageError
 
 
 # The choices a user picks by name: a typo fails at compose time, naming the allowed values. StrEnum, so
@@ -314,6 +315,14 @@ class EvaluationConfig:
     after: bool = False  # train.py: evaluate the trained model after training
     bootstrap: int = 10000  # paired bootstrap resamples over problems for the change in pass@1
     seed: int = 0  # sampling seed of each evaluation, so before and after draw alike
+
+    def __post_init__(self) -> None:
+        # Found when the config is read, not after the model has loaded.
+        if self.temperature == 0 and self.num_samples > 1:
+            raise UsageError(f"evaluation.temperature=0 is greedy: it draws one sample, not num_samples="
+                             f"{self.num_samples} (set evaluation.num_samples=1, or a temperature above 0)")
+        if self.k and max(self.k) > self.num_samples:
+            raise UsageError(f"evaluation.k={self.k} needs evaluation.num_samples >= {max(self.k)}")
 
 
 @dataclass
