@@ -33,6 +33,14 @@ def test_prepare_builds_everything_then_finalize_saves_the_model_it_is_given(com
         assert trainer.args.reward_weights == [1.0, 0.5] and trainer.args.output_dir == str(run_dir)
         assert trainer.args.seed == cfg.seed and trainer.stop_on_signal.guard is guard
         assert json.loads((run_dir / "run_info.json").read_text())["resumed_from"] is None
+        # Each epoch's prompt order comes from (seed, epoch): a resumed run draws the order an uninterrupted
+        # one drew, where TRL's sampler continues one generator that a resume starts afresh.
+        sampler = trainer._get_train_sampler()
+        orders = {}
+        for epoch in (0, 1, 2, 1):
+            sampler.set_epoch(epoch)
+            orders.setdefault(epoch, []).append(list(sampler))
+        assert all(first == again for first, *others in orders.values() for again in others)
 
         metrics = finalize(prepared, Fitted({"final_reward_mean": 0.5}, None))
         assert metrics == {"final_reward_mean": 0.5}

@@ -22,8 +22,10 @@ from codegrpo.tracking import redact
 STATE_FILE = "codegrpo_state.json"
 STAGING = ".saving"
 _NAME = re.compile(r"^checkpoint-(\d+)$")
-# Settings a resumed run may change: none of them changes what training computes.
+# Settings a resumed run may change: none of them changes what the steps already taken computed. A new
+# trainer.max_steps (or num_train_epochs) extends or shortens the run; the LR schedule follows the new length.
 FREE_ON_RESUME = ("resume", "resume_force", "run_dir", "logger", "evaluation", "plots", "save_model",
+                  "trainer.max_steps", "trainer.num_train_epochs",
                   "completions_every", "preemption", "sandbox.max_concurrency", "trainer.save_steps",
                   "trainer.save_total_limit", "trainer.save_strategy", "trainer.push_to_hub",
                   "trainer.hub_model_id", "trainer.hub_token", "trainer.hub_private_repo", "trainer.hub_revision")
