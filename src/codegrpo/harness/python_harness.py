@@ -172,15 +172,19 @@ def _install_audit_hook(fd, harness_file):
             return AUDIT_EVENTS[event]
         if event in PATH_EVENTS:
             return path_category(event, args)
+        # Only exact builtin values are compared here: any other object's __eq__ would run the
+        # completion's code inside the hook, where its own events go unrecorded.
         if event in KILL_EVENTS:
-            target = args[0] if args else None
+            target = args[0] if args and type(args[0]) is int else None
             return "exit" if event == "os.killpg" or target in (pid, 0, 1) else "process"
         if event == "object.__getattr__":
             return "introspection" if len(args) > 1 and type(args[1]) is str and args[1] in FRAME_ATTRIBUTES else ""
         if event in ("object.__setattr__", "object.__delattr__") and args:
             target = args[0]
-            patched = isinstance(target, type) and type.__getattribute__(target, "__module__") == "builtins"
-            return "patch" if patched or (len(args) > 1 and args[1] in ("__code__", "__globals__")) else ""
+            patched = type in type.__getattribute__(type(target), "__mro__") and \
+                type.__getattribute__(target, "__module__") == "builtins"
+            named = len(args) > 1 and type(args[1]) is str and args[1] in ("__code__", "__globals__")
+            return "patch" if patched or named else ""
         return ""
 
     def hook(event, args):
