@@ -107,13 +107,9 @@ def decode_typed(node: Any, depth: int = 0) -> Any:
     """The Python value the harness's typed JSON describes (python_harness._typed): tuples, sets,
     frozensets, dicts with keys of any type, bytes, complex and big ints as Python had them.
     Raises ValueError for anything else."""
-    if depth > MAX_DEPTH:
-        raise ValueError("value nested too deep")
-    if node is None or type(node) in (bool, int, float, str):
-        return node
-    if type(node) is list:
-        return [decode_typed(item, depth + 1) for item in node]
-    tag, body = _tagged(node)
+    plain, tag, body = _open(node, depth, decode_typed)
+    if tag is None:
+        return plain
     if tag in _TAGS and type(body) is list:
         items = [decode_typed(item, depth + 1) for item in body]
         return tuple(items) if tag == "t" else _TAGS[tag](_hashable_items(items))
@@ -127,10 +123,17 @@ def decode_typed(node: Any, depth: int = 0) -> Any:
     return _big_int(tag, body)
 
 
-def _tagged(node: Any) -> tuple[str, Any]:
+def _open(node: Any, depth: int, decode: Callable[[Any, int], Any]) -> tuple[Any, str | None, Any]:
+    """(value, None, None) for a scalar or a list (its items through ``decode``), else (None, tag, body)."""
+    if depth > MAX_DEPTH:
+        raise ValueError("value nested too deep")
+    if node is None or type(node) in (bool, int, float, str):
+        return node, None, None
+    if type(node) is list:
+        return [decode(item, depth + 1) for item in node], None, None
     if type(node) is not dict or len(node) != 1:
         raise ValueError("malformed typed value")
-    return next(iter(node.items()))
+    return None, *next(iter(node.items()))
 
 
 def _big_int(tag: str, body: Any) -> int:
@@ -143,13 +146,9 @@ def json_view(node: Any, depth: int = 0) -> Any:
     """The harness's typed JSON as the guide's JSON sees it (tuples are lists, dicts have str keys),
     built without a set or a dict of other keys ever existing on the host. ValueError where JSON has no
     such value."""
-    if depth > MAX_DEPTH:
-        raise ValueError("value nested too deep")
-    if node is None or type(node) in (bool, int, float, str):
-        return node
-    if type(node) is list:
-        return [json_view(item, depth + 1) for item in node]
-    tag, body = _tagged(node)
+    plain, tag, body = _open(node, depth, json_view)
+    if tag is None:
+        return plain
     if tag == "t" and type(body) is list:
         return [json_view(item, depth + 1) for item in body]
     if tag == "d" and type(body) is list and all(type(pair) is list and len(pair) == 2 for pair in body):
