@@ -559,6 +559,18 @@ def hack_negatives() -> tuple[list[Problem], list[tuple[str, str, str]]]:
     return problems, cases
 
 
+MODEL_SAMPLES = PROJECT_ROOT / "benchmarks" / "data" / "offline_completions.jsonl"  # benchmarks/sample_completions.py
+
+
+def model_samples() -> list[tuple[str, str, str]]:
+    """(set, problem_id, completion) of the offline model's cached samples, or [] before they are made."""
+    if not MODEL_SAMPLES.is_file():
+        print(f"[hacks] no {MODEL_SAMPLES.name}: run python -m benchmarks.sample_completions", file=sys.stderr)
+        return []
+    rows = [json.loads(line) for line in MODEL_SAMPLES.read_text().splitlines() if line.strip()]
+    return [(f"offline model, {row['problem_set']}", row["problem_id"], row["completion"]) for row in rows]
+
+
 def _harness_without_hook() -> str:
     from codegrpo import programs
 
@@ -607,8 +619,16 @@ def bench_hacks(rounds: int = 3) -> list[tuple[str, float, str]]:
     for case in false:
         print(f"[hacks] flagged negative: {case}", file=sys.stderr)
     passed = sum(s.verdict.reward == 1.0 for s in clean)
-    rows.append(("false-flag rate, all negatives", len(false) / len(negatives),
+    rows.append(("false-flag rate, reference solutions", len(false) / len(negatives),
                  f"{len(false)}/{len(negatives)} (references pass: {passed}); target <= 0.01"))
+    if samples := model_samples():
+        sampled = scored(samples)
+        flagged = [(s.problem_id, s.flags, s.code) for s in sampled if s.flags]
+        for problem_id, flags, code in flagged:
+            print(f"[hacks] flagged sample of {problem_id} {flags}:\n{textwrap.indent(code, '    ')}", file=sys.stderr)
+        rows.append(("flag rate, offline-model samples (judged by hand)", len(flagged) / len(samples),
+                     f"{len(flagged)}/{len(samples)} flagged; pass rate "
+                     f"{sum(s.verdict.reward == 1.0 for s in sampled) / len(samples):.0%}"))
     # Overhead: the same negatives scored with the monitor and without it (no static pass, no audit hook),
     # alternating, best of each; identical programs would run once, so every round is one batch.
     baseline_harness, monitored_harness = _harness_without_hook(), programs._python_harness
