@@ -184,11 +184,12 @@ def test_two_ranks_agree_on_a_signal_to_one_and_write_one_checkpoint(tmp_path):
     run_dir = tmp_path / "ddp"
     environment = {k: v for k, v in os.environ.items() if k != "WANDB_API_KEY"} | {"CODEGRPO_RUN_DIR": str(run_dir)}
     done = subprocess.run(
-        [sys.executable, "-m", "accelerate.commands.launch", "--config_file", "accelerate/cpu2.yaml", "train.py",
+        # torchrun, as accelerate launch runs it on GPUs (accelerate/cpu2.yaml starts one process on this CPU).
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "train.py",
          *TINY, "trainer.max_steps=3", f"reward.functions=[code_reward,{SIGNAL}]",
          "+reward.args.get_signal_at={call:1,name:SIGTERM,rank:1}"],
         cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900, env=environment)
-    assert done.returncode != 0, done.stderr[-3000:]  # each rank exits 75; the launcher reports a failure
+    assert done.stderr.count("exitcode  : 75") == 2, done.stderr[-3000:]  # both ranks; torchrun exits 1
     marker = (run_dir / "PREEMPTED").read_text()
     assert marker.startswith("a signal to another rank at step 1\ncheckpoint: checkpoint-1\n"), done.stderr[-3000:]
     assert [p.name for p in checkpoints.complete(run_dir)] == ["checkpoint-1"]
