@@ -177,11 +177,21 @@ def grpo_config(cfg: TrainConfig, run_dir: Path, reward_weights: list[float] | N
 
 def trainer(cfg: TrainConfig, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, problem_set: list[Problem],
             reward_funcs: list[Callable[..., object]], args: GRPOConfig, guard: Guard | None = None,
-            wandb_run_id: str | None = None):  # -> codegrpo.trainer's CodeGRPOTrainer (made with TRL's import)
+            wandb_run_id: str | None = None, scorer: Scorer | None = None,
+            checkpoint: Path | None = None):  # -> codegrpo.trainer's CodeGRPOTrainer (made with TRL's import)
     """The GRPOTrainer of this run: its checkpoints carry the config, the problem set's hash and the W&B
-    run id (resume checks them); ``guard``'s signals save a checkpoint after the current step."""
+    run id (resume checks them); ``guard``'s signals save a checkpoint after the current step. The
+    ``sampler`` group draws its prompts, from the pass rates ``scorer``'s verdicts give (restored from
+    ``checkpoint`` on resume)."""
     from codegrpo.models import build_peft_config
+    from codegrpo.sampling import Online
     from codegrpo.trainer import make_trainer_class
+
+    online = Online(cfg.sampler, [p.id for p in problem_set], cfg.seed)  # dataset row i is problem_set[i]
+    if scorer is not None:
+        scorer.observers.append(online.rates.observe)
+    if checkpoint is not None:
+        online.load(checkpoint)
 
     state = {"config": to_plain(cfg), "problems_sha256": problem_set_hash(problem_set), "wandb_run_id": wandb_run_id}
     return make_trainer_class()(
@@ -194,4 +204,5 @@ def trainer(cfg: TrainConfig, model: PreTrainedModel, tokenizer: PreTrainedToken
         completions_every=cfg.completions_every,
         guard=guard,
         checkpoint_state=state,
+        online=online,
     )

@@ -325,6 +325,31 @@ class EvaluationConfig:
             raise UsageError(f"evaluation.k={self.k} needs evaluation.num_samples >= {max(self.k)}")
 
 
+class SamplerKind(enum.StrEnum):
+    uniform = "uniform"  # TRL's shuffled order, every problem once an epoch
+    difficulty = "difficulty"  # weighted by each problem's recent pass rate (codegrpo.sampling)
+
+
+@dataclass
+class SamplerConfig:
+    """sampler=uniform | difficulty: which problems each generation batch trains on (codegrpo.sampling)."""
+
+    kind: SamplerKind = SamplerKind.uniform
+    window: int = 4  # a problem's estimate: its pass rate over its last `window` generation batches
+    # Relative weights of the pools a problem is drawn from (difficulty): never seen, 0 < rate < 1, and
+    # rate 0 or 1 (revisited now and then so the estimate stays current).
+    explore: float = 1.0
+    learning: float = 1.0
+    revisit: float = 0.1
+
+    def __post_init__(self) -> None:
+        if self.window < 1:
+            raise UsageError(f"sampler.window={self.window}: needs at least 1 generation batch")
+        weights = {"explore": self.explore, "learning": self.learning, "revisit": self.revisit}
+        if any(not value > 0 for value in weights.values()):
+            raise UsageError(f"sampler weights must be above 0 (a pool of weight 0 could empty the draw): {weights}")
+
+
 @dataclass
 class PreemptionConfig:
     """What a signal during training does (codegrpo.preemption): finish the optimizer step, save a
@@ -353,6 +378,7 @@ class TrainConfig:
     # Resume even when the checkpoint's run had another config or problem set (refused by default).
     resume_force: bool = False
     preemption: PreemptionConfig = field(default_factory=PreemptionConfig)
+    sampler: SamplerConfig = field(default_factory=SamplerConfig)  # sampler=uniform | difficulty
     plots: bool = True  # PNG plots of the reward curve and pass rate in the run dir
     peft: Optional[LoraSchema] = None  # peft=lora: LoRA adapters; None trains every weight
     # With trainer.log_completions: a completions table (parquet, W&B) every N optimizer steps.
@@ -424,3 +450,4 @@ def register_configs(trainer: bool = True) -> None:
         cs.store(group="trainer", name="base_trainer", node=trainer_schema())
     cs.store(group="logger", name="base_logger", node=LoggerConfig)
     cs.store(group="peft", name="base_lora", node=LoraSchema)
+    cs.store(group="sampler", name="base_sampler", node=SamplerConfig)

@@ -61,6 +61,8 @@ class Scorer:
         self.budget_s = budget_s  # input/output problems: all the tests of one completion together
         self.monitor = monitor
         self.shared_by = 1  # how many reward functions score each batch (hack_penalty beside code_reward)
+        # Called with every verdict of each training reward call (codegrpo.sampling's pass rates).
+        self.observers: list[Callable[[Sequence[Scored]], None]] = []
         self._shared: tuple[Any, asyncio.Future[list[Scored]], int] | None = None
 
     def problem(self, problem_id: str) -> Problem:
@@ -165,6 +167,8 @@ def make_code_reward(scorer: Scorer) -> Callable[..., Any]:
     ) -> list[float | None]:
         started = time.monotonic()
         scored = await scorer.score_shared(problem_id, completions)
+        for observe in scorer.observers:
+            observe(scored)
         hacks = hack_metrics([s.flags for s in scored])
         if (message := trend.update(hacks["hacks/any"])) is not None:
             warn(message)

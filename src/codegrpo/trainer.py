@@ -6,6 +6,7 @@
 - a signal saves after the current optimizer step and stops, every rank agreeing (codegrpo.preemption);
 - each epoch's prompt order drawn from (seed, epoch), so a resumed run sees the prompts an uninterrupted
   one would (TRL's sampler draws every epoch from one generator, which a resume starts afresh).
+- sampler=difficulty's draw by recent pass rate, and the pass rates' sampler/* metrics (codegrpo.sampling).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from codegrpo import checkpoints, console
 from codegrpo.preemption import Guard
+from codegrpo.sampling import Online
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +78,22 @@ def _reseed(sampler: Any, epoch: int) -> None:
     sampler.generator.manual_seed(sampler.seed + epoch)
 
 
+def _log_histogram(counts: Any) -> None:
+    """The pass-rate histogram to W&B (a wandb.Histogram cannot go into log_history.json), merged into
+    the trainer's next log row."""
+    import sys
+
+    wandb = sys.modules.get("wandb")  # only when the W&B callback imported it
+    if wandb is None or wandb.run is None:
+        return
+    edges = [i / len(counts) for i in range(len(counts) + 1)]
+    wandb.run.log({"train/sampler/pass_rate_hist": wandb.Histogram(np_histogram=(list(counts), edges))},
+                  commit=False)
+
+
 def make_trainer_class() -> type:
     """GRPOTrainer with the additions above (TRL is imported here, not at module import)."""
+    from accelerate.utils import gather_object
     from transformers import TrainerCallback
     from trl import GRPOTrainer
 
@@ -105,8 +121,10 @@ def make_trainer_class() -> type:
 
     class CodeGRPOTrainer(GRPOTrainer):
         def __init__(self, *args: Any, completions_every: int = 1, guard: Guard | None = None,
-                     checkpoint_state: dict[str, Any] | None = None, **kwargs: Any) -> None:
+                     checkpoint_state: dict[str, Any] | None = None, online: Online | None = None,
+                     **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
+            self.online = online  # the pass rates and the sampler= choice (codegrpo.sampling)
             self.learning_signal = Callback()
             self.add_callback(self.learning_signal)
             console.install(self)  # one line per step, the completions panel once
@@ -119,6 +137,9 @@ def make_trainer_class() -> type:
 
         def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
             logs.update(self.learning_signal.metrics())  # empty when no step ran since the last log
+            if self.online is not None and "train_runtime" not in logs:  # not the end-of-training summary
+                logs.update(self.online.rates.metrics())
+                _log_histogram(self.online.rates.histogram())
             # TRL writes a completions table at every log when log_completions: only every N steps here.
             self.log_completions = self.args.log_completions and self.state.global_step % self.completions_every == 0
             super().log(logs, start_time)
@@ -126,9 +147,19 @@ def make_trainer_class() -> type:
 
         def _get_train_sampler(self, dataset: Any = None) -> Any:
             sampler = super()._get_train_sampler(dataset)
+            chosen = self.online.sampler(sampler) if self.online is not None else sampler
+            if chosen is not sampler:
+                return chosen  # sampler=difficulty, in TRL's layout
             if getattr(sampler, "shuffle", False) and getattr(sampler, "seed", None) is not None:
                 sampler.set_epoch = functools.partial(_reseed, sampler)  # the trainer calls it each epoch
             return sampler
+
+        def _generate_and_score_completions(self, inputs: Any) -> Any:
+            output = super()._generate_and_score_completions(inputs)
+            if self.online is not None and self.model.training:  # one generation batch scored on every rank
+                many = self.accelerator.num_processes > 1
+                self.online.rates.end_generation(gather_object if many else None)
+            return output
 
         def _get_output_dir(self, trial: Any) -> str:
             # While a checkpoint is saved, the trainer writes it into the staging dir.
@@ -145,6 +176,8 @@ def make_trainer_class() -> type:
                     staged = checkpoints.staging_dir(run_dir) / f"checkpoint-{self.state.global_step}"
                     if self.checkpoint_state is not None:
                         checkpoints.write_state(staged, **self.checkpoint_state)
+                    if self.online is not None:  # every rank holds the same state
+                        self.online.save(staged)
                     checkpoints.publish(staged, run_dir)
                     checkpoints.rotate(run_dir, self.args.save_total_limit)
             except BaseException:

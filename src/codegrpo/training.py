@@ -32,6 +32,7 @@ from codegrpo.errors import UsageError
 from codegrpo.preemption import MARKER, Guard, Preempted, parse_signals, write_marker
 from codegrpo.problems import Problem, problem_set_hash
 from codegrpo.runinfo import write_run_info
+from codegrpo.sampling import check_batch
 from codegrpo.sandbox.base import SandboxBackend, format_limits
 
 log = logging.getLogger(__name__)
@@ -173,11 +174,12 @@ def prepare(cfg: TrainConfig, stack: ExitStack, guard: Guard) -> Prepared:
         for stale in (MARKER, FAILED):  # this run's outcome replaces the last one's
             (run_dir / stale).unlink(missing_ok=True)
     args = build.grpo_config(cfg, run_dir, reward_weights)
+    check_batch(cfg.sampler, len(problems), args.generation_batch_size // args.num_generations)
     model, tokenizer = build.model(cfg.model, bf16=bool(args.bf16))
     run = start_tracking(cfg, run_dir, checkpoint)
     stack.callback(tracking.finish_run, run)  # flushed on every way out, a preemption included
     trainer = build.trainer(cfg, model, tokenizer, problems, reward_funcs, args, guard,
-                            run.id if run is not None else None)
+                            run.id if run is not None else None, scorer, checkpoint)
     return Prepared(cfg, run_dir, problems, sandbox, tokenizer, trainer, run, guard, checkpoint)
 
 
