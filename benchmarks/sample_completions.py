@@ -48,9 +48,9 @@ def main(argv: list[str] | None = None) -> None:
         messages = [messages_for(problem, cfg.problems) for problem in problems]
         for problem, samples in zip(problems, generate(model, tokenizer, messages, cfg.evaluation), strict=True):
             rows += [{"problem_set": problem_set, "problem_id": problem.id, "completion": text} for text in samples]
-    with open(OUTPUT, "w") as handle:
-        handle.writelines(json.dumps(row) + "\n" for row in rows)
-    print(f"{len(rows)} completions in {OUTPUT}", file=sys.stderr)
+        with open(OUTPUT, "w") as handle:  # after each set: a long CPU run that stops keeps what it made
+            handle.writelines(json.dumps(row) + "\n" for row in rows)
+        print(f"{len(rows)} completions in {OUTPUT}", file=sys.stderr)
 
 
 if __name__ == "__main__":
