@@ -166,3 +166,42 @@ def test_training_with_the_difficulty_sampler_logs_sampler_metrics_and_resumes_e
     assert [(r["step"], r["reward"], r["sampler/pool_learning"]) for r in rows[-2:]] == [
         (r["step"], r["reward"], r["sampler/pool_learning"]) for r in history[-2:]]
     assert resumed.online.rates.state() == whole.online.rates.state()
+
+
+def test_pass_rate_bounds_the_wrong_way_round_are_one_line_at_compose_time(compose_cfg):
+    with pytest.raises(UsageError, match="no pass rate is kept") as refused:
+        compose_cfg("lo=0.5", "hi=0.5", config_name="pass_rates")
+    assert "\n" not in str(refused.value)
+
+
+@pytest.mark.slow
+def test_pass_rates_of_the_offline_model_filter_resume_and_refuse_another_problem_set(compose_cfg, tmp_path, capsys):
+    from codegrpo.commands.pass_rates import pass_rates
+    from codegrpo.problems import load_problem_set, load_problems
+
+    small = ["problems.limit=4", "evaluation.num_samples=3", "evaluation.max_new_tokens=48",
+             "evaluation.batch_size=2", f"rates={tmp_path}/rates.jsonl", f"filtered={tmp_path}/kept.jsonl"]
+    kept = pass_rates(compose_cfg(*small, config_name="pass_rates"))
+    rates_file = tmp_path / "rates.jsonl"
+    header, *lines = [json.loads(line) for line in rates_file.read_text().splitlines()]
+    problems = load_problem_set(compose_cfg(*small, config_name="pass_rates").problems)
+    assert [line["id"] for line in lines] == [p.id for p in problems]
+    assert all(line["samples"] == 3 and line["pass_rate"] == line["passed"] / 3 for line in lines)
+    wanted = [line["id"] for line in lines if 0 < line["pass_rate"] < 1]
+    assert [p.id for p in kept] == wanted
+    if wanted:  # a problem file the training reads back
+        assert [p.id for p in load_problems(str(tmp_path / "kept.jsonl"))] == wanted
+    assert "rated 4/4 problems" in capsys.readouterr().err
+
+    # Interrupted after its first batch: the rerun rates the last two only, with the same seeded samples.
+    rates_file.write_text("".join(json.dumps(x) + "\n" for x in [header, *lines[:2]]))
+    pass_rates(compose_cfg(*small, config_name="pass_rates"))
+    assert "rating 2 of 4 problems (2 already" in capsys.readouterr().err
+    assert [json.loads(line) for line in rates_file.read_text().splitlines()][1:] == lines
+    # A finished file re-filters without the model (which is not even loadable here), with new bounds.
+    kept = pass_rates(compose_cfg(*small, "model.gguf_package=", "model.name_or_path=/nonexistent", "lo=-1",
+                                  "hi=2", config_name="pass_rates"))
+    assert len(kept) == 4
+    with pytest.raises(UsageError, match="another problem set") as refused:
+        pass_rates(compose_cfg(*small, "problems.limit=3", config_name="pass_rates"))
+    assert "\n" not in str(refused.value)

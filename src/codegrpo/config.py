@@ -419,6 +419,28 @@ class ScoreConfig:
     keep_passing: str | None = None
 
 
+@dataclass
+class PassRatesConfig:
+    """codegrpo-pass-rates: each problem's pass rate over evaluation.num_samples samples of a model, and the
+    problems with lo < rate < hi (the ones GRPO can learn from) as a problem file."""
+
+    model: ModelConfig = MISSING
+    problems: ProblemsConfig = MISSING
+    reward: RewardConfig = MISSING
+    sandbox: SandboxConfig = MISSING
+    evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)  # k samples, temperature, batch
+    checkpoint: Optional[str] = None  # a saved model dir; None: the model group's base model
+    rates: str = "${run_dir}/pass_rates.jsonl"  # written as it goes; an existing one is continued
+    filtered: str = "${run_dir}/filtered.jsonl"  # the problems with lo < pass rate < hi
+    lo: float = 0.0
+    hi: float = 1.0
+    run_dir: str = "${hydra:runtime.output_dir}"
+
+    def __post_init__(self) -> None:
+        if self.lo >= self.hi:
+            raise UsageError(f"lo={self.lo} >= hi={self.hi}: no pass rate is kept (the filter keeps lo < rate < hi)")
+
+
 def auto_concurrency() -> int:
     """``${auto_concurrency:}``: programs at once for the local sandbox, the usable cores less one for the
     trainer (at least 2)."""
@@ -440,6 +462,7 @@ def register_configs(trainer: bool = True) -> None:
     cs.store(name="base_train", node=TrainConfig)
     cs.store(name="base_score", node=ScoreConfig)
     cs.store(name="base_evaluate", node=EvaluateConfig)
+    cs.store(name="base_pass_rates", node=PassRatesConfig)
     cs.store(group="model", name="base_model", node=ModelConfig)
     cs.store(group="problems", name="base_problems", node=ProblemsConfig)
     cs.store(group="reward", name="base_reward", node=RewardConfig)

@@ -1,0 +1,100 @@
+"""codegrpo-pass-rates: each problem's pass rate under a model (the base model by default), and the
+problems worth training on, the offline filter open-r1 applies.
+
+    codegrpo-pass-rates problems=basics evaluation.num_samples=8           # rates, then lo < rate < hi
+    codegrpo-pass-rates problems=transfer lo=0 hi=0.75 checkpoint=<run>/final_model
+    codegrpo-pass-rates problems=basics rates=<earlier run>/pass_rates.jsonl   # continue, or re-filter
+
+Samples evaluation.num_samples completions of every problem (codegrpo.evaluation's generation and
+scoring, binary), a batch of evaluation.batch_size problems at a time, and appends each problem's line to
+``rates`` as its batch is scored: an interrupted run continues where it stopped, and a finished file
+re-filters without loading the model. The file's first line names the problem set's SHA-256: a file of
+another problem set is refused. ``filtered`` is a problem file (problems=jsonl problems.path=...) of the
+problems with ``lo < pass rate < hi``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import hydra
+from omegaconf import DictConfig
+
+from codegrpo import build
+from codegrpo.commands import CONFIG_DIR, run
+from codegrpo.config import PassRatesConfig, RewardKind
+from codegrpo.errors import UsageError
+from codegrpo.problems import Problem, problem_set_hash, write_problems
+
+
+def read_rates(path: Path, sha256: str) -> dict[str, dict[str, Any]]:
+    """The problems a pass-rate file already rates, by id; UsageError if it is another problem set's."""
+    if not path.is_file():
+        return {}
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    header = lines[0] if lines else {}
+    if header.get("problem_set_sha256") != sha256:
+        raise UsageError(f"{path} holds the pass rates of another problem set (sha256 "
+                         f"{str(header.get('problem_set_sha256'))[:12]}, this one is {sha256[:12]}): set rates= "
+                         "to a new file, or choose that file's problems")
+    return {line["id"]: line for line in lines[1:]}
+
+
+def keep(problems: list[Problem], rates: dict[str, dict[str, Any]], lo: float, hi: float) -> list[Problem]:
+    return [p for p in problems if p.id in rates and lo < rates[p.id]["pass_rate"] < hi]
+
+
+def pass_rates(cfg: PassRatesConfig) -> list[Problem]:
+    from codegrpo.evaluation import evaluate_model
+    from codegrpo.models import check_hub_model
+
+    problems = build.problems(cfg.problems)
+    sha256 = problem_set_hash(problems)
+    path = Path(cfg.rates)
+    rates = read_rates(path, sha256)
+    todo = [p for p in problems if p.id not in rates]
+    if todo:
+        if not cfg.checkpoint or cfg.checkpoint == "base":
+            check_hub_model(cfg.model)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.is_file():
+            header = {"problem_set_sha256": sha256, "problems": cfg.problems.name, "model": cfg.checkpoint or "base",
+                      "num_samples": cfg.evaluation.num_samples, "temperature": cfg.evaluation.temperature}
+            path.write_text(json.dumps(header) + "\n")
+        print(f"rating {len(todo)} of {len(problems)} problems ({len(rates)} already in {path})", file=sys.stderr)
+        model, tokenizer = build.model(cfg.model, cfg.checkpoint)
+        started = time.monotonic()
+        with build.sandbox(cfg.sandbox, cfg.problems.language) as sandbox:
+            scorer = build.scorer(cfg, problems, sandbox, kind=RewardKind.binary)
+            size = max(1, cfg.evaluation.batch_size)
+            for start in range(0, len(todo), size):
+                batch = todo[start : start + size]
+                result = evaluate_model(model, tokenizer, scorer, batch, cfg.problems, cfg.evaluation)
+                n = result.num_samples
+                lines = [{"id": p.id, "passed": result.per_problem[p.id], "samples": n,
+                          "pass_rate": result.per_problem[p.id] / n} for p in batch]
+                with path.open("a") as out:  # a whole batch at a time: a resumed run redoes at most one
+                    out.write("".join(json.dumps(line) + "\n" for line in lines))
+                rates |= {line["id"]: line for line in lines}
+                done = len(problems) - len(todo) + start + len(batch)
+                print(f"rated {done}/{len(problems)} problems ({time.monotonic() - started:.0f} s)", file=sys.stderr)
+    kept = keep(problems, rates, cfg.lo, cfg.hi)
+    write_problems(kept, Path(cfg.filtered))
+    values = [r["pass_rate"] for r in rates.values()]
+    print(f"pass rates in {path}: {sum(v == 0 for v in values)} at 0, {sum(0 < v < 1 for v in values)} between, "
+          f"{sum(v == 1 for v in values)} at 1")
+    print(f"kept {len(kept)}/{len(problems)} problems with {cfg.lo} < pass rate < {cfg.hi} in {cfg.filtered}")
+    return kept
+
+
+@hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="pass_rates")
+def main(cfg: DictConfig) -> None:
+    run(pass_rates, cfg)
+
+
+if __name__ == "__main__":
+    main()
