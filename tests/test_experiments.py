@@ -28,6 +28,9 @@ def test_guide_experiment_has_the_guides_settings(compose_cfg):
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_experiment_composes_and_its_problems_load(compose_cfg, name):
     cfg = compose_cfg(f"experiment={name}")
+    if cfg.problems.hub_path:  # a dataset from the Hub: the experiment's own test loads it offline
+        assert cfg.problems.name
+        return
     assert load_problems(cfg.problems.path, cfg.problems.limit)
 
 
