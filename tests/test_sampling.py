@@ -15,6 +15,7 @@ from codegrpo.config import SamplerConfig, SamplerKind
 from codegrpo.errors import UsageError
 from codegrpo.sampling import STATE_FILE, DifficultySampler, Online
 from codegrpo.verdict import Scored, Status, Verdict
+from tests import wandb_offline
 
 IDS = [f"p{i}" for i in range(12)]
 DIFFICULTY = SamplerConfig(kind=SamplerKind.difficulty)
@@ -131,29 +132,33 @@ def test_a_problem_set_smaller_than_one_batch_is_refused_before_the_model_loads(
 
 
 TINY = ["logger=none", "plots=false", "save_model=false", "problems.limit=6", "trainer.num_generations=2",
-        "trainer.per_device_train_batch_size=4", "trainer.max_completion_length=24", "trainer.log_completions=false",
+        "trainer.per_device_train_batch_size=4", "trainer.max_completion_length=16", "trainer.log_completions=false",
         "trainer.temperature=1.2", "sampler=difficulty", "sampler.window=2"]
 
 
 @pytest.mark.slow
 def test_training_with_the_difficulty_sampler_logs_sampler_metrics_and_resumes_exactly(compose_cfg, tmp_path):
     from codegrpo.preemption import Guard
-    from codegrpo.training import fit, prepare
+    from codegrpo.training import finalize, fit, prepare
 
     def train_run(name: str, *overrides: str):
         cfg = dataclasses.replace(compose_cfg(*TINY, *overrides), run_dir=str(tmp_path / name))
         with Guard([]) as guard, ExitStack() as stack:
             prepared = prepare(cfg, stack, guard)
-            fit(prepared)
+            finalize(prepared, fit(prepared))  # writes log_history.json
             return prepared.trainer
 
     steps = ["trainer.max_steps=4", "trainer.save_strategy=steps", "trainer.save_steps=2"]
-    whole = train_run("whole", *steps)
-    history = [row for row in whole.state.log_history if "reward" in row]
+    whole = train_run("whole", *steps, "logger=wandb", "logger.mode=offline")
+    history = [row for row in json.loads((tmp_path / "whole" / "log_history.json").read_text()) if "reward" in row]
     assert len(history) == 4
     assert all({"sampler/pool_unseen", "sampler/pool_learning", "sampler/zero_spread_share"} <= row.keys()
                for row in history)
     assert history[0]["sampler/pool_unseen"] == 6 and history[-1]["sampler/pool_unseen"] < 6
+    [run_file] = (tmp_path / "whole").glob("wandb/offline-run-*/run-*.wandb")
+    logged = [row for row in wandb_offline.history(run_file) if "train/reward" in row]
+    assert [r["train/sampler/pool_learning"] for r in logged] == [r["sampler/pool_learning"] for r in history]
+    assert all(r["train/sampler/pass_rate_hist"]["_type"] == "histogram" for r in logged)
     saved = json.loads((tmp_path / "whole" / "checkpoint-2" / STATE_FILE).read_text())
     assert saved["generations"] == 2 and saved["ids"] == [row["problem_id"] for row in whole.train_dataset]
 
