@@ -27,6 +27,7 @@ def length_reward(completions, **_) -> list[float]:
 def test_lora_trains_only_the_adapter_saves_it_pushes_it_and_evaluate_loads_it(compose_cfg, tmp_path, monkeypatch):
     import torch
 
+    import codegrpo.trainer as trainer_module
     import codegrpo.training as train_module
     from codegrpo.commands.evaluate import evaluate
     from codegrpo.models import load_model_and_tokenizer
@@ -39,7 +40,7 @@ def test_lora_trains_only_the_adapter_saves_it_pushes_it_and_evaluate_loads_it(c
 
     # Observe the trainer train() builds (nothing replaced), and the upload at its network boundary.
     trainers = []
-    real_class = train_module.make_trainer_class
+    real_class = trainer_module.make_trainer_class
 
     def observed_class():
         cls = real_class()
@@ -51,7 +52,7 @@ def test_lora_trains_only_the_adapter_saves_it_pushes_it_and_evaluate_loads_it(c
 
         return Observed
 
-    monkeypatch.setattr(train_module, "make_trainer_class", observed_class)
+    monkeypatch.setattr(trainer_module, "make_trainer_class", observed_class)  # build.trainer imports it at call time
     uploads = record_hub_uploads(monkeypatch)
     run_dir.mkdir(parents=True)
     (run_dir / "git.diff").write_text("diff --git a/secret b/secret\n")  # what a dirty tree leaves
@@ -103,7 +104,7 @@ def test_lora_trains_only_the_adapter_saves_it_pushes_it_and_evaluate_loads_it(c
     eval_cfg = compose_cfg(f"checkpoint={final}", "problems=trivial", "evaluation.split=eval", "evaluation.limit=1",
                            "evaluation.max_new_tokens=16", config_name="evaluate")
     results = evaluate(eval_cfg)
-    assert results["num_problems"] == 1 and 0.0 <= results["pass@1"] <= 1.0
+    assert results.num_problems == 1 and 0.0 <= results.pass_at[1] <= 1.0
     merged, _ = build.model(cfg.model, str(final))
     q = "model.layers.0.self_attn.q_proj.weight"
     assert not torch.equal(dict(merged.named_parameters())[q], base_weights[q])  # the adapter is in
