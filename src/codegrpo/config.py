@@ -336,10 +336,10 @@ class SamplerConfig:
 
     kind: SamplerKind = SamplerKind.uniform
     window: int = 4  # a problem's estimate: its pass rate over its last `window` generation batches
-    # Relative weights of the pools a problem is drawn from (difficulty): never seen, 0 < rate < 1, and
-    # rate 0 or 1 (revisited now and then so the estimate stays current).
-    explore: float = 1.0
-    learning: float = 1.0
+    # The share of each batch drawn from each pool (difficulty; relative, an empty pool's share goes to the
+    # others): never seen, 0 < rate < 1, and rate 0 or 1 (revisited now and then so the estimate stays current).
+    explore: float = 0.2
+    learning: float = 0.7
     revisit: float = 0.1
 
     def __post_init__(self) -> None:

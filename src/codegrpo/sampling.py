@@ -2,10 +2,10 @@
 
 A group whose completions all pass or all fail has zero advantage: it costs a generation and teaches
 nothing. ``sampler=difficulty`` tracks each problem's recent pass rate from the reward calls themselves
-(``PassRates``: the Scorer's observers, no extra generation) and draws each generation batch with weights
-by pool: problems whose estimate is strictly between 0 and 1 (``learning``), problems never seen
+(``PassRates``: the Scorer's observers, no extra generation) and draws each generation batch with a share
+per pool: problems whose estimate is strictly between 0 and 1 (``learning``), problems never seen
 (``explore``), and solved or unsolved ones (``revisit``, small but above zero, so their estimates stay
-current and the pool never empties).
+current and the pool never empties). An empty pool's share goes to the others.
 
 Every rank must put the same prompts in the same groups. The observations of one generation are gathered
 from every rank before they count, and the draw of generation batch k is a function of the seed, k and the
@@ -139,7 +139,7 @@ class DifficultySampler:
     def __init__(self, rates: PassRates, cfg: SamplerConfig, batch_size: int, mini_repeat_count: int,
                  repeat_count: int, seed: int) -> None:
         self.rates = rates
-        self.weights = np.array([cfg.explore, cfg.learning, cfg.revisit, cfg.revisit], dtype=float)
+        self.shares = np.array([cfg.explore, cfg.learning, cfg.revisit], dtype=float)
         self.batch_size = batch_size
         self.mini_repeat_count = mini_repeat_count
         self.repeat_count = repeat_count
@@ -153,11 +153,19 @@ class DifficultySampler:
     def __len__(self) -> int:
         return self.per_epoch * self.batch_size * self.mini_repeat_count * self.repeat_count
 
+    def weights(self) -> np.ndarray:
+        """Each problem's weight: its pool's share split evenly over the pool (solved and unsolved are one
+        pool, revisit), so a pool's share of a batch does not grow with its size; empty pools give theirs
+        to the others."""
+        pools = np.minimum(self.rates.pools(), 2)  # 0 unseen, 1 learning, 2 solved or unsolved
+        sizes = np.bincount(pools, minlength=3)
+        return self.shares[pools] / sizes[pools]
+
     def draw(self, k: int) -> list[int]:
         """Generation batch k: ``batch_size`` distinct problems, weighted by pool, from (seed, k) and the
         observations of batches < k - 1 (weighted sampling without replacement, Efraimidis-Spirakis keys)."""
         self.rates.fold(k - 1)
-        weights = self.weights[self.rates.pools()]
+        weights = self.weights()
         keys = np.log(np.random.default_rng([self.seed, k]).random(len(weights))) / weights
         return np.argsort(-keys, kind="stable")[: self.batch_size].tolist()
 
