@@ -158,7 +158,10 @@ def test_training_with_the_difficulty_sampler_logs_sampler_metrics_and_resumes_e
     [run_file] = (tmp_path / "whole").glob("wandb/offline-run-*/run-*.wandb")
     logged = [row for row in wandb_offline.history(run_file) if "train/reward" in row]
     assert [r["train/sampler/pool_learning"] for r in logged] == [r["sampler/pool_learning"] for r in history]
-    assert all(r["train/sampler/pass_rate_hist"]["_type"] == "histogram" for r in logged)
+    # The histogram of the seen problems' estimates, in the same row (wandb.Histogram: values and bins).
+    assert all(r["train/sampler/pass_rate_hist/_type"] == "histogram" for r in logged)
+    assert [sum(r["train/sampler/pass_rate_hist/values"]) for r in logged] == [
+        6 - r["sampler/pool_unseen"] for r in history]
     saved = json.loads((tmp_path / "whole" / "checkpoint-2" / STATE_FILE).read_text())
     assert saved["generations"] == 2 and saved["ids"] == [row["problem_id"] for row in whole.train_dataset]
 
