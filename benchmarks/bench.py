@@ -682,9 +682,11 @@ def bench_sampler(steps: int, seeds: list[int], eval_limit: int, eval_samples: i
     mix = sampler_mix(scratch / "mix.jsonl")
     common = [sys.executable, "train.py", "logger=none", "save_model=false", "plots=false",
               "trainer.log_completions=false", "problems=jsonl", f"problems.path={mix}", "problems.split=train",
-              f"trainer.max_steps={steps}", "evaluation.before=true", "evaluation.after=true",
+              f"trainer.max_steps={steps}", "trainer.per_device_train_batch_size=8", "trainer.num_generations=4",
+              "trainer.max_completion_length=96", "trainer.learning_rate=1e-5",  # 2 prompts a step, learn_cpu's lr
+              "evaluation.before=true", "evaluation.after=true",
               f"evaluation.limit={eval_limit}", f"evaluation.num_samples={eval_samples}", "evaluation.temperature=1.0",
-              "evaluation.max_new_tokens=128"]
+              "evaluation.max_new_tokens=96"]
     runs: dict[str, list[dict[str, object]]] = {"uniform": [], "difficulty": []}
     for seed in seeds:
         for kind in runs:
