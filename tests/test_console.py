@@ -42,7 +42,7 @@ def test_completions_table_columns_say_why_and_show_the_code(local_sandbox):
 
     from codegrpo.problems import load_problems
     from codegrpo.programs import get_language
-    from codegrpo.reward import Scorer, make_code_reward
+    from codegrpo.scoring import Scorer, make_code_reward
 
     scorer = Scorer(load_problems("problems/seed.jsonl"), local_sandbox, get_language("python"), "binary")
     extra: dict[str, list] = {}

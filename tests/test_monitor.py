@@ -14,7 +14,7 @@ from codegrpo.console import step_line
 from codegrpo.monitor import CATEGORIES, HackTrend, hack_metrics, static_flags
 from codegrpo.problems import IOTest, Problem, load_problems
 from codegrpo.programs import get_language
-from codegrpo.reward import Scorer, make_code_reward, make_hack_penalty
+from codegrpo.scoring import Scorer, make_code_reward, make_hack_penalty
 from codegrpo.verdict import Status
 from tests.helpers.sandbox import run
 from tests.test_commands import command

@@ -89,7 +89,7 @@ def test_train_and_eval_splits_are_disjoint_stable_and_cover_the_set():
 def test_dataset_rows_with_a_column_mapping_mbpp_style(tmp_path, local_sandbox):
     from codegrpo.problems import load_problem_set
     from codegrpo.programs import get_language
-    from codegrpo.reward import Scorer
+    from codegrpo.scoring import Scorer
     from tests.helpers.sandbox import run
 
     rows = [

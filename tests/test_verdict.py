@@ -206,7 +206,7 @@ def test_values_whose_hashes_collide_are_refused_before_a_set_is_built():
 
 def test_a_failure_to_judge_one_completion_is_its_own_error(local_sandbox):
     from codegrpo.programs import get_language
-    from codegrpo.reward import Scorer
+    from codegrpo.scoring import Scorer
 
     # A problem built in code, past the loader's checks: its expected value is not JSON.
     broken, right = Problem("broken", "p", "1", "expression", "not json"), Problem("right", "p", "1", "expression", "1")

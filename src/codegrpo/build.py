@@ -43,8 +43,8 @@ from codegrpo.errors import UsageError
 from codegrpo.problems import Problem, load_problem_set, load_problems, problem_set_hash, select_split
 from codegrpo.programs import get_language
 from codegrpo.prompts import messages_for
-from codegrpo.reward import Scorer
 from codegrpo.sandbox.base import SandboxBackend
+from codegrpo.scoring import Scorer
 
 if TYPE_CHECKING:  # imported where used: the scoring commands load neither
     from datasets import Dataset

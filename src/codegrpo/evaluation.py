@@ -26,7 +26,7 @@ from codegrpo.errors import UsageError
 from codegrpo.explain import explain
 from codegrpo.problems import Problem
 from codegrpo.prompts import messages_for
-from codegrpo.reward import Scorer
+from codegrpo.scoring import Scorer
 from codegrpo.verdict import Status
 
 log = logging.getLogger(__name__)

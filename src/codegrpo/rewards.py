@@ -2,8 +2,8 @@
 (codegrpo.build.reward_functions makes the list, with `reward.weights`).
 
 An entry is one of:
-  - ``code_reward``: the sandboxed test reward (reward.py), set up by ``reward.kind`` and ``reward.extract``;
-  - ``hack_penalty``: -1.0 for a completion the reward-hack monitor flagged, 0.0 otherwise (reward.py);
+  - ``code_reward``: the sandboxed test reward (scoring.py), set up by ``reward.kind`` and ``reward.extract``;
+  - ``hack_penalty``: -1.0 for a completion the reward-hack monitor flagged, 0.0 otherwise (scoring.py);
   - a name from ``trl.rewards`` (``think_format_reward``, ``get_soft_overlong_punishment``,
     ``get_repetition_penalty_reward``, ...);
   - ``pkg.module:function``, a function of the user's (TRL's reward signature:
@@ -24,7 +24,7 @@ from typing import Any
 
 from codegrpo.config import TrainConfig
 from codegrpo.errors import UsageError
-from codegrpo.reward import HACK_PENALTY, Scorer, make_code_reward, make_hack_penalty
+from codegrpo.scoring import HACK_PENALTY, Scorer, make_code_reward, make_hack_penalty
 
 CODE_REWARD = "code_reward"
 
@@ -77,7 +77,7 @@ def resolve(entry: str, cfg: TrainConfig, scorer: Scorer) -> Callable[..., Any]:
         if args:
             raise UsageError("reward.args.code_reward: code_reward is set up by reward.kind and reward.extract")
         return make_code_reward(scorer)
-    if entry == HACK_PENALTY:  # the reward-hack monitor's opt-in penalty (reward.py), on code_reward's batch
+    if entry == HACK_PENALTY:  # the reward-hack monitor's opt-in penalty (scoring.py), on code_reward's batch
         if args:
             raise UsageError("reward.args.hack_penalty: its weight is its reward.weights entry")
         return make_hack_penalty(scorer)

@@ -16,9 +16,9 @@ from pathlib import Path
 from codegrpo.config import LocalSandboxConfig
 from codegrpo.problems import PROJECT_ROOT, load_problems
 from codegrpo.programs import get_language
-from codegrpo.reward import Scorer
 from codegrpo.sandbox.base import Program, RunResult, SandboxBackend
 from codegrpo.sandbox.cgroups import PREFIX, find_hierarchies
+from codegrpo.scoring import Scorer
 from codegrpo.verdict import Scored
 
 PYTHON = ("python3", "-I", "/tmp/solution.py")

@@ -29,8 +29,8 @@ from pathlib import Path
 import pytest
 
 from codegrpo.programs import get_language
-from codegrpo.reward import Scorer
 from codegrpo.sandbox.base import Outcome, Program, RunResult
+from codegrpo.scoring import Scorer
 from codegrpo.verdict import Status
 from tests.helpers.sandbox import (
     FORK_UNTIL_REFUSED,

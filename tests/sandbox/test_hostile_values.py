@@ -17,8 +17,8 @@ import pytest
 from codegrpo.explain import explain
 from codegrpo.problems import Problem, load_problems
 from codegrpo.programs import get_language
-from codegrpo.reward import Scorer, make_code_reward
 from codegrpo.sandbox.superserve import SuperserveSandbox
+from codegrpo.scoring import Scorer, make_code_reward
 from codegrpo.verdict import Status
 from tests.fakes import FakeSuperserve
 from tests.helpers.sandbox import PROBLEMS, escaped_if, make_sandbox

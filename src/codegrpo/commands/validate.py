@@ -24,7 +24,7 @@ from codegrpo.config import ScoreConfig
 from codegrpo.explain import code_head, reason
 from codegrpo.problems import Problem, write_problems
 from codegrpo.prompts import doubled_words
-from codegrpo.reward import summary
+from codegrpo.scoring import summary
 from codegrpo.verdict import Status
 from codegrpo.weak_tests import trivial_programs
 

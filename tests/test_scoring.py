@@ -6,7 +6,7 @@ import pytest
 
 from codegrpo.problems import PROJECT_ROOT, load_problems
 from codegrpo.programs import get_language
-from codegrpo.reward import Scorer, batch_metrics, make_code_reward
+from codegrpo.scoring import Scorer, batch_metrics, make_code_reward
 from codegrpo.verdict import Status
 from tests.helpers.sandbox import run
 
