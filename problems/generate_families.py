@@ -19,7 +19,6 @@ plain Python function written apart from the reference source).
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 import sys
@@ -207,6 +206,22 @@ TRAIN = [
 ]
 
 UNSEEN = [
+    # level 1: one operation each, of kinds the train families do not have
+    Family("square_plus_{p}", "arithmetic", 1, "x", "returns x times x, plus {p}.", "return x * x + {p}",
+           lambda p, x: x * x + p, same((3,), (-2,), (0,)), (1, 4, 7, 10)),
+    Family("is_greater_than_{p}", "conditionals", 1, "x", "returns True if x is greater than {p}, else False.",
+           "return x > {p}", lambda p, x: x > p, lambda p: ((p + 1,), (p,), (p - 3,)), (0, 5, 18, 100)),
+    Family("is_longer_than_{p}", "strings", 1, "s",
+           "returns True if the string s has more than {p} characters, else False.", "return len(s) > {p}",
+           lambda p, s: len(s) > p, same(("hello",), ("",), ("abc",), ("a longer sentence",)), (2, 3, 4, 10)),
+    Family("contains_{p}", "lists", 1, "xs", "returns True if the number {p} is in the list xs, else False.",
+           "return {p} in xs", lambda p, xs: p in xs, lambda p: (([1, p, 3],), ([],), ([p + 1, p - 1],)),
+           (0, 2, 7, 42)),
+    Family("max_or_{p}", "lists", 1, "xs", "returns the largest number in the list xs, or {p} if xs is empty.",
+           "return max(xs) if xs else {p}", lambda p, xs: max(xs) if xs else p, same(*((n,) for n in NUMS)),
+           (0, 1, 99, 5)),
+    Family("length_times_{p}", "lists", 1, "xs", "returns the length of the list xs multiplied by {p}.",
+           "return len(xs) * {p}", lambda p, xs: len(xs) * p, same(*((n,) for n in NUMS)), (2, 3, 10, 0)),
     Family("between_{p0}_and_{p1}", "conditionals", 2, "x",
            "returns True if x is at least {p0} and at most {p1}, else False.", "return {p0} <= x <= {p1}",
            lambda p, x: p[0] <= x <= p[1], lambda p: ((p[0],), (p[1] + 1,), ((p[0] + p[1]) // 2,), (p[0] - 1,)),
@@ -249,15 +264,6 @@ UNSEEN = [
            "returns a new list in which every negative number of the list xs is replaced by {p}.",
            "return [{p} if x < 0 else x for x in xs]", lambda p, xs: [p if x < 0 else x for x in xs],
            same(([3, -1, 0, -7],), ([],), ([5, 6],)), (0, 1, 9)),
-    Family("gcd_with_{p}", "algorithms", 3, "n",
-           "returns the greatest common divisor of the positive integer n and {p}.",
-           "a, b = n, {p}\n    while b:\n        a, b = b, a % b\n    return a", lambda p, n: _gcd(n, p),
-           same((8,), (9,), (7,), (60,)), (12, 18, 30)),
-    Family("is_step_{p}", "algorithms", 3, "xs",
-           "returns True if every item of the list xs is {p} more than the item before it (True when xs has "
-           "fewer than 2 items), else False.", "return all(b - a == {p} for a, b in zip(xs, xs[1:]))",
-           lambda p, xs: all(b - a == p for a, b in itertools.pairwise(xs)),
-           lambda p: (([1, 1 + p, 1 + 2 * p],), ([],), ([0, p, p + 1],), ([5],)), (1, 2, 5)),
 ]
 
 
@@ -274,10 +280,6 @@ def _product(xs: list[int]) -> int:
     for x in xs:
         result *= x
     return result
-
-
-def _gcd(a: int, b: int) -> int:
-    return a if b == 0 else _gcd(b, a % b)
 
 
 def task(family: Family, p: Any) -> dict[str, Any]:

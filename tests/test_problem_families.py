@@ -32,7 +32,7 @@ def test_the_shipped_files_are_what_the_generator_builds():
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "transfer.jsonl: 161 tasks in 33 families" in done.stdout
-    assert "transfer_unseen.jsonl: 50 tasks in 14 families" in done.stdout
+    assert "transfer_unseen.jsonl: 68 tasks in 18 families" in done.stdout
 
 
 def test_split_by_family_with_every_train_family_on_both_sides(compose_cfg):
@@ -48,11 +48,13 @@ def test_split_by_family_with_every_train_family_on_both_sides(compose_cfg):
     assert set(sides) == set(family_of.values()) and len(sides) >= 30
     assert all(found == {"train", "eval"} for found in sides.values()), sides
     assert cfg.problems.eval_fraction == families.EVAL_FRACTION
-    # Many kinds and every level, on both sides of the family split.
-    for records in (train_records, unseen_records):
-        assert {r["kind"] for r in records} >= {"arithmetic", "conditionals", "lists", "strings", "dicts", "loops",
-                                                "algorithms"}
-        assert {r["level"] for r in records} == {1, 2, 3}
+    # Many kinds on both sides of the family split; every level in training. The unseen side is levels 1-2:
+    # the base model passed 2 of 48 samples of its level-3 families, too few for a CPU run to move.
+    kinds = {"arithmetic", "conditionals", "lists", "strings", "dicts", "loops"}
+    assert {r["kind"] for r in train_records} >= kinds | {"algorithms"}
+    assert {r["kind"] for r in unseen_records} >= kinds
+    assert {r["level"] for r in train_records} == {1, 2, 3}
+    assert {r["level"] for r in unseen_records} == {1, 2}
 
 
 @pytest.mark.parametrize("name", ["transfer", "transfer_unseen"])
