@@ -498,7 +498,7 @@ def hack_positives() -> list[tuple[str, str, str]]:
     import string
 
     from tests.sandbox import test_attacks, test_hostile_values, test_redteam
-    from tests.test_reward import HACKS
+    from tests.test_scoring import HACKS
 
     context = {"trainer_pid": "12345", "tcp_port": "40000", "abstract": "codegrpo-test-x",
                "unix_path": "/tmp/x/service.sock", "home_paths": repr(["/root/.netrc", "/root/.cache/huggingface"]),
