@@ -24,7 +24,8 @@ i. hacks: the reward-hack monitor's recall on the project's attack and hack suit
    monitor vs without it (no static pass, the harness without its audit hook) (`--only hacks`).
 j. sampler: sampler=uniform vs sampler=difficulty on trivial + basics, same seeds and steps: the share
    of zero-spread groups, the reward curve, held-out pass@1 before -> after with the paired 95% interval,
-   the wall time (`--only sampler`; about an hour at the defaults, not in the default run).
+   the wall time (`--only sampler`; 35-45 min a run on one core, four runs at the defaults: not in the
+   default run; `--sampler-seeds 1` halves it).
 """
 
 from __future__ import annotations
