@@ -107,8 +107,11 @@ def test_distributed_launch_without_a_pinned_run_dir_fails_clearly(tmp_path):
 
 
 def test_hparams_search_and_slurm_launcher_compose():
+    printed = {}
     for override in ("hparams_search=optuna", "hydra/launcher=submitit_slurm"):
         done = launch("train.py", override, "--cfg", "hydra")
         assert done.returncode == 0, done.stderr[-2000:]
-    done = launch("train.py", "hparams_search=optuna", "--cfg", "hydra")
-    assert "OptunaSweeper" in done.stdout and "trainer.learning_rate" in done.stdout
+        printed[override] = done.stdout
+    optuna = printed["hparams_search=optuna"]
+    assert "OptunaSweeper" in optuna and "trainer.learning_rate" in optuna
+    assert "SlurmLauncher" in printed["hydra/launcher=submitit_slurm"]
