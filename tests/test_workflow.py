@@ -39,34 +39,32 @@ def test_pass_at_k_is_the_unbiased_estimator():
 
 
 @pytest.mark.slow
-def test_same_seed_same_first_step_and_reproducibility_record(tmp_path):
+def test_same_seed_same_first_step_reproducibility_record_and_resume_auto(tmp_path):
+    """Two fresh runs of one step agree; then the first resumes from its checkpoint to step 2, continuing
+    its W&B run (one test, so the first run serves both and the suite launches one model fewer)."""
     runs = [tmp_path / "a", tmp_path / "b"]
-    for run_dir in runs:
-        done = launch("train.py", f"hydra.run.dir={run_dir}", "logger=none", *TINY)
+    saving = ["trainer.save_strategy=steps", "trainer.save_steps=1"]
+    for run_dir, logger in zip(runs, ("logger=wandb", "logger=none"), strict=True):
+        done = launch("train.py", f"hydra.run.dir={run_dir}", logger, *TINY, *saving)
         assert done.returncode == 0, done.stderr[-3000:]
     a, b = (first_step(r) for r in runs)
     for key in ("rewards/code_reward/mean", "completions/mean_length", "entropy", "num_tokens"):
         assert a[key] == b[key], key
-    info = json.loads((runs[0] / "run_info.json").read_text())
+    run_dir = runs[0]
+    info = json.loads((run_dir / "run_info.json").read_text())
     assert info["seed"] == 42 and info["packages"]["trl"] and len(info["problems_sha256"]) == 64
     assert "git_commit" in info and "git_dirty" in info
-    assert (runs[0] / ".hydra" / "overrides.yaml").is_file() and (runs[0] / "config.yaml").is_file()
-    assert (runs[0] / "reward_curve.png").stat().st_size > 1000
+    assert (run_dir / ".hydra" / "overrides.yaml").is_file() and (run_dir / "config.yaml").is_file()
+    assert (run_dir / "reward_curve.png").stat().st_size > 1000
     # The README's repeat command composes the same config from the run's own dir.
-    again = launch("train.py", "--config-dir", str(runs[0] / ".hydra"), "--config-name", "config", "--cfg", "job")
+    again = launch("train.py", "--config-dir", str(run_dir / ".hydra"), "--config-name", "config", "--cfg", "job")
     assert again.returncode == 0, again.stderr[-2000:]
     assert "max_completion_length: 32" in again.stdout and "limit: 2" in again.stdout
 
-
-@pytest.mark.slow
-def test_resume_auto_continues_the_checkpoint_and_the_wandb_run(tmp_path):
-    run_dir = tmp_path / "run"
-    common = [f"hydra.run.dir={run_dir}", *TINY[1:], "trainer.save_strategy=steps", "trainer.save_steps=1"]
-    first = launch("train.py", *common, "trainer.max_steps=1")
-    assert first.returncode == 0, first.stderr[-3000:]
     assert (run_dir / "checkpoint-1" / "optimizer.pt").is_file()
     run_id = (run_dir / "wandb_run_id.txt").read_text()
-    second = launch("train.py", *common, "trainer.max_steps=2", "resume=auto")
+    second = launch("train.py", f"hydra.run.dir={run_dir}", "logger=wandb", *TINY[1:], *saving,
+                    "trainer.max_steps=2", "resume=auto")
     assert second.returncode == 0, second.stderr[-3000:]
     assert json.loads((run_dir / "run_info.json").read_text())["resumed_from"].endswith("checkpoint-1")
     steps = [r["step"] for r in json.loads((run_dir / "log_history.json").read_text()) if "reward" in r]
