@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib.util
 import json
@@ -94,15 +95,36 @@ def _cache_dir_for(cfg: ModelConfig, source: Path) -> Path:
     return Path(os.path.expanduser(cfg.cache_dir)) / f"{source.stem}-{key}"
 
 
+def _converted(target: Path) -> bool:
+    return all((target / name).is_file() for name in ("config.json", "model.safetensors", "tokenizer_config.json"))
+
+
 def convert_gguf(cfg: ModelConfig) -> Path:
     """Dequantize the GGUF model once into a plain, trainable checkpoint; return its directory."""
+    source = gguf_source(cfg)
+    target = _cache_dir_for(cfg, source)
+    if _converted(target):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # The ranks of one launch (or the jobs of a sweep) share the cache: one converts, the others wait.
+    with open(target.with_name(target.name + ".lock"), "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.info("Waiting for another process to convert %s into %s", source.name, target)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        if not _converted(target):
+            _convert(source, target)
+    return target
+
+
+def _convert(source: Path, target: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    source = gguf_source(cfg)
-    target = _cache_dir_for(cfg, source)
-    if (target / "config.json").is_file():
-        return target
+    # Under the lock, a partial target or staging dir is what an interrupted conversion left.
+    for stale in [target, *target.parent.glob(target.name + ".tmp-*")]:
+        shutil.rmtree(stale, ignore_errors=True)
     log.info("Converting %s into a plain checkpoint at %s (once, about 20-60 s)", source.name, target)
     quantized = AutoModelForCausalLM.from_pretrained(source.parent, gguf_file=source.name, dtype=torch.float32)
     tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
@@ -115,11 +137,11 @@ def convert_gguf(cfg: ModelConfig) -> Path:
     staging = target.with_name(target.name + f".tmp-{os.getpid()}")
     plain.save_pretrained(staging)
     tokenizer.save_pretrained(staging)
-    if target.exists():  # another process converted it meanwhile
+    if not _converted(staging):  # save_pretrained writes no weights on a rank > 0 once torch.distributed runs
         shutil.rmtree(staging)
-    else:
-        staging.replace(target)
-    return target
+        raise ModelNotFoundError(f"converting {source.name} wrote no weights in this process (a distributed rank "
+                                 "other than 0?): resolve_model must run before torch.distributed starts")
+    staging.replace(target)  # atomic: a reader sees no checkpoint or a whole one
 
 
 def resolve_model(cfg: ModelConfig) -> str:

@@ -141,7 +141,7 @@ def prepare(cfg: TrainConfig, stack: ExitStack, guard: Guard) -> Prepared:
     """The checks, then every piece of the run (through codegrpo.build). Raises before loading the model
     if the model is out of reach, or the problems, the resume, the sandbox or the credentials are wrong."""
     from codegrpo.hub import check_push
-    from codegrpo.models import build_peft_config, check_hub_model, check_save_dtype
+    from codegrpo.models import build_peft_config, check_hub_model, check_save_dtype, resolve_model
 
     check_hub_model(cfg.model)  # one connection attempt, before anything heavy
     if world_size() > 1 and not os.environ.get("CODEGRPO_RUN_DIR"):
@@ -173,6 +173,8 @@ def prepare(cfg: TrainConfig, stack: ExitStack, guard: Guard) -> Prepared:
         OmegaConf.save(OmegaConf.structured(cfg), run_dir / "config.yaml", resolve=True)
         for stale in (MARKER, FAILED):  # this run's outcome replaces the last one's
             (run_dir / stale).unlink(missing_ok=True)
+    # A GGUF model is converted first: once GRPOConfig starts torch.distributed, only rank 0 would save it.
+    resolve_model(cfg.model)
     args = build.grpo_config(cfg, run_dir, reward_weights)
     check_batch(cfg.sampler, len(problems), args.generation_batch_size // args.num_generations)
     model, tokenizer = build.model(cfg.model, bf16=bool(args.bf16))
