@@ -96,7 +96,8 @@ def _cache_dir_for(cfg: ModelConfig, source: Path) -> Path:
 
 
 def _converted(target: Path) -> bool:
-    return all((target / name).is_file() for name in ("config.json", "model.safetensors", "tokenizer_config.json"))
+    weights = any((target / name).is_file() for name in ("model.safetensors", "model.safetensors.index.json"))
+    return weights and all((target / name).is_file() for name in ("config.json", "tokenizer_config.json"))
 
 
 def convert_gguf(cfg: ModelConfig) -> Path:
