@@ -201,12 +201,10 @@ def test_two_ranks_agree_on_a_signal_to_one_and_write_one_checkpoint(tmp_path):
          *TINY, "trainer.max_steps=3", f"reward.functions=[code_reward,{SIGNAL}]",
          "+reward.args.get_signal_at={call:1,name:SIGTERM,rank:1}"],
         cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900, env=environment)
-    # torchrun exits 1 and closes the other workers as soon as one exits non-zero: rank 1 exits 75 itself,
-    # or, when rank 0 got there first, torchrun's SIGTERM reaches it after its part of the checkpoint is on disk.
-    # torchrun exits 1 and closes the other workers once one exits non-zero: rank 1 exits 75 itself, or,
-    # when rank 0 got there first, torchrun's SIGTERM reaches it after its part of the checkpoint is on disk.
-    exits = dict(re.findall(r"rank +: (\d) \(local_rank: \d\)\s+exitcode +: (-?\d+)", done.stderr))
-    assert done.returncode == 1 and exits in ({"0": "75", "1": "75"}, {"0": "75", "1": "-15"}), done.stderr[-3000:]
+    # The ranks leave together; torchrun then exits 1, and a rank still exiting when the first is gone
+    # gets torchrun's SIGTERM, after everything it had to write.
+    exits = re.findall(r"rank +: \d \(local_rank: \d\)\s+exitcode +: (-?\d+)", done.stderr)
+    assert done.returncode == 1 and exits[-1] == "75" and set(exits) <= {"75", "-15"}, done.stderr[-3000:]
     assert sorted(p.name for p in cache.iterdir()) == [converted.name, converted.name + ".lock"]
     printed = done.stdout + done.stderr
     assert printed.count("Converting SmolLM2") == 1 and "Waiting for another process" in printed

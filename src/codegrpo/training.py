@@ -263,8 +263,19 @@ def train(cfg: TrainConfig) -> dict[str, float]:
     """prepare -> fit -> finalize, with the preemption signals handled from the first check to the end."""
     guard = Guard(parse_signals(cfg.preemption.signals))
     with guard, ExitStack() as stack:
+        stack.push(_leave_together)  # first in, so last out: after W&B and the sandbox close
         prepared = prepare(cfg, stack, guard)
         return finalize(prepared, fit(prepared))
+
+
+def _leave_together(kind: type | None, error: BaseException | None, traceback: Any) -> None:
+    # torchrun closes every rank once one exits non-zero: preempted ranks (they agreed to stop) leave
+    # together, so rank 0's marker and W&B flush are not cut short by a rank that finished first.
+    if isinstance(error, Preempted) and world_size() > 1:
+        import torch.distributed
+
+        if torch.distributed.is_initialized():
+            torch.distributed.barrier()
 
 
 def settle_failed_run(run_dir: Path, error: BaseException) -> None:
