@@ -182,6 +182,63 @@ print(idle, status('VmHWM:'))
             ("ratio peak / idle", peak / idle, "target <= 2.0")]
 
 
+# One emoji, then invalid bytes to just under the cap: "replace" decodes each byte to U+FFFD in a 4-byte
+# string, so an output kept as text costs four times its bytes (issue 32's finding 1).
+PER_PROGRAM_MIB = 16  # docs/security.md: what one program running may hold on the host (its output, twice)
+HOSTILE_OUTPUT = """import sys
+for stream in (sys.stdout.buffer, sys.stderr.buffer):
+    stream.write("\\U0001F600".encode() + b"\\xff" * ((1 << 20) - 8))
+"""
+
+
+def bench_scorer_memory(completions: int, tests: int, warm: bool, concurrency: int = 4) -> tuple[int, int]:
+    """(idle, peak) RSS in KiB of a fresh scorer process that scores ``completions`` hostile completions
+    of a stdio problem with ``tests`` tests: idle once the sandbox is open and has run a program."""
+    script = f"""
+import asyncio
+from codegrpo.config import LocalSandboxConfig
+from codegrpo.problems import IOTest, Problem
+from codegrpo.programs import get_language
+from codegrpo.sandbox.base import Program
+from codegrpo.sandbox.local import LocalSandbox
+from codegrpo.scoring import Scorer
+
+def status(key):
+    for line in open('/proc/self/status'):
+        if line.startswith(key):
+            return int(line.split()[1])
+
+problem = Problem("flood", "", "", "stdio", tests=tuple(IOTest(str(i), str(i)) for i in range({tests})))
+sandbox = LocalSandbox(LocalSandboxConfig(max_concurrency={concurrency}, warm={warm}))
+asyncio.run(sandbox.run_many([Program('print(1)')] * {concurrency}))
+scorer = Scorer([problem], sandbox, get_language("python"))
+idle = status('VmRSS:')
+open('/proc/self/clear_refs', 'w').write('5')  # reset the peak (VmHWM) to the current RSS
+codes = [{HOSTILE_OUTPUT!r} + "# " + str(i) for i in range({completions})]  # distinct: none runs once for all
+scored = asyncio.run(scorer.score(["flood"] * {completions}, codes))
+assert all(s.verdict.reward == 0.0 for s in scored), [s.verdict for s in scored]
+print(idle, status('VmHWM:'))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=1800)
+    idle, peak = (int(x) for x in done.stdout.split())
+    return idle, peak
+
+
+def bench_hostile_memory() -> list[tuple[str, float, str]]:
+    """Issue 32's memory bound: peak <= 2 x idle + a small constant per concurrent program."""
+    rows = []
+    for completions, tests, warm in ((1, 200, True), (32, 15, False)):
+        idle, peak = bench_scorer_memory(completions, tests, warm)
+        label = f"{completions} hostile x {tests} tests, {'warm' if warm else 'cold'}"
+        print(f"[memory] {label}: idle {idle / 1024:.0f} MiB, peak {peak / 1024:.0f} MiB", file=sys.stderr)
+        bound = 2 * idle / 1024 + PER_PROGRAM_MIB * 4
+        rows += [(f"{label}: scorer idle RSS (MiB)", idle / 1024, "sandbox open, nothing scored"),
+                 (f"{label}: scorer peak RSS (MiB)", peak / 1024, f"{completions * tests} runs of ~2 MiB output each"),
+                 (f"{label}: ratio peak / bound", peak / 1024 / bound,
+                  f"target <= 1.0; bound 2 x idle + {PER_PROGRAM_MIB} MiB x 4 programs = {bound:.0f} MiB")]
+    return rows
+
+
 IO_SOLUTIONS = {  # (problem kind, a right and a wrong solution): short stdin programs as contests have
     "sum": ("print(sum(map(int, input().split())))", "print(sum(map(int, input().split())) + 1)"),
     "sort": ("n = int(input())\nprint(*sorted(map(int, input().split())))", "input()\nprint(input())"),
@@ -752,7 +809,7 @@ def main(argv: list[str] | None = None) -> None:
         with tempfile.TemporaryDirectory() as scratch:
             results["c. training overhead"] = bench_train(args.train_steps, args.train_rounds, Path(scratch))
     if "memory" in sections:
-        results["d. memory under output floods"] = bench_memory()
+        results["d. memory under output floods"] = bench_memory() + bench_hostile_memory()
     if "generation" in sections:
         results["e. batched generation (tokens/s)"] = bench_generation()
     if "logging" in sections:

@@ -86,7 +86,16 @@ from importlib import resources  # noqa: E402
 
 from codegrpo.problems import Problem  # noqa: E402
 from codegrpo.sandbox.base import Outcome, RunResult  # noqa: E402
-from codegrpo.verdict import Verdict, check_passes, clean_text, decode_typed, envelope, json_view, score_io  # noqa: E402
+from codegrpo.verdict import (  # noqa: E402
+    Verdict,
+    check_passes,
+    clean_text,
+    decode_typed,
+    envelope,
+    failure_of,
+    json_view,
+    score_io,
+)
 
 HARNESS = runpy.run_path(str(resources.files("codegrpo.harness").joinpath("python_harness.py")))
 HUGE = [10**400, -(10**400), 10**5000, 2**100000]
@@ -234,7 +243,8 @@ def test_io_verdicts_say_which_test_failed_and_count_the_rest():
     runs = (ok, wrong, RunResult(Outcome.TIMEOUT), RunResult(Outcome.EXITED, 1, "", "Traceback\nValueError: x\n"), ok)
 
     def judge(_, run):
-        return None if run.stdout == "4\n" else (Status.FAILED, f'got "{run.stdout.strip()}", expected "4"')
+        return failure_of(run, lambda run: None if run.stdout == "4\n" else
+                            (Status.FAILED, f'got "{run.stdout.strip()}", expected "4"'))  # fmt: skip
 
     result = RunResult(Outcome.EXITED, 0, runs=runs)
     partial = score_io(result, 5, judge, partial=True)

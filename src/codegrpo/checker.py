@@ -13,12 +13,14 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
 
 from codegrpo.config import Checker
 
 # Unambiguous (no two ways to split a run of digits), ASCII digits only: linear on any token.
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 _INTEGER = re.compile(r"[+-]?\d+", re.ASCII)
+_WORD = re.compile(r"\S+")  # str.split()'s tokens: the same Unicode whitespace
 NUMBER_CHARS = 100  # a longer token is no float a checker compares within a tolerance: exact text
 SHOWN = 40  # characters of a token or line a reason shows
 
@@ -38,22 +40,37 @@ def _tokens_equal(got: str, want: str, tolerance: float) -> bool:
     return math.isfinite(a) and math.isfinite(b) and abs(a - b) <= tolerance * max(1.0, abs(b))
 
 
-def _first_difference(got: list[str], want: list[str], equal, what: str) -> str | None:
-    for got_item, want_item in zip(got, want, strict=False):
+def _first_difference(got: Iterator[str], want: list[str], equal, what: str) -> str | None:
+    # ``got`` is read lazily: a million-token output is compared, never held as a million strings.
+    count = 0
+    for want_item in want:
+        got_item = next(got, None)
+        if got_item is None:
+            return f"the output ends early: got {count} {what}, expected {len(want)}"
         if not equal(got_item, want_item):
             return f"got {_quote(got_item)}, expected {_quote(want_item)}"
-    if len(got) < len(want):
-        return f"the output ends early: got {len(got)} {what}, expected {len(want)}"
-    if len(got) > len(want):
-        return f"extra output: got {len(got)} {what}, expected {len(want)}"
-    return None
+        count += 1
+    extra = sum(1 for _ in got)
+    return f"extra output: got {count + extra} {what}, expected {len(want)}" if extra else None
 
 
-def _lines(text: str) -> list[str]:
-    rows = [row.rstrip() for row in text.split("\n")]
-    while rows and not rows[-1]:
-        rows.pop()
-    return rows
+def _lines(text: str) -> Iterator[str]:
+    """Lines without their trailing whitespace, trailing blank lines left out."""
+    blanks, start = 0, 0
+    while start <= len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        row, start = text[start:end].rstrip(), end + 1
+        if not row:
+            blanks += 1
+            continue
+        yield from [""] * blanks
+        blanks = 0
+        yield row
+
+
+def _words(text: str) -> Iterator[str]:
+    return (match.group() for match in _WORD.finditer(text))
 
 
 def compare_output(got: str, want: str, checker: Checker = Checker.tokens, tolerance: float = 1e-6) -> str | None:
@@ -61,5 +78,5 @@ def compare_output(got: str, want: str, checker: Checker = Checker.tokens, toler
     if checker is Checker.exact:
         return None if got == want else f"got {_quote(got)}, expected {_quote(want)}"
     if checker is Checker.lines:
-        return _first_difference(_lines(got), _lines(want), str.__eq__, "lines")
-    return _first_difference(got.split(), want.split(), lambda a, b: _tokens_equal(a, b, tolerance), "tokens")
+        return _first_difference(_lines(got), list(_lines(want)), str.__eq__, "lines")
+    return _first_difference(_words(got), want.split(), lambda a, b: _tokens_equal(a, b, tolerance), "tokens")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import json
 import statistics
 import sys
@@ -15,16 +17,18 @@ from codegrpo.checker import compare_output
 from codegrpo.config import Checker, Extract, RewardKind
 from codegrpo.explain import code_head, reason
 from codegrpo.extraction import completion_text, extract_code
-from codegrpo.monitor import HackTrend, flags_of, hack_metrics, joined, warn
+from codegrpo.monitor import CATEGORIES, HackTrend, audit_flags, flags_of, hack_metrics, joined, run_flags, warn
 from codegrpo.problems import IOTest, Problem
 from codegrpo.programs import Language, build_program, humaneval_check
-from codegrpo.sandbox.base import RunResult, SandboxBackend
+from codegrpo.sandbox.base import Outcome, RunResult, SandboxBackend
 from codegrpo.verdict import (
+    Failure,
     Scored,
     Status,
     Verdict,
     decode_typed,
     envelope,
+    failure_of,
     got_expected,
     json_view,
     score_checks,
@@ -76,22 +80,27 @@ class Scorer:
         codes = [extract_code(completion_text(c), self.language.fence_tags, self.extract) for c in completions]
         keys = list(zip(problem_ids, codes, strict=True))
         unique = [key for key in dict.fromkeys(keys) if key[1].strip()]
+        judged = [_Judged(self, self.problem(pid)) for pid, _ in unique]
         programs = [
-            build_program(self.problem(pid), code, self.language, self.timeout_s, self.budget_s) for pid, code in unique
-        ]
+            dataclasses.replace(build_program(j.problem, code, self.language, self.timeout_s, self.budget_s),
+                                digest=j.digest)
+            for j, (_, code) in zip(judged, unique, strict=True)
+        ]  # fmt: skip
         results = await self.sandbox.run_many(programs)
         by_key = {
-            key: (self._judge(self.problem(key[0]), result), result.duration_s, self._flags(key, result))
-            for key, result in zip(unique, results, strict=True)
+            key: (j.verdict(result), result.duration_s, self._flags(j, key[1], result))
+            for key, j, result in zip(unique, judged, results, strict=True)
         }
         no_code = (Verdict(Status.NO_CODE, 0.0), 0.0)
         return [Scored(pid, code, *by_key.get((pid, code), no_code)) for pid, code in keys]
 
-    def _flags(self, key: tuple[str, str], result: RunResult) -> tuple[str, ...]:
+    def _flags(self, judged: _Judged, code: str, result: RunResult) -> tuple[str, ...]:
         if not self.monitor:
             return ()
         try:
-            return flags_of(self.problem(key[0]), key[1], result, self.language.name)
+            judged.fill(result)
+            static = flags_of(judged.problem, code, None, self.language.name)
+            return tuple(category for category in CATEGORIES if category in judged.evidence or category in static)
         except Exception:  # the monitor never costs a completion its verdict
             return ()
 
@@ -106,17 +115,20 @@ class Scorer:
         self._shared = None if users >= self.shared_by else (cached, task, users)
         return await asyncio.shield(task)
 
-    def _judge(self, problem: Problem, result: RunResult) -> Verdict:
+    def judge_run(self, problem: Problem, index: int, run: RunResult) -> Verdict:
+        """Run ``index`` of a program for ``problem``, judged on its own: for the input/output forms, test
+        ``index``'s outcome (PASSED, or how it failed); for the others the whole verdict. Total: a verdict
+        that cannot be computed is that completion's ERROR."""
         try:
-            return self._verdict(problem, result)
+            if problem.form == "stdio":
+                return _as_verdict(failure_of(run, lambda run: self._stdio(problem.tests[index], run)))
+            if problem.form == "call":
+                return _as_verdict(failure_of(run, lambda run: _call(problem.tests[index], run)))
+            return self._single(problem, run)
         except Exception as error:  # the last line: judging one completion fails that completion alone
             return Verdict(Status.ERROR, 0.0, f"the verdict could not be computed: {type(error).__name__}")
 
-    def _verdict(self, problem: Problem, result: RunResult) -> Verdict:
-        if problem.form == "stdio":
-            return score_io(result, len(problem.tests), lambda i, run: self._stdio(problem.tests[i], run), self.partial)
-        if problem.form == "call":
-            return score_io(result, len(problem.tests), lambda i, run: _call(problem.tests[i], run), self.partial)
+    def _single(self, problem: Problem, result: RunResult) -> Verdict:
         python = self.language.name == "python"
         checks = problem.form == "humaneval" and python
         early, value = envelope(result, (decode_typed if checks else json_view) if python else None)
@@ -126,12 +138,65 @@ class Scorer:
             return score_checks(value, humaneval_check(problem).expected, self.partial)
         return score_values(value, json.loads(problem.expected), self.partial)
 
-    def _stdio(self, test: IOTest, run: RunResult) -> tuple[Status, str] | None:
+    def _stdio(self, test: IOTest, run: RunResult) -> Failure | None:
         difference = compare_output(run.stdout, test.output, self.checker, self.tolerance)
         return None if difference is None else (Status.FAILED, difference)
 
 
-def _call(test: IOTest, run: RunResult) -> tuple[Status, str] | None:
+IO_FORMS = ("stdio", "call")  # one run per test
+
+# What a program's runs keep of their output once judged (for people: explain, tests), all runs together:
+# the verdict and the monitor's evidence are taken from each run as it arrives, so the host holds a
+# program's output one run at a time, whatever its number of tests (docs/security.md).
+KEPT_OUTPUT_CHARS = 1 << 14
+
+
+class _Judged:
+    """One program's runs, judged as the backend receives them (``digest``): each run's verdict and the
+    monitor's evidence are kept, its output only within KEPT_OUTPUT_CHARS."""
+
+    def __init__(self, scorer: Scorer, problem: Problem) -> None:
+        self.scorer = scorer
+        self.problem = problem
+        self.verdicts: dict[int, Verdict] = {}
+        self.evidence: set[str] = set()
+        self.room = KEPT_OUTPUT_CHARS
+
+    def digest(self, index: int, run: RunResult) -> RunResult:
+        self.verdicts[index] = self.scorer.judge_run(self.problem, index, run)
+        if self.scorer.monitor:
+            with contextlib.suppress(Exception):  # one unreadable run adds nothing; the others still count
+                self.evidence |= audit_flags(run) | run_flags(run, self.problem.form, self.scorer.language.name)
+        stdout = run.stdout if len(run.stdout) <= self.room else ""
+        stderr = run.stderr[-max(0, self.room - len(stdout)) :] if self.room > len(stdout) else ""
+        self.room -= len(stdout) + len(stderr)
+        return dataclasses.replace(run, stdout=stdout, stderr=stderr)
+
+    def fill(self, result: RunResult) -> None:
+        """Judge the runs a backend returned without digesting them (a backend of a user's own)."""
+        for index, run in enumerate(result.runs or (result,)):
+            if index not in self.verdicts and run.outcome is not Outcome.SANDBOX_ERROR:
+                self.digest(index, run)
+
+    def verdict(self, result: RunResult) -> Verdict:
+        self.fill(result)
+        if self.problem.form not in IO_FORMS:
+            if result.outcome is Outcome.SANDBOX_ERROR:
+                return Verdict(Status.INFRA, None, result.error)
+            return self.verdicts[0]
+        return score_io(result, len(self.problem.tests), lambda index, _: _failure(self.verdicts[index]),
+                        self.scorer.partial)  # fmt: skip
+
+
+def _as_verdict(failure: Failure | None) -> Verdict:
+    return Verdict(Status.PASSED, 1.0) if failure is None else Verdict(failure[0], 0.0, failure[1])
+
+
+def _failure(verdict: Verdict) -> Failure | None:
+    return None if verdict.status is Status.PASSED else (verdict.status, verdict.detail)
+
+
+def _call(test: IOTest, run: RunResult) -> Failure | None:
     """A call-form test: the harness's report of the function's value, against the test's output (strict JSON)."""
     early, value = envelope(run)
     if early is not None:

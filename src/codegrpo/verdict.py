@@ -278,24 +278,28 @@ def check_passes(value: Any, want: list[Any]) -> bool:
         return False
 
 
-def _run_failure(run: RunResult) -> tuple[Status, str] | None:
-    """How a test's run failed before its output could be judged, or None when it exited cleanly."""
+Failure = tuple[Status, str]  # how one test failed, and why
+
+
+def failure_of(run: RunResult, judge: Callable[[RunResult], Failure | None]) -> Failure | None:
+    """How one test's run failed (None: it passed): a run that did not exit cleanly, else ``judge``'s
+    verdict on its output."""
     if run.outcome is Outcome.TIMEOUT:
         return Status.TIMEOUT, "timed out"
     if run.outcome is Outcome.EXITED and run.exit_code == 0:
-        return None
+        return judge(run)
     last = next((line.strip() for line in reversed(run.stderr.splitlines()) if line.strip()), "")
     why = f"{run.outcome.value} (exit {run.exit_code})"
     return Status.ERROR, f"{why}: {last[:200]}" if last else why
 
 
 def score_io(
-    result: RunResult, total: int, judge: Callable[[int, RunResult], tuple[Status, str] | None], partial: bool
+    result: RunResult, total: int, failure: Callable[[int, RunResult], Failure | None], partial: bool
 ) -> Verdict:
-    """Input/output forms: one run per test (``total`` of them), each judged by ``judge(i, run)`` (None when
-    test i passes, else its status and why). The reward is the fraction of tests passed with ``partial``,
-    else all or nothing; the status and the reason are the first failing test's: "test 2 of 5: got "3",
-    expected "4"". A sandbox failure of any run leaves the whole completion out (infra)."""
+    """Input/output forms: one run per test (``total`` of them), test i failed as ``failure(i, run)`` says
+    (None when it passed; ``failure_of`` judges a run). The reward is the fraction of tests passed with
+    ``partial``, else all or nothing; the status and the reason are the first failing test's: "test 2 of
+    5: got "3", expected "4"". A sandbox failure of any run leaves the whole completion out (infra)."""
     if result.outcome is Outcome.SANDBOX_ERROR or any(run.outcome is Outcome.SANDBOX_ERROR for run in result.runs):
         errors = [run.error for run in result.runs if run.error]
         return Verdict(Status.INFRA, None, result.error or (errors[0] if errors else "sandbox error"))
@@ -303,11 +307,11 @@ def score_io(
         return Verdict(Status.ERROR, 0.0, f"{len(result.runs)} of {total} tests ran")
     passed, first = 0, None
     for number, run in enumerate(result.runs):
-        failure = _run_failure(run) or judge(number, run)
-        if failure is None:
+        failed = failure(number, run)
+        if failed is None:
             passed += 1
         elif first is None:
-            first = (failure[0], f"test {number + 1} of {total}: {failure[1]}")
+            first = (failed[0], f"test {number + 1} of {total}: {failed[1]}")
     if first is None:
         return Verdict(Status.PASSED, 1.0)
     return Verdict(first[0], passed / total if partial else 0.0, first[1])

@@ -6,8 +6,8 @@ import abc
 import asyncio
 import dataclasses
 import enum
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from importlib import resources
 
 from codegrpo.config import SandboxConfig
@@ -41,6 +41,10 @@ class Program:
     ``prelude_chars`` characters may be trusted code that many programs share (the harness), whole
     lines: a warm interpreter compiles them once.
 
+    ``digest(index, run)``, where given, is called by the backend with each run as it arrives and returns
+    what the host keeps of it (the scorer judges the run there and keeps its verdict, not its output), so
+    the host's memory does not grow with runs x output.
+
     With ``inputs``, the program runs once per input, each run a fresh process that shares nothing with
     the others (no files, /tmp, working directory or memory), with that text on its stdin;
     ``timeout_s`` is then per run, and ``budget_s`` bounds all the runs together. Every run of one
@@ -55,6 +59,11 @@ class Program:
     command: tuple[str, ...] | None = None
     inputs: tuple[str, ...] | None = None
     budget_s: float | None = None
+    digest: Callable[[int, RunResult], RunResult] | None = field(default=None, compare=False, repr=False)
+
+    def kept(self, index: int, run: RunResult) -> RunResult:
+        """What the host keeps of run ``index``: what ``digest`` keeps, or all of it."""
+        return run if self.digest is None else self.digest(index, run)
 
     @property
     def argv(self) -> tuple[str, ...]:

@@ -296,7 +296,7 @@ class SuperserveSandbox(SandboxBackend):
                 cwd="/tmp",
                 timeout_seconds=math.ceil(max(self.cfg.command_timeout_s, program.timeout_s + EXEC_MARGIN_S)),
             )
-            return _to_run_result(result, program, time.monotonic() - started, self.cfg)
+            return program.kept(0, _to_run_result(result, program, time.monotonic() - started, self.cfg))
         finally:
             await self._kill(sandbox.id, sandbox)
 
@@ -638,16 +638,23 @@ def _chunk_results(result: CommandResult, programs: list[Program], header: str) 
         raise _RunnerFailed(f"malformed results: {error}") from None
     if not isinstance(records, list) or len(records) != len(programs):
         raise _RunnerFailed(f"expected {len(programs)} results")
-    return [program_result(p, _runs(record, p), sum(run.duration_s for run in _runs(record, p)))
-            for p, record in zip(programs, records, strict=True)]  # fmt: skip
+    # Every record is checked before any run is kept: a malformed chunk runs again, and nothing of it was judged.
+    checked = [(program, _runs(record, program)) for program, record in zip(programs, records, strict=True)]
+    del records
+    results = []
+    for program, runs in checked:
+        kept = [program.kept(index, _to_result(run)) for index, run in enumerate(runs)]
+        results.append(program_result(program, kept, sum(run.duration_s for run in kept)))
+    return results
 
 
 _RUN_FIELDS = {"exit_code": (int, type(None)), "timed_out": bool, "over_limit": bool, "stdout": str, "stderr": str,
                "duration_s": (int, float)}  # fmt: skip
 
 
-def _runs(record: object, program: Program) -> list[RunResult]:
-    """One program's runs from its record, {"runs": [...]}, one per input (one without inputs)."""
+def _runs(record: object, program: Program) -> list[dict]:
+    """One program's runs from its record, {"runs": [...]}, one per input (one without inputs), checked,
+    their outputs as bytes."""
     expected = 1 if program.inputs is None else len(program.inputs)
     runs = record.get("runs") if isinstance(record, dict) and record.keys() == {"runs"} else None
     if not isinstance(runs, list) or len(runs) != expected:
@@ -661,10 +668,15 @@ def _runs(record: object, program: Program) -> list[RunResult]:
             and (run["exit_code"] is not None or run["timed_out"])  # only a run the budget never started
         ):
             raise _RunnerFailed("malformed result")
-    try:  # the outputs come as base64 of their bytes
-        outputs = [[base64.b64decode(r[name], validate=True).decode("utf-8", "replace")
-                    for name in ("stdout", "stderr")] for r in runs]
-    except ValueError:
-        raise _RunnerFailed("malformed output") from None
-    return [classify(r["exit_code"], *output, float(r["duration_s"]), over_limit=r["over_limit"],
-                     timed_out=r["timed_out"]) for r, output in zip(runs, outputs, strict=True)]
+        try:  # the outputs come as base64 of their bytes
+            run["stdout"], run["stderr"] = (base64.b64decode(run[name], validate=True) for name in ("stdout", "stderr"))
+        except ValueError:
+            raise _RunnerFailed("malformed output") from None
+    return runs
+
+
+def _to_result(run: dict) -> RunResult:
+    """One checked run as a RunResult, its output decoded here, one run at a time."""
+    return classify(run["exit_code"], run.pop("stdout").decode("utf-8", "replace"),
+                    run.pop("stderr").decode("utf-8", "replace"), float(run["duration_s"]),
+                    over_limit=run["over_limit"], timed_out=run["timed_out"])  # fmt: skip

@@ -176,13 +176,17 @@ class Worker:
             if stdin is not None:
                 fds.append(_memfd("codegrpo-stdin", stdin))
             try:
-                for answer, (stdout, stderr), over in exchange(self._control, request, fds, self._output_limits):
+                for index, (answer, (stdout, stderr), over) in enumerate(
+                    exchange(self._control, request, fds, self._output_limits)
+                ):
                     # Read as each answer comes: the next run starts at once, and a memory bomb takes far
                     # longer than this to reach the limit.
                     now = self.group.oom_kills() if self.group is not None else 0
-                    runs.append(classify(answer["code"], stdout.decode("utf-8", "replace"),
-                                         stderr.decode("utf-8", "replace"), float(answer["duration_s"]),
-                                         over_limit=over, timed_out=answer["timeout"], oom=now > ooms))
+                    run = classify(answer["code"], stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace"),
+                                   float(answer["duration_s"]), over_limit=over, timed_out=answer["timeout"],
+                                   oom=now > ooms)  # fmt: skip
+                    del stdout, stderr
+                    runs.append(program.kept(index, run))
                     ooms = now
             finally:
                 close_all(fds)
