@@ -184,7 +184,7 @@ print(idle, status('VmHWM:'))
 
 # One emoji, then invalid bytes to just under the cap: "replace" decodes each byte to U+FFFD in a 4-byte
 # string, so an output kept as text costs four times its bytes (issue 32's finding 1).
-PER_PROGRAM_MIB = 16  # docs/security.md: what one program running may hold on the host (its output, twice)
+PER_PROGRAM_MIB = 32  # docs/security.md: what one program being judged may hold on the host for a moment
 HOSTILE_OUTPUT = """import sys
 for stream in (sys.stdout.buffer, sys.stderr.buffer):
     stream.write("\\U0001F600".encode() + b"\\xff" * ((1 << 20) - 8))
