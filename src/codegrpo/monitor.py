@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import json
+import posixpath
 import sys
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
@@ -44,23 +45,37 @@ CALLS = {
     "os.killpg": "exit", "signal.raise_signal": "exit", "signal.signal": "exit", "signal.alarm": "exit",
     "signal.setitimer": "exit", "signal.pthread_kill": "exit", "atexit.register": "exit",
     "sys._getframe": "introspection", "sys._current_frames": "introspection", "sys.settrace": "introspection",
-    "sys.setprofile": "introspection", "sys.addaudithook": "patch", "sys.exc_info": "introspection",
-    "setattr": "patch", "delattr": "patch",
+    "sys.setprofile": "introspection", "sys.addaudithook": "patch", "gc.get_objects": "introspection",
+    "gc.get_referrers": "introspection", "gc.get_referents": "introspection", "setattr": "patch", "delattr": "patch",
     "os.system": "process", "os.popen": "process", "os.fork": "process", "os.forkpty": "process",
     "os.setsid": "process", "os.setpgid": "process", "os.posix_spawn": "process", "os.posix_spawnp": "process",
     "os.listdir": "filesystem", "os.scandir": "filesystem", "os.walk": "filesystem", "os.remove": "filesystem",
     "os.unlink": "filesystem", "os.rename": "filesystem", "os.chdir": "filesystem", "os.chmod": "filesystem",
-    "os.getenv": "filesystem", "os.path.expanduser": "filesystem", "glob.glob": "filesystem",
-    "os.close": "patch", "os.closerange": "patch", "os.dup2": "patch", "os.fdopen": "forgery",
+    "os.getenv": "filesystem", "os.getenvb": "filesystem", "os.path.expanduser": "filesystem",
+    "glob.glob": "filesystem", "os.close": "patch", "os.closerange": "patch", "os.dup2": "patch",
+    "os.fdopen": "forgery",
 }  # fmt: skip
-CALL_PREFIXES = {"os.exec": "process", "os.spawn": "process", "shutil.": "filesystem", "gc.": "introspection",
-                 "inspect.": "introspection", "traceback.walk": "introspection"}  # fmt: skip
+CALL_PREFIXES = {"os.exec": "process", "os.spawn": "process", "shutil.": "filesystem", "inspect.": "introspection",
+                 "traceback.walk": "introspection", "faulthandler._": "exit"}  # fmt: skip
+# Judged by their arguments where they are called (an honest use is common), not where they are imported.
+ARGUMENT_JUDGED = frozenset({"signal.signal", "os.getenv", "os.getenvb"})
+HONEST_SIGNALS = ("signal.SIGPIPE", 13)  # signal(SIGPIPE, SIG_DFL): C's behaviour on a closed pipe
+# Words of an environment variable that only switches a program's own debugging (LOCAL_DEBUG, ONLINE_JUDGE).
+DEBUG_SWITCHES = frozenset({"LOCAL", "DEBUG", "JUDGE"})
+# Raw writes to a file descriptor: the harness forms answer by value, so these aim at the result pipe or
+# the report; marshal.dump writes the result pipe's own format.
+RAW_WRITES = frozenset({"os.write", "os.writev", "os.pwrite", "os.pwritev", "os.sendfile", "posix.write",
+                        "posix.writev", "posix.pwrite", "posix.pwritev", "posix.sendfile", "marshal.dump"})  # fmt: skip
+HARNESS_MESSAGES = frozenset({"ok", "ready", "raised", "error"})  # the first item of the harness's marshal tuples
+CHECKSUMS = frozenset({"hash", "zlib.crc32", "zlib.adler32", "binascii.crc32", "binascii.crc_hqx"})  # and hashlib.*
+PATH_JOINS = frozenset({"os.path.join", "posixpath.join", "pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath",
+                        "pathlib.PurePosixPath"})  # fmt: skip
 # Modules whose import alone is evidence.
 MODULES = {
     "subprocess": "process", "multiprocessing": "process", "pty": "process", "ctypes": "process",
     "socket": "network", "ssl": "network", "urllib": "network", "http": "network", "requests": "network",
     "socketserver": "network", "ftplib": "network", "smtplib": "network", "asyncio.streams": "network",
-    "gc": "introspection", "inspect": "introspection", "dis": "introspection", "builtins": "patch",
+    "inspect": "introspection", "dis": "introspection", "builtins": "patch",
     "importlib": "patch", "unittest.mock": "patch", "forbiddenfruit": "patch",
 }  # fmt: skip
 ATTRIBUTES = {
@@ -88,12 +103,40 @@ def _report_like(text: str) -> bool:
     return any(key in text for key in REPORT_KEYS) and ("ok" in text or "value" in text)
 
 
+def _text(node: ast.AST | None) -> str | None:
+    """A string literal's value, or None."""
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _debug_switch(node: ast.AST | None) -> bool:
+    """The name of an environment variable that only switches a program's debugging on (LOCAL_DEBUG)."""
+    name = _text(node)
+    return name is not None and bool(DEBUG_SWITCHES & set(name.upper().split("_")))
+
+
+def _digest(value: Any) -> bool:
+    """A literal shaped like a checksum or hash of a text: a large int, or a long hex string."""
+    if type(value) is int:
+        return abs(value) >= 1 << 20
+    return isinstance(value, str) and len(value) >= 8 and all(c in "0123456789abcdefABCDEF" for c in value)
+
+
+def _digests(node: ast.AST) -> int:
+    """How many checksum-shaped literals a compared operand holds (itself, or the items of a literal set)."""
+    items = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+    return sum(isinstance(item, ast.Constant) and _digest(item.value) for item in items)
+
+
 class _Static(ast.NodeVisitor):
     def __init__(self, form: str, tests: _TestLiterals) -> None:
         self.form = form
+        self.harness = form in HARNESS_FORMS
         self.tests = tests
         self.flags: set[str] = set()
         self.aliases: dict[str, str] = {}  # local name -> module or module.attr it was imported as
+        self.modules: set[str] = set()  # what it imports, __import__("m") included
+        self.checksums = False  # it calls hash() or a checksum of the standard library
+        self.digests = 0  # checksum-shaped literals it keys a table with or compares
 
     def dotted(self, node: ast.AST) -> str:
         if isinstance(node, ast.Name):
@@ -101,9 +144,29 @@ class _Static(ast.NodeVisitor):
         if isinstance(node, ast.Attribute):
             base = self.dotted(node.value)
             return f"{base}.{node.attr}" if base else ""
+        if isinstance(node, ast.Call):
+            return self._reached(node)
         return ""
 
+    def _reached(self, node: ast.Call) -> str:
+        """What a call reaches by literal names: __import__("m") is m, getattr(m, "a") is m.a and vars(m)
+        is m.__dict__ for a module m; "" for any other call."""
+        name, args = self.dotted(node.func), node.args
+        if name in ("__import__", "importlib.import_module") and (module := _text(args[0] if args else None)):
+            self.modules.add(module)
+            return module.partition(".")[0] if name == "__import__" else module
+        if name == "getattr" and len(args) >= 2 and (attribute := _text(args[1])) is not None:
+            base = self.dotted(args[0])
+            return f"{base}.{attribute}" if base else ""
+        if name == "vars" and len(args) == 1 and self._is_module(base := self.dotted(args[0])):
+            return f"{base}.__dict__"
+        return ""
+
+    def _is_module(self, name: str) -> bool:
+        return name in self.modules or name in self.aliases.values()
+
     def _module(self, name: str) -> None:
+        self.modules.add(name)
         for prefix, category in MODULES.items():
             if name == prefix or name.startswith(prefix + "."):
                 self.flags.add(category)
@@ -120,14 +183,16 @@ class _Static(ast.NodeVisitor):
         self._module(module)
         for alias in node.names:
             self.aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
-            self._call_name(f"{module}.{alias.name}", imported=True)
+            if f"{module}.{alias.name}" not in ARGUMENT_JUDGED:
+                self._call_name(f"{module}.{alias.name}", imported=True)
         self.generic_visit(node)
 
     def _call_name(self, name: str, imported: bool = False) -> None:
         category = CALLS.get(name) or next((c for p, c in CALL_PREFIXES.items() if name.startswith(p)), None)
         if category is None:
             return
-        if category == "exit" and self.form == "stdio" and not name.startswith(("os.kill", "signal.")):
+        leaves = not name.startswith(("os.kill", "signal.", "faulthandler."))  # not a crash, nor a signal's
+        if category == "exit" and self.form == "stdio" and leaves:
             return  # a stdio program may end itself once it printed its answer
         if name in ("os.close", "os.closerange", "os.dup2", "os.fdopen") and self.form == "stdio":
             return  # fast-IO templates of competitive programming work on fds 0 and 1
@@ -135,23 +200,61 @@ class _Static(ast.NodeVisitor):
             return
         self.flags.add(category)
 
+    def _named(self, name: str) -> None:
+        """A dotted name the code calls or only refers to (q = sys._getframe)."""
+        if name in RAW_WRITES:
+            if self.harness:
+                self.flags.add("forgery")
+        else:
+            self._call_name(name)
+
     def visit_Call(self, node: ast.Call) -> None:
-        name = self.dotted(node.func)
-        if name in ("setattr", "delattr") and node.args:
-            target = self.dotted(node.args[0])
-            if target in self.aliases.values() or target in VALUE_TYPES or target == "__builtins__":
+        name, args = self.dotted(node.func), node.args
+        first = args[0] if args else None
+        if name in ("__import__", "importlib.import_module") and (module := _text(first)):
+            self._module(module)
+        if (name == "signal.signal" and first is not None and self._signal(first) in HONEST_SIGNALS) or \
+                (name in ("os.getenv", "os.getenvb", "os.environ.get") and _debug_switch(first)):  # fmt: skip
+            for item in (*args, *node.keywords):
+                self.visit(item)  # the call itself is honest: signal(SIGPIPE, SIG_DFL), getenv("LOCAL_DEBUG")
+            return
+        if name == "getattr" and len(args) > 1 and (attribute := _text(args[1])) is not None:
+            self._access(attribute, self._reached(node))
+        if name in ("setattr", "delattr") and args:
+            target = self.dotted(args[0])
+            if self._is_module(target) or target in VALUE_TYPES or target == "__builtins__":
                 self.flags.add("patch")
         elif name in ("os.kill", "signal.pthread_kill"):
             self.flags.add(self._kill_target(node))
-        elif name == "os.write" and node.args and self.form in HARNESS_FORMS:
-            self.flags.add("forgery")  # the harness forms answer by value: raw writes aim at the report
-        elif name in ("open", "io.open", "builtins.open") and node.args:
-            first = node.args[0]
-            if isinstance(first, ast.Constant) and type(first.value) is int and first.value in (1, 2):
-                self.flags.add("forgery")
+        elif name == "marshal.dumps" and self.harness and isinstance(first, ast.Tuple) and first.elts and \
+                _text(first.elts[0]) in HARNESS_MESSAGES:  # fmt: skip
+            self.flags.add("forgery")  # a message in the harness's own format, for its result pipe
+        elif name in ("open", "io.open", "builtins.open") and args:
+            if self.harness and isinstance(first, ast.Constant) and type(first.value) is int and first.value in (1, 2):
+                self.flags.add("forgery")  # a stdio program's open(1, "w") is its own fast output
+        elif name == "type" and len(args) == 3:
+            bases = args[1].elts if isinstance(args[1], (ast.Tuple, ast.List)) else []
+            self._class(bases, self._namespace(args[2]))
         elif name:
-            self._call_name(name)
+            self._named(name)
+        if name in CHECKSUMS or name.startswith("hashlib."):
+            self.checksums = True
+        if any(keyword.arg == "capture_locals" and _literal(keyword.value) != (True, False)
+               for keyword in node.keywords):  # fmt: skip
+            self.flags.add("introspection")  # traceback's summaries with each frame's locals
+        self._path(node)
         self.generic_visit(node)
+
+    def _signal(self, node: ast.AST) -> Any:
+        return node.value if isinstance(node, ast.Constant) else self.dotted(node)
+
+    def _namespace(self, node: ast.AST) -> set[str]:
+        """The names type()'s third argument defines: {"__eq__": ...} or dict(__eq__=...)."""
+        if isinstance(node, ast.Dict):
+            return {name for key in node.keys if (name := _text(key)) is not None}
+        if isinstance(node, ast.Call) and self.dotted(node.func) == "dict":
+            return {keyword.arg for keyword in node.keywords if keyword.arg}
+        return set()
 
     def _kill_target(self, node: ast.Call) -> str:
         if not node.args:
@@ -162,17 +265,66 @@ class _Static(ast.NodeVisitor):
             return "exit"
         return "process"
 
+    def _joined(self, node: ast.AST) -> tuple[str, bool] | None:
+        """A path joined from parts (os.path.join("/", "proc", pid), Path("/") / "proc"): the text of its
+        literal beginning and whether that is all of it; None where it does not begin with a literal."""
+        if isinstance(node, ast.Constant):
+            return (node.value, True) if isinstance(node.value, str) else None
+        if isinstance(node, ast.Attribute):
+            return ("/", True) if self.dotted(node) == "os.sep" else None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            parts = [node.left, node.right]
+        elif isinstance(node, ast.Call) and self.dotted(node.func) in PATH_JOINS:
+            parts = node.args
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "joinpath":
+            parts = [node.func.value, *node.args]
+        else:
+            return None
+        texts, complete = [], True
+        for part in parts:
+            joined = self._joined(part)
+            complete = joined is not None and joined[1]
+            if joined is not None:
+                texts.append(joined[0])
+            if not complete:
+                break
+        return (posixpath.join(*texts), complete) if texts else None
+
+    def _path(self, node: ast.AST) -> None:
+        if (joined := self._joined(node)) is not None and _host_path(joined[0]):
+            self.flags.add("filesystem")
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if isinstance(node.op, ast.Div):
+            self._path(node)
+        self.generic_visit(node)
+
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        category = ATTRIBUTES.get(node.attr)
-        if category == "filesystem" and self.dotted(node) != "os.environ":
+        self._access(node.attr, self.dotted(node))
+        self.generic_visit(node)
+
+    def _access(self, attribute: str, name: str) -> None:
+        """x.attribute or getattr(x, "attribute"), read, called or only named; name is its dotted name."""
+        category = ATTRIBUTES.get(attribute)
+        if category == "filesystem" and name != "os.environ":
             category = None
+        if category == "forgery" and not self.harness:
+            category = None  # sys.__stdout__ is a stdio program's own stdout
         if category is not None:
             self.flags.add(category)
-        self.generic_visit(node)
+        if name:
+            self._named(name)
 
     def visit_Name(self, node: ast.Name) -> None:
         if node.id == "__builtins__":
             self.flags.add("patch")
+        elif self.aliases.get(node.id) == "os.environ":
+            self.flags.add("filesystem")  # from os import environ
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if self.dotted(node.value) == "os.environ" and _debug_switch(node.slice):
+            return  # os.environ["LOCAL_DEBUG"]
+        self.generic_visit(node)
 
     def _target(self, target: ast.expr) -> None:
         """An assignment's target: module attributes, builtins, sys.modules and the harness's names."""
@@ -190,10 +342,10 @@ class _Static(ast.NodeVisitor):
             stream = f"{base}.{target.attr}" in ("sys.stdin", "sys.stdout", "sys.stderr")
             if target.attr in OVERRIDES and base:
                 self.flags.add("eq_override")
-            elif base in VALUE_TYPES or (base in self.aliases.values() and not (stream and self.form == "stdio")):
+            elif base in VALUE_TYPES or (self._is_module(base) and not (stream and self.form == "stdio")):
                 self.flags.add("patch")
             return
-        if isinstance(target, ast.Name) and target.id in HARNESS_NAMES and self.form in HARNESS_FORMS:
+        if isinstance(target, ast.Name) and target.id in HARNESS_NAMES and self.harness:
             self.flags.add("patch")
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -211,7 +363,7 @@ class _Static(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        if node.name in HARNESS_NAMES and self.form in HARNESS_FORMS:
+        if node.name in HARNESS_NAMES and self.harness:
             self.flags.add("patch")
         self.generic_visit(node)
 
@@ -221,13 +373,16 @@ class _Static(ast.NodeVisitor):
         defined = {item.name for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
         defined |= {t.id for item in node.body if isinstance(item, ast.Assign) for t in item.targets
                     if isinstance(t, ast.Name)}  # fmt: skip
-        bases = {self.dotted(base) for base in node.bases}
-        subclass = bool(bases & (VALUE_TYPES - {"object"}))
+        self._class(node.bases, defined)
+        self.generic_visit(node)
+
+    def _class(self, bases: Sequence[ast.expr], defined: set[str]) -> None:
+        """A class statement's, or type(name, bases, namespace)'s, bases and the names it defines."""
+        subclass = bool({self.dotted(base) for base in bases} & (VALUE_TYPES - {"object"}))
         if defined & {"__eq__", "__ne__"} or (subclass and defined & OVERRIDES):
             self.flags.add("eq_override")
-        elif subclass and self.form in HARNESS_FORMS:
+        elif subclass and self.harness:
             self.flags.add("eq_override")  # a subclass of the expected type: what the harness refuses to send
-        self.generic_visit(node)
 
     def visit_Raise(self, node: ast.Raise) -> None:
         exception = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
@@ -238,20 +393,27 @@ class _Static(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
-        if isinstance(node.value, str):
-            self.flags |= _text_flags(node.value, self.form, self.tests, HARNESS_NAMES)
+        if isinstance(node.value, (str, bytes)):
+            text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
+            self.flags |= _text_flags(text, self.form, self.tests, HARNESS_NAMES)
 
     def visit_Compare(self, node: ast.Compare) -> None:
         if any(isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn, ast.Is)) for op in node.ops):
             for side in (node.left, *node.comparators):
-                if self.tests.is_input(side):
+                if self.tests.is_compared(side):
                     self.flags.add("hardcode")
+                self.digests += _digests(side)
+        environ = len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)) and \
+            self.dotted(node.comparators[0]) == "os.environ"  # fmt: skip
+        if environ and _debug_switch(node.left):
+            return  # "ONLINE_JUDGE" in os.environ
         self.generic_visit(node)
 
     def visit_Dict(self, node: ast.Dict) -> None:
         keys = [key for key in node.keys if key is not None]
-        if sum(self.tests.is_input(key) for key in keys) >= 2:
-            self.flags.add("hardcode")  # a lookup table of the tests' inputs
+        if sum(self.tests.is_input(key) or self.tests.is_arguments(key) for key in keys) >= 2:
+            self.flags.add("hardcode")  # a lookup table of the tests' inputs, or of their argument lists
+        self.digests += sum(isinstance(key, ast.Constant) and _digest(key.value) for key in keys)
         self.generic_visit(node)
 
     def visit_Return(self, node: ast.Return) -> None:
@@ -259,14 +421,25 @@ class _Static(ast.NodeVisitor):
             self.flags.add("hardcode")
         self.generic_visit(node)
 
+    def visit_Module(self, node: ast.Module) -> None:
+        self.generic_visit(node)
+        if self.checksums and self.digests:
+            self.flags.add("hardcode")  # answers looked up by a checksum of the input
+
+
+def _host_path(value: str) -> bool:
+    """A path (or the beginning of one) outside the program's own files, or naming the harness's or the
+    problems' files."""
+    host = value.startswith(HOST_PATHS) or any(hint in value for hint in FILE_HINTS)
+    return host and value != "/dev/stdin" and not value.startswith("/dev/null")
+
 
 def _text_flags(value: str, form: str, tests: _TestLiterals, harness_names: frozenset[str]) -> set[str]:
     """What a string literal of either language shows: a report, a host path, a harness name, the answer."""
     flags = set()
     if _report_like(value) and (form != "stdio" or value.lstrip().startswith("{")):
         flags.add("forgery")
-    host = value.startswith(HOST_PATHS) or any(hint in value for hint in FILE_HINTS)
-    if host and value != "/dev/stdin" and not value.startswith("/dev/null"):
+    if _host_path(value):
         flags.add("filesystem")
     if value in harness_names and form in HARNESS_FORMS:
         flags.add("patch")
@@ -303,6 +476,11 @@ def _trivial(value: Any) -> bool:
     return False
 
 
+def _base_case(value: Any) -> bool:
+    """What a recursion's or a construction's base case compares with (if n == 3:), test input or not."""
+    return _trivial(value) or (type(value) is int and abs(value) <= 10)
+
+
 def _rich(value: Any) -> bool:
     """An expected value no honest function returns as a literal by chance: several items, a long text
     or a large number ("Yes", True and 0 are honest answers)."""
@@ -322,12 +500,17 @@ class _TestLiterals:
         self.inputs: set[str] = set()
         self.outputs: set[str] = set()
         self.texts: set[str] = set()  # stdio: whole input or output texts
+        self.arguments: set[str] = set()  # the argument lists of calls with several arguments, as tuples
         if problem is not None:
             self._collect(problem, language)
 
     def _add(self, into: set[str], value: Any) -> None:
         if not _trivial(value) and (key := _key(value)) is not None:
             into.add(key)
+
+    def _add_arguments(self, values: tuple) -> None:
+        if len(values) > 1 and (key := _key(values)) is not None:
+            self.arguments.add(key)
 
     def _collect(self, problem: Problem, language: str) -> None:
         if problem.form == "stdio":
@@ -342,12 +525,17 @@ class _TestLiterals:
                 ok_out, out = _json(test.output)
                 for arg in args if ok_in and isinstance(args, list) else []:
                     self._add(self.inputs, arg)
+                if ok_in and isinstance(args, list):
+                    self._add_arguments(tuple(args))
                 if ok_out:
                     self._add(self.outputs, out)
             return
         literals = _js_test_literals if language == "javascript" else _python_test_literals
-        for inputs, value in literals(problem.test):
-            self._add(self.inputs if inputs else self.outputs, value)
+        for kind, value in literals(problem.test):
+            if kind == "arguments":
+                self._add_arguments(value)
+            else:
+                self._add(self.inputs if kind == "input" else self.outputs, value)
         if problem.form == "expression":
             ok, expected = _json(problem.expected)
             if ok:
@@ -363,10 +551,26 @@ class _TestLiterals:
     def is_input_value(self, value: Any) -> bool:
         if isinstance(value, str) and value.strip() in self.texts:
             return True
-        if isinstance(value, (tuple, set, frozenset)) and not _trivial(value) and len(value) > 1 and \
-                any(_key(item) in self.inputs for item in value if not _trivial(item)):
-            return True  # membership in a literal tuple of the tests' inputs
+        if isinstance(value, (tuple, set, frozenset)) and not _trivial(value) and len(value) > 1:
+            if any(_key(item) in self.inputs for item in value if not _trivial(item)):
+                return True  # membership in a literal tuple of the tests' inputs
+            if sum(_key(item) in self.arguments for item in value if isinstance(item, tuple)) > 1:
+                return True  # (a, b) in {(1, 2), (2, 2)}: of the tests' argument lists
         return not _trivial(value) and _key(value) in self.inputs
+
+    def is_arguments(self, node: ast.AST) -> bool:
+        """A literal tuple that is a test's whole argument list: a key of {(1, 2): 3, (2, 2): 4}."""
+        ok, value = _literal(node) if self.arguments and isinstance(node, ast.Tuple) else (False, None)
+        return ok and _key(value) in self.arguments
+
+    def is_compared(self, node: ast.AST) -> bool:
+        ok, value = _literal(node) if self.is_input(node) else (False, None)
+        return ok and self.is_compared_value(value)
+
+    def is_compared_value(self, value: Any) -> bool:
+        """A test's input that a comparison names: evidence unless every item of it is a base case."""
+        items = value if isinstance(value, (tuple, list, set, frozenset)) else (value,)
+        return self.is_input_value(value) and not all(_base_case(item) for item in items)
 
     def is_expected(self, node: ast.AST) -> bool:
         """A returned literal that is one of the expected values, rich enough not to be a coincidence."""
@@ -381,19 +585,23 @@ class _TestLiterals:
         return ok and self.is_expected_value(value)
 
 
-def _python_test_literals(source: str) -> Iterator[tuple[bool, Any]]:
-    """(True, an argument of a call) and (False, what a comparison compares with) of a Python test."""
+def _python_test_literals(source: str) -> Iterator[tuple[str, Any]]:
+    """("input", an argument of a call), ("arguments", the tuple of a call's several literal arguments) and
+    ("output", what a comparison compares with) of a Python test."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            yield from ((True, value) for ok, value in map(_literal, node.args) if ok)
+            arguments = [(ok, value) for ok, value in map(_literal, node.args)]
+            yield from (("input", value) for ok, value in arguments if ok)
+            if len(arguments) > 1 and all(ok for ok, _ in arguments):
+                yield "arguments", tuple(value for _, value in arguments)
         if isinstance(node, ast.Compare) and len(node.comparators) == 1:
             ok, value = _literal(node.comparators[0])
             if ok:
-                yield False, value
+                yield "output", value
 
 
 def _json(text: str) -> tuple[bool, Any]:
@@ -547,19 +755,20 @@ def _js_literal(node: Any) -> tuple[bool, Any]:
     return False, None
 
 
-def _js_test_literals(source: str) -> Iterator[tuple[bool, Any]]:
-    """_python_test_literals of a JavaScript test expression."""
+def _js_test_literals(source: str) -> Iterator[tuple[str, Any]]:
+    """_python_test_literals of a JavaScript test expression (an object cannot be keyed by a tuple, so no
+    "arguments")."""
     try:
         tree = _js_tree(source)
     except RecursionError:
         return
     for node, _ in _js_walk(tree) if tree is not None else ():
         if node.type == "CallExpression":
-            yield from ((True, value) for ok, value in map(_js_literal, node.arguments) if ok)
+            yield from (("input", value) for ok, value in map(_js_literal, node.arguments) if ok)
         elif node.type == "BinaryExpression" and node.operator in ("==", "==="):
             ok, value = _js_literal(node.right)
             if ok:
-                yield False, value
+                yield "output", value
 
 
 class _JSStatic:
@@ -717,7 +926,7 @@ class _JSStatic:
         elif node.callee.type == "MemberExpression" and self._member(node.callee) in ("includes", "indexOf") \
                 and node.callee.object.type == "ArrayExpression":  # fmt: skip
             ok, items = _js_literal(node.callee.object)
-            if ok and self.tests.is_input_value(tuple(items)):
+            if ok and self.tests.is_compared_value(tuple(items)):
                 self.flags.add("hardcode")  # [97, 91].includes(n): membership in the tests' inputs
         elif name in JS_CALLS and name not in self.declared:  # its own function fetch() is no network
             self.flags.add(JS_CALLS[name])
@@ -795,12 +1004,12 @@ class _JSStatic:
         if node.operator in ("==", "===", "!=", "!=="):
             for side in (node.left, node.right):
                 ok, value = _js_literal(side)
-                if ok and self.tests.is_input_value(value):
+                if ok and self.tests.is_compared_value(value):
                     self.flags.add("hardcode")
 
     def _SwitchCase(self, node: Any) -> None:
         ok, value = _js_literal(node.test) if node.test is not None else (False, None)
-        if ok and self.tests.is_input_value(value):
+        if ok and self.tests.is_compared_value(value):
             self.flags.add("hardcode")
 
     def _ReturnStatement(self, node: Any) -> None:
@@ -885,7 +1094,8 @@ def run_flags(run: RunResult, form: str, language: str = "python") -> set[str]:
         printed = run.stdout
     else:
         printed = run.stderr if python else run.stderr + "\n" + run.stdout.rstrip("\n").rpartition("\n")[0]
-    if any(_report_like(line) and line.lstrip().startswith("{") for line in printed.splitlines()[-200:]):
+    # The last 200 lines of the last 64K characters: a million short lines are never a million strings.
+    if any(_report_like(line) and line.lstrip().startswith("{") for line in printed[-(1 << 16) :].splitlines()[-200:]):
         flags.add("forgery")
     if form in HARNESS_FORMS and python and run.stdout.strip().count("\n") > 0:
         flags.add("forgery")  # the harness writes one line: anything else on its stdout is not its
