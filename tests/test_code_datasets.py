@@ -12,7 +12,7 @@ import zlib
 
 import pytest
 
-from codegrpo.code_datasets import decode_private_tests, read_dataset
+from codegrpo.code_datasets import _SECONDS, decode_private_tests, read_dataset
 from codegrpo.config import ProblemsConfig
 from codegrpo.errors import ProblemError, UsageError
 from codegrpo.problems import PROJECT_ROOT
@@ -133,22 +133,51 @@ def test_verifiable_coding_reference_out_of_its_fence_and_time_limit():
     assert problem.timeout_s == 2.0 and problem.prompt.endswith("Print a + b.")
 
 
+def _packed(data: bytes) -> str:
+    return base64.b64encode(zlib.compress(data)).decode()
+
+
 def test_compressed_tests_are_read_as_data_and_a_pickle_that_runs_code_is_refused(tmp_path):
     cases = [{"input": "1\n", "output": "2\n", "testtype": "stdin"}]
-    packed = base64.b64encode(zlib.compress(pickle.dumps(json.dumps(cases)))).decode()
-    assert decode_private_tests(packed, "t") == cases
+    for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+        assert decode_private_tests(_packed(pickle.dumps(json.dumps(cases), protocol)), "t") == cases
+    assert decode_private_tests(_packed(pickle.dumps(json.dumps(cases).encode())), "t") == cases
     marker = tmp_path / "ran"
 
     class Exploit:
         def __reduce__(self):
             return (subprocess.call, (["touch", str(marker)],))
 
-    hostile = base64.b64encode(zlib.compress(pickle.dumps(Exploit()))).decode()
-    with pytest.raises(ProblemError, match=r"refused to load subprocess\.call"):
+    hostile = _packed(pickle.dumps(Exploit()))
+    with pytest.raises(ProblemError, match=r"row 3: private_test_cases is neither .* \(refused pickle opcode "):
         decode_private_tests(hostile, "row 3: private_test_cases")
     assert not marker.exists()
     with pytest.raises(ProblemError, match="neither JSON nor base64-zlib-pickle"):
         decode_private_tests("not base64 at all!", "t")
+
+
+def test_a_pickle_that_builds_more_than_one_string_is_refused_before_it_builds_anything():
+    text = pickle.dumps(json.dumps([{"input": "1", "output": "1", "testtype": "stdin"}]), 4)
+    # The string, then a memo bomb: each 2-byte BINGET would push one more reference, 1 GiB of them a few MB
+    # compressed; and a list of the string a million times over. Neither is built.
+    memo_bomb = text[:-1] + b"h\x00" * 1_000_000 + b"."
+    repeated = pickle.dumps([json.dumps([])] * 1_000_000, 4)
+    for bomb, opcode in ((memo_bomb, "BINGET"), (repeated, "EMPTY_LIST")):
+        with pytest.raises(ProblemError, match=f"refused pickle opcode {opcode}: a pickled string has no other"):
+            decode_private_tests(_packed(bomb), "t")
+
+
+def test_private_tests_that_decompress_past_the_cap_skip_the_row(tmp_path, monkeypatch):
+    from codegrpo import code_datasets
+
+    assert code_datasets.MAX_DECOMPRESSED == 256 << 20
+    monkeypatch.setattr(code_datasets, "MAX_DECOMPRESSED", 1 << 20)
+    row = json.loads((DATA / "livecodebench.jsonl").read_text().splitlines()[0])
+    big = [{"input": "1 2\n", "output": "3\n", "testtype": "stdin"}] * 30_000  # 1.6 MB of JSON
+    rows = [row, row | {"question_id": "big", "private_test_cases": _packed(pickle.dumps(json.dumps(big)))}]
+    loaded = read_dataset(_cfg("livecodebench", _jsonl(tmp_path, rows)))
+    assert [p.id for p in loaded.problems] == ["livecodebench/abc001_a"]
+    assert dict(loaded.skipped) == {"private tests over 1 MiB": 1}
 
 
 # -- bad input: one line, before anything loads ----------------------------------------------------
@@ -262,3 +291,69 @@ def test_the_transfer_experiment_trains_on_taco_and_evaluates_on_livecodebench_a
                              config_name="evaluate")
     assert [p.id for p in build.eval_problems(evaluation)] == [
         "livecodebench/abc360_a", "livecodebench/1990A", "livecodebench/abc370_a", "livecodebench/abc380_a"]
+
+
+# -- hostile fields: loading neither hangs nor crashes ----------------------------------------------------
+
+def _taco_row(**fields) -> dict:
+    return {"question": "Print a + b.", "solutions": json.dumps(["print(sum(map(int, input().split())))"]),
+            "starter_code": "", "input_output": json.dumps({"inputs": ["1 2\n"], "outputs": ["3\n"]})} | fields
+
+
+def test_a_time_limit_is_read_in_linear_time_and_cut_to_60_seconds(tmp_path):
+    import time
+
+    rows = [_taco_row(time_limit=text) for text in
+            ("1" * 30_000, "1." * 30_000, "1" + " " * 30_000 + "x", "10000000000 seconds", "2.5 s", "0 seconds")]
+    started = time.monotonic()
+    problems = read_dataset(_cfg("taco", _jsonl(tmp_path, rows), hub_path="json")).problems
+    assert time.monotonic() - started < 5  # 30,000 digits took 31 s
+    assert [p.timeout_s for p in problems] == [None, None, None, 60.0, 2.5, None]
+    started = time.monotonic()
+    assert _SECONDS.search("1" * 30_000) is None and _SECONDS.search("1" + " " * 30_000) is None  # past the cap too
+    assert time.monotonic() - started < 1
+
+
+def test_code_contests_time_limits_are_cut_to_60_seconds_and_bad_ones_name_the_row(tmp_path):
+    row = {"name": "1_A", "description": "Sum.", "public_tests": {"input": ["1 2\n"], "output": ["3\n"]},
+           "private_tests": None, "generated_tests": None, "solutions": None, "input_file": "", "output_file": ""}
+    limits = [{"seconds": 10**10, "nanos": 0}, {"seconds": 1, "nanos": 500_000_000}, None]
+    rows = [row | {"name": f"{n}_A", "time_limit": limit} for n, limit in enumerate(limits)]
+    problems = read_dataset(_cfg("code_contests", _jsonl(tmp_path, rows), hub_path="json")).problems
+    assert [p.timeout_s for p in problems] == [60.0, 1.5, None]
+    with pytest.raises(ProblemError) as error:
+        read_dataset(_cfg("code_contests", _jsonl(tmp_path, [row | {"time_limit": {"seconds": -3}}]), hub_path="json"))
+    assert "row 0: field 'timeout_s' must be a number of seconds above 0 and at most 60, not -3" in _one_line(error)
+    with pytest.raises(ProblemError) as error:
+        read_dataset(_cfg("code_contests", _jsonl(tmp_path, [row | {"time_limit": {"seconds": "2"}}]), hub_path="json"))
+    assert "row 0: a malformed row (TypeError: " in _one_line(error)
+
+
+def test_json_nested_too_deep_names_the_row_and_field(tmp_path):
+    deep = "[" * 100_000 + "]" * 100_000
+    with pytest.raises(ProblemError) as error:
+        read_dataset(_cfg("taco", _jsonl(tmp_path, [_taco_row(input_output=deep)]), hub_path="json"))
+    assert "row 0: input_output is not valid JSON (nested too deep)" in _one_line(error)
+    row = json.loads((DATA / "livecodebench.jsonl").read_text().splitlines()[0])
+    with pytest.raises(ProblemError) as error:
+        read_dataset(_cfg("livecodebench", _jsonl(tmp_path, [row | {"private_test_cases": deep}])))
+    assert "row 0: private_test_cases is neither JSON nor base64-zlib-pickle" in _one_line(error)
+    with pytest.raises(ProblemError) as error:
+        read_dataset(_cfg("livecodebench", _jsonl(tmp_path, [row | {"private_test_cases": "{}"}])))
+    assert "row 0: public_test_cases and private_test_cases must be JSON lists" in _one_line(error)
+
+
+# -- each dataset's own grader's imports -------------------------------------------------------------------
+
+@pytest.mark.parametrize(("loader", "preambles"), [
+    ("apps", {"apps"}), ("taco", {"apps"}), ("code_contests", {""}), ("livecodebench", {"livecodebench"}),
+    ("verifiable_coding", {""}),
+])  # fmt: skip
+def test_each_dataset_gets_the_preamble_its_grader_runs(loader, preambles):
+    assert {p.preamble for p in _by_id(loader).values()} == preambles
+
+
+def test_deepcoder_rows_get_the_preamble_of_the_grader_their_source_is_scored_by():
+    preambles = {number: _by_id("deepcoder")[f"deepcoder/{number}"].preamble for number in range(11)}
+    # taco's dict (0, 1), primeintellect (2-4, 9, 10) and codeforces (8): TACO's grader; lcbv5 (5-7): LiveCodeBench's
+    assert preambles == {n: "livecodebench" if n in (5, 6, 7) else "apps" for n in range(11)}

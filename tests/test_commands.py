@@ -149,3 +149,74 @@ def test_validate_names_weak_tests_and_keeps_the_problems_whose_reference_passes
     assert "WEAK     ident: a program that returns its first argument passes" in done.stdout
     assert "WEAK     sum" not in done.stdout and "wrote 1/5 problems" in done.stdout
     assert [p.id for p in load_problems(str(kept))] == ["sum"]
+
+
+# -- hostile input files and settings: one line and exit status 2, before anything runs ---------------------
+
+def _one_error_line(done: subprocess.CompletedProcess) -> str:
+    assert done.returncode == 2, done.stdout + done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    [line] = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    return line
+
+
+def test_problem_and_completions_files_that_are_not_utf8_json_name_their_line(tmp_path):
+    problems = tmp_path / "p.jsonl"
+    problems.write_bytes(b'{"id": "a", "prompt": "f().", "test": "f()", "expected": "1"}\n{"id": "\xff"}\n')
+    done = command("codegrpo.commands.validate", "problems=jsonl", f"problems.path={problems}")
+    assert _one_error_line(done) == f"error: {problems}:2: not UTF-8 text (byte 9 of the line)"
+    completions = tmp_path / "c.jsonl"
+    for line, why in ((b"[" * 50_000, "not valid JSON (nested too deep)"),
+                      (b'{"problem_id": "is_prime", "completion": "\xfe"}', "not UTF-8 text (byte 43 of the line)")):
+        completions.write_bytes(b'{"problem_id": "is_prime", "completion": "x"}\n' + line + b"\n")
+        done = command("codegrpo.commands.score", f"completions={completions}", "problems=seed")
+        assert _one_error_line(done) == f"error: {completions}:2: {why}"
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("sandbox.timeout_s=1e10", "sandbox.timeout_s=10000000000.0 must be a number of seconds above 0 and at most 60"),
+    ("sandbox.timeout_s=nan", "sandbox.timeout_s=nan must be"),
+    ("reward.time_budget_s=nan", "reward.time_budget_s=nan must be a number of seconds above 0 and at most 3600"),
+])  # fmt: skip
+def test_timeouts_that_are_not_seconds_stop_the_command_before_it_runs(override, message):
+    assert message in _one_error_line(command("codegrpo.commands.validate", "problems=seed", override))
+
+
+def test_validate_refuses_more_tests_than_a_request_carries_and_names_outputs_no_program_prints(tmp_path):
+    rows = [{"id": "many", "prompt": "Many.", "reference": "print(1)",
+             "tests": [{"input": "", "output": "1\n"}] * 10_001},
+            {"id": "big", "prompt": "Big.", "reference": "print('x' * 2000)",
+             "tests": [{"input": "", "output": "x" * 2000}]}]
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    done = command("codegrpo.commands.validate", "problems=jsonl", f"problems.path={path}")
+    assert _one_error_line(done) == ("error: problems: more than 10000 tests, which one sandbox request cannot carry, "
+                                     "in many: set problems.max_tests to at most 10000")
+    done = command("codegrpo.commands.validate", "problems=jsonl", f"problems.path={path}", "problems.max_tests=2",
+                   "sandbox.stdout_limit_bytes=1000")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert ("OUTPUT   big: test 1 expects 2000 bytes of output, more than sandbox.stdout_limit_bytes=1000: no program "
+            "passes it") in done.stdout
+    assert "FAIL     big: error: test 1 of 1: output_limit" in done.stdout and "OUTPUT   many" not in done.stdout
+    assert "problems: warning: " not in done.stderr  # 2000 bytes fit the default cap: only validate's own cap says
+
+
+def test_livecodebench_completions_get_its_graders_imports_and_keep_their_line_numbers(tmp_path):
+    starter = "class Solution:\n    def twoSum(self, nums: List[int], target: int) -> List[int]:\n"
+    solution = "        seen = {}\n        for i, x in enumerate(nums):\n            if target - x in seen:\n" \
+               "                return [seen[target - x], i]\n            seen[x] = i\n"
+    rows = [{"problem_id": "livecodebench/two-sum", "completion": f"```python\n{starter}{solution}```"},
+            {"problem_id": "livecodebench/two-sum", "completion": f"```python\n{starter}        return [0, 1\n```"},
+            {"problem_id": "livecodebench/abc001_a", "completion": "a, b = map(int, stdin.readline().split())\n"
+                                                                    "print(a + b)"},
+            {"problem_id": "livecodebench/abc001_a", "completion": "if True:\nprint(1)"}]
+    path = tmp_path / "c.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    data = PROJECT_ROOT / "tests" / "data" / "code_datasets" / "livecodebench.jsonl"
+    done = command("codegrpo.commands.score", f"completions={path}", "problems=livecodebench", "problems.hub_path=json",
+                   f"problems.data_files={data}", "--reasons")
+    assert done.returncode == 0, done.stderr[-3000:]
+    kept, broken, stdio, indented = (json.loads(line) for line in done.stdout.splitlines())
+    assert (kept["status"], kept["flags"], stdio["status"], stdio["flags"]) == ("passed", [], "passed", [])
+    assert broken["reason"].endswith("SyntaxError: '[' was never closed (<completion>, line 3)")
+    assert indented["reason"].endswith("IndentationError: expected an indented block after 'if' statement on line 1")

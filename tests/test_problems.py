@@ -186,3 +186,110 @@ def test_the_filters_drop_duplicates_and_few_tests_and_keep_the_chosen_tests(tmp
     cfg.min_tests = 100
     with pytest.raises(ProblemError, match="none left after the filters"):
         filter_problems(problems, cfg)
+
+
+# -- hostile files: one line naming the file and line, never a traceback ------------------------------------
+
+GOOD = '{"id": "a", "prompt": "f(x).", "test": "f(1)", "expected": "1"}'
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (b'{"id": "b", "prompt": "\xff", "test": "f(1)", "expected": "1"}', ":2: not UTF-8 text (byte 24 of the line)"),
+        (b"[" * 100_000 + b"]" * 100_000, ":2: not valid JSON (nested too deep)"),
+        (b'{"id": "b", "prompt": "p", "test": "t", "expected": "' + b"[" * 100_000 + b'"}',
+         ":2: field 'expected' is not valid JSON text (nested too deep)"),
+    ],
+)
+def test_bytes_that_are_not_utf8_or_nest_too_deep_name_the_line(tmp_path, line, message):
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(GOOD.encode() + b"\n" + line + b"\n")
+    with pytest.raises(ProblemError) as error:
+        load_problems(str(path))
+    assert str(error.value) == f"{path}{message}"
+
+
+def test_a_corrupt_gzip_file_is_one_line(tmp_path):
+    path = tmp_path / "p.jsonl.gz"
+    path.write_bytes(b"\x1f\x8b\x08\x00 not gzip")
+    with pytest.raises(ProblemError, match=r"p\.jsonl\.gz: cannot be read"):
+        load_problems(str(path))
+
+
+@pytest.mark.parametrize("value", ["1e10", "NaN", "Infinity", "-1", "0", "true", "60.5"])
+def test_a_timeout_that_is_not_a_number_of_seconds_up_to_60_is_refused(tmp_path, value):
+    line = '{"id": "b", "prompt": "p", "test": "t", "expected": "1", "timeout_s": ' + value + "}"
+    with pytest.raises(ProblemError) as error:
+        load_problems(str(write(tmp_path, GOOD, line)))
+    assert ":2: field 'timeout_s' must be a number of seconds above 0 and at most 60, not " in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_timeouts_up_to_60_seconds_load():
+    from codegrpo.problems import parse_problem
+
+    assert parse_problem({"id": "b", "prompt": "p", "test": "t", "expected": "1", "timeout_s": 60}, "w").timeout_s == 60
+
+
+@pytest.mark.parametrize("line", [
+    io_line('[{"input": "1", "output": "1"}]', '"preamble": "numpy", '),  # no grader's
+    '{"id": "b", "prompt": "p", "test": "t", "expected": "1", "preamble": "apps"}',  # the expression form
+])  # fmt: skip
+def test_a_preamble_must_be_a_known_one_on_an_io_problem(tmp_path, line):
+    with pytest.raises(ProblemError, match=":2: field 'preamble' must be one of apps, livecodebench, on a stdin"):
+        load_problems(str(write(tmp_path, GOOD, line)))
+
+
+def test_a_preamble_round_trips_and_leaves_the_hash_of_sets_without_one_as_it_was(tmp_path):
+    import dataclasses
+    import hashlib
+    import json
+
+    from codegrpo.problems import write_problems
+
+    [problem] = load_problems(str(write(tmp_path, io_line('[{"input": "1", "output": "1"}]', '"preamble": "apps", '))))
+    assert problem.preamble == "apps"
+    write_problems([problem], tmp_path / "again.jsonl")
+    assert load_problems(str(tmp_path / "again.jsonl")) == [problem]
+    basics = load_problems("problems/basics.jsonl")
+    before = hashlib.sha256()  # the hash as it was before problems had a preamble
+    for one in basics:
+        fields = {k: v for k, v in dataclasses.asdict(one).items() if k != "preamble"}
+        before.update(json.dumps(fields, sort_keys=True).encode())
+    assert problem_set_hash(basics) == before.hexdigest()
+    assert problem_set_hash([problem]) != problem_set_hash([dataclasses.replace(problem, preamble="")])
+
+
+# -- limits a problem must fit, checked when it loads ---------------------------------------------------------
+
+def test_more_tests_than_one_sandbox_request_carries_are_refused_unless_max_tests_cuts_them(tmp_path, compose_cfg):
+    import json
+
+    from codegrpo.problems import MAX_TESTS, load_problem_set
+
+    many = [{"input": "1\n", "output": "1\n"}] * (MAX_TESTS + 1)
+    path = write(tmp_path, *(json.dumps({"id": name, "prompt": name, "tests": many}) for name in ("x", "y")),
+                 json.dumps({"id": "z", "prompt": "z", "tests": many[:3]}))
+    cfg = compose_cfg("problems=jsonl", f"problems.path={path}").problems
+    with pytest.raises(ProblemError) as error:
+        load_problem_set(cfg)
+    assert str(error.value) == ("problems: more than 10000 tests, which one sandbox request cannot carry, in x, y: "
+                                "set problems.max_tests to at most 10000")
+    cfg.max_tests = MAX_TESTS
+    assert [len(p.tests) for p in load_problem_set(cfg)] == [MAX_TESTS, MAX_TESTS, 3]
+
+
+def test_an_expected_output_over_the_output_cap_is_warned_about_when_it_loads(tmp_path, compose_cfg, capsys):
+    import json
+
+    from codegrpo.problems import load_problem_set, oversize_outputs
+
+    big = "é" * (1 << 19) + "x"  # 1 MiB + 1 byte of UTF-8
+    rows = [{"id": "big", "prompt": "Big.", "tests": [{"input": "", "output": "1"}, {"input": "", "output": big}]},
+            {"id": "fits", "prompt": "Fits.", "tests": [{"input": "", "output": big[:-1]}]}]
+    path = write(tmp_path, *map(json.dumps, rows))
+    problems = load_problem_set(compose_cfg("problems=jsonl", f"problems.path={path}").problems)
+    assert ("problems: warning: 1 of 2 problems expect more output in a test than the default "
+            "sandbox.stdout_limit_bytes (1048576)") in capsys.readouterr().err
+    assert [(p.id, number, size) for p, number, size in oversize_outputs(problems, 1 << 20)] == [("big", 2, 2**20 + 1)]

@@ -3,6 +3,7 @@ plain interpreter on trusted code (the sandbox's own behaviour is tested in test
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -106,3 +107,58 @@ def test_javascript_supports_the_expression_and_stdio_forms_only():
         build_program(PROBLEM, "", javascript, 5.0)
     with pytest.raises(ValueError, match="unknown language"):
         get_language("cobol")
+
+
+# -- the preamble: the imports a dataset's own grader runs before the completion ---------------------------
+
+# lcb_runner/evaluation/testing_util.py's import_string, verbatim
+LCB_IMPORTS = (
+    "from string import *\nfrom re import *\nfrom datetime import *\nfrom collections import *\nfrom heapq import *\n"
+    "from bisect import *\nfrom copy import *\nfrom math import *\nfrom random import *\nfrom statistics import *\n"
+    "from itertools import *\nfrom functools import *\nfrom operator import *\nfrom io import *\nfrom sys import *\n"
+    "from json import *\nfrom builtins import *\nfrom typing import *\nimport string\nimport re\nimport datetime\n"
+    "import collections\nimport heapq\nimport bisect\nimport copy\nimport math\nimport random\nimport statistics\n"
+    "import itertools\nimport functools\nimport operator\nimport io\nimport sys\nimport json\n"
+    "sys.setrecursionlimit(50000)\n"
+)
+
+
+def run_io(program, stdin: str) -> subprocess.CompletedProcess:
+    """One run of an input/output program, as the sandbox runs it: a file, with the test's input on stdin."""
+    return subprocess.run([sys.executable, "-I", "-c", program.source], input=stdin, capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+
+
+def test_livecodebench_runs_its_graders_imports_before_a_call_form_completion():
+    from codegrpo.problems import PREAMBLES, IOTest
+
+    assert PREAMBLES["livecodebench"] == {"stdio": LCB_IMPORTS, "call": LCB_IMPORTS}
+    problem = Problem("two", "p", "", "call", tests=(IOTest("[[2, 7], 9]", "[0, 1]"),), fn_name="twoSum",
+                      preamble="livecodebench")
+    starter = "class Solution:\n    def twoSum(self, nums: List[int], target: int) -> List[int]:\n"
+    program = build_program(problem, starter + "        return [0, 1]\n", PYTHON, 5.0)
+    assert json.loads(run_io(program, "[[2, 7], 9]").stdout) == {"status": "ok", "value": [0, 1]}
+    without = build_program(dataclasses.replace(problem, preamble=""), starter + "        return [0, 1]\n", PYTHON, 5.0)
+    assert json.loads(run_io(without, "[[2, 7], 9]").stdout)["error"] == "NameError: name 'List' is not defined"
+    # The completion keeps its own line numbers, and a __future__ import at its top still works.
+    broken = build_program(problem, "from __future__ import annotations\n" + starter + "        return [0, 1\n", PYTHON,
+                           5.0)  # fmt: skip
+    assert json.loads(run_io(broken, "[[2, 7], 9]").stdout)["error"] == (
+        "SyntaxError: '[' was never closed (<completion>, line 4)")
+
+
+def test_apps_gives_stdio_programs_its_imports_and_stdin_as_trusted_prelude():
+    from codegrpo.problems import PREAMBLES, IOTest
+
+    problem = Problem("sum", "p", "", "stdio", tests=(IOTest("1 2\n", "3\n"),), preamble="apps")
+    code = "a, b = map(int, stdin.readline().split())\nprint(Counter([a + b]).most_common()[0][0])\n"
+    program = build_program(problem, code, PYTHON, 5.0)
+    preamble = PREAMBLES["apps"]["stdio"]
+    assert program.source.startswith(preamble) and program.prelude_chars == len(preamble)  # compiled once, warm
+    assert "numpy" not in preamble and preamble.endswith("stdin = sys.stdin\nstdout = sys.stdout\n")
+    assert run_io(program, "1 2\n").stdout == "3\n"
+    failing = run_io(build_program(problem, "n = int(input())\nif n:\nprint(n)\n", PYTHON, 5.0), "1\n")
+    assert failing.stderr.rstrip().endswith("expected an indented block after 'if' statement on line 2")
+    assert 'File "<completion>", line 3' in failing.stderr
+    javascript = build_program(problem, "console.log(3)", get_language("javascript"), 5.0)
+    assert javascript.source == "console.log(3)" and javascript.prelude_chars == 0  # the preambles are Python

@@ -20,6 +20,18 @@ from omegaconf import MISSING, OmegaConf
 from codegrpo.cgroupfs import usable_cores
 from codegrpo.errors import UsageError
 
+# The longest one program, or one test of an input/output problem, may run: sandbox.timeout_s and a problem's
+# timeout_s are at most this, a dataset's time limit is cut to it (docs/reward-design.md).
+MAX_TIMEOUT_S = 60.0
+MAX_BUDGET_S = 3600.0  # reward.time_budget_s: all the tests of one completion together
+
+
+def check_seconds(name: str, value: float, maximum: float) -> None:
+    """A wall-clock limit must be a number above 0 and at most ``maximum``: NaN, infinity or -1 would make
+    the sandbox's worker crash, or every completion infra."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= maximum:
+        raise UsageError(f"{name}={value} must be a number of seconds above 0 and at most {maximum:g}")
+
 
 # The choices a user picks by name: a typo fails at compose time, naming the allowed values. StrEnum, so
 # each value still is the plain string the YAML files and the code use ("binary" == RewardKind.binary).
@@ -169,6 +181,9 @@ class RewardConfig:
     # Input/output problems: all the tests of one completion together get at most this many seconds.
     time_budget_s: float = 60.0
 
+    def __post_init__(self) -> None:
+        check_seconds("reward.time_budget_s", self.time_budget_s, MAX_BUDGET_S)
+
 
 @dataclass
 class SandboxConfig:
@@ -186,6 +201,9 @@ class SandboxConfig:
     file_size_limit_bytes: int = 2 << 20
     tmpfs_limit_bytes: int = 64 << 20
     open_files: int = 64
+
+    def __post_init__(self) -> None:
+        check_seconds("sandbox.timeout_s", self.timeout_s, MAX_TIMEOUT_S)
 
 
 @dataclass

@@ -9,13 +9,14 @@ import importlib.util
 import json
 import re
 import sys
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from codegrpo import resources
-from codegrpo.config import ProblemsConfig, TestSelection
+from codegrpo.config import MAX_TIMEOUT_S, ProblemsConfig, SandboxConfig, TestSelection
 from codegrpo.errors import ProblemError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -23,7 +24,34 @@ EXPRESSION_FIELDS = ("id", "prompt", "test", "expected")
 HUMANEVAL_FIELDS = ("task_id", "prompt", "test", "entry_point")
 OPTIONAL_FIELDS = {
     "reference": str, "canonical_solution": str, "timeout_s": (int, float), "language": str, "starter_code": str,
+    "preamble": str,
 }  # fmt: skip
+# A sandbox request carries each test's input size: 10,000 of them (sizes up to 100 MB) fit the local
+# sandbox's socket, whose messages stop at 208 KiB by default, with the call form's harness beside them.
+MAX_TESTS = 10_000
+
+# The imports each dataset's own grader runs before a completion, by name, for the stdio and call forms:
+# the names a completion may use there without importing them (docs/reward-design.md). APPS's testing_util
+# (which TACO's and rLLM's copy) also has `import numpy as np`, left out: the sandbox hides third-party packages.
+_APPS = (
+    "import sys\nimport time\nimport itertools\nfrom itertools import accumulate, product, permutations, combinations\n"
+    "import collections\nfrom collections import Counter, OrderedDict, deque, defaultdict, ChainMap\n"
+    "from functools import lru_cache\nimport math\n"
+    "from math import sqrt, sin, cos, tan, ceil, fabs, floor, gcd, exp, log, log2\nimport fractions\n"
+    "from typing import List, Tuple\nimport random\nimport heapq\nfrom heapq import *\n"
+)
+_LCB_MODULES = (
+    "string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math", "random", "statistics", "itertools",
+    "functools", "operator", "io", "sys", "json",
+)
+_LIVECODEBENCH = (  # lcb_runner's import_string, line for line
+    "".join(f"from {name} import *\n" for name in [*_LCB_MODULES, "builtins", "typing"])
+    + "".join(f"import {name}\n" for name in _LCB_MODULES) + "sys.setrecursionlimit(50000)\n"
+)
+PREAMBLES = {
+    "apps": {"stdio": _APPS + "stdin = sys.stdin\nstdout = sys.stdout\n", "call": _APPS},
+    "livecodebench": {"stdio": _LIVECODEBENCH, "call": _LIVECODEBENCH},
+}
 
 
 @dataclass(frozen=True)
@@ -49,6 +77,7 @@ class Problem:
     tests: tuple[IOTest, ...] = ()  # stdio and call forms
     fn_name: str = ""  # call form: the function (or a method of class Solution) each test calls
     starter_code: str = ""  # call form: the signature the prompt shows (LeetCode's class Solution)
+    preamble: str = ""  # stdio and call forms: a key of PREAMBLES, the imports run before the completion
 
 
 def resolve_path(path: str) -> Path:
@@ -64,22 +93,39 @@ def resolve_path(path: str) -> Path:
     return candidate if candidate.is_absolute() else resources.project_path(candidate)
 
 
-def _read_lines(path: Path) -> Iterable[str]:
+def _read_lines(path: Path) -> Iterable[bytes]:
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as handle:
-        yield from handle
+    try:
+        with opener(path, "rb") as handle:
+            yield from handle
+    except (OSError, EOFError, zlib.error) as error:  # a truncated or corrupt .gz among them
+        raise ProblemError(f"{path}: cannot be read ({error})") from None
+
+
+def json_value(text: str | bytes) -> Any:
+    """json.loads, where nesting too deep is a ValueError like any other malformed text (json raises
+    RecursionError: file contents are hostile input)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deep") from None
 
 
 def read_jsonl(file: Path) -> Iterator[tuple[str, Any]]:
-    """(``file:line``, decoded record) for each non-blank line; a line that is not JSON is a ProblemError."""
-    for number, line in enumerate(_read_lines(file), start=1):
-        if not line.strip():
-            continue
+    """(``file:line``, decoded record) for each non-blank line; a line that is not UTF-8 JSON is a ProblemError."""
+    for number, raw in enumerate(_read_lines(file), start=1):
         where = f"{file}:{number}"
         try:
-            yield where, json.loads(line)
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ProblemError(f"{where}: not UTF-8 text (byte {error.start + 1} of the line)") from None
+        if not line.strip():
+            continue
+        try:
+            record = json_value(line)
         except ValueError as error:
             raise ProblemError(f"{where}: not valid JSON ({error})") from None
+        yield where, record
 
 
 def _require_str(record: dict[str, Any], key: str, where: str) -> str:
@@ -96,10 +142,20 @@ def parse_problem(record: Any, where: str) -> Problem:
     for key, kinds in OPTIONAL_FIELDS.items():
         if key in record and record[key] is not None and not isinstance(record[key], kinds):
             raise ProblemError(f"{where}: field {key!r} has the wrong type")
+    timeout = record.get("timeout_s")
+    # NaN, infinity, 0 or -1 would stop the sandbox's worker or fail every completion as infra.
+    if timeout is not None and (isinstance(timeout, bool) or not 0 < timeout <= MAX_TIMEOUT_S):
+        raise ProblemError(f"{where}: field 'timeout_s' must be a number of seconds above 0 and at most "
+                           f"{MAX_TIMEOUT_S:g}, not {timeout!r}")
+    preamble = record.get("preamble") or ""
+    if preamble and (preamble not in PREAMBLES or "tests" not in record):
+        raise ProblemError(f"{where}: field 'preamble' must be one of {', '.join(PREAMBLES)}, on a stdin/stdout "
+                           "or call-form problem")
     extras = {
         "reference": record.get("reference") or record.get("canonical_solution") or "",
-        "timeout_s": record.get("timeout_s"),
+        "timeout_s": timeout,
         "language": record.get("language"),
+        "preamble": preamble,
     }
     if "tests" in record:
         return _parse_io_problem(record, where, extras)
@@ -111,7 +167,7 @@ def parse_problem(record: Any, where: str) -> Problem:
         )
     fields = {key: _require_str(record, key, where) for key in EXPRESSION_FIELDS}
     try:
-        json.loads(fields["expected"])
+        json_value(fields["expected"])
     except ValueError as error:
         raise ProblemError(f"{where}: field 'expected' is not valid JSON text ({error})") from None
     return Problem(
@@ -144,7 +200,7 @@ def _parse_io_problem(record: dict[str, Any], where: str, extras: dict[str, Any]
                 raise ProblemError(f"{where}: field '{field_name}.input' must be a list of arguments")
             try:
                 parsed.append(IOTest(json.dumps(given), json.dumps(wanted)))
-            except (TypeError, ValueError) as error:
+            except (TypeError, ValueError, RecursionError) as error:
                 raise ProblemError(f"{where}: field {field_name!r} is not JSON data ({error})") from None
             continue
         for key, value in (("input", given), ("output", wanted)):
@@ -159,7 +215,8 @@ def _parse_io_problem(record: dict[str, Any], where: str, extras: dict[str, Any]
 
 def to_record(problem: Problem) -> dict[str, Any]:
     """The JSONL record ``parse_problem`` reads back as ``problem`` (a filtered set written by validate)."""
-    extras = {"reference": problem.reference, "timeout_s": problem.timeout_s, "language": problem.language}
+    extras = {"reference": problem.reference, "timeout_s": problem.timeout_s, "language": problem.language,
+              "preamble": problem.preamble}
     if problem.form in ("stdio", "call"):
         call = problem.form == "call"
         value = json.loads if call else str
@@ -267,7 +324,31 @@ def filter_problems(problems: list[Problem], cfg: ProblemsConfig) -> list[Proble
     if not kept:
         counts = ", ".join(f"{count} {why}" for why, count in dropped.items())
         raise ProblemError(f"problems: none left after the filters ({counts})")
+    too_many = [p.id for p in kept if len(p.tests) > MAX_TESTS]
+    if too_many:
+        names = ", ".join(too_many[:10]) + (f" and {len(too_many) - 10} more" if len(too_many) > 10 else "")
+        raise ProblemError(f"problems: more than {MAX_TESTS} tests, which one sandbox request cannot carry, in "
+                           f"{names}: set problems.max_tests to at most {MAX_TESTS}")
+    cap = SandboxConfig.stdout_limit_bytes
+    if oversize := oversize_outputs(kept, cap):
+        print(f"problems: warning: {len(oversize)} of {len(kept)} problems expect more output in a test than the "
+              f"default sandbox.stdout_limit_bytes ({cap}): no program passes it (codegrpo-validate names them)",
+              file=sys.stderr)
     return kept
+
+
+def oversize_outputs(problems: Iterable[Problem], cap: int) -> list[tuple[Problem, int, int]]:
+    """(problem, test number from 1, bytes) of each input/output problem's first test whose expected output
+    is over ``cap`` bytes (sandbox.stdout_limit_bytes): the sandbox cuts any program that prints or returns
+    that much, so no program passes the test."""
+    found = []
+    for problem in problems:
+        for number, test in enumerate(problem.tests, start=1):
+            size = len(test.output) if test.output.isascii() else len(test.output.encode("utf-8", "surrogatepass"))
+            if size > cap:
+                found.append((problem, number, size))
+                break
+    return found
 
 
 def _keep_tests(tests: tuple[IOTest, ...], cfg: ProblemsConfig) -> tuple[IOTest, ...]:
@@ -295,5 +376,8 @@ def problem_set_hash(problems: Iterable[Problem]) -> str:
     """A stable hash of a problem set's content, for the run's reproducibility record."""
     digest = hashlib.sha256()
     for problem in problems:
-        digest.update(json.dumps(dataclasses.asdict(problem), sort_keys=True).encode())
+        fields = dataclasses.asdict(problem)
+        if not problem.preamble:
+            del fields["preamble"]  # added later: a set without one keeps its hash, so resume takes older checkpoints
+        digest.update(json.dumps(fields, sort_keys=True).encode())
     return digest.hexdigest()

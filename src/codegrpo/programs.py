@@ -9,7 +9,7 @@ from importlib import resources
 from typing import Any
 
 from codegrpo.errors import ProblemError
-from codegrpo.problems import Problem
+from codegrpo.problems import PREAMBLES, Problem
 from codegrpo.sandbox.base import Program
 
 
@@ -47,12 +47,16 @@ def build_program(
 
     Input/output problems run once per test (``Program.inputs``), within ``budget_s`` in all: a stdio
     program is the code itself, reading the test's input; a call-form one is the harness calling
-    ``fn_name`` with the test's arguments."""
+    ``fn_name`` with the test's arguments. Either runs the problem's preamble first."""
     timeout = problem.timeout_s or timeout_s
     if problem.form in ("stdio", "call"):
         inputs = tuple(test.input for test in problem.tests)
+        preamble = PREAMBLES[problem.preamble][problem.form] if problem.preamble and language.name == "python" else ""
+        if preamble:
+            code = _after_preamble(preamble, code)
         if problem.form == "stdio":
-            return Program(code, language.runtime, timeout, language.filename, inputs=inputs, budget_s=budget_s)
+            return Program(code, language.runtime, timeout, language.filename, len(preamble), inputs=inputs,
+                           budget_s=budget_s)
         if language.name != "python":
             raise ProblemError(f"problem {problem.id}: the call form runs Python only")
         source = _python_program(code, problem.fn_name, "call")
@@ -77,6 +81,13 @@ def _is_python(text: str) -> bool:
     except (SyntaxError, ValueError):
         return False
     return True
+
+
+def _after_preamble(preamble: str, code: str) -> str:
+    """The preamble (trusted imports, whole lines: a warm interpreter compiles a stdio program's once), then
+    ``code`` compiled on its own, so that the line numbers its tracebacks and syntax errors name are its own
+    and a ``from __future__`` import at its top still works."""
+    return f"{preamble}exec(compile(\n{code!r},\n'<completion>', 'exec'))\n"
 
 
 def _python_program(code: str, test: str, mode: str, *more: str) -> str:

@@ -4,7 +4,8 @@
 
 Exits non-zero and lists every problem whose reference is missing or does not pass, with why (the
 exception, or got vs expected) and the reference's first lines. Warns about prompts that repeat the
-prompt template's own words, and (``weak_tests=true``, the default) names every problem whose tests a
+prompt template's own words, names every problem with a test no program can pass (its expected output
+is over sandbox.stdout_limit_bytes) and (``weak_tests=true``, the default) every problem whose tests a
 trivial program passes (codegrpo.weak_tests). ``keep_passing=FILE`` writes the problems whose reference
 passes and whose tests are not weak to FILE, the filter papers apply (docs/reward-design.md).
 """
@@ -22,7 +23,7 @@ from codegrpo import build
 from codegrpo.commands import CONFIG_DIR, run, score_pairs
 from codegrpo.config import ScoreConfig
 from codegrpo.explain import code_head, reason
-from codegrpo.problems import Problem, write_problems
+from codegrpo.problems import Problem, oversize_outputs, write_problems
 from codegrpo.prompts import doubled_words
 from codegrpo.scoring import summary
 from codegrpo.verdict import Status
@@ -66,6 +67,10 @@ def validate(cfg: ScoreConfig) -> int:
         print(textwrap.indent(code_head(item.code), "         | "))
     for problem_id, what in weak.items():
         print(f"WEAK     {problem_id}: a program that {what} passes its tests (a policy could learn to guess)")
+    cap = cfg.sandbox.stdout_limit_bytes
+    for problem, number, size in oversize_outputs(problems, cap):
+        print(f"OUTPUT   {problem.id}: test {number} expects {size} bytes of output, more than "
+              f"sandbox.stdout_limit_bytes={cap}: no program passes it")
     warn_doubled_prompts(problems, cfg.problems.prompt_template)
     if cfg.keep_passing:
         passing = {s.problem_id for s in scored if s.verdict.status is Status.PASSED} - weak.keys()
