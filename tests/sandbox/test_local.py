@@ -472,12 +472,13 @@ def test_a_warm_program_leaves_nothing_for_the_next(one_worker):
 
 
 MEMORY_PROBE = """
-import os, re, sys
+import ctypes, os, re, sys
 lowered = "{upper}".lower()  # the marker only ever exists in this process as these two objects
 needle = lowered.encode()
 control = "".join(reversed("{reversed}")) if {control} else ""  # a copy the probe must find
 buffer = bytearray(1 << 20)
-own = [(id(o), id(o) + sys.getsizeof(o)) for o in (lowered, needle, buffer)]
+data = ctypes.addressof(ctypes.c_char.from_buffer(buffer))
+own = [(id(o), id(o) + sys.getsizeof(o)) for o in (lowered, needle)] + [(data, data + len(buffer))]
 hits = 0
 with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", buffering=0) as mem:
     for line in maps.read().splitlines():

@@ -4,8 +4,10 @@
 # directory. Standard library only.
 import atexit
 import contextlib
+import gc
 import importlib
 import importlib.machinery
+import io
 import os
 import signal
 import sys
@@ -18,12 +20,16 @@ PRELUDE_CACHE = 8
 PRELOAD = (
     "collections", "ctypes", "functools", "heapq", "itertools", "json", "marshal", "math", "re", "select", "typing",
 )
+# File objects that may hold output at exit (a TextIOWrapper's flush flushes its buffer too).
+BUFFERED = (io.TextIOWrapper, io.BufferedWriter, io.BufferedRandom)
 _preludes = {}
 
 
 def preload():
     for name in PRELOAD:
         importlib.import_module(name)
+    # What is here now stays: no collection in a forked program walks it again (nor copies its pages).
+    gc.freeze()
 
 
 def prelude_code(path, source, prelude_chars):
@@ -74,9 +80,8 @@ def run_as_main(path, source, prelude=None, prelude_chars=0):
     except SystemExit as error:
         status = exit_status(error.code)
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(BaseException):
-                stream.flush()
+        del main  # sys.modules holds the last reference: the module goes as the interpreter lets it go
+        _finalize()
     if status == -signal.SIGINT:
         # A cold interpreter ends an uncaught KeyboardInterrupt by dying of SIGINT, or, as a pid 1 that
         # ignores it, by exiting with 128 + SIGINT.
@@ -84,6 +89,30 @@ def run_as_main(path, source, prelude=None, prelude_chars=0):
         os.kill(os.getpid(), signal.SIGINT)
         return 128 + signal.SIGINT
     return status
+
+
+def _finalize():
+    """What the interpreter does at exit, for whatever the program buffered: flush sys.stdout and
+    sys.stderr, put the original streams back, let go of __main__ and collect it (finalizers first, as
+    the collector does: files flush and close, __del__ methods still see the module's globals), then
+    flush every file object still open on fd 1 or 2 (the interpreter would, clearing the modules that
+    hold them) and the original streams last."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(BaseException):
+            stream.flush()
+    with contextlib.suppress(BaseException):
+        sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__
+        sys.modules.pop("__main__", None)
+        gc.collect()
+    with contextlib.suppress(BaseException):
+        for value in gc.get_objects():
+            if isinstance(value, BUFFERED):
+                with contextlib.suppress(BaseException):
+                    if not value.closed and value.fileno() in (1, 2):
+                        value.flush()
+    for stream in (sys.__stdout__, sys.__stderr__):
+        with contextlib.suppress(BaseException):
+            stream.flush()
 
 
 def _match_cold_recursion_limit():

@@ -1,19 +1,25 @@
 # The one protocol between a host and the runner's serve loop (harness/runner.py), on both sides of the
 # sandbox: the host imports it (codegrpo.harness.protocol), the runner loads it from beside itself (a
 # local sandbox's /run/codegrpo, a Superserve chunk's directory), and a chunk's batch process is the
-# host of its own serve loop. Messages are JSON over a unix SOCK_SEQPACKET socket, fds beside them:
+# host of its own serve loop. Messages are JSON over a unix SOCK_SEQPACKET socket, fds beside them.
 #
-#   request  {"filename", "timeout", "prelude", "argv", "inputs", "budget"} with fds [source] or
-#            [source, stdin]. argv null: the file runs in the runner's forked Python. inputs null: one
-#            run with an empty stdin; else the byte length of each run's input, laid end to end in the
-#            stdin memfd. timeout is per run; budget (seconds, or null) bounds all the runs together.
-#   open     {"run": i} with the read ends of run i's stdout and stderr, pipes made in the sandbox
-#   answer   {"run": i, "code", "timeout", "duration_s"} once every process of run i is gone; a run the
-#            budget left no time for never starts: {"run": i, "code": null, "timeout": true, ...}
-#   error    {"error"}: a run could not be started (the sandbox's fault); the request is over
-#   kill     {"kill": i} from the host: run i's output went past its limit
+# A program's request ({"filename", "timeout", "prelude", "argv", "inputs", "budget"} with fds [source] or
+# [source, stdin], see `request`) stays with the host: `exchange` sends the runner one run at a time, each
+# with its own input alone, and keeps the rest (the run's index, the count, the other inputs, the
+# budget), so that nothing in the sandbox, and no run forked there, can learn them:
 #
-# Runs are one after another, each in a fresh process with namespaces of its own. Standard library only.
+#   run      {"filename", "timeout", "prelude", "argv"[, "uid"]} with fds [source] or [source, stdin]: argv
+#            null: the file runs in the runner's forked Python; stdin: a sealed memfd of this run's input
+#            alone (none: an empty stdin); timeout: this run's; uid: the user it runs as in a VM
+#   open     {"open": true} with the read ends of the run's stdout and stderr, pipes made in the sandbox
+#   answer   {"code", "timeout", "duration_s"} once every process of the run is gone
+#   error    {"error"}: the run could not be started (the sandbox's fault); the request is over
+#   kill     {"kill": true} from the host: kill the run (its output went past its limit, or the budget is
+#            spent); one that arrives after its run was answered is stale, and dropped
+#
+# The host sends the next run only once the last is answered, so a stale kill always comes before it.
+# A run the budget left no time for is never sent. Standard library only.
+import fcntl
 import json
 import os
 import select
@@ -24,6 +30,8 @@ MODULES = ("runner", "inprocess", "protocol")  # what a sandbox needs of harness
 MESSAGE_LIMIT = 1 << 20
 READ_CHUNK = 1 << 16
 ANSWER_GRACE_S = 10.0  # past a run's timeout, how long the serve loop may take to answer
+RUN_FIELDS = ("filename", "prelude", "argv", "timeout")  # what of its program's request a run is told
+SEALS = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
 NO_NAMESPACES_EXIT = 3  # a chunk's runner, where programs cannot get namespaces of their own
 SETUP_FAILED_EXIT = 70  # a run's process, when its setup failed (reported as an error, never as its status)
 KILLED_EXIT = 128 + 9  # a process killed by SIGKILL, as a shell reports it (`timeout -s KILL`)
@@ -110,50 +118,101 @@ class OutputCap:
 
 
 def exchange(control, document, fds, output_limits, grace_s=ANSWER_GRACE_S):
-    """The host's side of one request: send it with its fds (which stay the caller's to close), then
-    yield, run by run, (answer, [stdout bytes, stderr bytes], over_limit)."""
-    send(control, document, fds)
-    for index in range(runs(document)):
-        deadline = time.monotonic() + document["timeout"] + grace_s
+    """The host's side of one request: its runs one after another, each sent with its own input alone, and
+    yield, run by run, (answer, [stdout bytes, stderr bytes], over_limit). Each next run is sent as soon as
+    the last is answered, so the runner starts it while the caller reads that one. ``fds`` stay the
+    caller's to close; ``document["uids"]``, if any, is the uid of each run."""
+    count, sizes, uids = runs(document), document["inputs"], document.get("uids")
+    offsets = [0]
+    for size in sizes or []:
+        offsets.append(offsets[-1] + size)
+    budget_end = None if document["budget"] is None else time.monotonic() + document["budget"]
+
+    def start(index):
+        """Send run ``index``; its end of budget (if sooner than its timeout) and answer deadline, or None
+        when the budget leaves it no time."""
+        started = time.monotonic()
+        if index >= count or (budget_end is not None and budget_end <= started):
+            return None
+        run = {name: document[name] for name in RUN_FIELDS} | ({} if uids is None else {"uid": uids[index]})
+        own = [] if sizes is None else [own_input(fds[1], offsets[index], sizes[index])]
+        try:
+            send(control, run, [fds[0], *own])
+        finally:
+            close_all(own)
+        # The budget is the host's: past it, the run is killed as if its own timeout had come.
+        cut = budget_end if budget_end is not None and budget_end < started + document["timeout"] else None
+        return cut, (started + document["timeout"] if cut is None else cut) + grace_s
+
+    sent = start(0)
+    for index in range(count):
+        if sent is None:  # no time left: the run never starts
+            yield {"code": None, "timeout": True, "duration_s": 0.0}, [b"", b""], False
+            continue
+        cut, deadline = sent
         message, streams = receive(control, 2, deadline)
         if message is None:
             raise ProtocolError("the runner is gone")
         if "error" in message:
             close_all(streams)
             raise ProtocolError(f"the program could not be started: {message['error']}")
-        if message.get("run") != index or len(streams) != (0 if "code" in message else 2):
+        if message != {"open": True} or len(streams) != 2:
             close_all(streams)
             raise ProtocolError(f"an unexpected message for run {index}: {message}")
-        if not streams:  # the budget left this run no time: it never started
-            yield checked(message), [b"", b""], False
-            continue
-        answer, outputs, over = collect(control, index, streams, output_limits, deadline)
+        answer, outputs, over = collect(control, index, streams, output_limits, deadline, cut)
+        sent = start(index + 1)
         yield checked(answer), outputs, over
 
 
-def collect(control, index, streams, output_limits, deadline):
-    """Run ``index``'s output (up to the limits) and its answer; past a limit, the runner is told to kill
-    the run, and the rest is drained unread. Once the answer is in, every process of the run is gone:
-    what is in the pipes now is all there is, even if a write end lives on as an fd in flight, so the
-    pipes are drained without waiting for their end."""
+def own_input(stdin, offset, size):
+    """A sealed memfd holding ``size`` bytes of ``stdin`` from ``offset`` on: one run's input alone."""
+    memfd = os.memfd_create("stdin", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        while size > 0:
+            data = os.pread(stdin, min(size, READ_CHUNK), offset)
+            if not data:
+                raise ProtocolError("an input is shorter than its request says")
+            offset += len(data)
+            size -= len(data)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(memfd, view) :]
+        fcntl.fcntl(memfd, fcntl.F_ADD_SEALS, SEALS)
+    except BaseException:
+        os.close(memfd)
+        raise
+    return memfd
+
+
+def collect(control, index, streams, output_limits, deadline, cut=None):
+    """Run ``index``'s output (up to the limits) and its answer; past a limit, or at ``cut`` (the end of the
+    budget), the runner is told to kill the run, and the rest is drained unread. Once the answer is in,
+    every process of the run is gone: what is in the pipes now is all there is, even if a write end lives
+    on as an fd in flight, so the pipes are drained without waiting for their end."""
     caps = {fd: OutputCap(limit) for fd, limit in zip(streams, output_limits, strict=True)}
-    reading, answer, over = list(streams), None, False
+    reading, answer, over, cut_off = list(streams), None, False, False
     try:
         while reading or answer is None:
-            remaining = 0.0 if answer is not None else deadline - time.monotonic()
+            now = time.monotonic()
+            if answer is None and cut is not None and not cut_off and now >= cut:
+                cut_off = True
+                send(control, {"kill": True})
+            remaining = 0.0 if answer is not None else deadline - now
             if answer is None and remaining <= 0:
                 raise ProtocolError("no answer in time")
+            if answer is None and cut is not None and not cut_off:
+                remaining = min(remaining, max(0.0, cut - now))
             ready = select.select(reading + ([control] if answer is None else []), [], [], remaining)[0]
             if not ready:
                 if answer is not None:
                     break  # drained
-                raise ProtocolError("no answer in time")
+                continue
             if control in ready:
                 answer, extra = receive(control, 2)
                 close_all(extra)
                 if answer is not None and "error" in answer:
                     raise ProtocolError(f"the program could not be started: {answer['error']}")
-                if answer is None or answer.get("run") != index or "code" not in answer:
+                if answer is None or "code" not in answer:
                     raise ProtocolError(f"an unexpected answer for run {index}: {answer}")
             for fd in [fd for fd in ready if fd in reading]:
                 chunk = os.read(fd, READ_CHUNK)
@@ -161,9 +220,11 @@ def collect(control, index, streams, output_limits, deadline):
                     reading.remove(fd)
                 elif caps[fd].feed(chunk) and not over:
                     over = True
-                    send(control, {"kill": index})
+                    send(control, {"kill": True})
     finally:
         close_all(streams)
+    if cut_off and isinstance(answer, dict):
+        answer["timeout"] = True  # killed at the end of the budget: a timeout, as the runner reports its own
     return answer, [bytes(caps[fd].kept) for fd in streams], over
 
 

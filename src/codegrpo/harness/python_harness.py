@@ -24,6 +24,7 @@
 # saw itself (the child killed by a signal, gone without a result, gone mid-checks) and writes them all
 # in its report line as "audit", only when there are any.
 import builtins
+import collections
 import ctypes
 import json
 import linecache
@@ -67,25 +68,78 @@ def _typed(value, depth=0):
 
 
 EXACT = (type(None), bool, int, float, complex, str, bytes)
+DICT_VIEWS = (type({}.keys()), type({}.items()))
+# What a type may define to compare otherwise than the plain value it holds.
+COMPARISONS = ("__eq__", "__ne__", "__hash__", "__lt__", "__le__", "__gt__", "__ge__")
+DECIMAL_DIGITS = 100000  # past this, a Decimal is refused rather than turned into an int that size
 
 
-def _exact(value, depth=0):
-    """Builtin types only, exactly (what marshal carries as itself): no subclass crosses to the parent."""
+def _plain(value, depth=0):
+    """``value`` as exact builtin values (what marshal carries as itself), equal to it under ==: a
+    subclass that keeps its builtin base's comparisons (a namedtuple, defaultdict, an IntEnum) becomes its
+    base's value, and so does a standard-library type that compares with plain values as its plain value
+    (Counter, OrderedDict, bytearray, a Fraction or Decimal that is exactly an int or float, ...).
+    Anything with comparisons of its own is refused (ValueError), never compared."""
     if depth > MAX_DEPTH:
         raise ValueError("value nested too deep")
     kind = type(value)
     if kind in EXACT:
         return value
-    if kind in (list, tuple, set, frozenset):
-        for item in value:
-            _exact(item, depth + 1)
-        return value
+    if kind is list:
+        return [_plain(item, depth + 1) for item in value]
     if kind is dict:
-        for key, item in value.items():
-            _exact(key, depth + 1)
-            _exact(item, depth + 1)
-        return value
+        return {_plain(key, depth + 1): _plain(item, depth + 1) for key, item in value.items()}
+    if kind in (tuple, set, frozenset):
+        return kind([_plain(item, depth + 1) for item in value])
+    return _plain(_as_plain(kind, value), depth + 1)
+
+
+def _as_plain(kind, value):
+    """What a value of a type that is not plain equals, one step closer to plain values, read with the
+    builtin base's own methods (none of the subclass's runs)."""
+    for klass in type.__getattribute__(kind, "__mro__"):
+        if klass is int:
+            return int.__int__(value)
+        if klass is float:
+            return float.__float__(value)
+        if klass is str:
+            return str.__str__(value)
+        if klass is complex:
+            return complex(complex.real.__get__(value), complex.imag.__get__(value))
+        if klass is bytes:
+            return bytes(memoryview(value))
+        if klass in (list, tuple, set, frozenset):
+            return klass(klass.__iter__(value))
+        if klass is dict or klass in (collections.Counter, collections.OrderedDict):
+            return dict(dict.items(value))
+        if klass in (collections.UserDict, collections.UserList, collections.UserString):
+            return value.data
+        if klass is bytearray:
+            return bytes(value)
+        if klass in DICT_VIEWS:  # keys and items compare as sets, of hashable items only
+            try:
+                return set(value)
+            except TypeError:
+                break
+        if klass is getattr(sys.modules.get("fractions"), "Fraction", None):
+            return int(value.numerator) if value.denominator == 1 else _exact_float(value)
+        if klass is getattr(sys.modules.get("decimal"), "Decimal", None):
+            whole = value.is_finite() and value.adjusted() <= DECIMAL_DIGITS and value == value.to_integral_value()
+            return int(value) if whole else _exact_float(value)
+        if any(name in type.__getattribute__(klass, "__dict__") for name in COMPARISONS):
+            break
     raise ValueError(f"unsupported type {kind.__name__}")
+
+
+def _exact_float(value):
+    """The float a number equals exactly, if there is one (== compares a Fraction or Decimal exactly)."""
+    try:
+        number = float(value)
+    except (OverflowError, ValueError):
+        number = None
+    if number is None or value != number:
+        raise ValueError(f"unsupported value: a {type(value).__name__} no float equals")
+    return number
 
 
 # -- the monitor's audit hook (see the top) -------------------------------------------------------------
@@ -112,6 +166,14 @@ FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f
 PASS_THROUGH = ("<frozen os>", "<frozen posixpath>", "<frozen genericpath>", "<frozen io>", "os.py", "pathlib.py",
                 "shutil.py", "glob.py", "subprocess.py", "socket.py", "pty.py", "ctypes/__init__.py", "io.py",
                 "posixpath.py", "genericpath.py")
+# The standard library's functions that hand their caller frames (or walk its stack): an event raised in
+# one of them is its caller's, as if it had called sys._getframe itself. Any other library function's
+# events are its own (namedtuple's and enum's sys._getframe, traceback.format_exc's tb_frame).
+FRAME_FUNCTIONS = {
+    "inspect.py": frozenset({"currentframe", "stack", "trace", "getouterframes", "getinnerframes", "getframeinfo"}),
+    "traceback.py": frozenset({"walk_stack", "walk_tb", "extract_stack", "format_stack", "print_stack", "extract",
+                               "extended_frame_gen", "_extract_from_extended_frame_gen"}),
+}  # fmt: skip
 PARENT_TOKENS = ("exit:signal", "exit:no_result", "exit:raise", "exit:gone")
 AUDIT_TOKENS = frozenset(
     [f"{category}:{event}" for event, category in AUDIT_EVENTS.items()]
@@ -133,17 +195,22 @@ def _install_audit_hook(fd, harness_file):
     own = (home, "/tmp")
     harness = os.path.normpath(os.path.join(home, harness_file))
     getframe, write, ident, norm, join = sys._getframe, os.write, _thread.get_ident, os.path.normpath, os.path.join
+    # The hook's own references: the completion may rebind the harness's globals, never these.
+    frame_functions, pass_through = dict(FRAME_FUNCTIONS), PASS_THROUGH
     busy, sent = set(), set()
     paths = {str: str, bytes: lambda value: value.decode("utf-8", "replace")}
     watched = frozenset(AUDIT_EVENTS).union(PATH_EVENTS, KILL_EVENTS, SPECIAL_EVENTS)
 
     def by_completion():
-        # The first frame past the library's pass-through helpers must be the completion's: an event the
-        # library raises on its own (imports opening files, namedtuple's sys._getframe) is not evidence.
+        # The first frame past the library's pass-through helpers and frame functions must be the
+        # completion's: an event the library raises on its own (imports opening files, namedtuple's
+        # sys._getframe) is not evidence.
         frame = getframe(2)
         while frame is not None:
-            name = frame.f_code.co_filename
-            if not name.endswith(PASS_THROUGH):
+            code = frame.f_code
+            name = code.co_filename
+            hands_frames = name.startswith(library) and code.co_name in frame_functions.get(name.rpartition("/")[2], ())
+            if not (hands_frames or name.endswith(pass_through)):
                 return not name.startswith(library) and name != harness_file
             frame = frame.f_back
         return False
@@ -266,6 +333,7 @@ def _child(code, test, mode, result_fd, request_fd, arguments, audit_fd):
     os.dup2(2, 1)  # the completion's prints go to stderr; the real stdout stays the parent's
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
+    os.close(devnull)
     dumps, loads = marshal.dumps, marshal.loads  # builtins: their behaviour cannot be patched from Python code
     namespace = {"__name__": "__main__", "__builtins__": __builtins__}
     # Its own name in tracebacks, with its own lines (solution.py's first lines are this harness).
@@ -274,17 +342,17 @@ def _child(code, test, mode, result_fd, request_fd, arguments, audit_fd):
     _install_audit_hook(audit_fd, main.__code__.co_filename)
     exec(compiled, namespace)
     if mode == "expression":
-        os.write(result_fd, dumps(("ok", eval(compile(test, "test", "eval"), namespace))))
+        os.write(result_fd, dumps(("ok", _plain(eval(compile(test, "test", "eval"), namespace)))))
         os._exit(0)
     if mode == "call":
-        os.write(result_fd, dumps(("ok", _callable(namespace, test)(*arguments))))
+        os.write(result_fd, dumps(("ok", _plain(_callable(namespace, test)(*arguments)))))
         os._exit(0)
     function = namespace[test]
     _send(result_fd, dumps(("ready", None)))
     while (request := _receive(request_fd)) is not None:
         args, kwargs = loads(request)
         try:
-            answer = ("ok", _exact(function(*args, **kwargs)))
+            answer = ("ok", _plain(function(*args, **kwargs)))
         except Exception as error:
             answer = ("raised", type(error).__name__)
         _send(result_fd, dumps(answer))

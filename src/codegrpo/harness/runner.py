@@ -1,38 +1,42 @@
 # Runs INSIDE a sandbox: the one runner of every program, local or in a Superserve VM. It runs one
-# program at a time, each in a process forked from this pristine one, in namespaces of its own: a
+# program's run at a time, each in a process forked from this pristine one, in namespaces of its own: a
 # Python program in that process (no interpreter to start), any other program by exec.
 #
 #   python3 -I runner.py serve CONTROL_FD CONFIG_JSON   the local sandbox's pid 1, for the host
 #   <this file> + "unpack(bundle, key_env)"             a Superserve chunk: decrypt, write, exec batch
 #   python3 -I runner.py batch DIR                      ... run every program of DIR, print one document
 #
-# serve: the control fd is a unix SOCK_SEQPACKET socket to the host, speaking harness/protocol.py: a
-# request (the program, with a memfd of its source and, for per-test runs, one of their stdin) and, per
-# run, an open message with the read ends of the run's stdout and stderr pipes (only the host reads them)
-# and an answer once the run and everything it started are gone. A warm sandbox keeps this process for
-# many programs, a cold one for one.
+# serve: the control fd is a unix SOCK_SEQPACKET socket to the host, speaking harness/protocol.py: one run
+# at a time (the run's program, a memfd of its source and one of its own input, never its index, the
+# count, another run's input or the budget: the host keeps those), an open message with the read ends of
+# the run's stdout and stderr pipes (only the host reads them) and an answer once the run and everything
+# it started are gone. A warm sandbox keeps this process for many programs, a cold one for one.
 #
-# batch: this process is the host of a serve loop in a process forked before the first program (so no
-# program, forked from it, finds an earlier one's output or result in its memory); it reads each run's
+# batch: this process is the host of a serve loop in a process forked before any program was read (so no
+# program, forked from it, finds another program, input or output in its memory); it reads each run's
 # output (capped) and writes the chunk's header line, then one JSON list with, per program, {"runs": [...]}
 # and per run {"exit_code", "timed_out", "over_limit", "stdout", "stderr", "duration_s"}. Any program
 # that cannot be started fails the whole chunk (the host runs its programs again, a sandbox each). Where
 # programs cannot get namespaces of their own, it exits NO_NAMESPACES_EXIT before running any.
 #
-# Each program gets fresh pid (it is pid 1 there, with its own /proc), mount (a fresh size-limited
-# /tmp and /dev/pts; in a VM also the other world-writable places), UTS, IPC and network namespaces,
-# made here with this process's capabilities (in a local sandbox, those bubblewrap left it in the
-# sandbox's own user namespace). The program's process then drops every capability (a VM's root also
-# becomes nobody) and adds the host's seccomp filter for programs before it runs a line of the program
-# (unless config "vm_root": the Superserve fake's VM root keeps its capabilities). Whatever one program
-# sets lives in namespaces that die with it: the next program cannot see it.
+# Each run gets fresh pid (it is pid 1 there, with its own /proc), mount (a fresh size-limited /tmp and
+# /dev/pts; in a VM also the other world-writable places), UTS, IPC and network namespaces, made with
+# this process's capabilities (in a local sandbox, those bubblewrap left it in the sandbox's own user
+# namespace). The run's process then drops every capability (a VM's root also becomes a uid of its own,
+# drawn at random) and adds the host's seccomp filter for programs before it runs a line of the program
+# (unless config "vm_root": the Superserve fake's VM root keeps its capabilities). Whatever one run sets
+# lives in namespaces that die with it: the next run cannot see it. And a run keeps none of this process's
+# frames: it unwinds them to the bottom of the stack (`Start`) before it sets itself up, so what remains is
+# the runner's code, its config and the run's own message; a full collection then empties the free lists
+# and counts this process filled run after run, so they number nothing.
 #
-# This process never runs program code, never holds a program's source (each program's process reads
-# its own), is non-dumpable and ignores every signal; a program cannot even name it, since it lives
-# outside the program's pid namespace. Standard library only.
+# This process never runs program code, never holds a program's source, input or output (each run's
+# process reads its own source, the host keeps the rest), is non-dumpable and ignores every signal; a
+# program cannot even name it, since it lives outside the program's pid namespace. Standard library only.
 import contextlib
 import ctypes
 import fcntl
+import gc
 import json
 import os
 import resource
@@ -47,7 +51,9 @@ import time
 inprocess = protocol = None
 TMP = "/tmp"
 VM_WRITABLE = ("/var/tmp", "/dev/shm", "/run/lock")  # world-writable in a VM: a fresh tmpfs each program
-FIRST_UID = 100000  # a VM's root runs run i of a chunk as uid FIRST_UID + i: per-user counts are its own
+# A VM's root runs each run of a chunk as a uid of its own, drawn at random from FIRST_UID + [0, UID_SPAN):
+# per-user counts are its own, and the uid tells nothing of its position.
+FIRST_UID, UID_SPAN = 100000, 1 << 24
 COPY_CHUNK = 1 << 20
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
@@ -68,77 +74,66 @@ def check(result, what):
         raise OSError(error, f"{what}: {os.strerror(error)}")
 
 
-def serve_request(request, fds, config, dispositions, control):
-    """Every run of one request, one after another, each answered as it ends; stops at an error."""
-    sizes = request["inputs"]
-    source, stdin = fds[0], fds[1] if len(fds) > 1 else None
-    if (sizes is None) != (stdin is None):
-        protocol.send(control, {"error": "a request's inputs and its stdin do not match"})
-        return
-    offsets = [0]
-    for size in sizes or []:
-        offsets.append(offsets[-1] + size)
-    pieces = [None] if sizes is None else list(zip(offsets, sizes, strict=False))
-    path = f"{TMP}/{request['filename']}"
-    prelude = inprocess.prelude_code(path, request["prelude"], len(request["prelude"]))
-    budget_end = None if request["budget"] is None else time.monotonic() + request["budget"]
-    for index, piece in enumerate(pieces):
-        deadline = time.monotonic() + request["timeout"]
-        if budget_end is not None:
-            if budget_end <= time.monotonic():  # no time left: the run never starts
-                protocol.send(control, {"run": index, "code": None, "timeout": True, "duration_s": 0.0})
-                continue
-            deadline = min(deadline, budget_end)
-        answer = run_once(index, (path, prelude, source, stdin, piece), request, config, dispositions, control,
-                          deadline)  # fmt: skip
-        protocol.send(control, answer)
-        if "error" in answer:
-            return
+class Start(BaseException):
+    """Raised in a run's process, fresh from its maker's fork: it unwinds the serve loop's frames (nothing
+    catches it on the way) to `main`, which sets the run up and runs it from the bottom of the stack."""
 
 
-def run_once(index, program, request, config, dispositions, control, deadline):
+def run_once(message, fds, config, dispositions, control):
     """One run, to its end: its answer, or {"error"} if it could not be started."""
+    path = f"{TMP}/{message['filename']}"
+    inprocess.prelude_code(path, message["prelude"], len(message["prelude"]))  # compiled once, for every fork
     report_r, report_w = os.pipe()
     pid_r, pid_w = os.pipe()
     (out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe()
     started = time.monotonic()
+    deadline = started + message["timeout"]
     # A short-lived process makes the run's namespaces and forks the run into them (the first process of
     # a new pid namespace is its pid 1), tells us its pid and exits: the run is then our child, as an
     # orphan of this pid namespace.
     maker = os.fork()
     if maker == 0:
-        try:
-            for fd in (report_r, pid_r, out_r, err_r):
-                os.close(fd)
-            enter_namespaces(config)
-            pid = os.fork()
-            if pid == 0:
-                child(index, program, (out_w, err_w), request, config, dispositions, report_w)
-            os.write(pid_w, str(pid).encode())
-            os._exit(0)
-        except BaseException as error:
-            with contextlib.suppress(BaseException):
-                os.write(report_w, f"E{type(error).__name__}: {error}"[:1000].encode())
-        finally:
-            os._exit(protocol.SETUP_FAILED_EXIT)
+        make_run(config, (report_r, pid_r, out_r, err_r), pid_w, report_w)
+        raise Start([message, fds, (out_w, err_w), report_w, config, dispositions])  # the run's process only
     for fd in (report_w, pid_w, out_w, err_w):
         os.close(fd)
     try:
-        protocol.send(control, {"run": index}, [out_r, err_r])
+        protocol.send(control, {"open": True}, [out_r, err_r])
     finally:
         os.close(out_r)
         os.close(err_r)
     try:
         os.waitpid(maker, 0)
         pid = int(read_report(pid_r) or 0)
-        answer = wait(pid, deadline, control, index) if pid else None
+        answer = wait(pid, deadline, control) if pid else None
         report = read_report(report_r)
     finally:
         os.close(report_r)
         os.close(pid_r)
     if answer is None or report != b"S":  # the run never started: not its exit status
         return {"error": report[1:].decode("utf-8", "replace") or "the program's process died during setup"}
-    return answer | {"run": index, "duration_s": time.monotonic() - started}
+    return answer | {"duration_s": time.monotonic() - started}
+
+
+def make_run(config, theirs, pid_w, report_w):
+    """The maker: fresh namespaces, the run forked into them; returns in the run's process only."""
+    try:
+        for fd in theirs:
+            os.close(fd)
+        enter_namespaces(config)
+        pid = os.fork()
+    except BaseException as error:
+        report_error(report_w, error)
+        os._exit(protocol.SETUP_FAILED_EXIT)
+    if pid == 0:
+        return
+    os.write(pid_w, str(pid).encode())
+    os._exit(0)
+
+
+def report_error(report_w, error):
+    with contextlib.suppress(BaseException):
+        os.write(report_w, f"E{type(error).__name__}: {error}"[:1000].encode())
 
 
 def read_report(fd):
@@ -149,7 +144,7 @@ def read_report(fd):
         return b""
 
 
-def wait(pid, deadline, control, index):
+def wait(pid, deadline, control):
     """Until the run ends, runs out of time, or the host says kill it; then kill what it left."""
     pidfd = os.pidfd_open(pid)
     timed_out = host_gone = False
@@ -166,8 +161,8 @@ def wait(pid, deadline, control, index):
                 message, fds = protocol.receive(control, 2)
                 protocol.close_all(fds)
                 host_gone = message is None
-                if host_gone or message.get("kill") == index:
-                    break  # a kill: the host saw too much output (a later kill of an earlier run is stale)
+                if host_gone or message.get("kill"):
+                    break  # a kill: the host saw too much output, or the budget is spent
     finally:
         os.close(pidfd)
     with contextlib.suppress(ProcessLookupError):
@@ -266,31 +261,34 @@ def install_filter(program):
     check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.c_char_p(fprog), 0, 0), "install the seccomp filter")
 
 
-def child(index, program, outputs, request, config, dispositions, report_w):
-    """The run's process: pid 1 of its namespace. Never returns."""
-    path, prelude = program[:2]
+def begin(run):
+    """The run's process, pid 1 of its namespaces, at the bottom of the stack: set up as a fresh
+    interpreter would be, then the program. Never returns."""
+    message, fds, outputs, report_w, config, dispositions = run
+    run.clear()
+    gc.collect()  # the serve loop's history (its free lists, its allocation counts) is not the program's to read
+    path = f"{TMP}/{message['filename']}"
     try:
-        executable = setup(index, program, outputs, request, config, dispositions)
+        executable = setup(message, fds, outputs, config, dispositions)
         source = read_source(path)
     except BaseException as error:
-        with contextlib.suppress(BaseException):
-            os.write(report_w, f"E{type(error).__name__}: {error}"[:1000].encode())
+        report_error(report_w, error)
         os._exit(protocol.SETUP_FAILED_EXIT)
     os.write(report_w, b"S")
     os.closerange(3, 1 << 16)  # the control socket, the report pipe, the memfds and everything else
+    argv, shared = message["argv"], len(message["prelude"])
+    del message, fds, outputs, config, dispositions
     if executable is not None:
         for number in SIGNALS:  # a command starts with every signal at its default, not Python's
             with contextlib.suppress(OSError, ValueError):
                 signal.signal(number, signal.SIG_DFL)
         try:
-            os.execve(executable, request["argv"], dict(os.environ))
+            os.execve(executable, argv, dict(os.environ))
         except OSError as error:  # as a shell reports it: 126 cannot run, 127 not found
             print(f"sandbox: cannot run {executable}: {error}", file=sys.stderr)
             os._exit(127 if isinstance(error, FileNotFoundError) else 126)
-    shared = request["prelude"]
-    if prelude is None or not source.startswith(shared):
-        os._exit(inprocess.run_as_main(path, source))
-    os._exit(inprocess.run_as_main(path, source, prelude, len(shared)))
+    # The serve loop compiled the same prelude (the program's first lines) before the fork: found, not compiled.
+    os._exit(inprocess.run_as_main(path, source, inprocess.prelude_code(path, source, shared), shared))
 
 
 def find_executable(name):
@@ -304,52 +302,35 @@ def read_source(path):
         return handle.read()
 
 
-def copy(source, target, offset, size):
-    """``size`` bytes (None: to the end) of ``source`` from ``offset`` on, into ``target``; by position,
-    so the runs of one request share the memfds' offsets with nobody."""
-    while size is None or size > 0:
-        data = os.pread(source, COPY_CHUNK if size is None else min(size, COPY_CHUNK), offset)
-        if not data:
-            if size:
-                raise OSError("an input is shorter than its request says")
-            return
+def copy(source, target):
+    """All of ``source`` into ``target``, by position: the runs of one program share the source's memfd."""
+    offset = 0
+    while data := os.pread(source, COPY_CHUNK, offset):
         offset += len(data)
-        size = None if size is None else size - len(data)
         view = memoryview(data)
         while view:
             view = view[os.write(target, view) :]
 
 
-def open_stdin(stdin, piece):
-    """The run's stdin, read-only: its own input in a memfd of its own, or /dev/null."""
-    if piece is None:
-        return os.open(os.devnull, os.O_RDONLY)
-    memfd = os.memfd_create("stdin", os.MFD_CLOEXEC)
-    try:
-        copy(stdin, memfd, *piece)
-        return os.open(f"/proc/self/fd/{memfd}", os.O_RDONLY)
-    finally:
-        os.close(memfd)
-
-
-def setup(index, program, outputs, request, config, dispositions):
+def setup(message, fds, outputs, config, dispositions):
     """The run's process, set up as a fresh interpreter would be; returns what to exec, if anything."""
-    path, _, source, stdin, piece = program
+    path = f"{TMP}/{message['filename']}"
     os.setsid()
     check(libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount /proc")
     target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
     try:
-        copy(source, target, 0, None)
+        copy(fds[0], target)
     finally:
         os.close(target)
-    stdin = open_stdin(stdin, piece)
+    # Its own input, read-only from its start (the host's sealed memfd), or /dev/null.
+    stdin = os.open(os.devnull if len(fds) < 2 else f"/proc/self/fd/{fds[1]}", os.O_RDONLY)
     check(libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")  # as a fresh program: its /proc is its own
     with open("/proc/self/oom_score_adj", "w") as handle:
         handle.write("1000")  # at the memory limit the kernel kills the program, never pid 1
     for name in ("inprocess", "protocol"):  # a cold interpreter has no such modules
         sys.modules.pop(name, None)
     if not config["vm_root"]:
-        drop_capabilities(None if request.get("uid") is None else request["uid"] + index)
+        drop_capabilities(message.get("uid"))
         if not config["seccomp"]:
             raise OSError(f"no seccomp filter for {os.uname().machine}")
         install_filter(bytes.fromhex(config["seccomp"]))
@@ -357,7 +338,7 @@ def setup(index, program, outputs, request, config, dispositions):
     os.dup2(stdin, 0)
     os.dup2(outputs[0], 1)
     os.dup2(outputs[1], 2)
-    cpu = max(1, int(request["timeout"] + 0.999))
+    cpu = max(1, int(message["timeout"] + 0.999))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
     for name, value in config["rlimits"].items():
         resource.setrlimit(getattr(resource, name), (value, value))
@@ -366,11 +347,11 @@ def setup(index, program, outputs, request, config, dispositions):
     os.environ.update(config["env"])
     for number, handler in dispositions.items():
         signal.signal(number, handler)
-    if request["argv"] is None:
+    if message["argv"] is None:
         return None
-    executable = find_executable(request["argv"][0])
+    executable = find_executable(message["argv"][0])
     if executable is None:  # the sandbox's fault, not the program's: before "S"
-        raise FileNotFoundError(f"sandbox: no {request['argv'][0]} on PATH")
+        raise FileNotFoundError(f"sandbox: no {message['argv'][0]} on PATH")
     return executable
 
 
@@ -408,14 +389,16 @@ def serve_loop(control, config, dispositions):
     check(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "prctl(PR_SET_CHILD_SUBREAPER)")
     protocol.send(control, {"ready": True})
     while True:
-        request, fds = protocol.receive(control, 2)
-        if request is None:
+        message, fds = protocol.receive(control, 2)
+        if message is None:
             return
-        try:
-            if "kill" not in request and len(fds) in (1, 2):  # else a kill that came after its run ended
-                serve_request(request, fds, config, dispositions, control)
-        finally:
+        if "kill" in message or len(fds) not in (1, 2):  # a kill that came after its run was answered
             protocol.close_all(fds)
+            continue
+        # No try/finally here: in the run's process, Start passes through on its way to `main`.
+        answer = run_once(message, fds, config, dispositions, control)
+        protocol.close_all(fds)
+        protocol.send(control, answer)
 
 
 def unpack(bundle, key_env):
@@ -445,7 +428,9 @@ def unpack(bundle, key_env):
                 handle.writelines(text.encode("utf-8", "surrogatepass") for text in inputs)
     with open(f"{work}/header", "w") as handle:  # read only after the serve loop is forked
         handle.write(spec.pop("header"))
-    with open(f"{work}/manifest.json", "w") as handle:
+    with open(f"{work}/programs.json", "w") as handle:  # likewise
+        json.dump(spec.pop("programs"), handle)
+    with open(f"{work}/config.json", "w") as handle:  # all the serve loop is forked with
         json.dump(spec, handle)
     env = {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "HOME": TMP, "TMPDIR": TMP,
            "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
@@ -462,7 +447,7 @@ def namespaces_work():
 
 def batch(work):
     dispositions = become_runner()
-    with open(f"{work}/manifest.json") as handle:
+    with open(f"{work}/config.json") as handle:
         spec = json.load(handle)
     if not namespaces_work():
         print("codegrpo runner: cannot give each program namespaces of its own here", file=sys.stderr)
@@ -471,7 +456,7 @@ def batch(work):
     config = limits | {"vm": True, "vm_root": False, "seccomp": spec["seccomp"].get(os.uname().machine),
                        "env": dict(os.environ)}  # fmt: skip
     control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    if os.fork() == 0:  # the serve loop every program is forked from: it never sees an output or a result
+    if os.fork() == 0:  # the serve loop every run is forked from: it never sees a program, input or output
         control.close()
         serve_loop(theirs, config, dispositions)
         os._exit(0)
@@ -480,11 +465,14 @@ def batch(work):
         sys.exit("codegrpo runner: the serve loop did not start")
     with open(f"{work}/header") as handle:
         header = handle.read()
+    with open(f"{work}/programs.json") as handle:
+        programs = json.load(handle)
     import binascii  # here, in the process that never forks a program: no program has it imported
 
-    results, uid = [], FIRST_UID
-    for index, request in enumerate(spec["programs"]):
-        request["uid"], uid = uid, uid + protocol.runs(request)
+    uids = iter(run_uids(sum(protocol.runs(request) for request in programs)))
+    results = []
+    for index, request in enumerate(programs):
+        request["uids"] = [next(uids) for _ in range(protocol.runs(request))]
         names = [f"{index}.src"] + ([] if request["inputs"] is None else [f"{index}.in"])
         fds = [os.open(f"{work}/{name}", os.O_RDONLY) for name in names]
         try:
@@ -509,6 +497,13 @@ def batch(work):
     sys.stdout.flush()
 
 
+def run_uids(count):
+    """``count`` distinct uids for the runs of a chunk, at random: none tells a run its position."""
+    import random  # here, in the process that never forks a program
+
+    return random.SystemRandom().sample(range(FIRST_UID, FIRST_UID + UID_SPAN), count)
+
+
 def fit(runs, limit):
     """A program alone in its chunk: what its runs printed, the largest first, dropped (each such run an
     output_limit) until the document fits what an exec returns. Several programs are run again apart."""
@@ -520,7 +515,19 @@ def fit(runs, limit):
         run.update(stdout="", stderr="", over_limit=True)
 
 
-if sys.argv[1:2] == ["serve"]:
-    serve(*sys.argv[2:4])
-elif sys.argv[1:2] == ["batch"]:
-    batch(sys.argv[2])
+def main():
+    """serve or batch; in a run's process, once Start has unwound every frame above this one, the run."""
+    run = []
+    try:
+        if sys.argv[1:2] == ["serve"]:
+            serve(*sys.argv[2:4])
+        elif sys.argv[1:2] == ["batch"]:
+            batch(sys.argv[2])
+    except Start as start:
+        run = start.args[0]
+    if run:  # outside the except clause: the exception, its traceback and their frames are gone
+        begin(run)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""Issue 32, finding 2: the harness's audit hook sees a completion take frames through the standard
+library (inspect.currentframe(), traceback.walk_stack(None), ...) as it sees sys._getframe called
+directly, and still takes the library's own events (namedtuple's sys._getframe, a formatted traceback's
+tb_frame) for the library's. Through the real reward, warm and cold, and in Superserve chunks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import textwrap
+
+import pytest
+
+from codegrpo.config import SuperserveSandboxConfig
+from codegrpo.sandbox.base import SandboxBackend
+from codegrpo.sandbox.superserve import SuperserveSandbox
+from codegrpo.verdict import Status
+from tests.fakes import FAKE_API_KEY, FakeSuperserve
+from tests.helpers.sandbox import PROBLEMS, make_sandbox, score
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the sandboxes need bubblewrap")
+
+KEY_ENV = "CODEGRPO_TEST_AUDIT_FRAMES_SUPERSERVE_KEY"
+CORRECT = PROBLEMS["is_prime"].reference
+TOKEN = "introspection:sys._getframe"
+
+
+class Superserve(SandboxBackend):
+    def __init__(self, fake: FakeSuperserve) -> None:
+        self.cfg = SuperserveSandboxConfig(api_key_env=KEY_ENV, base_url=fake.base_url, max_concurrency=2)
+
+    async def run_many(self, programs):
+        backend = SuperserveSandbox(self.cfg)
+        try:
+            return await backend.run_many(programs)
+        finally:
+            await backend.aclose()
+
+
+@pytest.fixture(scope="module", params=["warm", "cold", "superserve"])
+def backend(request):
+    if request.param == "superserve":
+        os.environ[KEY_ENV] = FAKE_API_KEY
+        with FakeSuperserve() as fake:
+            yield Superserve(fake)
+        return
+    box = make_sandbox(warm=request.param == "warm")
+    yield box
+    asyncio.run(box.aclose())
+
+
+def audit(backend, code: str) -> list[str]:
+    """The harness's audit tokens for a right is_prime that first runs ``code``."""
+    scored, result = score(backend, "is_prime", textwrap.dedent(code) + "\n" + CORRECT)
+    assert scored.verdict.status is Status.PASSED, (scored.verdict, result.stderr[-2000:])
+    return json.loads(result.stdout.strip().splitlines()[-1]).get("audit", [])
+
+
+TAKES_FRAMES = {
+    "inspect.currentframe": "import inspect\n_frame = inspect.currentframe()\n",
+    "traceback.walk_stack": "import traceback\n_frames = [f for f, _ in traceback.walk_stack(None)]\n",
+    "StackSummary.extract": "import traceback\n_s = traceback.StackSummary.extract(traceback.walk_stack(None))\n",
+    "traceback.extract_stack": "import traceback\n_s = traceback.extract_stack()\n",
+    "inspect.stack": "import inspect\n_s = inspect.stack(0)\n",
+    "in a function": "import inspect\ndef _up():\n    return inspect.currentframe().f_back\n_f = _up()\n",
+    "sys._getframe": "import sys\n_frame = sys._getframe()\n",
+}
+
+
+@pytest.mark.parametrize("way", TAKES_FRAMES)
+def test_frames_taken_through_the_library_are_evidence(backend, way):
+    assert TOKEN in audit(backend, TAKES_FRAMES[way])
+
+
+def test_the_librarys_own_frame_lookups_are_not_evidence(backend):
+    honest = """
+        import collections, dataclasses, enum, logging, traceback, typing
+        P = collections.namedtuple("P", "x y")
+        Color = enum.Enum("Color", "RED GREEN")
+        class Q(typing.NamedTuple):
+            x: int
+        @dataclasses.dataclass
+        class D:
+            x: int = 0
+        logging.getLogger("quiet").debug("nothing")
+        try:
+            1 / 0
+        except ZeroDivisionError:
+            _text = traceback.format_exc()
+    """
+    assert not [token for token in audit(backend, honest) if token.startswith("introspection:")]

@@ -1,0 +1,115 @@
+"""Issue 32, finding 3: what a program leaves buffered at exit comes out as under `python3 -I`, which
+flushes every file object as it clears them: a right answer written through another file object than
+sys.stdout scores as right. Each form against a real `/usr/bin/python3 -I` on this machine (the same
+stdout), then through the real reward as a stdin/stdout problem, warm and cold, and in Superserve chunks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from codegrpo.config import SuperserveSandboxConfig
+from codegrpo.problems import IOTest, Problem
+from codegrpo.programs import get_language
+from codegrpo.sandbox.base import RunResult, SandboxBackend
+from codegrpo.sandbox.superserve import SuperserveSandbox
+from codegrpo.scoring import Scorer
+from tests.fakes import FAKE_API_KEY, FakeSuperserve
+from tests.helpers.sandbox import make_sandbox
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("bwrap") is None or not os.path.exists("/usr/bin/python3"), reason="needs bubblewrap and python3"
+)
+
+KEY_ENV = "CODEGRPO_TEST_FLUSH_SUPERSERVE_KEY"
+INPUT = "21\n"
+FORMS = {
+    "open(1) never closed": "n = int(input())\nopen(1, 'w').write(f'{n * 2}\\n')\n",
+    "open(1) kept in a global": "n = int(input())\nout = open(1, 'w')\nout.write(f'{n * 2}\\n')\n",
+    "os.fdopen(1)": "import os\nn = int(input())\nout = os.fdopen(1, 'w')\nout.write(f'{n * 2}\\n')\n",
+    "a BufferedWriter on fd 1": (
+        "import io\nn = int(input())\nout = io.BufferedWriter(io.FileIO(1, 'w', closefd=False))\n"
+        "out.write(f'{n * 2}\\n'.encode())\n"
+    ),
+    "sys.__stdout__ behind a replaced sys.stdout": (
+        "import io, sys\nn = int(input())\nsys.stdout = io.StringIO()\nsys.__stdout__.write(f'{n * 2}\\n')\n"
+    ),
+    "print to sys.__stdout__": (
+        "import sys\nn = int(input())\nsys.stdout = sys.stderr\nprint(n * 2, file=sys.__stdout__)\n"
+    ),
+    # The order python3 -I keeps: sys.stdout first, then the other file objects as they are cleared.
+    "sys.stdout, then a file object": (
+        "n = int(input())\nout = open(1, 'w', closefd=False)\nout.write('second\\n')\nprint(n * 2)\n"
+    ),
+    "a file object that prints as it is finalized": (
+        "import sys\nn = int(input())\nclass Last:\n    def __del__(self):\n        print('bye', n * 2)\n"
+        "keep = Last()\nsys.stdout = None\n"
+    ),
+}
+
+
+class Superserve(SandboxBackend):
+    def __init__(self, fake: FakeSuperserve) -> None:
+        self.cfg = SuperserveSandboxConfig(api_key_env=KEY_ENV, base_url=fake.base_url, max_concurrency=2)
+
+    async def run_many(self, programs):
+        backend = SuperserveSandbox(self.cfg)
+        try:
+            return await backend.run_many(programs)
+        finally:
+            await backend.aclose()
+
+
+class Recording(SandboxBackend):
+    def __init__(self, inner: SandboxBackend) -> None:
+        self.inner = inner
+        self.results: list[RunResult] = []
+
+    async def run_many(self, programs):
+        results = await self.inner.run_many(programs)
+        self.results.extend(results)
+        return results
+
+
+@pytest.fixture(scope="module", params=["warm", "cold", "superserve"])
+def backend(request):
+    if request.param == "superserve":
+        os.environ[KEY_ENV] = FAKE_API_KEY
+        with FakeSuperserve() as fake:
+            yield Superserve(fake)
+        return
+    box = make_sandbox(warm=request.param == "warm")
+    yield box
+    asyncio.run(box.aclose())
+
+
+@pytest.fixture(scope="module")
+def expected(tmp_path_factory) -> dict[str, str]:
+    """What each form prints under the real thing: /usr/bin/python3 -I on a file, its input on stdin."""
+    outputs = {}
+    for name, source in FORMS.items():
+        path = Path(tmp_path_factory.mktemp("flush")) / "solution.py"
+        path.write_text(source)
+        done = subprocess.run(["/usr/bin/python3", "-I", str(path)], input=INPUT, capture_output=True, text=True,
+                              timeout=30, env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})  # fmt: skip
+        assert done.stdout.strip(), (name, done)
+        outputs[name] = done.stdout
+    return outputs
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_buffered_output_comes_out_as_under_python3(backend, expected, form):
+    problem = Problem("flush", "Print twice the number.", "", "stdio", tests=(IOTest(INPUT, expected[form]),))
+    recording = Recording(backend)
+    scorer = Scorer([problem], recording, get_language("python"), "binary", timeout_s=5.0)
+    (scored,) = asyncio.run(scorer.score(["flush"], [textwrap.dedent(FORMS[form])]))
+    (result,) = recording.results
+    assert result.runs[0].stdout == expected[form], result.runs[0]
+    assert scored.verdict.reward == 1.0, scored.verdict
