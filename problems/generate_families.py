@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from codegrpo.data.problems import parse_problem, select_split
 from codegrpo.errors import ProblemError
-from codegrpo.problems import parse_problem, select_split
 
 HERE = Path(__file__).resolve().parent
 EVAL_FRACTION = 0.3  # of each train family's tasks, by id: conf/problems/transfer.yaml says the same

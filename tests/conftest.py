@@ -10,14 +10,14 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf, open_dict
 
 from codegrpo.commands import CONFIG_DIR
-from codegrpo.config import register_configs
+from codegrpo.config.schema import register_configs
 
 register_configs()  # the trainer schema too: tests compose train.yaml (commands.train registers it)
 
 
 @pytest.fixture
 def compose_cfg(tmp_path: Path):
-    """compose_cfg(*overrides, config_name="train") -> the typed config (codegrpo.config) the command
+    """compose_cfg(*overrides, config_name="train") -> the typed config (codegrpo.config.schema) the command
     would get, with the run dir under tmp_path."""
 
     def _compose(*overrides: str, config_name: str = "train"):

@@ -1,4 +1,4 @@
-"""The CPUs this process may use (codegrpo.cgroupfs.usable_cores) and the default concurrency built on
+"""The CPUs this process may use (codegrpo.config.cgroupfs.usable_cores) and the default concurrency built on
 them. Finding our cgroups in v1, v2 and hybrid mount tables is tested with the local sandbox's cgroups,
 in tests/sandbox/test_local.py."""
 
@@ -11,10 +11,10 @@ import sys
 
 import pytest
 
-from codegrpo.cgroupfs import usable_cores
-from codegrpo.config import auto_concurrency
+from codegrpo.config.cgroupfs import usable_cores
+from codegrpo.config.schema import auto_concurrency
 
-PROBE = ("import json, os, sys; from codegrpo.cgroupfs import usable_cores; from codegrpo.config import "
+PROBE = ("import json, os, sys; from codegrpo.config.cgroupfs import usable_cores; from codegrpo.config.schema import "
          "auto_concurrency; os.sched_setaffinity(0, {int(sys.argv[1])}); "
          "print(json.dumps([usable_cores(), auto_concurrency()]))")
 

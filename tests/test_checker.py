@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from codegrpo.checker import compare_output
-from codegrpo.config import Checker
+from codegrpo.config.schema import Checker
+from codegrpo.reward.checker import compare_output
 
 TOKENS, LINES, EXACT = Checker.tokens, Checker.lines, Checker.exact
 

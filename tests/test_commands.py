@@ -5,21 +5,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
-from codegrpo.problems import PROJECT_ROOT, load_problems
-
-
-def command(*args: str, flags: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *flags, "-m", *args], cwd=PROJECT_ROOT, capture_output=True, text=True,
-                          timeout=300)
-
-
-def imported_modules(stderr: str) -> set[str]:
-    """Every module a ``python -X importtime`` run imported, from its report on stderr."""
-    return {line.rsplit("|", 1)[1].strip() for line in stderr.splitlines() if line.startswith("import time:")}
+from codegrpo.data.problems import load_problems
+from codegrpo.resources import PROJECT_ROOT
+from tests.helpers.commands import command, imported_modules
 
 
 @pytest.mark.parametrize("name", ["score", "validate", "limits"])

@@ -8,8 +8,8 @@ import pytest
 from hydra.errors import ConfigCompositionException
 from omegaconf.errors import ConfigKeyError, ValidationError
 
-from codegrpo.config import Dtype, LanguageName, SaveDtype, WandbMode
-from codegrpo.programs import LANGUAGES
+from codegrpo.config.schema import Dtype, LanguageName, SaveDtype, WandbMode
+from codegrpo.reward.programs import LANGUAGES
 
 
 def test_default_config_composes(compose_cfg):

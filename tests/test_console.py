@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 
-from codegrpo.console import current_arg_names, final_summary, step_line
+from codegrpo.tracking.console import current_arg_names, final_summary, step_line
 
 
 def test_step_line_shows_reward_pass_rate_statuses_and_time():
@@ -40,9 +40,9 @@ def test_final_summary_says_where_everything_is(tmp_path):
 def test_completions_table_columns_say_why_and_show_the_code(local_sandbox):
     import asyncio
 
-    from codegrpo.problems import load_problems
-    from codegrpo.programs import get_language
-    from codegrpo.scoring import Scorer, make_code_reward
+    from codegrpo.data.problems import load_problems
+    from codegrpo.reward.programs import get_language
+    from codegrpo.reward.scorer import Scorer, make_code_reward
 
     scorer = Scorer(load_problems("problems/seed.jsonl"), local_sandbox, get_language("python"), "binary")
     extra: dict[str, list] = {}

@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from codegrpo.errors import UsageError
-from codegrpo.evaluation import Evaluation, Outcomes, compare, comparison_summary, load_evaluation, save
-from codegrpo.problems import PROJECT_ROOT
+from codegrpo.evaluation.evaluate import Evaluation, Outcomes, compare, comparison_summary, load_evaluation, save
+from codegrpo.resources import PROJECT_ROOT
 
 
 def _evaluation(outcomes: dict[str, tuple[int, int, int]]) -> Evaluation:

@@ -1,5 +1,5 @@
-from codegrpo.extraction import completion_text, extract_code
-from codegrpo.programs import get_language
+from codegrpo.reward.extraction import completion_text, extract_code
+from codegrpo.reward.programs import get_language
 
 PY = get_language("python").fence_tags
 

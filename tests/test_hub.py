@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from codegrpo.errors import UsageError
-from codegrpo.hub import check_push, push_final_model
-from codegrpo.models import cast_saved_weights, resolve_model, rounding_warning
+from codegrpo.models.hub import check_push, push_final_model
+from codegrpo.models.loading import cast_saved_weights, resolve_model, rounding_warning
 from tests.helpers.hub import record_hub_uploads
 
 

@@ -12,7 +12,7 @@ import pytest
 from hydra.errors import ConfigCompositionException
 from omegaconf.errors import ValidationError
 
-from codegrpo.problems import PROJECT_ROOT
+from codegrpo.resources import PROJECT_ROOT
 
 
 def _train(*overrides: str, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess, float]:

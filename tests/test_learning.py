@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from codegrpo.explain import first_error_line
-from codegrpo.extraction import completion_text
-from codegrpo.problems import load_problem_set, load_problems, select_split
-from codegrpo.trainer import LearningSignal
-from codegrpo.verdict import Scored, Status, Verdict
+from codegrpo.data.problems import load_problem_set, load_problems, select_split
+from codegrpo.reward.explain import first_error_line
+from codegrpo.reward.extraction import completion_text
+from codegrpo.reward.verdict import Scored, Status, Verdict
+from codegrpo.train.trl_adapter import LearningSignal
 
 
 def length_reward(completions, **_) -> list[float]:
@@ -28,8 +28,8 @@ def test_bf16_training_keeps_fp32_weights_and_moves_almost_all_of_them(compose_c
     import torch
 
     from codegrpo import build
-    from codegrpo.models import load_model_and_tokenizer
-    from codegrpo.trainer import make_trainer_class
+    from codegrpo.models.loading import load_model_and_tokenizer
+    from codegrpo.train.trl_adapter import make_trainer_class
 
     cfg = compose_cfg("trainer.bf16=true", "trainer.learning_rate=1e-6", "trainer.max_steps=2",
                       "trainer.num_generations=4", "trainer.per_device_train_batch_size=4",
@@ -56,7 +56,7 @@ def test_bf16_training_keeps_fp32_weights_and_moves_almost_all_of_them(compose_c
 
 def test_no_spread_warning_after_several_flat_steps(caplog):
     signal = LearningSignal(patience=3)
-    with caplog.at_level(logging.WARNING, logger="codegrpo.trainer"):
+    with caplog.at_level(logging.WARNING, logger="codegrpo.train.trl_adapter"):
         for frac in (1.0, 1.0, 0.5, 1.0, 1.0):
             signal.check_spread({"frac_reward_zero_std": frac})
         assert not caplog.records  # never 3 in a row
@@ -109,8 +109,8 @@ def test_first_error_line_names_the_exception():
 
 @pytest.mark.slow
 def test_train_evaluates_before_and_after_and_compares_with_the_breakdown(compose_cfg):
-    from codegrpo.evaluation import load_evaluation
-    from codegrpo.training import train
+    from codegrpo.evaluation.evaluate import load_evaluation
+    from codegrpo.train.steps import train
 
     cfg = compose_cfg("debug=fast", "problems=trivial", "evaluation.before=true", "evaluation.after=true",
                       "evaluation.limit=2", "evaluation.num_samples=2", "evaluation.max_new_tokens=32",

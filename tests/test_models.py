@@ -7,9 +7,9 @@ import socket
 
 import pytest
 
-from codegrpo.config import Dtype, ModelConfig
+from codegrpo.config.schema import Dtype, ModelConfig
 from codegrpo.errors import ModelNotFoundError
-from codegrpo.models import (
+from codegrpo.models.loading import (
     check_hub_model,
     gguf_source,
     hub_reachable,

@@ -11,14 +11,14 @@ import time
 import pytest
 
 from codegrpo import build
-from codegrpo.console import step_line
-from codegrpo.monitor import CATEGORIES, JS_MAX_CHARS, HackTrend, hack_metrics, static_flags
-from codegrpo.problems import IOTest, Problem, load_problems
-from codegrpo.programs import get_language
-from codegrpo.scoring import Scorer, make_code_reward, make_hack_penalty
-from codegrpo.verdict import Status
+from codegrpo.data.problems import IOTest, Problem, load_problems
+from codegrpo.reward.monitor import CATEGORIES, JS_MAX_CHARS, HackTrend, hack_metrics, static_flags
+from codegrpo.reward.programs import get_language
+from codegrpo.reward.scorer import Scorer, make_code_reward, make_hack_penalty
+from codegrpo.reward.verdict import Status
+from codegrpo.tracking.console import step_line
+from tests.helpers.commands import command
 from tests.helpers.sandbox import run
-from tests.test_commands import command
 
 SEED = {p.id: p for p in load_problems("problems/seed.jsonl")}
 IS_PRIME = SEED["is_prime"]

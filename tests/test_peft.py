@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from codegrpo import build
-from codegrpo.extraction import completion_text
+from codegrpo.reward.extraction import completion_text
 from tests.helpers.hub import record_hub_uploads
 
 TINY = ["trainer.max_steps=2", "trainer.num_generations=2", "trainer.per_device_train_batch_size=2",
@@ -27,10 +27,10 @@ def length_reward(completions, **_) -> list[float]:
 def test_lora_trains_only_the_adapter_saves_it_pushes_it_and_evaluate_loads_it(compose_cfg, tmp_path, monkeypatch):
     import torch
 
-    import codegrpo.trainer as trainer_module
-    import codegrpo.training as train_module
+    import codegrpo.train.steps as train_module
+    import codegrpo.train.trl_adapter as trainer_module
     from codegrpo.commands.evaluate import evaluate
-    from codegrpo.models import load_model_and_tokenizer
+    from codegrpo.models.loading import load_model_and_tokenizer
 
     cfg = compose_cfg(*TINY, "peft=lora", "peft.r=4", "peft.lora_alpha=8", "completions_every=2",
                       "reward.functions=[code_reward,think_format_reward,get_soft_overlong_punishment,"
@@ -113,7 +113,7 @@ def test_lora_trains_only_the_adapter_saves_it_pushes_it_and_evaluate_loads_it(c
 def test_the_peft_group_is_off_by_default_and_lora_composes(compose_cfg):
     from peft import LoraConfig
 
-    from codegrpo.models import build_peft_config
+    from codegrpo.models.loading import build_peft_config
 
     assert compose_cfg().peft is None and build_peft_config(compose_cfg().peft) is None
     cfg = compose_cfg("peft=lora", "peft.r=8", "peft.merge_on_save=true")

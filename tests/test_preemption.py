@@ -20,13 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from codegrpo import checkpoints
-from codegrpo.config import ModelConfig, to_plain
+from codegrpo.config.schema import ModelConfig, to_plain
+from codegrpo.data.problems import load_problem_set, problem_set_hash
 from codegrpo.errors import UsageError
-from codegrpo.models import _cache_dir_for, gguf_source
-from codegrpo.preemption import PREEMPTED_EXIT, Guard, parse_signals
-from codegrpo.problems import PROJECT_ROOT, load_problem_set, problem_set_hash
-from codegrpo.training import finalize, fit, prepare, settle_failed_run, train
+from codegrpo.models.loading import _cache_dir_for, gguf_source
+from codegrpo.resources import PROJECT_ROOT
+from codegrpo.train import checkpoints
+from codegrpo.train.preemption import PREEMPTED_EXIT, Guard, parse_signals
+from codegrpo.train.steps import finalize, fit, prepare, settle_failed_run, train
 from tests.helpers.sandbox import child_pids, run_cgroups
 
 TINY = ["logger=none", "plots=false", "problems.limit=2", "trainer.num_generations=2",

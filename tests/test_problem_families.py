@@ -13,8 +13,9 @@ from collections import defaultdict
 
 import pytest
 
+from codegrpo.data.problems import load_problem_set
 from codegrpo.errors import ProblemError
-from codegrpo.problems import PROJECT_ROOT, load_problem_set
+from codegrpo.resources import PROJECT_ROOT
 
 SCRIPT = PROJECT_ROOT / "problems" / "generate_families.py"
 _spec = importlib.util.spec_from_file_location("generate_families", SCRIPT)

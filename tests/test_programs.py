@@ -11,9 +11,9 @@ import textwrap
 
 import pytest
 
-from codegrpo.problems import Problem
-from codegrpo.programs import build_program, get_language, humaneval_check
-from codegrpo.verdict import decode_typed, score_checks
+from codegrpo.data.problems import Problem
+from codegrpo.reward.programs import build_program, get_language, humaneval_check
+from codegrpo.reward.verdict import decode_typed, score_checks
 
 PYTHON = get_language("python")
 
@@ -130,7 +130,7 @@ def run_io(program, stdin: str) -> subprocess.CompletedProcess:
 
 
 def test_livecodebench_runs_its_graders_imports_before_a_call_form_completion():
-    from codegrpo.problems import PREAMBLES, IOTest
+    from codegrpo.data.problems import PREAMBLES, IOTest
 
     assert PREAMBLES["livecodebench"] == {"stdio": LCB_IMPORTS, "call": LCB_IMPORTS}
     problem = Problem("two", "p", "", "call", tests=(IOTest("[[2, 7], 9]", "[0, 1]"),), fn_name="twoSum",
@@ -148,7 +148,7 @@ def test_livecodebench_runs_its_graders_imports_before_a_call_form_completion():
 
 
 def test_apps_gives_stdio_programs_its_imports_and_stdin_as_trusted_prelude():
-    from codegrpo.problems import PREAMBLES, IOTest
+    from codegrpo.data.problems import PREAMBLES, IOTest
 
     problem = Problem("sum", "p", "", "stdio", tests=(IOTest("1 2\n", "3\n"),), preamble="apps")
     code = "a, b = map(int, stdin.readline().split())\nprint(Counter([a + b]).most_common()[0][0])\n"

@@ -1,4 +1,4 @@
-"""sampler=difficulty (codegrpo.sampling): the draw is reproducible from the seed, prefers problems with
+"""sampler=difficulty (codegrpo.train.sampling): the draw is reproducible from the seed, prefers problems with
 reward spread, never runs dry, agrees across real torch.distributed ranks, survives a checkpoint, and a
 real TRL run with the offline model logs sampler/* and resumes exactly. Bad input is one line."""
 
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from codegrpo.config import SamplerConfig, SamplerKind
+from codegrpo.config.schema import SamplerConfig, SamplerKind
 from codegrpo.errors import UsageError
-from codegrpo.sampling import STATE_FILE, DifficultySampler, Online
-from codegrpo.verdict import Scored, Status, Verdict
+from codegrpo.reward.verdict import Scored, Status, Verdict
+from codegrpo.train.sampling import STATE_FILE, DifficultySampler, Online
 from tests import wandb_offline
 
 IDS = [f"p{i}" for i in range(12)]
@@ -120,8 +120,8 @@ def test_bad_sampler_settings_are_one_line_at_compose_time(compose_cfg):
 
 
 def test_a_problem_set_smaller_than_one_batch_is_refused_before_the_model_loads(compose_cfg):
-    from codegrpo.preemption import Guard
-    from codegrpo.training import prepare
+    from codegrpo.train.preemption import Guard
+    from codegrpo.train.steps import prepare
 
     cfg = compose_cfg("sampler=difficulty", "logger=none", "problems.limit=3", "trainer.num_generations=2",
                       "trainer.per_device_train_batch_size=8")
@@ -138,8 +138,8 @@ TINY = ["logger=none", "plots=false", "save_model=false", "problems.limit=6", "t
 
 @pytest.mark.slow
 def test_training_with_the_difficulty_sampler_logs_sampler_metrics_and_resumes_exactly(compose_cfg, tmp_path):
-    from codegrpo.preemption import Guard
-    from codegrpo.training import finalize, fit, prepare
+    from codegrpo.train.preemption import Guard
+    from codegrpo.train.steps import finalize, fit, prepare
 
     def train_run(name: str, *overrides: str):
         cfg = dataclasses.replace(compose_cfg(*TINY, *overrides), run_dir=str(tmp_path / name))
@@ -185,7 +185,7 @@ def test_pass_rate_bounds_the_wrong_way_round_are_one_line_at_compose_time(compo
 @pytest.mark.slow
 def test_pass_rates_of_the_offline_model_filter_resume_and_refuse_another_problem_set(compose_cfg, tmp_path, capsys):
     from codegrpo.commands.pass_rates import pass_rates
-    from codegrpo.problems import load_problem_set, load_problems
+    from codegrpo.data.problems import load_problem_set, load_problems
 
     small = ["problems.limit=4", "evaluation.num_samples=3", "evaluation.max_new_tokens=48",
              "evaluation.batch_size=2", f"rates={tmp_path}/rates.jsonl", f"filtered={tmp_path}/kept.jsonl"]

@@ -8,7 +8,7 @@ from pathlib import Path
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from codegrpo.sweep import SweepSummary, format_rows, summarize
+from codegrpo.tracking.sweep import SweepSummary, format_rows, summarize
 
 
 def _job(sweep: Path, name: str, history: list[dict] | None = None, failed: bool = False) -> Path:

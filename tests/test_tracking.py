@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from codegrpo import tracking
 from codegrpo.commands import CONFIG_DIR
-from codegrpo.config import LoggerBackend, LoggerConfig, WandbMode, register_configs
+from codegrpo.config.schema import LoggerBackend, LoggerConfig, WandbMode, register_configs
 from codegrpo.errors import UsageError
+from codegrpo.tracking import wandb_run as tracking
 from tests import wandb_offline
 from tests.wandb_stub import StubServer
 
@@ -29,8 +29,8 @@ RUN = r"""
 import json, logging, sys
 from pathlib import Path
 from omegaconf import OmegaConf
-from codegrpo import tracking
-from codegrpo.config import LoggerConfig
+from codegrpo.tracking import wandb_run as tracking
+from codegrpo.config.schema import LoggerConfig
 
 logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
 args = json.loads(sys.argv[1])

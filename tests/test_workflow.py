@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from codegrpo.evaluation import pass_at_k
-from codegrpo.problems import PROJECT_ROOT
+from codegrpo.evaluation.evaluate import pass_at_k
+from codegrpo.resources import PROJECT_ROOT
 from tests import wandb_offline
 
 TINY = ["trainer.max_steps=1", "trainer.num_generations=2", "trainer.per_device_train_batch_size=2",

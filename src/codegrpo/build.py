@@ -8,9 +8,9 @@
     model(cfg.model)                  the model and tokenizer (a checkpoint in place of the model group)
     tracking(cfg, run_dir, job_type)  the W&B run, or None
     dataset(problems, cfg.problems)   the prompts and test columns GRPOTrainer samples from
-    reward_functions(cfg, scorer)     reward.functions and their weights (codegrpo.rewards resolves each)
+    reward_functions(cfg, scorer)     reward.functions and their weights (codegrpo.reward.functions resolves each)
     grpo_config(cfg, run_dir)         trl.GRPOConfig from the trainer group
-    trainer(cfg, ...)                 the GRPOTrainer (codegrpo.trainer) over all of the above
+    trainer(cfg, ...)                 the GRPOTrainer (codegrpo.train.trl_adapter) over all of the above
 
 The commands (codegrpo.commands) call these in order; training and evaluation receive what they build.
 """
@@ -25,9 +25,7 @@ from typing import TYPE_CHECKING
 
 from hydra.utils import get_class
 
-from codegrpo import console, rewards
-from codegrpo import tracking as tracking_runs
-from codegrpo.config import (
+from codegrpo.config.schema import (
     EvaluateConfig,
     LoggerBackend,
     ModelConfig,
@@ -39,12 +37,15 @@ from codegrpo.config import (
     TrainConfig,
     to_plain,
 )
+from codegrpo.data.problems import Problem, load_problem_set, load_problems, problem_set_hash, select_split
+from codegrpo.data.prompts import messages_for
 from codegrpo.errors import UsageError
-from codegrpo.problems import Problem, load_problem_set, load_problems, problem_set_hash, select_split
-from codegrpo.programs import get_language
-from codegrpo.prompts import messages_for
+from codegrpo.reward import functions as rewards
+from codegrpo.reward.programs import get_language
+from codegrpo.reward.scorer import Scorer
 from codegrpo.sandbox.base import SandboxBackend
-from codegrpo.scoring import Scorer
+from codegrpo.tracking import console
+from codegrpo.tracking import wandb_run as tracking_runs
 
 if TYPE_CHECKING:  # imported where used: the scoring commands load neither
     from datasets import Dataset
@@ -52,7 +53,7 @@ if TYPE_CHECKING:  # imported where used: the scoring commands load neither
     from trl import GRPOConfig
     from wandb.sdk.wandb_run import Run
 
-    from codegrpo.preemption import Guard
+    from codegrpo.train.preemption import Guard
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +109,7 @@ def scorer(cfg: TrainConfig | EvaluateConfig | ScoreConfig, problem_set: list[Pr
 def model(cfg: ModelConfig, checkpoint: str | None = None,
           bf16: bool = False) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """(model, tokenizer) of the model group, or of ``checkpoint`` (a saved dir; "base" is the group's)."""
-    from codegrpo.models import load_model_and_tokenizer
+    from codegrpo.models.loading import load_model_and_tokenizer
 
     if checkpoint and checkpoint != "base":
         cfg = dataclasses.replace(cfg, name_or_path=checkpoint, gguf_package="")
@@ -169,7 +170,7 @@ def grpo_config(cfg: TrainConfig, run_dir: Path, reward_weights: list[float] | N
     if cfg.logger.backend is LoggerBackend.wandb and "wandb" not in report_to:
         report_to.append("wandb")
     args["report_to"] = report_to or "none"
-    args["push_to_hub"] = False  # TRL would push the whole run dir; codegrpo.hub pushes only the model
+    args["push_to_hub"] = False  # TRL would push the whole run dir; codegrpo.models.hub pushes only the model
     if reward_weights is not None:
         args["reward_weights"] = reward_weights
     return GRPOConfig(output_dir=str(run_dir), seed=cfg.seed, **console.current_arg_names(args))
@@ -178,14 +179,14 @@ def grpo_config(cfg: TrainConfig, run_dir: Path, reward_weights: list[float] | N
 def trainer(cfg: TrainConfig, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, problem_set: list[Problem],
             reward_funcs: list[Callable[..., object]], args: GRPOConfig, guard: Guard | None = None,
             wandb_run_id: str | None = None, scorer: Scorer | None = None,
-            checkpoint: Path | None = None):  # -> codegrpo.trainer's CodeGRPOTrainer (made with TRL's import)
+            checkpoint: Path | None = None):  # -> codegrpo.train.trl_adapter's CodeGRPOTrainer (made with TRL's import)
     """The GRPOTrainer of this run: its checkpoints carry the config, the problem set's hash and the W&B
     run id (resume checks them); ``guard``'s signals save a checkpoint after the current step. The
     ``sampler`` group draws its prompts, from the pass rates ``scorer``'s verdicts give (restored from
     ``checkpoint`` on resume)."""
-    from codegrpo.models import build_peft_config
-    from codegrpo.sampling import Online
-    from codegrpo.trainer import make_trainer_class
+    from codegrpo.models.loading import build_peft_config
+    from codegrpo.train.sampling import Online
+    from codegrpo.train.trl_adapter import make_trainer_class
 
     online = Online(cfg.sampler, [p.id for p in problem_set], cfg.seed)  # dataset row i is problem_set[i]
     if scorer is not None:

@@ -10,13 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
+PROJECT_ROOT = PACKAGE_DIR.parents[1]  # the checkout's root, when the package runs from one
 # Top-level folder in the repo -> its copy inside the installed package.
 PACKAGED = {"conf": "conf", "problems": "problem_sets"}
 
 
 def source_root() -> Path | None:
     """The checkout this package runs from, or None when it runs from an installed wheel."""
-    root = PACKAGE_DIR.parents[1]
+    root = PROJECT_ROOT
     is_checkout = (root / "pyproject.toml").is_file() and (root / "conf" / "train.yaml").is_file()
     return root if is_checkout else None
 
@@ -25,12 +26,6 @@ def config_dir() -> Path:
     """The Hydra config folder (the one holding train.yaml)."""
     root = source_root()
     return root / "conf" if root else PACKAGE_DIR / PACKAGED["conf"]
-
-
-def problems_dir() -> Path:
-    """The folder of the shipped problem sets (seed.jsonl, basics.jsonl)."""
-    root = source_root()
-    return root / "problems" if root else PACKAGE_DIR / PACKAGED["problems"]
 
 
 def project_path(relative: str | Path) -> Path:

@@ -16,11 +16,11 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from codegrpo.config import SuperserveSandboxConfig
-from codegrpo.problems import load_problems
-from codegrpo.programs import build_program, get_language
+from codegrpo.config.schema import SuperserveSandboxConfig
+from codegrpo.data.problems import load_problems
+from codegrpo.reward.programs import build_program, get_language
+from codegrpo.reward.scorer import Scorer
 from codegrpo.sandbox.superserve import SuperserveSandbox
-from codegrpo.scoring import Scorer
 from tests.fakes.superserve_api import FAKE_API_KEY, FakeSuperserve
 
 KEY_ENV = "CODEGRPO_FAKE_SUPERSERVE_KEY"  # never the user's real key

@@ -17,7 +17,7 @@ import os
 import sys
 import time
 
-from codegrpo.config import SuperserveSandboxConfig
+from codegrpo.config.schema import SuperserveSandboxConfig
 from codegrpo.sandbox.base import Outcome, Program, RunResult
 from codegrpo.sandbox.superserve import SuperserveSandbox
 from tests.fakes.superserve_api import FAKE_API_KEY, FakeSuperserve, Fault

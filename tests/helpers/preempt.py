@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import signal
 
-from codegrpo.extraction import completion_text
+from codegrpo.reward.extraction import completion_text
 
 
 def length_reward(completions, **_) -> list[float]:

@@ -13,13 +13,14 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from codegrpo.config import LocalSandboxConfig
-from codegrpo.problems import PROJECT_ROOT, load_problems
-from codegrpo.programs import get_language
+from codegrpo.config.schema import LocalSandboxConfig
+from codegrpo.data.problems import load_problems
+from codegrpo.resources import PROJECT_ROOT
+from codegrpo.reward.programs import get_language
+from codegrpo.reward.scorer import Scorer
+from codegrpo.reward.verdict import Scored
 from codegrpo.sandbox.base import Program, RunResult, SandboxBackend
 from codegrpo.sandbox.cgroups import PREFIX, find_hierarchies
-from codegrpo.scoring import Scorer
-from codegrpo.verdict import Scored
 
 PYTHON = ("python3", "-I", "/tmp/solution.py")
 MiB = 1 << 20

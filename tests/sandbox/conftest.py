@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from codegrpo.config import SuperserveSandboxConfig
+from codegrpo.config.schema import SuperserveSandboxConfig
 from codegrpo.sandbox.superserve import SuperserveSandbox
 from tests.fakes import FAKE_API_KEY, FakeSuperserve
 

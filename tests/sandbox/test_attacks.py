@@ -28,10 +28,10 @@ from pathlib import Path
 
 import pytest
 
-from codegrpo.programs import get_language
+from codegrpo.reward.programs import get_language
+from codegrpo.reward.scorer import KEPT_OUTPUT_CHARS, Scorer
+from codegrpo.reward.verdict import Status
 from codegrpo.sandbox.base import Outcome, Program, RunResult
-from codegrpo.scoring import KEPT_OUTPUT_CHARS, Scorer
-from codegrpo.verdict import Status
 from tests.helpers.sandbox import (
     FORK_UNTIL_REFUSED,
     PROBLEMS,

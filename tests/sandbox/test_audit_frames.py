@@ -14,10 +14,10 @@ import textwrap
 
 import pytest
 
-from codegrpo.config import SuperserveSandboxConfig
+from codegrpo.config.schema import SuperserveSandboxConfig
+from codegrpo.reward.verdict import Status
 from codegrpo.sandbox.base import SandboxBackend
 from codegrpo.sandbox.superserve import SuperserveSandbox
-from codegrpo.verdict import Status
 from tests.fakes import FAKE_API_KEY, FakeSuperserve
 from tests.helpers.sandbox import PROBLEMS, make_sandbox, score
 

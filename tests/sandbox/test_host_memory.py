@@ -10,10 +10,10 @@ import asyncio
 
 import pytest
 
-from codegrpo.problems import IOTest, Problem
-from codegrpo.programs import get_language
-from codegrpo.scoring import KEPT_OUTPUT_CHARS, Scorer
-from codegrpo.verdict import Status
+from codegrpo.data.problems import IOTest, Problem
+from codegrpo.reward.programs import get_language
+from codegrpo.reward.scorer import KEPT_OUTPUT_CHARS, Scorer
+from codegrpo.reward.verdict import Status
 from tests.fakes import FakeSuperserve
 from tests.helpers.sandbox import Recording, make_sandbox
 

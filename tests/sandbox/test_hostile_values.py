@@ -14,12 +14,12 @@ from contextlib import contextmanager
 import pandas as pd
 import pytest
 
-from codegrpo.explain import explain
-from codegrpo.problems import Problem, load_problems
-from codegrpo.programs import get_language
+from codegrpo.data.problems import Problem, load_problems
+from codegrpo.reward.explain import explain
+from codegrpo.reward.programs import get_language
+from codegrpo.reward.scorer import Scorer, make_code_reward
+from codegrpo.reward.verdict import Status
 from codegrpo.sandbox.superserve import SuperserveSandbox
-from codegrpo.scoring import Scorer, make_code_reward
-from codegrpo.verdict import Status
 from tests.fakes import FakeSuperserve
 from tests.helpers.sandbox import PROBLEMS, escaped_if, make_sandbox
 

@@ -19,15 +19,15 @@ import uuid
 
 import pytest
 
-from codegrpo.config import SuperserveSandboxConfig
+from codegrpo.config.schema import SuperserveSandboxConfig
+from codegrpo.data.problems import IOTest, Problem
 from codegrpo.harness import runner
-from codegrpo.problems import IOTest, Problem
-from codegrpo.programs import get_language
+from codegrpo.reward.programs import get_language
+from codegrpo.reward.scorer import Scorer
+from codegrpo.reward.verdict import Status
 from codegrpo.sandbox.base import Program, RunResult, SandboxBackend, program_limits
 from codegrpo.sandbox.superserve import KEY_ENV as BUNDLE_KEY_ENV
 from codegrpo.sandbox.superserve import CommandResult, SuperserveSandbox, _chunk_results, chunk_script
-from codegrpo.scoring import Scorer
-from codegrpo.verdict import Status
 from tests.fakes import FAKE_API_KEY, FakeSuperserve
 from tests.helpers.sandbox import make_sandbox
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from codegrpo.config import LocalSandboxConfig
+from codegrpo.config.schema import LocalSandboxConfig
 from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxFatalError, format_limits
 from codegrpo.sandbox.cgroups import LEAF, PREFIX, CgroupLimits, Hierarchy, find_hierarchies
 from tests.helpers.sandbox import (

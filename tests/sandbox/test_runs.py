@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from codegrpo.config import SuperserveSandboxConfig
+from codegrpo.config.schema import SuperserveSandboxConfig
 from codegrpo.sandbox.base import Outcome, Program, RunResult
 from codegrpo.sandbox.superserve import SuperserveSandbox
 from tests.fakes import FAKE_API_KEY, FakeSuperserve

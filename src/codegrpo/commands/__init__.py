@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
 
-from codegrpo.config import EvaluateConfig, ScoreConfig, TrainConfig, register_configs
+from codegrpo.config.schema import EvaluateConfig, ScoreConfig, TrainConfig, register_configs
 from codegrpo.errors import CodegrpoError, UsageError
 from codegrpo.resources import config_dir
 
@@ -25,8 +25,8 @@ CONFIG_DIR = str(config_dir())
 register_configs(trainer=False)
 
 if TYPE_CHECKING:
-    from codegrpo.problems import Problem
-    from codegrpo.verdict import Scored
+    from codegrpo.data.problems import Problem
+    from codegrpo.reward.verdict import Scored
 
 T = TypeVar("T")
 C = TypeVar("C", TrainConfig, EvaluateConfig, ScoreConfig)  # the command's config, as its dataclass
@@ -42,7 +42,7 @@ def check_mandatory(cfg: DictConfig) -> None:
 
 
 def run(task: Callable[[C], T], cfg: DictConfig, on_failure: Callable[[BaseException], None] | None = None) -> T:
-    """Run ``task`` on the config as its typed dataclasses (codegrpo.config), calling ``on_failure`` with
+    """Run ``task`` on the config as its typed dataclasses (codegrpo.config.schema), calling ``on_failure`` with
     any error first. The one place user errors are reported: a CodegrpoError ends the command with one
     line on stderr and exit status 2."""
     try:
@@ -62,7 +62,7 @@ def score_pairs(cfg: ScoreConfig, problems: list[Problem], pairs: Sequence[tuple
     """Score (problem_id, completion) pairs in a sandbox opened for them, in batches with progress (the
     score and validate commands)."""
     from codegrpo import build
-    from codegrpo.scoring import score_all
+    from codegrpo.reward.scorer import score_all
 
     async def score_in_sandbox() -> list[Scored]:
         async with build.sandbox(cfg.sandbox, cfg.problems.language) as sandbox:

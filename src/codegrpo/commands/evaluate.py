@@ -21,18 +21,26 @@ from typing import TYPE_CHECKING
 import hydra
 from omegaconf import DictConfig
 
-from codegrpo import build, tracking
+from codegrpo import build
 from codegrpo.commands import CONFIG_DIR, run
-from codegrpo.config import EvaluateConfig, RewardKind
+from codegrpo.config.schema import EvaluateConfig, RewardKind
 from codegrpo.errors import UsageError
+from codegrpo.tracking import wandb_run as tracking
 
 if TYPE_CHECKING:
-    from codegrpo.evaluation import Comparison, Evaluation  # imported in evaluate(): it brings numpy
+    from codegrpo.evaluation.evaluate import Comparison, Evaluation  # imported in evaluate(): it brings numpy
 
 
 def evaluate(cfg: EvaluateConfig) -> Evaluation | Comparison:
-    from codegrpo.evaluation import compare, comparison_summary, evaluate_model, load_evaluation, save, write_comparison
-    from codegrpo.models import check_hub_model
+    from codegrpo.evaluation.evaluate import (
+        compare,
+        comparison_summary,
+        evaluate_model,
+        load_evaluation,
+        save,
+        write_comparison,
+    )
+    from codegrpo.models.loading import check_hub_model
 
     run_dir = Path(cfg.run_dir)
     items = cfg.compare or [cfg.checkpoint]

@@ -16,7 +16,7 @@ from omegaconf import DictConfig
 
 from codegrpo import build
 from codegrpo.commands import CONFIG_DIR, run
-from codegrpo.config import ScoreConfig
+from codegrpo.config.schema import ScoreConfig
 from codegrpo.sandbox.base import format_limits
 
 

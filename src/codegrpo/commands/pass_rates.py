@@ -5,7 +5,7 @@ problems worth training on, the offline filter open-r1 applies.
     codegrpo-pass-rates problems=transfer lo=0 hi=0.75 checkpoint=<run>/final_model
     codegrpo-pass-rates problems=basics rates=<earlier run>/pass_rates.jsonl   # continue, or re-filter
 
-Samples evaluation.num_samples completions of every problem (codegrpo.evaluation's generation and
+Samples evaluation.num_samples completions of every problem (codegrpo.evaluation.evaluate's generation and
 scoring, binary), a batch of evaluation.batch_size problems at a time, and appends each problem's line to
 ``rates`` as its batch is scored: an interrupted run continues where it stopped, and a finished file
 re-filters without loading the model. The file's first line names the problem set's SHA-256: a file of
@@ -26,9 +26,9 @@ from omegaconf import DictConfig
 
 from codegrpo import build
 from codegrpo.commands import CONFIG_DIR, run
-from codegrpo.config import PassRatesConfig, RewardKind
+from codegrpo.config.schema import PassRatesConfig, RewardKind
+from codegrpo.data.problems import Problem, problem_set_hash, write_problems
 from codegrpo.errors import UsageError
-from codegrpo.problems import Problem, problem_set_hash, write_problems
 
 
 def read_rates(path: Path, sha256: str) -> dict[str, dict[str, Any]]:
@@ -49,8 +49,8 @@ def keep(problems: list[Problem], rates: dict[str, dict[str, Any]], lo: float, h
 
 
 def pass_rates(cfg: PassRatesConfig) -> list[Problem]:
-    from codegrpo.evaluation import evaluate_model
-    from codegrpo.models import check_hub_model
+    from codegrpo.evaluation.evaluate import evaluate_model
+    from codegrpo.models.loading import check_hub_model
 
     problems = build.problems(cfg.problems)
     sha256 = problem_set_hash(problems)

@@ -20,11 +20,11 @@ from omegaconf import DictConfig
 
 from codegrpo import build
 from codegrpo.commands import CONFIG_DIR, run, score_pairs
-from codegrpo.config import ScoreConfig
+from codegrpo.config.schema import ScoreConfig
+from codegrpo.data.problems import read_jsonl
 from codegrpo.errors import ProblemError
-from codegrpo.explain import explain
-from codegrpo.problems import read_jsonl
-from codegrpo.scoring import summary
+from codegrpo.reward.explain import explain
+from codegrpo.reward.scorer import summary
 
 
 def read_completions(path: str, known_ids: set[str]) -> list[tuple[str, str]]:

@@ -9,14 +9,14 @@ import hydra
 from omegaconf import DictConfig
 
 from codegrpo.commands import CONFIG_DIR, run
-from codegrpo.config import register_configs
+from codegrpo.config.schema import register_configs
 
 register_configs()  # with the trainer schema (every trl.GRPOConfig field), which only train.yaml composes
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="train")
 def main(cfg: DictConfig) -> float | None:
-    from codegrpo.training import settle_failed_run, train
+    from codegrpo.train.steps import settle_failed_run, train
 
     # A run that fails before its first step leaves no run dir; any other failure leaves a FAILED file.
     return run(train, cfg, on_failure=partial(settle_failed_run, Path(cfg.run_dir))).get("final_reward_mean")

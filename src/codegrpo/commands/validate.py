@@ -6,7 +6,7 @@ Exits non-zero and lists every problem whose reference is missing or does not pa
 exception, or got vs expected) and the reference's first lines. Warns about prompts that repeat the
 prompt template's own words, names every problem with a test no program can pass (its expected output
 is over sandbox.stdout_limit_bytes) and (``weak_tests=true``, the default) every problem whose tests a
-trivial program passes (codegrpo.weak_tests). ``keep_passing=FILE`` writes the problems whose reference
+trivial program passes (codegrpo.data.weak_tests). ``keep_passing=FILE`` writes the problems whose reference
 passes and whose tests are not weak to FILE, the filter papers apply (docs/reward-design.md).
 """
 
@@ -21,13 +21,13 @@ from omegaconf import DictConfig
 
 from codegrpo import build
 from codegrpo.commands import CONFIG_DIR, run, score_pairs
-from codegrpo.config import ScoreConfig
-from codegrpo.explain import code_head, reason
-from codegrpo.problems import Problem, oversize_outputs, write_problems
-from codegrpo.prompts import doubled_words
-from codegrpo.scoring import summary
-from codegrpo.verdict import Status
-from codegrpo.weak_tests import trivial_programs
+from codegrpo.config.schema import ScoreConfig
+from codegrpo.data.problems import Problem, oversize_outputs, write_problems
+from codegrpo.data.prompts import doubled_words
+from codegrpo.data.weak_tests import trivial_programs
+from codegrpo.reward.explain import code_head, reason
+from codegrpo.reward.scorer import summary
+from codegrpo.reward.verdict import Status
 
 
 def warn_doubled_prompts(problems: list[Problem], template: str) -> int:

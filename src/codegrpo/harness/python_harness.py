@@ -16,7 +16,7 @@
 # (or the name of the exception it raised) comes back. The prompt's own helpers (trusted problem code)
 # are defined in the parent from the prompt, not from the completion.
 #
-# The monitor's evidence (codegrpo.monitor): before the completion runs, the child installs a PEP 578
+# The monitor's evidence (codegrpo.reward.monitor): before the completion runs, the child installs a PEP 578
 # audit hook, which nothing in Python can remove, that writes one token per kind of suspect event
 # ("introspection:sys._getframe") to a third pipe the moment the event happens, before the operation is
 # done. The completion can add tokens to that pipe (flags against itself) but cannot take back one

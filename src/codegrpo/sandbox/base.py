@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 
-from codegrpo.config import SandboxConfig
+from codegrpo.config.schema import SandboxConfig
 from codegrpo.errors import SandboxFatalError
 from codegrpo.harness import protocol
 

@@ -1,6 +1,6 @@
 """Per-run cgroups for the local sandbox: a memory and a process limit, an OOM count, and a sure kill.
 
-Works with cgroup v1 and v2 (codegrpo.cgroupfs finds our cgroups). Each sandbox gets a parent cgroup
+Works with cgroup v1 and v2 (codegrpo.config.cgroupfs finds our cgroups). Each sandbox gets a parent cgroup
 inside this process's own cgroup, so whatever limits the trainer runs under still cover its programs,
 and each run gets a child of that parent with the limits set. On v2 a cgroup with processes cannot
 hand controllers to children, so the processes of our own cgroup (the trainer's) first move into a
@@ -21,7 +21,7 @@ import time
 import uuid
 from pathlib import Path
 
-from codegrpo.cgroupfs import CONTROLLERS, LEAF, Hierarchy, find_hierarchies
+from codegrpo.config.cgroupfs import CONTROLLERS, LEAF, Hierarchy, find_hierarchies
 
 log = logging.getLogger(__name__)
 

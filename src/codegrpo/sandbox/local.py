@@ -34,7 +34,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from codegrpo.config import LocalSandboxConfig
+from codegrpo.config.schema import LocalSandboxConfig
 from codegrpo.sandbox import seccomp
 from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend, SandboxFatalError, program_limits
 from codegrpo.sandbox.cgroups import CgroupLimits, RunCgroup

@@ -60,7 +60,7 @@ from superserve import (
     async_connection_pool,
 )
 
-from codegrpo.config import SuperserveSandboxConfig
+from codegrpo.config.schema import SuperserveSandboxConfig
 from codegrpo.harness.protocol import KILLED_EXIT, NO_NAMESPACES_EXIT, OutputCap
 from codegrpo.sandbox import seccomp
 from codegrpo.sandbox.base import (

@@ -7,7 +7,7 @@ empty test lists, an empty input_output, Python 2 and C++ solutions before the P
 LiveCodeBench's compressed private tests (base64 + zlib + pickle of the JSON text, as
 code_generation_lite ships them), LeetCode's class Solution, contest dates on both sides of a window.
 
-``--check`` loads every file through codegrpo.code_datasets and runs the solution of each problem,
+``--check`` loads every file through codegrpo.data.public_datasets and runs the solution of each problem,
 with plain python3, on every test input it produced, comparing the output token by token (numbers
 within 1e-6) or the returned value with == : the datasets without a reference column (livecodebench,
 deepcoder) are checked with the solutions kept here.
@@ -383,8 +383,8 @@ print(json.dumps(list(value) if isinstance(value, tuple) else value))
 def check() -> int:
     """Every problem's solution against every test the loader produced, with plain python3."""
     sys.path.insert(0, str(HERE.parents[2] / "src"))
-    from codegrpo.code_datasets import read_dataset
-    from codegrpo.config import ProblemsConfig
+    from codegrpo.config.schema import ProblemsConfig
+    from codegrpo.data.public_datasets import read_dataset
 
     extra = {f"livecodebench/{k}": v for k, v in LCB_SOLUTIONS.items()}
     extra |= {f"deepcoder/{n}": s for n, (_, s) in enumerate(deepcoder_rows())}

@@ -20,9 +20,9 @@ from typing import Any
 
 import yaml
 
-from codegrpo.config import TrainConfig, to_plain
+from codegrpo.config.schema import TrainConfig, to_plain
 from codegrpo.errors import UsageError
-from codegrpo.tracking import redact
+from codegrpo.tracking.wandb_run import redact
 
 log = logging.getLogger(__name__)
 

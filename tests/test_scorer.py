@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from codegrpo.problems import PROJECT_ROOT, load_problems
-from codegrpo.programs import get_language
-from codegrpo.scoring import Scorer, batch_metrics, make_code_reward
-from codegrpo.verdict import Status
+from codegrpo.data.problems import load_problems
+from codegrpo.resources import PROJECT_ROOT
+from codegrpo.reward.programs import get_language
+from codegrpo.reward.scorer import Scorer, batch_metrics, make_code_reward
+from codegrpo.reward.verdict import Status
 from tests.helpers.sandbox import run
 
 SEED = load_problems("problems/seed.jsonl")
@@ -155,7 +156,7 @@ def test_javascript_problems_run_on_node_in_the_local_sandbox(tmp_path, local_sa
 
 # -- the stdin/stdout and call forms -----------------------------------------------------------------
 
-from codegrpo.problems import parse_problem  # noqa: E402
+from codegrpo.data.problems import parse_problem  # noqa: E402
 
 # The outputs 1, 2, 3 for the same input: only a program that counts its runs could print them.
 COUNTED = parse_problem({"id": "count", "prompt": "p",

@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from codegrpo.config import SamplerConfig, SamplerKind
+from codegrpo.config.schema import SamplerConfig, SamplerKind
 from codegrpo.errors import UsageError
-from codegrpo.verdict import Scored, Status
+from codegrpo.reward.verdict import Scored, Status
 
 STATE_FILE = "sampler_state.json"
 HISTOGRAM_BINS = 5  # the pass-rate histogram's bins over [0, 1]

@@ -1,12 +1,12 @@
 """The GRPOTrainer codegrpo trains with: TRL's, plus what a long run needs.
 
 - the learning-signal metrics on every logged step (how far the weights moved; groups without spread);
-- the run's story on the console (codegrpo.console);
-- checkpoints written whole or not at all, with the run's state beside them (codegrpo.checkpoints);
-- a signal saves after the current optimizer step and stops, every rank agreeing (codegrpo.preemption);
+- the run's story on the console (codegrpo.tracking.console);
+- checkpoints written whole or not at all, with the run's state beside them (codegrpo.train.checkpoints);
+- a signal saves after the current optimizer step and stops, every rank agreeing (codegrpo.train.preemption);
 - each epoch's prompt order drawn from (seed, epoch), so a resumed run sees the prompts an uninterrupted
   one would (TRL's sampler draws every epoch from one generator, which a resume starts afresh).
-- sampler=difficulty's draw by recent pass rate, and the pass rates' sampler/* metrics (codegrpo.sampling).
+- sampler=difficulty's draw by recent pass rate, and the pass rates' sampler/* metrics (codegrpo.train.sampling).
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from codegrpo import checkpoints, console
-from codegrpo.preemption import Guard
-from codegrpo.sampling import Online
+from codegrpo.tracking import console
+from codegrpo.train import checkpoints
+from codegrpo.train.preemption import Guard
+from codegrpo.train.sampling import Online
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +125,7 @@ def make_trainer_class() -> type:
                      checkpoint_state: dict[str, Any] | None = None, online: Online | None = None,
                      **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            self.online = online  # the pass rates and the sampler= choice (codegrpo.sampling)
+            self.online = online  # the pass rates and the sampler= choice (codegrpo.train.sampling)
             self.learning_signal = Callback()
             self.add_callback(self.learning_signal)
             console.install(self)  # one line per step, the completions panel once

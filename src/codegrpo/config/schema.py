@@ -17,7 +17,7 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
-from codegrpo.cgroupfs import usable_cores
+from codegrpo.config.cgroupfs import usable_cores
 from codegrpo.errors import UsageError
 
 # The longest one program, or one test of an input/output problem, may run: sandbox.timeout_s and a problem's
@@ -76,7 +76,7 @@ class WandbMode(enum.StrEnum):
 
 
 class Dtype(enum.StrEnum):
-    """model.dtype: auto is float32 weights, also under trainer.bf16 (codegrpo.models.load_dtype)."""
+    """model.dtype: auto is float32 weights, also under trainer.bf16 (codegrpo.models.loading.load_dtype)."""
 
     auto = "auto"
     float32 = "float32"
@@ -92,7 +92,7 @@ class SaveDtype(enum.StrEnum):
 
 
 class LanguageName(enum.StrEnum):
-    """problems.language: a key of codegrpo.programs.LANGUAGES."""
+    """problems.language: a key of codegrpo.reward.programs.LANGUAGES."""
 
     python = "python"
     javascript = "javascript"
@@ -142,7 +142,7 @@ class ProblemsConfig:
     data_files: str | None = None
     columns: dict[str, str] = field(default_factory=dict)  # problem field -> dataset column
     assert_list_column: str | None = None  # MBPP style: a column of assert statements becomes check()
-    # A public code-RL dataset's own schema (codegrpo.code_datasets: apps, taco, code_contests,
+    # A public code-RL dataset's own schema (codegrpo.data.public_datasets: apps, taco, code_contests,
     # livecodebench, deepcoder, verifiable_coding), read from hub_path or a local file via data_files.
     loader: str | None = None
     # Input/output problems (stdin and call-based): how many tests to keep and which; fewer than
@@ -171,7 +171,7 @@ class RewardConfig:
     extract: Extract = Extract.first  # which fenced code block to score: first | last
     # Reward functions summed with `weights` (None: all 1.0): code_reward (the sandbox, configured by kind and
     # extract above), a trl.rewards name (think_format_reward, get_soft_overlong_punishment, ...) or
-    # "pkg.module:function". get_* names are factories, called with args.<function name> (codegrpo.rewards).
+    # "pkg.module:function". get_* names are factories, called with args.<function name> (codegrpo.reward.functions).
     functions: list[str] = field(default_factory=lambda: ["code_reward"])
     weights: Optional[list[float]] = None
     args: dict[str, Any] = field(default_factory=dict)
@@ -345,12 +345,12 @@ class EvaluationConfig:
 
 class SamplerKind(enum.StrEnum):
     uniform = "uniform"  # TRL's shuffled order, every problem once an epoch
-    difficulty = "difficulty"  # weighted by each problem's recent pass rate (codegrpo.sampling)
+    difficulty = "difficulty"  # weighted by each problem's recent pass rate (codegrpo.train.sampling)
 
 
 @dataclass
 class SamplerConfig:
-    """sampler=uniform | difficulty: which problems each generation batch trains on (codegrpo.sampling)."""
+    """sampler=uniform | difficulty: which problems each generation batch trains on (codegrpo.train.sampling)."""
 
     kind: SamplerKind = SamplerKind.uniform
     window: int = 4  # a problem's estimate: its pass rate over its last `window` generation batches
@@ -370,7 +370,7 @@ class SamplerConfig:
 
 @dataclass
 class PreemptionConfig:
-    """What a signal during training does (codegrpo.preemption): finish the optimizer step, save a
+    """What a signal during training does (codegrpo.train.preemption): finish the optimizer step, save a
     checkpoint, write PREEMPTED and exit with status 75; a second signal stops at once."""
 
     # Signal names; add SIGUSR2 under submitit (its requeue signal): the requeue then follows the save.

@@ -9,11 +9,12 @@ import sys
 import pytest
 
 from codegrpo.build import reward_functions
+from codegrpo.data.problems import load_problem_set
 from codegrpo.errors import UsageError
-from codegrpo.problems import PROJECT_ROOT, load_problem_set
-from codegrpo.programs import get_language
-from codegrpo.rewards import reward_name
-from codegrpo.scoring import Scorer
+from codegrpo.resources import PROJECT_ROOT
+from codegrpo.reward.functions import reward_name
+from codegrpo.reward.programs import get_language
+from codegrpo.reward.scorer import Scorer
 
 
 @pytest.fixture
@@ -62,7 +63,7 @@ def test_trainer_reward_weights_are_checked_too(compose_cfg, scorer):
 @pytest.mark.parametrize(("overrides", "message"), [
     (["reward.functions=[nope]"], "unknown reward 'nope'; use code_reward, one of trl.rewards"),
     (["reward.functions=[no_such_pkg.mod:f]"], "cannot import 'no_such_pkg.mod'"),
-    (["reward.functions=[codegrpo.scoring:no_such_function]"], "has no attribute 'no_such_function'"),
+    (["reward.functions=[codegrpo.reward.scorer:no_such_function]"], "has no attribute 'no_such_function'"),
     (["reward.functions=[code_reward,think_format_reward]", "reward.weights=[1.0]"],
      "reward.weights has 1 values for 2 reward functions"),
     (["reward.functions=[]"], "reward.functions is empty"),

@@ -8,8 +8,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from codegrpo.data.problems import PREAMBLES, Problem
 from codegrpo.errors import ProblemError
-from codegrpo.problems import PREAMBLES, Problem
 from codegrpo.sandbox.base import Program
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from codegrpo.config import LoggerBackend, LoggerConfig, WandbMode
+from codegrpo.config.schema import LoggerBackend, LoggerConfig, WandbMode
 from codegrpo.errors import UsageError
 
 if TYPE_CHECKING:  # wandb is imported when a run starts

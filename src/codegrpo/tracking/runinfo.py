@@ -9,7 +9,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from codegrpo.problems import PROJECT_ROOT
+from codegrpo.resources import PROJECT_ROOT
 
 PACKAGES = ("codegrpo", "torch", "transformers", "trl", "datasets", "accelerate", "hydra-core", "omegaconf",
             "superserve", "wandb")

@@ -26,14 +26,18 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from codegrpo import build, checkpoints, console, evaluation, tracking
-from codegrpo.config import TrainConfig, to_plain
+from codegrpo import build
+from codegrpo.config.schema import TrainConfig, to_plain
+from codegrpo.data.problems import Problem, problem_set_hash
 from codegrpo.errors import UsageError
-from codegrpo.preemption import MARKER, Guard, Preempted, parse_signals, write_marker
-from codegrpo.problems import Problem, problem_set_hash
-from codegrpo.runinfo import write_run_info
-from codegrpo.sampling import check_batch
+from codegrpo.evaluation import evaluate as evaluation
 from codegrpo.sandbox.base import SandboxBackend, format_limits
+from codegrpo.tracking import console
+from codegrpo.tracking import wandb_run as tracking
+from codegrpo.tracking.runinfo import write_run_info
+from codegrpo.train import checkpoints
+from codegrpo.train.preemption import MARKER, Guard, Preempted, parse_signals, write_marker
+from codegrpo.train.sampling import check_batch
 
 log = logging.getLogger(__name__)
 WANDB_ID_FILE = "wandb_run_id.txt"
@@ -60,7 +64,7 @@ class Prepared:
     problems: list[Problem]
     sandbox: SandboxBackend
     tokenizer: Any
-    trainer: Any  # codegrpo.trainer's CodeGRPOTrainer
+    trainer: Any  # codegrpo.train.trl_adapter's CodeGRPOTrainer
     wandb_run: Any  # wandb's Run, or None (logger=none, or not rank 0)
     guard: Guard
     checkpoint: Path | None  # the checkpoint this run resumes from
@@ -140,8 +144,8 @@ def compare_phases(cfg: TrainConfig, before: evaluation.Evaluation, after: evalu
 def prepare(cfg: TrainConfig, stack: ExitStack, guard: Guard) -> Prepared:
     """The checks, then every piece of the run (through codegrpo.build). Raises before loading the model
     if the model is out of reach, or the problems, the resume, the sandbox or the credentials are wrong."""
-    from codegrpo.hub import check_push
-    from codegrpo.models import build_peft_config, check_hub_model, check_save_dtype, resolve_model
+    from codegrpo.models.hub import check_push
+    from codegrpo.models.loading import build_peft_config, check_hub_model, check_save_dtype, resolve_model
 
     check_hub_model(cfg.model)  # one connection attempt, before anything heavy
     if world_size() > 1 and not os.environ.get("CODEGRPO_RUN_DIR"):
@@ -233,9 +237,9 @@ def fit(prepared: Prepared) -> Fitted:
 def finalize(prepared: Prepared, fitted: Fitted) -> dict[str, float]:
     """Save the final model (every rank), then on rank 0: log_history.json, the W&B model, plots, the after
     evaluation and its comparison, the Hub push, the summary. Returns the final metrics (for sweepers)."""
-    from codegrpo.hub import push_final_model
-    from codegrpo.models import save_final_model
-    from codegrpo.plots import write_plots
+    from codegrpo.models.hub import push_final_model
+    from codegrpo.models.loading import save_final_model
+    from codegrpo.tracking.plots import write_plots
 
     cfg, run_dir, trainer, metrics = prepared.cfg, prepared.run_dir, prepared.trainer, fitted.metrics
     final = trainer.model

@@ -12,11 +12,11 @@ import zlib
 
 import pytest
 
-from codegrpo.code_datasets import _SECONDS, decode_private_tests, read_dataset
-from codegrpo.config import ProblemsConfig
+from codegrpo.config.schema import ProblemsConfig
+from codegrpo.data.prompts import build_messages, messages_for
+from codegrpo.data.public_datasets import _SECONDS, decode_private_tests, read_dataset
 from codegrpo.errors import ProblemError, UsageError
-from codegrpo.problems import PROJECT_ROOT
-from codegrpo.prompts import build_messages, messages_for
+from codegrpo.resources import PROJECT_ROOT
 
 DATA = PROJECT_ROOT / "tests" / "data" / "code_datasets"
 SAMPLES = {"apps": ("json", "apps.jsonl"), "taco": ("arrow", "taco.arrow"),
@@ -168,7 +168,7 @@ def test_a_pickle_that_builds_more_than_one_string_is_refused_before_it_builds_a
 
 
 def test_private_tests_that_decompress_past_the_cap_skip_the_row(tmp_path, monkeypatch):
-    from codegrpo import code_datasets
+    from codegrpo.data import public_datasets as code_datasets
 
     assert code_datasets.MAX_DECOMPRESSED == 256 << 20
     monkeypatch.setattr(code_datasets, "MAX_DECOMPRESSED", 1 << 20)
@@ -233,7 +233,7 @@ def test_a_row_without_a_python3_solution_has_no_reference(tmp_path):
 # -- through the problem set: the paper filters, the groups, the prompts -------------------------------
 
 def test_the_groups_load_their_samples_with_the_filters(compose_cfg, capsys):
-    from codegrpo.problems import load_problem_set
+    from codegrpo.data.problems import load_problem_set
 
     cfg = compose_cfg("problems=apps", f"problems.data_files={DATA / 'apps.jsonl'}")
     assert len(load_problem_set(cfg.problems)) == 10  # 13 rows, 2 without tests, 1 duplicate prompt

@@ -13,15 +13,14 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from codegrpo.checker import compare_output
-from codegrpo.config import Checker, Extract, RewardKind
-from codegrpo.explain import code_head, reason
-from codegrpo.extraction import completion_text, extract_code
-from codegrpo.monitor import CATEGORIES, HackTrend, audit_flags, flags_of, hack_metrics, joined, run_flags, warn
-from codegrpo.problems import IOTest, Problem
-from codegrpo.programs import Language, build_program, humaneval_check
-from codegrpo.sandbox.base import Outcome, RunResult, SandboxBackend
-from codegrpo.verdict import (
+from codegrpo.config.schema import Checker, Extract, RewardKind
+from codegrpo.data.problems import IOTest, Problem
+from codegrpo.reward.checker import compare_output
+from codegrpo.reward.explain import code_head, reason
+from codegrpo.reward.extraction import completion_text, extract_code
+from codegrpo.reward.monitor import CATEGORIES, HackTrend, audit_flags, flags_of, hack_metrics, joined, run_flags, warn
+from codegrpo.reward.programs import Language, build_program, humaneval_check
+from codegrpo.reward.verdict import (
     Failure,
     Scored,
     Status,
@@ -36,6 +35,7 @@ from codegrpo.verdict import (
     score_values,
     strict_equal,
 )  # fmt: skip
+from codegrpo.sandbox.base import Outcome, RunResult, SandboxBackend
 
 
 class Scorer:
@@ -65,7 +65,7 @@ class Scorer:
         self.budget_s = budget_s  # input/output problems: all the tests of one completion together
         self.monitor = monitor
         self.shared_by = 1  # how many reward functions score each batch (hack_penalty beside code_reward)
-        # Called with every verdict of each training reward call (codegrpo.sampling's pass rates).
+        # Called with every verdict of each training reward call (codegrpo.train.sampling's pass rates).
         self.observers: list[Callable[[Sequence[Scored]], None]] = []
         self._shared: tuple[Any, asyncio.Future[list[Scored]], int] | None = None
 

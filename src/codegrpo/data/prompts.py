@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from codegrpo.config import ProblemsConfig
-from codegrpo.problems import Problem
+from codegrpo.config.schema import ProblemsConfig
+from codegrpo.data.problems import Problem
 
 _DEFAULTS = ProblemsConfig(name="", path="")
 

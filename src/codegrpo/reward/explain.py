@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from codegrpo.verdict import Scored, Status, clean_text
+from codegrpo.reward.verdict import Scored, Status, clean_text
 
 CODE_LINES = 3
 CODE_CHARS = 240

@@ -28,9 +28,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import cache
 from typing import Any
 
-from codegrpo.problems import Problem
+from codegrpo.data.problems import Problem
+from codegrpo.reward.verdict import parse_json
 from codegrpo.sandbox.base import RunResult
-from codegrpo.verdict import parse_json
 
 CATEGORIES = ("exit", "patch", "eq_override", "introspection", "forgery", "filesystem", "process", "network",
               "hardcode")  # fmt: skip

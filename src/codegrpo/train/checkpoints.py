@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from codegrpo.errors import UsageError
-from codegrpo.tracking import redact
+from codegrpo.tracking.wandb_run import redact
 
 STATE_FILE = "codegrpo_state.json"
 STAGING = ".saving"

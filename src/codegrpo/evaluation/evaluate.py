@@ -21,13 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from codegrpo.config import EvaluationConfig, ProblemsConfig
+from codegrpo.config.schema import EvaluationConfig, ProblemsConfig
+from codegrpo.data.problems import Problem
+from codegrpo.data.prompts import messages_for
 from codegrpo.errors import UsageError
-from codegrpo.explain import explain
-from codegrpo.problems import Problem
-from codegrpo.prompts import messages_for
-from codegrpo.scoring import Scorer
-from codegrpo.verdict import Status
+from codegrpo.reward.explain import explain
+from codegrpo.reward.scorer import Scorer
+from codegrpo.reward.verdict import Status
 
 log = logging.getLogger(__name__)
 
@@ -166,7 +166,7 @@ def set_torch_threads() -> int:
     """One intra-op thread per usable CPU: more oversubscribes the cores and slows decoding several-fold."""
     import torch
 
-    from codegrpo.cgroupfs import usable_cores  # affinity and cgroup quota: containers report the host's
+    from codegrpo.config.cgroupfs import usable_cores  # affinity and cgroup quota: containers report the host's
 
     threads = usable_cores()
     if torch.get_num_threads() != threads:
@@ -290,7 +290,7 @@ def comparison_summary(comparison: Comparison) -> str:
 
 def write_comparison(comparison: Comparison, run_dir: Path, run=None) -> None:
     """comparison.json and comparison.png in the run dir; the numbers to W&B when a run is given."""
-    from codegrpo.plots import write_comparison_plot
+    from codegrpo.tracking.plots import write_comparison_plot
 
     save(comparison, run_dir / "comparison.json")
     write_comparison_plot(comparison.to_json(), run_dir / "comparison.png")

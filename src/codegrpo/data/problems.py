@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from codegrpo import resources
-from codegrpo.config import MAX_TIMEOUT_S, ProblemsConfig, SandboxConfig, TestSelection
+from codegrpo.config.schema import MAX_TIMEOUT_S, ProblemsConfig, SandboxConfig, TestSelection
 from codegrpo.errors import ProblemError
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 EXPRESSION_FIELDS = ("id", "prompt", "test", "expected")
 HUMANEVAL_FIELDS = ("task_id", "prompt", "test", "entry_point")
 OPTIONAL_FIELDS = {
@@ -362,7 +361,7 @@ def _keep_tests(tests: tuple[IOTest, ...], cfg: ProblemsConfig) -> tuple[IOTest,
 def load_problem_set(cfg: ProblemsConfig) -> list[Problem]:
     """The configured problems: a file or a dataset, then the filters, the split and the limit."""
     if cfg.loader:  # a public code-RL dataset in its own schema (apps, taco, ...)
-        from codegrpo import code_datasets
+        from codegrpo.data import public_datasets as code_datasets
 
         problems = code_datasets.load(cfg)
     else:

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from codegrpo.config import MAX_TIMEOUT_S, ProblemsConfig
+from codegrpo.config.schema import MAX_TIMEOUT_S, ProblemsConfig
+from codegrpo.data.problems import Problem, json_value, parse_problem, resolve_path
 from codegrpo.errors import ProblemError, UsageError
-from codegrpo.problems import Problem, json_value, parse_problem, resolve_path
 
 
 class Skip(Exception):

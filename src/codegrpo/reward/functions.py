@@ -22,9 +22,9 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from codegrpo.config import TrainConfig
+from codegrpo.config.schema import TrainConfig
 from codegrpo.errors import UsageError
-from codegrpo.scoring import HACK_PENALTY, Scorer, make_code_reward, make_hack_penalty
+from codegrpo.reward.scorer import HACK_PENALTY, Scorer, make_code_reward, make_hack_penalty
 
 CODE_REWARD = "code_reward"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from codegrpo.problems import Problem
+from codegrpo.data.problems import Problem
 
 
 def trivial_programs(problem: Problem) -> list[tuple[str, str]]:

@@ -1,0 +1,1 @@
+"""Models: loading, the offline model's conversion, saving and the Hub."""

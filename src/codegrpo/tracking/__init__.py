@@ -1,0 +1,1 @@
+"""What a run reports: W&B, the console line, run info, plots, sweep summaries."""

@@ -1,0 +1,1 @@
+"""The GRPO training step: the run, the TRL adapter, sampling, checkpoints, preemption."""
