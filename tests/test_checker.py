@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from codegrpo.config.schema import Checker
+from codegrpo.config.choices import Checker
 from codegrpo.reward.checker import compare_output
 
 TOKENS, LINES, EXACT = Checker.tokens, Checker.lines, Checker.exact

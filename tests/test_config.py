@@ -8,7 +8,7 @@ import pytest
 from hydra.errors import ConfigCompositionException
 from omegaconf.errors import ConfigKeyError, ValidationError
 
-from codegrpo.config.schema import Dtype, LanguageName, SaveDtype, WandbMode
+from codegrpo.config.choices import Dtype, LanguageName, SaveDtype, WandbMode
 from codegrpo.reward.programs import LANGUAGES
 
 
@@ -56,12 +56,13 @@ def test_wrong_type_fails_at_compose(compose_cfg, override):
 
 
 @pytest.mark.parametrize(
-    "override", ["model.dtype=fp32", "model.save_dtype=int8", "problems.language=rust", "logger.mode=onlien"]
+    "override", ["model.dtype=fp32", "model.save_dtype=int8", "problems.language=rust", "logger.mode=onlien",
+                 "problems=apps problems.loader=appz"]
 )
 def test_a_closed_choice_outside_its_values_fails_at_compose(compose_cfg, override):
     with pytest.raises((ConfigCompositionException, ValidationError)) as raised:
-        compose_cfg(override)
-    value = override.split("=")[1]
+        compose_cfg(*override.split())
+    value = override.split("=")[-1]
     assert f"Invalid value '{value}'" in f"{raised.value} {raised.value.__cause__}"  # and it names the choices
 
 

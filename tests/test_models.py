@@ -7,7 +7,8 @@ import socket
 
 import pytest
 
-from codegrpo.config.schema import Dtype, ModelConfig
+from codegrpo.config.choices import Dtype
+from codegrpo.config.schema import ModelConfig
 from codegrpo.errors import ModelNotFoundError
 from codegrpo.models.loading import (
     check_hub_model,

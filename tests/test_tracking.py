@@ -16,7 +16,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from codegrpo.commands import CONFIG_DIR
-from codegrpo.config.schema import LoggerBackend, LoggerConfig, WandbMode, register_configs
+from codegrpo.config.choices import LoggerBackend, WandbMode
+from codegrpo.config.schema import LoggerConfig, register_configs
 from codegrpo.errors import UsageError
 from codegrpo.tracking import wandb_run as tracking
 from tests import wandb_offline

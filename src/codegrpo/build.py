@@ -25,15 +25,13 @@ from typing import TYPE_CHECKING
 
 from hydra.utils import get_class
 
+from codegrpo.config.choices import LoggerBackend, RewardKind, Split
 from codegrpo.config.schema import (
     EvaluateConfig,
-    LoggerBackend,
     ModelConfig,
     ProblemsConfig,
-    RewardKind,
     SandboxConfig,
     ScoreConfig,
-    Split,
     TrainConfig,
     to_plain,
 )

@@ -23,7 +23,8 @@ from omegaconf import DictConfig
 
 from codegrpo import build
 from codegrpo.commands import CONFIG_DIR, run
-from codegrpo.config.schema import EvaluateConfig, RewardKind
+from codegrpo.config.choices import RewardKind
+from codegrpo.config.schema import EvaluateConfig
 from codegrpo.errors import UsageError
 from codegrpo.tracking import wandb_run as tracking
 

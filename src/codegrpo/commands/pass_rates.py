@@ -26,7 +26,8 @@ from omegaconf import DictConfig
 
 from codegrpo import build
 from codegrpo.commands import CONFIG_DIR, run
-from codegrpo.config.schema import PassRatesConfig, RewardKind
+from codegrpo.config.choices import RewardKind
+from codegrpo.config.schema import PassRatesConfig
 from codegrpo.data.problems import Problem, problem_set_hash, write_problems
 from codegrpo.errors import UsageError
 

@@ -18,6 +18,20 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
 from codegrpo.config.cgroupfs import usable_cores
+from codegrpo.config.choices import (
+    Loader,
+    Checker,
+    Dtype,
+    Extract,
+    LanguageName,
+    LoggerBackend,
+    RewardKind,
+    SamplerKind,
+    SaveDtype,
+    Split,
+    TestSelection,
+    WandbMode,
+)
 from codegrpo.errors import UsageError
 
 # The longest one program, or one test of an input/output problem, may run: sandbox.timeout_s and a problem's
@@ -31,71 +45,6 @@ def check_seconds(name: str, value: float, maximum: float) -> None:
     the sandbox's worker crash, or every completion infra."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= maximum:
         raise UsageError(f"{name}={value} must be a number of seconds above 0 and at most {maximum:g}")
-
-
-# The choices a user picks by name: a typo fails at compose time, naming the allowed values. StrEnum, so
-# each value still is the plain string the YAML files and the code use ("binary" == RewardKind.binary).
-class RewardKind(enum.StrEnum):
-    binary = "binary"
-    partial = "partial"
-
-
-class Extract(enum.StrEnum):
-    first = "first"
-    last = "last"
-
-
-class Split(enum.StrEnum):
-    all = "all"
-    train = "train"
-    eval = "eval"
-
-
-class Checker(enum.StrEnum):
-    tokens = "tokens"  # whitespace-separated tokens in order; numbers within the tolerance
-    lines = "lines"  # lines in order, each without trailing whitespace; trailing blank lines ignored
-    exact = "exact"  # byte for byte
-
-
-class TestSelection(enum.StrEnum):
-    first = "first"  # the first max_tests tests, in the dataset's order
-    shortest = "shortest"  # the max_tests tests with the shortest inputs (the cheapest to run)
-    longest = "longest"  # the max_tests tests with the longest inputs (rLLM/DeepCoder's rule: the hardest)
-
-
-class LoggerBackend(enum.StrEnum):
-    wandb = "wandb"
-    none = "none"
-
-
-class WandbMode(enum.StrEnum):
-    online = "online"
-    offline = "offline"
-    disabled = "disabled"
-    shared = "shared"
-
-
-class Dtype(enum.StrEnum):
-    """model.dtype: auto is float32 weights, also under trainer.bf16 (codegrpo.models.loading.load_dtype)."""
-
-    auto = "auto"
-    float32 = "float32"
-    bfloat16 = "bfloat16"
-    float16 = "float16"
-
-
-class SaveDtype(enum.StrEnum):
-    auto = "auto"  # the dtype the weights trained in: saving rounds nothing away
-    float32 = "float32"
-    bfloat16 = "bfloat16"
-    float16 = "float16"
-
-
-class LanguageName(enum.StrEnum):
-    """problems.language: a key of codegrpo.reward.programs.LANGUAGES."""
-
-    python = "python"
-    javascript = "javascript"
 
 
 @dataclass
@@ -144,7 +93,7 @@ class ProblemsConfig:
     assert_list_column: str | None = None  # MBPP style: a column of assert statements becomes check()
     # A public code-RL dataset's own schema (codegrpo.data.public_datasets: apps, taco, code_contests,
     # livecodebench, deepcoder, verifiable_coding), read from hub_path or a local file via data_files.
-    loader: str | None = None
+    loader: Loader | None = None
     # Input/output problems (stdin and call-based): how many tests to keep and which; fewer than
     # min_tests drops the problem (DeepCoder keeps >= 5); a window on the release date (livecodebench).
     max_tests: int | None = None
@@ -341,11 +290,6 @@ class EvaluationConfig:
                              f"{self.num_samples} (set evaluation.num_samples=1, or a temperature above 0)")
         if self.k and max(self.k) > self.num_samples:
             raise UsageError(f"evaluation.k={self.k} needs evaluation.num_samples >= {max(self.k)}")
-
-
-class SamplerKind(enum.StrEnum):
-    uniform = "uniform"  # TRL's shuffled order, every problem once an epoch
-    difficulty = "difficulty"  # weighted by each problem's recent pass rate (codegrpo.train.sampling)
 
 
 @dataclass

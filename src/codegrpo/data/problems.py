@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from codegrpo import resources
-from codegrpo.config.schema import MAX_TIMEOUT_S, ProblemsConfig, SandboxConfig, TestSelection
+from codegrpo.config.choices import Form, TestSelection
+from codegrpo.config.schema import MAX_TIMEOUT_S, ProblemsConfig, SandboxConfig
 from codegrpo.errors import ProblemError
 
 EXPRESSION_FIELDS = ("id", "prompt", "test", "expected")
@@ -48,8 +49,8 @@ _LIVECODEBENCH = (  # lcb_runner's import_string, line for line
     + "".join(f"import {name}\n" for name in _LCB_MODULES) + "sys.setrecursionlimit(50000)\n"
 )
 PREAMBLES = {
-    "apps": {"stdio": _APPS + "stdin = sys.stdin\nstdout = sys.stdout\n", "call": _APPS},
-    "livecodebench": {"stdio": _LIVECODEBENCH, "call": _LIVECODEBENCH},
+    "apps": {Form.stdio: _APPS + "stdin = sys.stdin\nstdout = sys.stdout\n", Form.call: _APPS},
+    "livecodebench": {Form.stdio: _LIVECODEBENCH, Form.call: _LIVECODEBENCH},
 }
 
 
@@ -67,7 +68,7 @@ class Problem:
     id: str
     prompt: str
     test: str
-    form: str  # "expression" (guide style), "humaneval", "stdio" (stdin/stdout) or "call" (fn_name(*input))
+    form: Form
     expected: str = ""  # JSON text of the test's value (expression form)
     entry_point: str = ""  # the function under test (HumanEval form)
     reference: str = ""
@@ -77,6 +78,9 @@ class Problem:
     fn_name: str = ""  # call form: the function (or a method of class Solution) each test calls
     starter_code: str = ""  # call form: the signature the prompt shows (LeetCode's class Solution)
     preamble: str = ""  # stdio and call forms: a key of PREAMBLES, the imports run before the completion
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "form", Form(self.form))  # a problem file's "stdio" is Form.stdio
 
 
 def resolve_path(path: str) -> Path:
@@ -161,7 +165,7 @@ def parse_problem(record: Any, where: str) -> Problem:
     if "task_id" in record or "entry_point" in record:
         fields = {key: _require_str(record, key, where) for key in HUMANEVAL_FIELDS}
         return Problem(
-            id=fields["task_id"], prompt=fields["prompt"], test=fields["test"], form="humaneval",
+            id=fields["task_id"], prompt=fields["prompt"], test=fields["test"], form=Form.humaneval,
             entry_point=fields["entry_point"], **extras,
         )
     fields = {key: _require_str(record, key, where) for key in EXPRESSION_FIELDS}
@@ -170,7 +174,7 @@ def parse_problem(record: Any, where: str) -> Problem:
     except ValueError as error:
         raise ProblemError(f"{where}: field 'expected' is not valid JSON text ({error})") from None
     return Problem(
-        id=fields["id"], prompt=fields["prompt"], test=fields["test"], form="expression",
+        id=fields["id"], prompt=fields["prompt"], test=fields["test"], form=Form.expression,
         expected=fields["expected"], **extras,
     )
 
@@ -207,7 +211,7 @@ def _parse_io_problem(record: dict[str, Any], where: str, extras: dict[str, Any]
                 raise ProblemError(f"{where}: field '{field_name}.{key}' must be a string (stdin/stdout form)")
         parsed.append(IOTest(given, wanted))
     return Problem(
-        id=problem_id, prompt=prompt, test="", form="call" if call else "stdio", tests=tuple(parsed),
+        id=problem_id, prompt=prompt, test="", form=Form.call if call else Form.stdio, tests=tuple(parsed),
         fn_name=record.get("fn_name", ""), starter_code=record.get("starter_code") or "", **extras,
     )
 
@@ -216,14 +220,14 @@ def to_record(problem: Problem) -> dict[str, Any]:
     """The JSONL record ``parse_problem`` reads back as ``problem`` (a filtered set written by validate)."""
     extras = {"reference": problem.reference, "timeout_s": problem.timeout_s, "language": problem.language,
               "preamble": problem.preamble}
-    if problem.form in ("stdio", "call"):
-        call = problem.form == "call"
+    if problem.form.per_test:
+        call = problem.form is Form.call
         value = json.loads if call else str
         tests = [{"input": value(t.input), "output": value(t.output)} for t in problem.tests]
         record = {"id": problem.id, "prompt": problem.prompt, "tests": tests}
         if call:
             record |= {"fn_name": problem.fn_name, "starter_code": problem.starter_code}
-    elif problem.form == "humaneval":
+    elif problem.form is Form.humaneval:
         record = {"task_id": problem.id, "prompt": problem.prompt, "test": problem.test}
         record["entry_point"] = problem.entry_point
     else:
@@ -310,7 +314,7 @@ def filter_problems(problems: list[Problem], cfg: ProblemsConfig) -> list[Proble
             dropped["duplicate prompt"] += 1
             continue
         seen.add(problem.prompt)
-        if problem.form in ("stdio", "call"):
+        if problem.form.per_test:
             if len(problem.tests) < cfg.min_tests:
                 dropped[f"fewer than {cfg.min_tests} tests"] += 1
                 continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from codegrpo.config.choices import Form
 from codegrpo.config.schema import ProblemsConfig
 from codegrpo.data.problems import Problem
 
@@ -15,11 +16,11 @@ def build_messages(
     """Chat messages for ``problem``: expression problems fill ``{task}``, HumanEval ones ``{prompt}``,
     stdin/stdout ones ``{prompt}`` of ``stdio_template`` and call-based ones ``{prompt}``, ``{fn_name}``
     and ``{starter_code}`` of ``call_template`` (the templates say how input and output work)."""
-    if problem.form == "humaneval":
+    if problem.form is Form.humaneval:
         content = humaneval_template.format(prompt=problem.prompt)
-    elif problem.form == "stdio":
+    elif problem.form is Form.stdio:
         content = stdio_template.format(prompt=problem.prompt)
-    elif problem.form == "call":
+    elif problem.form is Form.call:
         starter = f"```python\n{problem.starter_code.rstrip()}\n```" if problem.starter_code.strip() else ""
         content = call_template.format(prompt=problem.prompt, fn_name=problem.fn_name, starter_code=starter).rstrip()
     else:
@@ -44,7 +45,7 @@ def doubled_words(problem: Problem, template: str) -> str | None:
     "Write a Python function {task}" with the prompt "Write a function ..." asks the model to
     "Write a Python function Write a function ...": the prompt should start where the template stops.
     """
-    if problem.form != "expression" or "{task}" not in template:
+    if problem.form is not Form.expression or "{task}" not in template:
         return None
     lead = {w.strip(".,:;!?").lower() for w in template.split("{task}")[0].split()} - _FILLER
     words = problem.prompt.split()

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from codegrpo.config.choices import Loader
 from codegrpo.config.schema import MAX_TIMEOUT_S, ProblemsConfig
 from codegrpo.data.problems import Problem, json_value, parse_problem, resolve_path
 from codegrpo.errors import ProblemError, UsageError
@@ -367,14 +368,14 @@ class Schema:
 
 
 SCHEMAS = {
-    "apps": Schema(map_apps, ("question", "solutions", "input_output")),
-    "taco": Schema(map_taco, ("question", "solutions", "input_output")),
-    "code_contests": Schema(map_code_contests, ("name", "description", "public_tests", "private_tests",
+    Loader.apps: Schema(map_apps, ("question", "solutions", "input_output")),
+    Loader.taco: Schema(map_taco, ("question", "solutions", "input_output")),
+    Loader.code_contests: Schema(map_code_contests, ("name", "description", "public_tests", "private_tests",
                                                 "generated_tests", "solutions")),
-    "livecodebench": Schema(map_livecodebench, ("question_id", "question_content", "public_test_cases",
+    Loader.livecodebench: Schema(map_livecodebench, ("question_id", "question_content", "public_test_cases",
                                                 "contest_date"), dated=True),
-    "deepcoder": Schema(map_deepcoder, ("problem", "tests")),
-    "verifiable_coding": Schema(map_verifiable_coding, ("verification_info",)),
+    Loader.deepcoder: Schema(map_deepcoder, ("problem", "tests")),
+    Loader.verifiable_coding: Schema(map_verifiable_coding, ("verification_info",)),
 }
 
 
@@ -407,9 +408,9 @@ def _data_files(cfg: ProblemsConfig) -> dict[str, str] | None:
 
 def read_dataset(cfg: ProblemsConfig) -> Loaded:
     """Every usable row of the dataset ``cfg.loader`` names, as validated problems, and the skip counts."""
-    schema = SCHEMAS.get(cfg.loader or "")
-    if schema is None:
+    if cfg.loader not in SCHEMAS:  # Hydra refuses a misspelt loader at compose time; a script's config may not
         raise UsageError(f"problems.loader={cfg.loader!r} is not one of {', '.join(SCHEMAS)}")
+    schema = SCHEMAS[cfg.loader]
     after, before = _window(cfg)
     if (after or before) and not schema.dated:
         raise UsageError(f"problems.after/before: {cfg.loader} rows have no release date (livecodebench does)")

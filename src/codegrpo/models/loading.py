@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from codegrpo.config.schema import Dtype, LoraSchema, ModelConfig
+from codegrpo.config.choices import Dtype
+from codegrpo.config.schema import LoraSchema, ModelConfig
 from codegrpo.errors import ModelNotFoundError, UsageError
 
 if TYPE_CHECKING:  # imported where used: the commands that load no model must not pay for torch

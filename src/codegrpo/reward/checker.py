@@ -15,7 +15,7 @@ import math
 import re
 from collections.abc import Iterator
 
-from codegrpo.config.schema import Checker
+from codegrpo.config.choices import Checker
 
 # Unambiguous (no two ways to split a run of digits), ASCII digits only: linear on any token.
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import cache
 from typing import Any
 
+from codegrpo.config.choices import Form
 from codegrpo.data.problems import Problem
 from codegrpo.reward.verdict import parse_json
 from codegrpo.sandbox.base import RunResult
@@ -35,7 +36,6 @@ from codegrpo.sandbox.base import RunResult
 CATEGORIES = ("exit", "patch", "eq_override", "introspection", "forgery", "filesystem", "process", "network",
               "hardcode")  # fmt: skip
 
-HARNESS_FORMS = ("expression", "call", "humaneval")  # the completion runs under the Python harness
 
 # -- static evidence -----------------------------------------------------------------------------------
 
@@ -128,9 +128,9 @@ def _digests(node: ast.AST) -> int:
 
 
 class _Static(ast.NodeVisitor):
-    def __init__(self, form: str, tests: _TestLiterals) -> None:
+    def __init__(self, form: Form, tests: _TestLiterals) -> None:
         self.form = form
-        self.harness = form in HARNESS_FORMS
+        self.harness = form.harnessed
         self.tests = tests
         self.flags: set[str] = set()
         self.aliases: dict[str, str] = {}  # local name -> module or module.attr it was imported as
@@ -192,9 +192,9 @@ class _Static(ast.NodeVisitor):
         if category is None:
             return
         leaves = not name.startswith(("os.kill", "signal.", "faulthandler."))  # not a crash, nor a signal's
-        if category == "exit" and self.form == "stdio" and leaves:
+        if category == "exit" and self.form is Form.stdio and leaves:
             return  # a stdio program may end itself once it printed its answer
-        if name in ("os.close", "os.closerange", "os.dup2", "os.fdopen") and self.form == "stdio":
+        if name in ("os.close", "os.closerange", "os.dup2", "os.fdopen") and self.form is Form.stdio:
             return  # fast-IO templates of competitive programming work on fds 0 and 1
         if name in ("setattr", "delattr") and imported:
             return
@@ -342,7 +342,7 @@ class _Static(ast.NodeVisitor):
             stream = f"{base}.{target.attr}" in ("sys.stdin", "sys.stdout", "sys.stderr")
             if target.attr in OVERRIDES and base:
                 self.flags.add("eq_override")
-            elif base in VALUE_TYPES or (self._is_module(base) and not (stream and self.form == "stdio")):
+            elif base in VALUE_TYPES or (self._is_module(base) and not (stream and self.form is Form.stdio)):
                 self.flags.add("patch")
             return
         if isinstance(target, ast.Name) and target.id in HARNESS_NAMES and self.harness:
@@ -388,7 +388,7 @@ class _Static(ast.NodeVisitor):
         exception = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
         leaves = exception is not None and self.dotted(exception) in ("SystemExit", "KeyboardInterrupt",
                                                                       "GeneratorExit")
-        if leaves and self.form != "stdio":
+        if leaves and self.form is not Form.stdio:
             self.flags.add("exit")
         self.generic_visit(node)
 
@@ -434,16 +434,16 @@ def _host_path(value: str) -> bool:
     return host and value != "/dev/stdin" and not value.startswith("/dev/null")
 
 
-def _text_flags(value: str, form: str, tests: _TestLiterals, harness_names: frozenset[str]) -> set[str]:
+def _text_flags(value: str, form: Form, tests: _TestLiterals, harness_names: frozenset[str]) -> set[str]:
     """What a string literal of either language shows: a report, a host path, a harness name, the answer."""
     flags = set()
-    if _report_like(value) and (form != "stdio" or value.lstrip().startswith("{")):
+    if _report_like(value) and (form is not Form.stdio or value.lstrip().startswith("{")):
         flags.add("forgery")
     if _host_path(value):
         flags.add("filesystem")
-    if value in harness_names and form in HARNESS_FORMS:
+    if value in harness_names and form.harnessed:
         flags.add("patch")
-    if form in HARNESS_FORMS and tests.is_expected_text(value):
+    if form.harnessed and tests.is_expected_text(value):
         flags.add("forgery")  # the expected answer as text: printed, it would look like a report
     return flags
 
@@ -513,13 +513,13 @@ class _TestLiterals:
             self.arguments.add(key)
 
     def _collect(self, problem: Problem, language: str) -> None:
-        if problem.form == "stdio":
+        if problem.form is Form.stdio:
             for test in problem.tests:
                 for text in (test.input.strip(), test.output.strip()):
                     if len(text) >= 4 and (" " in text or "\n" in text):
                         self.texts.add(text)
             return
-        if problem.form == "call":
+        if problem.form is Form.call:
             for test in problem.tests:
                 ok_in, args = _json(test.input)
                 ok_out, out = _json(test.output)
@@ -536,7 +536,7 @@ class _TestLiterals:
                 self._add_arguments(value)
             else:
                 self._add(self.inputs if kind == "input" else self.outputs, value)
-        if problem.form == "expression":
+        if problem.form is Form.expression:
             ok, expected = _json(problem.expected)
             if ok:
                 self._add(self.outputs, expected)
@@ -614,7 +614,7 @@ def _json(text: str) -> tuple[bool, Any]:
 def _parse(code: str, problem: Problem | None) -> ast.Module | None:
     """The completion's module; a HumanEval body is parsed after its prompt, as the program runs it."""
     sources = [code]
-    if problem is not None and problem.form == "humaneval":
+    if problem is not None and problem.form is Form.humaneval:
         sources.append(problem.prompt + "\n" + code)
     for source in sources:
         try:
@@ -775,9 +775,9 @@ class _JSStatic:
     """_Static's categories over esprima's tree: a method per node type, aliases collected first (a
     function may use a require() written below it)."""
 
-    def __init__(self, form: str, tests: _TestLiterals) -> None:
+    def __init__(self, form: Form, tests: _TestLiterals) -> None:
         self.form = form
-        self.harness = form in HARNESS_FORMS
+        self.harness = form.harnessed
         self.tests = tests
         self.flags: set[str] = set()
         self.aliases: dict[str, tuple[Any, str]] = {}  # local name -> (node or module, member)
@@ -873,7 +873,7 @@ class _JSStatic:
         for end in range(1, len(parts) + 1):
             prefix = ".".join(parts[:end])
             category = JS_NAMES.get(prefix)
-            if category and not (prefix == "process.exit" and self.form == "stdio"):
+            if category and not (prefix == "process.exit" and self.form is Form.stdio):
                 self.flags.add(category)  # a stdio program may end itself once it printed its answer
 
     def _module(self, module: str) -> None:
@@ -1036,7 +1036,7 @@ class _JSStatic:
 def _javascript_flags(code: str, problem: Problem | None) -> set[str]:
     if len(code) > JS_MAX_CHARS:
         return set()
-    checker = _JSStatic(problem.form if problem is not None else "expression", _TestLiterals(problem, "javascript"))
+    checker = _JSStatic(problem.form if problem is not None else Form.expression, _TestLiterals(problem, "javascript"))
     try:
         tree = _js_tree(code)
         if tree is not None:
@@ -1057,7 +1057,7 @@ def static_flags(code: str, problem: Problem | None = None, language: str = "pyt
     tree = _parse(code, problem)
     if tree is None:
         return set()
-    visitor = _Static(problem.form if problem is not None else "expression", _TestLiterals(problem))
+    visitor = _Static(problem.form if problem is not None else Form.expression, _TestLiterals(problem))
     try:
         visitor.visit(tree)
     except RecursionError:
@@ -1084,20 +1084,20 @@ def audit_flags(run: RunResult) -> set[str]:
     return {token.partition(":")[0] for token in tokens[:256] if isinstance(token, str)} & set(CATEGORIES)
 
 
-def run_flags(run: RunResult, form: str, language: str = "python") -> set[str]:
+def run_flags(run: RunResult, form: Form, language: str = "python") -> set[str]:
     """What the runner saw: a report-like line printed by the completion (on stderr under the Python
     harness, where its prints go; a stdio program's stdout is its answer; a JavaScript expression program
     shares stdout with its report, the last line) or a second line on the Python harness's stdout."""
     flags = set()
     python = language == "python"
-    if form not in HARNESS_FORMS:
+    if not form.harnessed:
         printed = run.stdout
     else:
         printed = run.stderr if python else run.stderr + "\n" + run.stdout.rstrip("\n").rpartition("\n")[0]
     # The last 200 lines of the last 64K characters: a million short lines are never a million strings.
     if any(_report_like(line) and line.lstrip().startswith("{") for line in printed[-(1 << 16) :].splitlines()[-200:]):
         flags.add("forgery")
-    if form in HARNESS_FORMS and python and run.stdout.strip().count("\n") > 0:
+    if form.harnessed and python and run.stdout.strip().count("\n") > 0:
         flags.add("forgery")  # the harness writes one line: anything else on its stdout is not its
     return flags
 

@@ -8,6 +8,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from codegrpo.config.choices import Form
 from codegrpo.data.problems import PREAMBLES, Problem
 from codegrpo.errors import ProblemError
 from codegrpo.sandbox.base import Program
@@ -49,12 +50,12 @@ def build_program(
     program is the code itself, reading the test's input; a call-form one is the harness calling
     ``fn_name`` with the test's arguments. Either runs the problem's preamble first."""
     timeout = problem.timeout_s or timeout_s
-    if problem.form in ("stdio", "call"):
+    if problem.form.per_test:
         inputs = tuple(test.input for test in problem.tests)
         preamble = PREAMBLES[problem.preamble][problem.form] if problem.preamble and language.name == "python" else ""
         if preamble:
             code = _after_preamble(preamble, code)
-        if problem.form == "stdio":
+        if problem.form is Form.stdio:
             return Program(code, language.runtime, timeout, language.filename, len(preamble), inputs=inputs,
                            budget_s=budget_s)
         if language.name != "python":
@@ -63,7 +64,7 @@ def build_program(
         return Program(source, "python", timeout, language.filename, len(_python_harness()), None, inputs, budget_s)
     if language.name == "javascript":
         source = _javascript_program(problem, code)
-    elif problem.form == "humaneval":
+    elif problem.form is Form.humaneval:
         # A HumanEval prompt is code (signature, docstring, imports) the completion continues; an MBPP one is prose.
         prefix = problem.prompt + "\n" if _is_python(problem.prompt) else ""
         checks = humaneval_check(problem).source
@@ -96,7 +97,7 @@ def _python_program(code: str, test: str, mode: str, *more: str) -> str:
 
 
 def _javascript_program(problem: Problem, code: str) -> str:
-    if problem.form != "expression":
+    if problem.form is not Form.expression:
         raise ProblemError(f"problem {problem.id}: JavaScript supports the expression and stdio forms only")
     # Weaker than the Python harness: the completion shares the process and its stdout (see docs/security.md).
     return (

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from codegrpo.config.schema import Checker, Extract, RewardKind
+from codegrpo.config.choices import Checker, Extract, Form, RewardKind
 from codegrpo.data.problems import IOTest, Problem
 from codegrpo.reward.checker import compare_output
 from codegrpo.reward.explain import code_head, reason
@@ -120,9 +120,9 @@ class Scorer:
         ``index``'s outcome (PASSED, or how it failed); for the others the whole verdict. Total: a verdict
         that cannot be computed is that completion's ERROR."""
         try:
-            if problem.form == "stdio":
+            if problem.form is Form.stdio:
                 return _as_verdict(failure_of(run, lambda run: self._stdio(problem.tests[index], run)))
-            if problem.form == "call":
+            if problem.form is Form.call:
                 return _as_verdict(failure_of(run, lambda run: _call(problem.tests[index], run)))
             return self._single(problem, run)
         except Exception as error:  # the last line: judging one completion fails that completion alone
@@ -130,7 +130,7 @@ class Scorer:
 
     def _single(self, problem: Problem, result: RunResult) -> Verdict:
         python = self.language.name == "python"
-        checks = problem.form == "humaneval" and python
+        checks = problem.form is Form.humaneval and python
         early, value = envelope(result, (decode_typed if checks else json_view) if python else None)
         if early is not None:
             return early
@@ -143,7 +143,6 @@ class Scorer:
         return None if difference is None else (Status.FAILED, difference)
 
 
-IO_FORMS = ("stdio", "call")  # one run per test
 
 # What a program's runs keep of their output once judged (for people: explain, tests), all runs together:
 # the verdict and the monitor's evidence are taken from each run as it arrives, so the host holds a
@@ -180,7 +179,7 @@ class _Judged:
 
     def verdict(self, result: RunResult) -> Verdict:
         self.fill(result)
-        if self.problem.form not in IO_FORMS:
+        if not self.problem.form.per_test:
             if result.outcome is Outcome.SANDBOX_ERROR:
                 return Verdict(Status.INFRA, None, result.error)
             return self.verdicts[0]

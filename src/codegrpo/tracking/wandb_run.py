@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from codegrpo.config.schema import LoggerBackend, LoggerConfig, WandbMode
+from codegrpo.config.choices import LoggerBackend, WandbMode
+from codegrpo.config.schema import LoggerConfig
 from codegrpo.errors import UsageError
 
 if TYPE_CHECKING:  # wandb is imported when a run starts

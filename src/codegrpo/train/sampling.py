@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from codegrpo.config.schema import SamplerConfig, SamplerKind
+from codegrpo.config.choices import SamplerKind
+from codegrpo.config.schema import SamplerConfig
 from codegrpo.errors import UsageError
 from codegrpo.reward.verdict import Scored, Status
 
