@@ -6,6 +6,7 @@ import pytest
 
 from codegrpo.data.problems import load_problems
 from codegrpo.resources import PROJECT_ROOT
+from codegrpo.reward.metric_names import REWARD_MEAN
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer, batch_metrics, make_code_reward
 from codegrpo.reward.verdict import Status
@@ -99,7 +100,7 @@ def test_duplicate_completions_run_once(local_sandbox):
 def test_trl_reward_function_contract(local_sandbox):
     scorer = Scorer(SEED, local_sandbox, get_language("python"), "binary")
     code_reward = make_code_reward(scorer)
-    assert code_reward.__name__ == "code_reward"
+    assert f"rewards/{code_reward.__name__}/mean" == REWARD_MEAN  # the key the console, plots and sweeps read
     metrics: dict[str, float] = {}
     extra: dict[str, list] = {}
     completions = [[{"role": "assistant", "content": f"```python\n{GOOD}```"}], [{"role": "assistant", "content": "x"}]]

@@ -100,8 +100,8 @@ def scorer(cfg: TrainConfig | EvaluateConfig | ScoreConfig, problem_set: list[Pr
     """A Scorer of ``problem_set`` through ``backend``, as ``cfg.reward`` says (``kind`` overrides it:
     evaluation is always binary)."""
     return Scorer(problem_set, backend, get_language(cfg.problems.language), kind or cfg.reward.kind,
-                  cfg.reward.extract, cfg.sandbox.timeout_s, cfg.reward.checker, cfg.reward.float_tolerance,
-                  cfg.reward.time_budget_s)
+                  extract=cfg.reward.extract, timeout_s=cfg.sandbox.timeout_s, checker=cfg.reward.checker,
+                  tolerance=cfg.reward.float_tolerance, budget_s=cfg.reward.time_budget_s)
 
 
 def model(cfg: ModelConfig, checkpoint: str | None = None,

@@ -19,11 +19,11 @@ from omegaconf import MISSING, OmegaConf
 
 from codegrpo.config.cgroupfs import usable_cores
 from codegrpo.config.choices import (
-    Loader,
     Checker,
     Dtype,
     Extract,
     LanguageName,
+    Loader,
     LoggerBackend,
     RewardKind,
     SamplerKind,

@@ -47,12 +47,12 @@ class Scorer:
         sandbox: SandboxBackend,
         language: Language,
         kind: RewardKind = RewardKind.binary,
+        *,
         extract: Extract = Extract.first,
         timeout_s: float = 10.0,
         checker: Checker = Checker.tokens,
         tolerance: float = 1e-6,
         budget_s: float | None = None,
-        monitor: bool = True,
     ) -> None:
         self.problems = {problem.id: problem for problem in problems}
         self.sandbox = sandbox
@@ -63,7 +63,6 @@ class Scorer:
         self.checker = checker
         self.tolerance = tolerance
         self.budget_s = budget_s  # input/output problems: all the tests of one completion together
-        self.monitor = monitor
         self.shared_by = 1  # how many reward functions score each batch (hack_penalty beside code_reward)
         # Called with every verdict of each training reward call (codegrpo.train.sampling's pass rates).
         self.observers: list[Callable[[Sequence[Scored]], None]] = []
@@ -95,8 +94,6 @@ class Scorer:
         return [Scored(pid, code, *by_key.get((pid, code), no_code)) for pid, code in keys]
 
     def _flags(self, judged: _Judged, code: str, result: RunResult) -> tuple[str, ...]:
-        if not self.monitor:
-            return ()
         try:
             judged.fill(result)
             static = flags_of(judged.problem, code, None, self.language.name)
@@ -163,9 +160,8 @@ class _Judged:
 
     def digest(self, index: int, run: RunResult) -> RunResult:
         self.verdicts[index] = self.scorer.judge_run(self.problem, index, run)
-        if self.scorer.monitor:
-            with contextlib.suppress(Exception):  # one unreadable run adds nothing; the others still count
-                self.evidence |= audit_flags(run) | run_flags(run, self.problem.form, self.scorer.language.name)
+        with contextlib.suppress(Exception):  # one unreadable run adds nothing; the others still count
+            self.evidence |= audit_flags(run) | run_flags(run, self.problem.form, self.scorer.language.name)
         stdout = run.stdout if len(run.stdout) <= self.room else ""
         stderr = run.stderr[-max(0, self.room - len(stdout)) :] if self.room > len(stdout) else ""
         self.room -= len(stdout) + len(stderr)

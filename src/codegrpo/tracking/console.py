@@ -15,10 +15,11 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from codegrpo.reward.metric_names import REWARD_MEAN
+
 log = logging.getLogger(__name__)
 
 STATUSES = ("passed", "failed", "error", "timeout", "no_code", "infra")
-REWARD_KEY = "rewards/code_reward/mean"
 # transformers 5 renamed gradient_checkpointing*; GRPOConfig still defaults the old name (True) and leaves
 # the new one None, so every GRPOConfig built from its own defaults warns. We pass the new names only.
 RENAMED_ARGS = (("gradient_checkpointing", "activation_checkpointing"),
@@ -71,7 +72,7 @@ def step_line(logs: dict[str, Any], step: int, max_steps: int, seconds: float) -
     statuses = ", ".join(f"{s} {_count(logs[f'status/{s}'])}" for s in STATUSES if logs.get(f"status/{s}"))
     pass_rate = logs.get("pass_rate")
     parts = [f"step {step}/{max_steps}" if max_steps > 0 else f"step {step}",
-             f"reward {logs[REWARD_KEY]:.3f}",
+             f"reward {logs[REWARD_MEAN]:.3f}",
              f"pass {pass_rate:.0%}" if pass_rate is not None else "",
              statuses or "no completions scored",
              f"hacks {_count(logs['hacks/count'])}" if logs.get("hacks/count") else "",
@@ -103,7 +104,7 @@ def install(trainer) -> None:
             if "train_runtime" in logs:
                 # TRL's log() would print (and write) the last step's completions a second time, sampled anew.
                 trainer.log_completions = False
-            if REWARD_KEY in logs and state.is_world_process_zero:
+            if REWARD_MEAN in logs and state.is_world_process_zero:
                 now = time.monotonic()
                 log.info("%s", step_line(logs, state.global_step, state.max_steps, now - self.last))
                 self.last = now
@@ -134,13 +135,13 @@ def announce_tracking() -> None:
 
 def final_summary(run_dir: Path, history: list[dict[str, Any]], run=None) -> str:
     """The end-of-run summary (logged, and returned for tests)."""
-    steps = [row for row in history if REWARD_KEY in row]
+    steps = [row for row in history if REWARD_MEAN in row]
     lines = ["run finished"]
     if steps:
         last = steps[-1]
         first_pass = steps[0].get("pass_rate")
         pass_text = f", pass rate {last.get('pass_rate', 0.0):.0%}" if "pass_rate" in last else ""
-        lines[0] += f" after {len(steps)} logged steps: final reward {last[REWARD_KEY]:.3f}{pass_text}"
+        lines[0] += f" after {len(steps)} logged steps: final reward {last[REWARD_MEAN]:.3f}{pass_text}"
         if first_pass is not None and len(steps) > 1:
             lines[0] += f" (first step {first_pass:.0%})"
     places = [("run dir", run_dir), ("config", run_dir / "config.yaml"), ("log", run_dir / "train.log"),

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from codegrpo.reward.metric_names import REWARD_MEAN
+
 CURVES = {
-    "reward_curve.png": ("rewards/code_reward/mean", "mean reward"),
+    "reward_curve.png": (REWARD_MEAN, "mean reward"),
     "pass_rate.png": ("pass_rate", "pass rate"),
 }
 

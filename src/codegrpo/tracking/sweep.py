@@ -16,6 +16,8 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from codegrpo.reward.metric_names import REWARD_MEAN
+
 log = logging.getLogger(__name__)
 COLUMNS = ("job", "status", "steps", "final_reward", "pass_rate", "eval_change")
 
@@ -30,12 +32,12 @@ def job_row(job_dir: Path) -> dict[str, Any]:
     elif not history_file.is_file():
         row["status"] = "no result"
     else:
-        steps = [e for e in json.loads(history_file.read_text()) if "rewards/code_reward/mean" in e or "reward" in e]
+        steps = [e for e in json.loads(history_file.read_text()) if REWARD_MEAN in e or "reward" in e]
         row["status"] = "done"
         if steps:
             last = steps[-1]
             row["steps"] = last.get("step", len(steps))
-            row["final_reward"] = last.get("reward", last.get("rewards/code_reward/mean"))
+            row["final_reward"] = last.get("reward", last.get(REWARD_MEAN))
             row["pass_rate"] = last.get("pass_rate", "")
     comparison = job_dir / "comparison.json"
     if comparison.is_file():
