@@ -3,16 +3,19 @@ sandbox (which the completion can neither erase nor forge into a reward), and wh
 
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 import textwrap
 import time
+from importlib import resources
 
 import pytest
 
 from codegrpo import build
 from codegrpo.data.problems import IOTest, Problem, load_problems
 from codegrpo.reward.monitor import CATEGORIES, JS_MAX_CHARS, HackTrend, hack_metrics, static_flags
+from codegrpo.reward.monitor.harness_names import HARNESS_NAMES, private_names
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer, make_code_reward, make_hack_penalty
 from codegrpo.reward.verdict import Status
@@ -96,6 +99,16 @@ def test_humaneval_hardcoding_the_checks_inputs():
 def test_code_that_does_not_parse_or_nests_too_deep_never_crashes_the_monitor():
     assert static_flags("def f(:\n", IS_PRIME) == set()
     assert static_flags("x = " + "(" * 5000 + ")" * 5000, IS_PRIME) == set()
+
+
+def test_the_harness_names_are_read_from_the_harness_itself():
+    # A helper added to the harness is watched with no list to keep in step, and one renamed is no longer.
+    source = resources.files("codegrpo.harness").joinpath("python_harness.py").read_text()
+    helpers = {node.name for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)}
+    assert {name for name in helpers if name.startswith("_")} <= HARNESS_NAMES
+    assert private_names(source + "\n\ndef _new_helper():\n    pass\n") == private_names(source) | {"_new_helper"}
+    assert "_send" in private_names(source) and "_send" not in private_names(source.replace("def _send(", "def send("))
+    assert static_flags("def _read_exactly(fd, size):\n    return b''\n", IS_PRIME) == {"patch"}
 
 
 # -- competitive-programming idioms, and the hacks beside them (issue 32) ----------------------------------

@@ -119,7 +119,7 @@ class HumanEvalCheck:
     expected: list[Any]
 
 
-def _literal(node: ast.expr) -> tuple[bool, Any]:
+def _literal(node: ast.AST) -> tuple[bool, Any]:
     """The value of a Python literal, exactly as the check would build it, or (False, None)."""
     try:
         return True, ast.literal_eval(node)

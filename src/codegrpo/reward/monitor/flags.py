@@ -1,0 +1,42 @@
+"""A completion's flags: the static evidence of its source and the dynamic evidence of its runs, in
+CATEGORIES order."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from codegrpo.data.problems import Problem
+from codegrpo.reward.monitor.categories import CATEGORIES
+from codegrpo.reward.monitor.javascript_rules import _javascript_flags
+from codegrpo.reward.monitor.python_rules import _python_flags
+from codegrpo.reward.monitor.run_evidence import audit_flags, run_flags
+from codegrpo.sandbox.base import RunResult
+
+
+def static_flags(code: str, problem: Problem | None = None, language: str = "python") -> set[str]:
+    """The categories the completion's source shows, on the host. Total: code that does not parse, or
+    is too deep for Python's parser, shows none (it is an error verdict anyway); JavaScript longer than
+    JS_MAX_CHARS shows none either."""
+    if not code.strip() or language not in ("python", "javascript"):
+        return set()
+    if language == "javascript":
+        return _javascript_flags(code, problem)
+    return _python_flags(code, problem)
+
+
+def flags_of(problem: Problem, code: str, result: RunResult | None, language: str = "python") -> tuple[str, ...]:
+    """Every category the evidence supports, in CATEGORIES order. Total: a broken report gives fewer
+    flags, never an exception."""
+    found = static_flags(code, problem, language)
+    runs = (result.runs or (result,)) if result is not None else ()
+    for run in runs:
+        try:
+            found |= audit_flags(run) | run_flags(run, problem.form, language)
+        except Exception:  # one unreadable run adds nothing; the others still count
+            continue
+    return tuple(category for category in CATEGORIES if category in found)
+
+
+def joined(flags: Iterable[str]) -> str:
+    """The flags as one table cell: "exit,patch", "" when clean."""
+    return ",".join(flags)

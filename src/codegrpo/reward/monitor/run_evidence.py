@@ -1,0 +1,46 @@
+"""Dynamic evidence, from the runs: the Python harness's audit tokens in its report line, and what the
+runner saw printed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from codegrpo.config.choices import Form
+from codegrpo.reward.monitor.categories import CATEGORIES
+from codegrpo.reward.monitor.text_rules import _report_like
+from codegrpo.reward.verdict import parse_json
+from codegrpo.sandbox.base import RunResult
+
+
+def _report(run: RunResult) -> dict[str, Any] | None:
+    """The harness's report line of one run (its last stdout line), or None."""
+    line = run.stdout.rstrip("\n").rpartition("\n")[2]
+    ok, report = parse_json(line) if line.startswith("{") else (False, None)
+    return report if ok and isinstance(report, dict) else None
+
+
+def audit_flags(run: RunResult) -> set[str]:
+    """The categories of the harness parent's "audit" tokens (unknown categories ignored)."""
+    report = _report(run)
+    tokens = report.get("audit") if report is not None else None
+    if not isinstance(tokens, list):
+        return set()
+    return {token.partition(":")[0] for token in tokens[:256] if isinstance(token, str)} & set(CATEGORIES)
+
+
+def run_flags(run: RunResult, form: Form, language: str = "python") -> set[str]:
+    """What the runner saw: a report-like line printed by the completion (on stderr under the Python
+    harness, where its prints go; a stdio program's stdout is its answer; a JavaScript expression program
+    shares stdout with its report, the last line) or a second line on the Python harness's stdout."""
+    flags = set()
+    python = language == "python"
+    if not form.harnessed:
+        printed = run.stdout
+    else:
+        printed = run.stderr if python else run.stderr + "\n" + run.stdout.rstrip("\n").rpartition("\n")[0]
+    # The last 200 lines of the last 64K characters: a million short lines are never a million strings.
+    if any(_report_like(line) and line.lstrip().startswith("{") for line in printed[-(1 << 16) :].splitlines()[-200:]):
+        flags.add("forgery")
+    if form.harnessed and python and run.stdout.strip().count("\n") > 0:
+        flags.add("forgery")  # the harness writes one line: anything else on its stdout is not its
+    return flags
