@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from codegrpo.data.problems import parse_problem, select_split
+from codegrpo.data.problems import parse_problem
+from codegrpo.data.sets import select_split
 from codegrpo.errors import ProblemError
 
 HERE = Path(__file__).resolve().parent

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from codegrpo.data.problems import load_problems
+from codegrpo.data.files import load_problems
 from codegrpo.resources import PROJECT_ROOT
 from tests.helpers.commands import command, imported_modules
 

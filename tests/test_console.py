@@ -40,7 +40,7 @@ def test_final_summary_says_where_everything_is(tmp_path):
 def test_completions_table_columns_say_why_and_show_the_code(local_sandbox):
     import asyncio
 
-    from codegrpo.data.problems import load_problems
+    from codegrpo.data.files import load_problems
     from codegrpo.reward.programs import get_language
     from codegrpo.reward.scorer import Scorer, make_code_reward
 

@@ -10,7 +10,8 @@ import sys
 import pytest
 
 from codegrpo.errors import UsageError
-from codegrpo.evaluation.evaluate import Evaluation, Outcomes, compare, comparison_summary, load_evaluation, save
+from codegrpo.evaluation.compare import compare, comparison_summary
+from codegrpo.evaluation.results import Evaluation, Outcomes, load_evaluation, save
 from codegrpo.resources import PROJECT_ROOT
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from codegrpo.commands import CONFIG_DIR
-from codegrpo.data.problems import load_problems
+from codegrpo.data.files import load_problems
 from codegrpo.resources import PROJECT_ROOT
 
 EXPERIMENTS = sorted(p.stem for p in (Path(CONFIG_DIR) / "experiment").glob("*.yaml"))
@@ -67,7 +67,7 @@ def test_transfer_experiment_evaluates_families_it_never_trains_on(compose_cfg):
     import json
 
     from codegrpo.build import eval_problems
-    from codegrpo.data.problems import load_problem_set
+    from codegrpo.data.sets import load_problem_set
 
     cfg = compose_cfg("experiment=transfer_cpu")
     assert cfg.problems.name == "transfer" and cfg.problems.split == "train" and cfg.reward.kind == "binary"

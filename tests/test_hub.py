@@ -10,7 +10,8 @@ import pytest
 
 from codegrpo.errors import UsageError
 from codegrpo.models.hub import check_push, push_final_model
-from codegrpo.models.loading import cast_saved_weights, resolve_model, rounding_warning
+from codegrpo.models.loading import resolve_model
+from codegrpo.models.saving import cast_saved_weights, rounding_warning
 from tests.helpers.hub import record_hub_uploads
 
 

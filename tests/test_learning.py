@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from codegrpo.data.problems import load_problem_set, load_problems, select_split
+from codegrpo.data.files import load_problems
+from codegrpo.data.sets import load_problem_set, select_split
 from codegrpo.reward.explain import first_error_line
 from codegrpo.reward.extraction import completion_text
 from codegrpo.reward.verdict import Scored, Status, Verdict
@@ -109,7 +110,7 @@ def test_first_error_line_names_the_exception():
 
 @pytest.mark.slow
 def test_train_evaluates_before_and_after_and_compares_with_the_breakdown(compose_cfg):
-    from codegrpo.evaluation.evaluate import load_evaluation
+    from codegrpo.evaluation.results import load_evaluation
     from codegrpo.train.steps import train
 
     cfg = compose_cfg("debug=fast", "problems=trivial", "evaluation.before=true", "evaluation.after=true",

@@ -10,14 +10,9 @@ import pytest
 from codegrpo.config.choices import Dtype
 from codegrpo.config.schema import ModelConfig
 from codegrpo.errors import ModelNotFoundError
-from codegrpo.models.loading import (
-    check_hub_model,
-    gguf_source,
-    hub_reachable,
-    load_dtype,
-    load_model_and_tokenizer,
-    resolve_model,
-)
+from codegrpo.models.conversion import gguf_source
+from codegrpo.models.hub import check_hub_model, hub_reachable
+from codegrpo.models.loading import load_dtype, load_model_and_tokenizer, resolve_model
 
 UNCACHED = "codegrpo-tests/no-such-model"
 

@@ -13,7 +13,8 @@ from importlib import resources
 import pytest
 
 from codegrpo import build
-from codegrpo.data.problems import IOTest, Problem, load_problems
+from codegrpo.data.files import load_problems
+from codegrpo.data.problems import IOTest, Problem
 from codegrpo.reward.monitor import CATEGORIES, JS_MAX_CHARS, HackTrend, hack_metrics, static_flags
 from codegrpo.reward.monitor.harness_names import HARNESS_NAMES, private_names
 from codegrpo.reward.programs import get_language

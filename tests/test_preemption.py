@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from codegrpo.config.schema import ModelConfig, to_plain
-from codegrpo.data.problems import load_problem_set, problem_set_hash
+from codegrpo.data.sets import load_problem_set, problem_set_hash
 from codegrpo.errors import UsageError
-from codegrpo.models.loading import _cache_dir_for, gguf_source
+from codegrpo.models.conversion import _cache_dir_for, gguf_source
 from codegrpo.resources import PROJECT_ROOT
 from codegrpo.train import checkpoints
 from codegrpo.train.preemption import PREEMPTED_EXIT, Guard, parse_signals

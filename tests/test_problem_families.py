@@ -13,7 +13,7 @@ from collections import defaultdict
 
 import pytest
 
-from codegrpo.data.problems import load_problem_set
+from codegrpo.data.sets import load_problem_set
 from codegrpo.errors import ProblemError
 from codegrpo.resources import PROJECT_ROOT
 

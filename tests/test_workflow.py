@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from codegrpo.evaluation.evaluate import pass_at_k
+from codegrpo.evaluation.results import pass_at_k
 from codegrpo.resources import PROJECT_ROOT
 from tests import wandb_offline
 

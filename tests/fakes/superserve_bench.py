@@ -17,7 +17,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from codegrpo.config.schema import SuperserveSandboxConfig
-from codegrpo.data.problems import load_problems
+from codegrpo.data.files import load_problems
 from codegrpo.reward.programs import build_program, get_language
 from codegrpo.reward.scorer import Scorer
 from codegrpo.sandbox.superserve import SuperserveSandbox

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from codegrpo.config.schema import LocalSandboxConfig
-from codegrpo.data.problems import load_problems
+from codegrpo.data.files import load_problems
 from codegrpo.resources import PROJECT_ROOT
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer

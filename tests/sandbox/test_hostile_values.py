@@ -14,7 +14,8 @@ from contextlib import contextmanager
 import pandas as pd
 import pytest
 
-from codegrpo.data.problems import Problem, load_problems
+from codegrpo.data.files import load_problems
+from codegrpo.data.problems import Problem
 from codegrpo.reward.explain import explain
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer, make_code_reward

@@ -285,7 +285,7 @@ sys.modules["builtins"].exec = _no_checks
 
 @pytest.mark.slow
 def test_g_checks_run_where_the_completion_never_did(box):
-    from codegrpo.data.problems import load_problems
+    from codegrpo.data.files import load_problems
     from codegrpo.reward.programs import get_language, humaneval_check
     from codegrpo.reward.scorer import Scorer
 
@@ -318,7 +318,7 @@ for message in (("ok", records), ("ready", None)):
 @pytest.mark.parametrize("problem_id", ["HumanEval/4", "HumanEval/32", "HumanEval/38"])
 def test_g_a_completion_cannot_forge_the_checks_records(box, problem_id):
     # Found by a red-team pass: the child's first message was taken as the result when it was not "ready".
-    from codegrpo.data.problems import load_problems
+    from codegrpo.data.files import load_problems
     from codegrpo.reward.programs import get_language, humaneval_check
     from codegrpo.reward.scorer import Scorer
 

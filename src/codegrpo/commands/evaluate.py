@@ -29,19 +29,14 @@ from codegrpo.errors import UsageError
 from codegrpo.tracking import wandb_run as tracking
 
 if TYPE_CHECKING:
-    from codegrpo.evaluation.evaluate import Comparison, Evaluation  # imported in evaluate(): it brings numpy
+    from codegrpo.evaluation.results import Comparison, Evaluation
 
 
 def evaluate(cfg: EvaluateConfig) -> Evaluation | Comparison:
-    from codegrpo.evaluation.evaluate import (
-        compare,
-        comparison_summary,
-        evaluate_model,
-        load_evaluation,
-        save,
-        write_comparison,
-    )
-    from codegrpo.models.loading import check_hub_model
+    from codegrpo.evaluation.compare import compare, comparison_summary, write_comparison
+    from codegrpo.evaluation.evaluate import evaluate_model
+    from codegrpo.evaluation.results import load_evaluation, save
+    from codegrpo.models.hub import check_hub_model
 
     run_dir = Path(cfg.run_dir)
     items = cfg.compare or [cfg.checkpoint]

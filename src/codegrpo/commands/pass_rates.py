@@ -28,7 +28,9 @@ from codegrpo import build
 from codegrpo.commands import CONFIG_DIR, run
 from codegrpo.config.choices import RewardKind
 from codegrpo.config.schema import PassRatesConfig
-from codegrpo.data.problems import Problem, problem_set_hash, write_problems
+from codegrpo.data.files import write_problems
+from codegrpo.data.problems import Problem
+from codegrpo.data.sets import problem_set_hash
 from codegrpo.errors import UsageError
 
 
@@ -51,7 +53,7 @@ def keep(problems: list[Problem], rates: dict[str, dict[str, Any]], lo: float, h
 
 def pass_rates(cfg: PassRatesConfig) -> list[Problem]:
     from codegrpo.evaluation.evaluate import evaluate_model
-    from codegrpo.models.loading import check_hub_model
+    from codegrpo.models.hub import check_hub_model
 
     problems = build.problems(cfg.problems)
     sha256 = problem_set_hash(problems)

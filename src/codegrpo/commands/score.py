@@ -21,7 +21,7 @@ from omegaconf import DictConfig
 from codegrpo import build
 from codegrpo.commands import CONFIG_DIR, run, score_pairs
 from codegrpo.config.schema import ScoreConfig
-from codegrpo.data.problems import read_jsonl
+from codegrpo.data.files import read_jsonl
 from codegrpo.errors import ProblemError
 from codegrpo.reward.explain import explain
 from codegrpo.reward.scorer import summary

@@ -22,8 +22,10 @@ from omegaconf import DictConfig
 from codegrpo import build
 from codegrpo.commands import CONFIG_DIR, run, score_pairs
 from codegrpo.config.schema import ScoreConfig
-from codegrpo.data.problems import Problem, oversize_outputs, write_problems
+from codegrpo.data.files import write_problems
+from codegrpo.data.problems import Problem
 from codegrpo.data.prompts import doubled_words
+from codegrpo.data.sets import oversize_outputs
 from codegrpo.data.weak_tests import trivial_programs
 from codegrpo.reward.explain import code_head, reason
 from codegrpo.reward.scorer import summary

@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
-import gzip
-import hashlib
-import importlib.util
 import json
 import re
-import sys
-import zlib
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from codegrpo import resources
-from codegrpo.config.choices import Form, TestSelection
-from codegrpo.config.schema import MAX_TIMEOUT_S, ProblemsConfig, SandboxConfig
+from codegrpo.config.choices import Form
+from codegrpo.config.schema import MAX_TIMEOUT_S
 from codegrpo.errors import ProblemError
 
 EXPRESSION_FIELDS = ("id", "prompt", "test", "expected")
@@ -81,54 +72,6 @@ class Problem:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "form", Form(self.form))  # a problem file's "stdio" is Form.stdio
-
-
-def resolve_path(path: str) -> Path:
-    """A problem file: ``pkg://package/relative/path`` inside an installed package, or a file path
-    (relative paths are taken from the project root, so any working directory works)."""
-    if path.startswith("pkg://"):
-        package, _, relative = path[len("pkg://") :].partition("/")
-        spec = importlib.util.find_spec(package)
-        if spec is None or not spec.submodule_search_locations:
-            raise ProblemError(f"problem file {path}: package {package!r} is not installed (pip install it)")
-        return Path(next(iter(spec.submodule_search_locations))) / relative
-    candidate = Path(path).expanduser()
-    return candidate if candidate.is_absolute() else resources.project_path(candidate)
-
-
-def _read_lines(path: Path) -> Iterable[bytes]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    try:
-        with opener(path, "rb") as handle:
-            yield from handle
-    except (OSError, EOFError, zlib.error) as error:  # a truncated or corrupt .gz among them
-        raise ProblemError(f"{path}: cannot be read ({error})") from None
-
-
-def json_value(text: str | bytes) -> Any:
-    """json.loads, where nesting too deep is a ValueError like any other malformed text (json raises
-    RecursionError: file contents are hostile input)."""
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise ValueError("nested too deep") from None
-
-
-def read_jsonl(file: Path) -> Iterator[tuple[str, Any]]:
-    """(``file:line``, decoded record) for each non-blank line; a line that is not UTF-8 JSON is a ProblemError."""
-    for number, raw in enumerate(_read_lines(file), start=1):
-        where = f"{file}:{number}"
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise ProblemError(f"{where}: not UTF-8 text (byte {error.start + 1} of the line)") from None
-        if not line.strip():
-            continue
-        try:
-            record = json_value(line)
-        except ValueError as error:
-            raise ProblemError(f"{where}: not valid JSON ({error})") from None
-        yield where, record
 
 
 def _require_str(record: dict[str, Any], key: str, where: str) -> str:
@@ -235,152 +178,10 @@ def to_record(problem: Problem) -> dict[str, Any]:
     return record | {key: value for key, value in extras.items() if value}
 
 
-def write_problems(problems: Iterable[Problem], path: Path) -> None:
-    """A problem file of ``problems``, one JSON record a line."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(to_record(p), ensure_ascii=False) + "\n" for p in problems), encoding="utf-8")
-
-
-def load_problems(path: str, limit: int | None = None) -> list[Problem]:
-    """Load and validate every line of a JSONL (or .jsonl.gz) problem file before anything trains."""
-    file = resolve_path(path)
-    if not file.is_file():
-        raise ProblemError(f"problem file {file} does not exist (set problems.path)")
-    problems: list[Problem] = []
-    seen: dict[str, str] = {}
-    for where, record in read_jsonl(file):
-        problem = parse_problem(record, where)
-        if problem.id in seen:
-            raise ProblemError(f"{where}: duplicate id {problem.id!r} (first at {seen[problem.id]})")
-        seen[problem.id] = where
-        problems.append(problem)
-    if not problems:
-        raise ProblemError(f"problem file {file} holds no problems")
-    return problems[:limit] if limit else problems
-
-
-def select_split(problems: list[Problem], split: str, eval_fraction: float) -> list[Problem]:
-    """A split that depends on each problem's id alone, so it never changes as a set grows."""
-    if split == "all":
-        return problems
-    if split not in ("train", "eval"):
-        raise ProblemError(f"problems.split must be all, train or eval, not {split!r}")
-
-    def in_eval(problem: Problem) -> bool:
-        return int(hashlib.sha256(problem.id.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF < eval_fraction
-
-    chosen = [p for p in problems if in_eval(p) == (split == "eval")]
-    if not chosen:
-        raise ProblemError(f"the {split} split is empty (problems.eval_fraction={eval_fraction})")
-    return chosen
-
-
-def _checks_from_asserts(asserts: list[str], reference: str, where: str) -> dict[str, str]:
-    """MBPP-style rows: a list of asserts and a solution become a HumanEval-form check and entry point."""
-    match = re.search(r"^def\s+(\w+)\s*\(", reference, re.MULTILINE)
-    if match is None or not asserts:
-        raise ProblemError(f"{where}: needs a reference with a def and a non-empty list of asserts")
-    body = "".join(f"    {line}\n" for line in asserts)
-    return {"test": f"def check(candidate):\n{body}", "entry_point": match.group(1)}
-
-
-def load_hub_problems(cfg: ProblemsConfig) -> list[Problem]:
-    """Problems from a Hugging Face dataset (or a local json/parquet through data_files), mapped by cfg.columns."""
-    from datasets import load_dataset
-
+def json_value(text: str | bytes) -> Any:
+    """json.loads, where nesting too deep is a ValueError like any other malformed text (json raises
+    RecursionError: file contents are hostile input)."""
     try:
-        rows = load_dataset(cfg.hub_path, cfg.hub_name, split=cfg.hub_split, data_files=cfg.data_files)
-    except Exception as error:  # the datasets library raises many kinds; all mean "cannot load"
-        raise ProblemError(f"cannot load dataset {cfg.hub_path!r} (split {cfg.hub_split!r}): {error}") from None
-    problems = []
-    for number, row in enumerate(rows):
-        where = f"{cfg.hub_path}[{cfg.hub_split}] row {number}"
-        record = {field: row[column] for field, column in cfg.columns.items() if column in row}
-        if cfg.assert_list_column:
-            record |= _checks_from_asserts(list(row[cfg.assert_list_column]), record.get("reference", ""), where)
-        if "id" in record:
-            record["task_id" if "entry_point" in record else "id"] = str(record.pop("id"))
-        problems.append(parse_problem(record, where))
-    return problems
-
-
-def filter_problems(problems: list[Problem], cfg: ProblemsConfig) -> list[Problem]:
-    """The filters papers apply, each counted on stderr: duplicate prompts dropped (``dedupe_prompts``),
-    at most ``max_tests`` tests kept (``test_selection``), input/output problems with fewer than
-    ``min_tests`` tests dropped (DeepCoder keeps >= 5)."""
-    kept, seen, dropped = [], set(), {"duplicate prompt": 0, f"fewer than {cfg.min_tests} tests": 0}
-    for problem in problems:
-        if cfg.dedupe_prompts and problem.prompt in seen:
-            dropped["duplicate prompt"] += 1
-            continue
-        seen.add(problem.prompt)
-        if problem.form.per_test:
-            if len(problem.tests) < cfg.min_tests:
-                dropped[f"fewer than {cfg.min_tests} tests"] += 1
-                continue
-            if cfg.max_tests and len(problem.tests) > cfg.max_tests:
-                problem = dataclasses.replace(problem, tests=_keep_tests(problem.tests, cfg))
-        kept.append(problem)
-    for why, count in dropped.items():
-        if count:
-            print(f"problems: dropped {count} of {len(problems)} ({why})", file=sys.stderr)
-    if not kept:
-        counts = ", ".join(f"{count} {why}" for why, count in dropped.items())
-        raise ProblemError(f"problems: none left after the filters ({counts})")
-    too_many = [p.id for p in kept if len(p.tests) > MAX_TESTS]
-    if too_many:
-        names = ", ".join(too_many[:10]) + (f" and {len(too_many) - 10} more" if len(too_many) > 10 else "")
-        raise ProblemError(f"problems: more than {MAX_TESTS} tests, which one sandbox request cannot carry, in "
-                           f"{names}: set problems.max_tests to at most {MAX_TESTS}")
-    cap = SandboxConfig.stdout_limit_bytes
-    if oversize := oversize_outputs(kept, cap):
-        print(f"problems: warning: {len(oversize)} of {len(kept)} problems expect more output in a test than the "
-              f"default sandbox.stdout_limit_bytes ({cap}): no program passes it (codegrpo-validate names them)",
-              file=sys.stderr)
-    return kept
-
-
-def oversize_outputs(problems: Iterable[Problem], cap: int) -> list[tuple[Problem, int, int]]:
-    """(problem, test number from 1, bytes) of each input/output problem's first test whose expected output
-    is over ``cap`` bytes (sandbox.stdout_limit_bytes): the sandbox cuts any program that prints or returns
-    that much, so no program passes the test."""
-    found = []
-    for problem in problems:
-        for number, test in enumerate(problem.tests, start=1):
-            size = len(test.output) if test.output.isascii() else len(test.output.encode("utf-8", "surrogatepass"))
-            if size > cap:
-                found.append((problem, number, size))
-                break
-    return found
-
-
-def _keep_tests(tests: tuple[IOTest, ...], cfg: ProblemsConfig) -> tuple[IOTest, ...]:
-    if cfg.test_selection in (TestSelection.shortest, TestSelection.longest):
-        longest = cfg.test_selection == TestSelection.longest
-        order = sorted(range(len(tests)), key=lambda i: len(tests[i].input), reverse=longest)[: cfg.max_tests]
-        return tuple(tests[i] for i in sorted(order))  # the dataset's order among those kept
-    return tests[: cfg.max_tests]
-
-
-def load_problem_set(cfg: ProblemsConfig) -> list[Problem]:
-    """The configured problems: a file or a dataset, then the filters, the split and the limit."""
-    if cfg.loader:  # a public code-RL dataset in its own schema (apps, taco, ...)
-        from codegrpo.data import public_datasets as code_datasets
-
-        problems = code_datasets.load(cfg)
-    else:
-        problems = load_hub_problems(cfg) if cfg.hub_path else load_problems(cfg.path)
-    problems = filter_problems(problems, cfg)
-    chosen = select_split(problems, cfg.split, cfg.eval_fraction)
-    return chosen[: cfg.limit] if cfg.limit else chosen
-
-
-def problem_set_hash(problems: Iterable[Problem]) -> str:
-    """A stable hash of a problem set's content, for the run's reproducibility record."""
-    digest = hashlib.sha256()
-    for problem in problems:
-        fields = dataclasses.asdict(problem)
-        if not problem.preamble:
-            del fields["preamble"]  # added later: a set without one keeps its hash, so resume takes older checkpoints
-        digest.update(json.dumps(fields, sort_keys=True).encode())
-    return digest.hexdigest()
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deep") from None

@@ -15,13 +15,15 @@ import json
 import logging
 import os
 import shutil
+import socket
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
-from codegrpo.config.schema import TrainConfig, to_plain
-from codegrpo.errors import UsageError
+from codegrpo.config.schema import ModelConfig, TrainConfig, to_plain
+from codegrpo.errors import ModelNotFoundError, UsageError
 from codegrpo.tracking.wandb_run import redact
 
 log = logging.getLogger(__name__)
@@ -137,3 +139,53 @@ def push_final_model(cfg: TrainConfig, run_dir: Path, model_dir: Path) -> list[s
         return names
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+HUB_TIMEOUT_S = 3.0
+
+
+def _truthy(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _cached(repo_id: str) -> bool:
+    from huggingface_hub import try_to_load_from_cache
+
+    return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+
+
+def hub_reachable(endpoint: str, timeout: float = HUB_TIMEOUT_S) -> str | None:
+    """None when a TCP connection to the Hub opens within ``timeout``; else why not."""
+    parts = urlsplit(endpoint)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname or "", port), timeout=timeout):
+            return None
+    except OSError as error:
+        return f"{parts.hostname} is unreachable: {error}"
+
+
+def check_hub_model(model_cfg: ModelConfig) -> None:
+    """A Hub model must be reachable or cached; with the Hub down and the files cached, go offline so
+    transformers does not retry. Raises ModelNotFoundError with one message otherwise."""
+    name = model_cfg.name_or_path
+    if model_cfg.gguf_package or not name or Path(name).expanduser().exists():
+        return  # an offline package or a local directory: loading it says what is wrong, at once
+    advice = ("the offline default is model=smollm2-135m; a Hub model needs network access, or its files "
+              "in the Hugging Face cache (download them once, then HF_HUB_OFFLINE=1)")
+    if _truthy("HF_HUB_OFFLINE") or _truthy("TRANSFORMERS_OFFLINE"):
+        if not _cached(name):
+            raise ModelNotFoundError(f"model {name!r} is not in the Hugging Face cache and HF_HUB_OFFLINE is set; "
+                                     f"{advice}")
+        return
+    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return  # behind a proxy a direct connection proves nothing; let the Hub client try
+    why = hub_reachable(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    if why is None:
+        return
+    if _cached(name):
+        log.warning("the Hugging Face Hub is out of reach (%s): loading %s from the local cache", why, name)
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        return
+    raise ModelNotFoundError(f"cannot load model {name!r} from the Hugging Face Hub ({why}) and it is not in "
+                             f"the local cache; {advice}")

@@ -1,0 +1,146 @@
+"""What an evaluation produces: pass@k per problem, the Evaluation and Comparison dataclasses, and the
+one place they become JSON (``save``) and are read back (``load_evaluation``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from codegrpo.errors import UsageError
+from codegrpo.reward.verdict import Status
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k (Chen et al., 2021): 1 - C(n-c, k) / C(n, k), computed stably."""
+    if k > n:
+        raise ValueError(f"pass@{k} needs at least {k} samples per problem, got {n}")
+    if n - c < k:
+        return 1.0
+    return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    """One problem's samples by outcome. ``error`` is every sample that gave no answer to compare (an
+    exception, a timeout, no code, a sandbox failure): what a format fix turns into an answer."""
+
+    passed: int = 0
+    wrong: int = 0
+    error: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.passed + self.wrong + self.error
+
+    def shares(self) -> np.ndarray:
+        """(passed, wrong, error) as fractions of the samples, so evaluations of different n compare."""
+        return np.array([self.passed, self.wrong, self.error], dtype=float) / max(self.total, 1)
+
+
+@dataclass
+class Evaluation:
+    """One model on one problem set: pass@k, status counts, passes per problem and every sample."""
+
+    pass_at: dict[int, float]
+    num_problems: int
+    num_samples: int
+    status_counts: dict[str, int]
+    per_problem: dict[str, int]  # passing samples of each problem
+    samples: list[dict[str, Any]] = field(default_factory=list)  # explain() of every sample, in order
+    wall_s: float | None = None
+
+    def metrics(self) -> dict[str, float]:
+        return {f"pass@{k}": v for k, v in self.pass_at.items()}
+
+    def outcomes(self) -> dict[str, Outcomes]:
+        """Each problem's samples by outcome, from the sample records (empty when there are none)."""
+        counts: dict[str, Counter] = {pid: Counter() for pid in self.per_problem}
+        for sample in self.samples:
+            status = sample["status"]
+            kind = "passed" if status == Status.PASSED else "wrong" if status == Status.FAILED else "error"
+            counts.setdefault(sample["problem_id"], Counter())[kind] += 1
+        return {pid: Outcomes(**c) for pid, c in counts.items()} if self.samples else {}
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = self.metrics()
+        data |= {"num_problems": self.num_problems, "num_samples": self.num_samples,
+                 "status_counts": self.status_counts, "per_problem": self.per_problem, "samples": self.samples}
+        if self.wall_s is not None:
+            data["wall_s"] = self.wall_s
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> Evaluation:
+        """An eval file's contents (what ``to_json`` wrote); UsageError naming ``where`` if it is not one."""
+        if not isinstance(data, dict) or not isinstance(data.get("per_problem"), dict) or not isinstance(
+                data.get("num_samples"), int):
+            raise UsageError(f"{where} is not an eval file (it needs per_problem and num_samples, as "
+                             "eval.json and eval_before.json have)")
+        pass_at = {int(key[len("pass@"):]): float(v) for key, v in data.items() if key.startswith("pass@")}
+        return cls(pass_at, int(data.get("num_problems", len(data["per_problem"]))), data["num_samples"],
+                   dict(data.get("status_counts", {})), dict(data["per_problem"]), list(data.get("samples", [])),
+                   data.get("wall_s"))
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """Where the change in pass@1 came from, in pass@1 units: format + skill - lost == change.
+
+    Per problem, the passes gained come from the outcomes that shrank (errors: format; wrong answers:
+    skill), and passes lost are the fall in its pass share. With three outcomes whose shares sum to 1
+    this is the smallest flow between them that explains the two evaluations, so it is unique."""
+
+    format: float  # errors that became passes
+    skill: float  # wrong answers that became passes
+    lost: float  # passes lost (to errors or wrong answers)
+    before: Outcomes  # the samples of every compared problem, by outcome
+    after: Outcomes
+
+
+@dataclass
+class Comparison:
+    """The paired change in pass@1 from one evaluation to another, with a 95% bootstrap interval."""
+
+    pass1_before: float
+    pass1_after: float
+    change: float
+    ci95: tuple[float, float]
+    excludes_zero: bool
+    num_problems: int
+    num_samples: tuple[int, int]
+    improved: int
+    worse: int
+    per_problem: dict[str, dict[str, float]]
+    breakdown: Breakdown | None  # None when an eval file holds no samples
+    compared: list[str] | None = None  # the two eval files or checkpoints, when the command compared them
+
+    def to_json(self) -> dict[str, Any]:
+        data = {"pass@1_before": self.pass1_before, "pass@1_after": self.pass1_after, "change": self.change,
+                "ci95": list(self.ci95), "excludes_zero": self.excludes_zero, "num_problems": self.num_problems,
+                "num_samples": list(self.num_samples), "improved": self.improved, "worse": self.worse,
+                "breakdown": dataclasses.asdict(self.breakdown) if self.breakdown else None,
+                "per_problem": self.per_problem}
+        if self.compared is not None:
+            data["compared"] = self.compared
+        return data
+
+
+def save(result: Evaluation | Comparison, path: Path) -> Path:
+    """The one place an evaluation or a comparison is written: its JSON, indented."""
+    path.write_text(json.dumps(result.to_json(), indent=2))
+    return path
+
+
+def load_evaluation(path: Path) -> Evaluation:
+    """An eval file written by ``save`` (eval.json, eval_before.json, ...); UsageError if it is not one."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as error:
+        raise UsageError(f"cannot read eval file {path}: {error}") from None
+    return Evaluation.from_json(data, str(path))
