@@ -13,7 +13,7 @@ import pytest
 
 from codegrpo.data.problems import Problem
 from codegrpo.reward.programs import build_program, get_language, humaneval_check
-from codegrpo.reward.verdict import decode_typed, score_checks
+from codegrpo.reward.verdict import CheckKind, ValueCheck, decode_typed, score_checks
 
 PYTHON = get_language("python")
 
@@ -53,7 +53,8 @@ def test_expression_programs_carry_the_harness_and_report_a_value():
 def test_humaneval_checks_split_into_host_judged_values_and_asserts():
     check = humaneval_check(PROBLEM)
     assert check.expected == [
-        ["eq", 4], ["is", 9], ["truthy", True], ["truthy", False], ["near", 0.25, 1e-9, False], None,
+        ValueCheck(CheckKind.EQ, 4), ValueCheck(CheckKind.IS, 9), ValueCheck(CheckKind.TRUTHY, True),
+        ValueCheck(CheckKind.TRUTHY, False), ValueCheck(CheckKind.NEAR, 0.25, 1e-9, False), None,
     ]  # fmt: skip
     # What a value check must be is not in the program; the loop's assert is decided in the harness.
     assert "== 4" not in check.source and "is 9" not in check.source and "1.0 / 4.0" not in check.source

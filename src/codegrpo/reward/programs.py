@@ -11,6 +11,7 @@ from typing import Any
 from codegrpo.config.choices import Form
 from codegrpo.data.problems import PREAMBLES, Problem
 from codegrpo.errors import ProblemError
+from codegrpo.reward.verdict import CheckKind, ValueCheck
 from codegrpo.sandbox.base import Program
 
 
@@ -112,11 +113,9 @@ def _javascript_program(problem: Problem, code: str) -> str:
 @dataclass(frozen=True)
 class HumanEvalCheck:
     source: str  # test code that defines _codegrpo_check() -> records
-    # Per check, how the host judges its value record (verdict.check_passes): ["eq", literal] (Python's
-    # ==, the literal as Python builds it: tuples, sets and dict keys keep their types), ["is", constant],
-    # ["truthy", bool] or ["near", value, tolerance, inclusive]; None when the check is an assert decided
-    # in the sandbox.
-    expected: list[Any]
+    # Per check, how the host judges its value record (verdict.check_passes); None when the check is an
+    # assert decided in the sandbox.
+    expected: list[ValueCheck | None]
 
 
 def _literal(node: ast.AST) -> tuple[bool, Any]:
@@ -160,7 +159,7 @@ def humaneval_check(problem: Problem) -> HumanEvalCheck:
         raise ProblemError(f"problem {problem.id}: test does not define check(candidate)")
     param = check.args.args[0].arg
     body: list[str] = [f"{param} = _guard({problem.entry_point})"]
-    expected: list[Any] = []
+    expected: list[ValueCheck | None] = []
     for statement in check.body:
         has_assert = any(isinstance(n, ast.Assert) for n in ast.walk(statement))
         if not has_assert:
@@ -184,29 +183,29 @@ def _calls(node: ast.expr, name: str) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
 
 
-def _value_check(statement: ast.stmt, param: str) -> tuple[str | None, Any]:
+def _value_check(statement: ast.stmt, param: str) -> tuple[str | None, ValueCheck | None]:
     """The expression whose value the host judges, and how (see HumanEvalCheck.expected)."""
     if not isinstance(statement, ast.Assert):
         return None, None
     test = statement.test
     if _calls(test, param):
-        return ast.unparse(test), ["truthy", True]
+        return ast.unparse(test), ValueCheck(CheckKind.TRUTHY, True)
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and _calls(test.operand, param):
-        return ast.unparse(test.operand), ["truthy", False]
+        return ast.unparse(test.operand), ValueCheck(CheckKind.TRUTHY, False)
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
         return None, None
     op, (right,) = test.ops[0], test.comparators
     if isinstance(op, ast.Is) and isinstance(right, ast.Constant):
-        return ast.unparse(test.left), ["is", right.value]
+        return ast.unparse(test.left), ValueCheck(CheckKind.IS, right.value)
     if isinstance(op, ast.Eq):
         ok, value = _literal(right)
-        return (ast.unparse(test.left), ["eq", value]) if ok else (None, None)
+        return (ast.unparse(test.left), ValueCheck(CheckKind.EQ, value)) if ok else (None, None)
     left = test.left
     near = isinstance(op, (ast.Lt, ast.LtE)) and _calls(left, "abs") and len(left.args) == 1
     if near and isinstance(diff := left.args[0], ast.BinOp) and isinstance(diff.op, ast.Sub):
         target, tolerance = _number(diff.right), _number(right)
         if target is not None and tolerance is not None:
-            return ast.unparse(diff.left), ["near", target, tolerance, isinstance(op, ast.LtE)]
+            return ast.unparse(diff.left), ValueCheck(CheckKind.NEAR, target, tolerance, isinstance(op, ast.LtE))
     return None, None
 
 

@@ -7,7 +7,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -217,7 +217,28 @@ def score_values(actual: Any, expected: Any, partial: bool) -> Verdict:
     return Verdict(Status.FAILED, 0.0, got_expected(actual, expected))
 
 
-def score_checks(records: Any, expected: list[Any], partial: bool) -> Verdict:
+class CheckKind(enum.Enum):
+    """How the host judges a HumanEval check from the candidate's value: the check's own Python operation."""
+
+    EQ = "eq"  # value == literal
+    IS = "is"  # value is constant (True, None, ...)
+    TRUTHY = "truthy"  # bool(value) is the wanted truth
+    NEAR = "near"  # abs(value - target) < tolerance (<= when inclusive)
+
+
+@dataclass(frozen=True)
+class ValueCheck:
+    """One HumanEval check the host judges (programs.humaneval_check): what it wants never enters the sandbox.
+    ``want`` is the literal as Python builds it (tuples, sets and dict keys keep their types), the constant,
+    the truth, or the target of a NEAR check."""
+
+    kind: CheckKind
+    want: Any
+    tolerance: float = 0.0  # NEAR only
+    inclusive: bool = False  # NEAR only: <= rather than <
+
+
+def score_checks(records: Any, expected: Sequence[ValueCheck | None], partial: bool) -> Verdict:
     """HumanEval form: one record per check; a value record is judged here, on the host.
 
     ``expected[i]`` says how (``programs.HumanEvalCheck``), or is None for an assert decided in the sandbox.
@@ -244,36 +265,34 @@ def score_checks(records: Any, expected: list[Any], partial: bool) -> Verdict:
     return Verdict(Status.FAILED, passed / total if partial and total else 0.0, detail)
 
 
-def _check_failure(number: int, record: Any, want: list[Any] | None) -> str:
+def _check_failure(number: int, record: Any, want: ValueCheck | None) -> str:
     """Why check ``number`` failed, judged on the host: got vs what the check wants."""
     is_value = isinstance(record, (list, tuple)) and len(record) == 2 and record[0] == "value"
     if want is None or not is_value:
         return f"check {number}: assert failed"
     value = record[1]
-    how, *args = want
-    if how in ("eq", "is"):
-        return f"check {number}: {got_expected(value, args[0], python=True)}"
+    if want.kind in (CheckKind.EQ, CheckKind.IS):
+        return f"check {number}: {got_expected(value, want.want, python=True)}"
     got = show_value(value, python=True)
-    if how == "truthy":
-        return f"check {number}: got {got}, expected a {'true' if args[0] else 'false'} value"
-    return f"check {number}: got {got}, expected {show_value(args[0])} within {args[1]}"
+    if want.kind is CheckKind.TRUTHY:
+        return f"check {number}: got {got}, expected a {'true' if want.want else 'false'} value"
+    return f"check {number}: got {got}, expected {show_value(want.want)} within {want.tolerance}"
 
 
-def check_passes(value: Any, want: list[Any]) -> bool:
+def check_passes(value: Any, check: ValueCheck) -> bool:
     """Whether the check's own Python operation holds for the candidate's value (exact builtin data the
     host rebuilt): ``==`` for eq, identity of a constant for is, truth, or ``abs(value - target) < tol``.
     Total: what would raise in the check (a huge int against a float, say) fails it, as the assert would."""
-    how, *args = want
+    want = check.want
     try:
-        if how == "eq":
-            return bool(value == args[0])
-        if how == "is":
-            return type(value) is type(args[0]) and value == args[0]
-        if how == "truthy":
-            return bool(value) is args[0]
-        target, tolerance, inclusive = args
-        distance = abs(value - target)
-        return bool(distance <= tolerance if inclusive else distance < tolerance)
+        if check.kind is CheckKind.EQ:
+            return bool(value == want)
+        if check.kind is CheckKind.IS:
+            return type(value) is type(want) and value == want
+        if check.kind is CheckKind.TRUTHY:
+            return bool(value) is want
+        distance = abs(value - want)
+        return bool(distance <= check.tolerance if check.inclusive else distance < check.tolerance)
     except (ArithmeticError, TypeError, ValueError, RecursionError, MemoryError):
         return False
 
