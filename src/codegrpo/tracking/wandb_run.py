@@ -121,11 +121,6 @@ def resolve_mode(cfg: LoggerConfig) -> tuple[WandbMode, str]:
     return WandbMode.offline, NO_CREDENTIALS
 
 
-def wandb_mode(cfg: LoggerConfig) -> WandbMode:
-    """The W&B mode for this run (see the module docstring for the order)."""
-    return resolve_mode(cfg)[0]
-
-
 def _job_type(cfg: LoggerConfig, default: str) -> str:
     # An explicit logger.job_type wins, then wandb's own variable, then what the command is.
     return getattr(cfg, "job_type", None) or os.environ.get("WANDB_JOB_TYPE") or default

@@ -1,0 +1,105 @@
+"""The maps check themselves: every module is on docs/architecture.md and the README's Layout, every config
+option is in `--help`, the package's top level stays small, and no module or test forms an import circle."""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from codegrpo.resources import PROJECT_ROOT
+
+PACKAGE = PROJECT_ROOT / "src" / "codegrpo"
+CONF = PROJECT_ROOT / "conf"
+MODULES = sorted(p.relative_to(PACKAGE) for p in PACKAGE.rglob("*.py") if p.name != "__init__.py")
+
+
+def _readme_layout() -> str:
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    return readme[readme.index("## Layout") :].split("\n## ", 1)[0]
+
+
+@pytest.mark.parametrize("doc", ["docs/architecture.md", "README.md"])
+def test_every_module_is_on_the_maps(doc):
+    text = (PROJECT_ROOT / doc).read_text() if doc != "README.md" else _readme_layout()
+    missing = [str(m) for m in MODULES if m.name not in text or any(f"{part}/" not in text for part in m.parts[:-1])]
+    assert not missing, f"{doc} does not name: {', '.join(missing)}"
+
+
+def test_every_config_option_is_in_help():
+    help_text = (CONF / "hydra" / "help" / "codegrpo.yaml").read_text()
+    groups = [d for d in CONF.iterdir() if d.is_dir() and d.name not in ("hydra", "local")]
+    missing = [f"{g.name}={o.stem}" for g in groups for o in g.glob("*.yaml")
+               if not re.search(rf"^\s+{g.name}\s", help_text, re.M) or not re.search(rf"\b{re.escape(o.stem)}\b",
+                                                                                      help_text)]
+    assert not missing, f"--help does not list: {', '.join(missing)}"
+
+
+def test_the_top_level_holds_at_most_six_modules():
+    top = [p.name for p in PACKAGE.glob("*.py")]
+    assert len(top) <= 6, top
+
+
+def _imports(path: Path, package: str) -> set[str]:
+    """The codegrpo modules ``path`` imports, at any depth (lazy imports count: they still form a circle)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(package):
+            found.add(node.module)
+            found |= {f"{node.module}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith(package)}
+    return found
+
+
+def _module_graph() -> dict[str, set[str]]:
+    names = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return {name: {m for m in _imports(path, "codegrpo") if m in names and m != name} for name, path in names.items()}
+
+
+def test_no_import_circle():
+    graph = _module_graph()
+    # A package's __init__ re-exporting its own modules is not a circle through the package.
+    edges = {a: {b for b in bs if not a.startswith(b + ".")} for a, bs in graph.items()}
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(edges[node]):
+            if state.get(nxt) == 1:
+                cycle = [*path[path.index(nxt):], nxt] if nxt in path else [node, nxt]
+                pytest.fail("import circle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node, [node])
+
+
+def test_no_test_module_imports_another():
+    offenders = []
+    for path in (PROJECT_ROOT / "tests").rglob("test_*.py"):
+        for module in _imports(path, "tests."):
+            if re.search(r"(^|\.)test_[^.]*$", module) or ".test_" in module:
+                offenders.append(f"{path.relative_to(PROJECT_ROOT)} imports {module}")
+    assert not offenders, offenders
+
+
+def test_the_circle_check_sees_a_circle(tmp_path, monkeypatch):
+    # The check above can fail: two modules that import each other are found.
+    package = tmp_path / "codegrpo"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from codegrpo.b import x\n")
+    (package / "b.py").write_text("def f():\n    from codegrpo.a import y\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", package)
+    with pytest.raises(pytest.fail.Exception, match="import circle"):
+        test_no_import_circle()
