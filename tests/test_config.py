@@ -91,3 +91,16 @@ def test_evaluation_settings_that_cannot_sample_fail_when_the_config_is_read(com
 
     with pytest.raises(UsageError, match=message):
         compose_cfg(*overrides)
+
+
+@pytest.mark.parametrize("config_class", ["LocalSandboxConfig", "SuperserveSandboxConfig"])
+def test_max_concurrency_below_1_is_refused_when_the_config_is_read(compose_cfg, config_class):
+    from codegrpo.config import schema
+    from codegrpo.errors import UsageError
+
+    with pytest.raises(UsageError) as raised:
+        getattr(schema, config_class)(max_concurrency=0)
+    assert str(raised.value) == "sandbox.max_concurrency must be at least 1, not 0"
+    backend = "local" if config_class == "LocalSandboxConfig" else "superserve"
+    with pytest.raises(UsageError, match=r"^sandbox.max_concurrency must be at least 1, not -2$"):
+        compose_cfg(f"sandbox={backend}", "sandbox.max_concurrency=-2")

@@ -152,6 +152,9 @@ class SandboxConfig:
     open_files: int = 64
 
     def __post_init__(self) -> None:
+        # Checked here, for every backend (codegrpo's and a user's), when the config is read.
+        if self.max_concurrency < 1:
+            raise UsageError(f"sandbox.max_concurrency must be at least 1, not {self.max_concurrency}")
         check_seconds("sandbox.timeout_s", self.timeout_s, MAX_TIMEOUT_S)
 
 

@@ -86,8 +86,6 @@ class LocalSandbox(SandboxBackend):
 
     def __init__(self, cfg: LocalSandboxConfig) -> None:
         self.cfg = cfg
-        if cfg.max_concurrency < 1:
-            raise SandboxFatalError(f"sandbox.max_concurrency must be at least 1, not {cfg.max_concurrency}")
         self._bwrap = _require(cfg.bwrap, BWRAP_INSTALL_HINT)
         if not seccomp.supported():
             raise SandboxFatalError(f"the local sandbox has no seccomp filter for {platform.machine()} (it has one "

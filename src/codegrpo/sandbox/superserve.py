@@ -105,8 +105,6 @@ class SuperserveSandbox(SandboxBackend):
                 f"which is not set. Create a key in the Superserve console ({API_KEY_DOCS}) and "
                 f"`export {cfg.api_key_env}=ss_live_...`, or choose sandbox=local."
             )
-        if cfg.max_concurrency < 1:
-            raise SandboxFatalError(f"sandbox.max_concurrency must be at least 1, not {cfg.max_concurrency}")
         if cfg.programs_per_sandbox < 1:
             raise SandboxFatalError(f"sandbox.programs_per_sandbox must be at least 1, not {cfg.programs_per_sandbox}")
         if "0.0.0.0/0" not in cfg.deny_out:
