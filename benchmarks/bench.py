@@ -15,7 +15,8 @@ e. generation: tokens/s of evaluation's batched generation (codegrpo.evaluation.
 f. logging: a default train.py run with its logging on (W&B offline, completions tables, plots) vs off
    (logger=none, no tables, no plots), same seed and work: the time per step, side by side.
 g. startup: seconds from launch to the first line on stdout of codegrpo-score, -validate and -limits on
-   small inputs, beside a bare `python -c pass` (`--only startup`; not in the default run).
+   small inputs, and of `train.py --help`, `--cfg job` and a misspelt key (its one-line error), beside a bare
+   `python -c pass` and `python -c "import hydra"` (`--only startup`; not in the default run).
 h. io: stdin problems with 10 tests each, programs/s and tests/s through our scorer (a fresh process in
    namespaces of its own per test) vs an unsandboxed subprocess per test (`--only io`; not in the default run).
 i. hacks: the reward-hack monitor's recall on the project's attack and hack suites (and cases it adds) and
@@ -45,7 +46,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from codegrpo.config.schema import LocalSandboxConfig
-from codegrpo.data.problems import IOTest, Problem, load_problems
+from codegrpo.data.files import load_problems
+from codegrpo.data.problems import IOTest, Problem
 from codegrpo.resources import PROJECT_ROOT
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer
@@ -462,45 +464,58 @@ def bench_generation(prompts: int = 8, samples: int = 8, new_tokens: int = 64,
             ("ratio ours / direct", best["ours"] / best["direct"], "target >= 0.95")]
 
 
-def _first_output_s(command: list[str]) -> tuple[float, float]:
-    """(seconds to the first byte on stdout, seconds to exit) of one run of ``command``."""
+def _first_output_s(command: list[str], status: int = 0) -> tuple[float, float]:
+    """(seconds to the first byte on stdout, seconds to exit) of one run of ``command``, which must exit with
+    ``status`` (a command that prints nothing on stdout: both are its exit)."""
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     process.stdout.read(1)
     first = time.perf_counter() - started
     process.stdout.read()
-    if process.wait() != 0:
-        raise RuntimeError(f"{' '.join(command)} failed with exit status {process.returncode}")
+    if process.wait() != status:
+        raise RuntimeError(f"{' '.join(command)} exited with status {process.returncode}, not {status}")
     return first, time.perf_counter() - started
 
 
 STARTUP_ROUNDS = 5
+HYDRA = "python -c 'import hydra'"
 
 
 def bench_startup(rounds: int, scratch: Path) -> list[tuple[str, float, str]]:
-    """Each companion command's time to its first output, rounds alternated (ABCDABCD...) so load hits all
-    alike; the median of the rounds. The commands score real inputs in a real sandbox, as users run them."""
+    """Each command's time to its first output, rounds alternated (ABCDABCD...) so load hits all alike; the
+    median of the rounds. The companion commands score real inputs in a real sandbox, as users run them;
+    train.py only answers (--help, --cfg job, a misspelt key's one-line error), without torch, beside
+    Hydra's own import."""
     completions = scratch / "completions.jsonl"
     completions.write_text(json.dumps({"problem_id": "is_prime", "completion": "def is_prime(n):\n    return n > 1"})
                            + "\n")
     commands = {
-        "python -c pass": [sys.executable, "-c", "pass"],  # no output: its exit
+        "python -c pass": ([sys.executable, "-c", "pass"], 0),  # no output: its exit
+        HYDRA: ([sys.executable, "-c", "import hydra"], 0),
         "codegrpo-score (1 completion, problems=seed)":
-            [sys.executable, "-m", "codegrpo.commands.score", f"completions={completions}", "problems=seed"],
+            ([sys.executable, "-m", "codegrpo.commands.score", f"completions={completions}", "problems=seed"], 0),
         "codegrpo-validate problems=seed (4 references)":
-            [sys.executable, "-m", "codegrpo.commands.validate", "problems=seed"],
-        "codegrpo-limits": [sys.executable, "-m", "codegrpo.commands.limits"],
+            ([sys.executable, "-m", "codegrpo.commands.validate", "problems=seed"], 0),
+        "codegrpo-limits": ([sys.executable, "-m", "codegrpo.commands.limits"], 0),
+        "train.py --help": ([sys.executable, "train.py", "--help"], 0),
+        "train.py --cfg job": ([sys.executable, "train.py", "--cfg", "job"], 0),
+        "train.py trainer.learning_rte=1 (misspelt)": ([sys.executable, "train.py", "trainer.learning_rte=1"], 1),
     }
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
     for _ in range(rounds):
-        for name, command in commands.items():
-            times[name].append(_first_output_s(command))
-    rows = []
+        for name, (command, status) in commands.items():
+            times[name].append(_first_output_s(command, status))
+    rows, firsts = [], {}
     for name, runs in times.items():
-        first = sorted(f for f, _ in runs)[len(runs) // 2]
+        first = firsts[name] = sorted(f for f, _ in runs)[len(runs) // 2]
         total = sorted(t for _, t in runs)[len(runs) // 2]
-        note = "the interpreter alone" if name.startswith("python") else f"target < 1.5; exits after {total:.2f} s"
+        note = ("the interpreter alone" if name == "python -c pass" else "Hydra's import alone" if name == HYDRA
+                else "its one-line error on stderr; target < 1.5" if "misspelt" in name
+                else f"target < 1.5; exits after {total:.2f} s")
         rows.append((f"{name}: s to first output (median of {rounds})", first, note))
+    for name in commands:
+        if name.startswith("train.py"):
+            rows.append((f"ratio {name} / {HYDRA}", firsts[name] / firsts[HYDRA], "what train.py adds to Hydra"))
     return rows
 
 
@@ -727,7 +742,7 @@ def bench_hacks(rounds: int = 3) -> list[tuple[str, float, str]]:
 def sampler_mix(path: Path) -> Path:
     """trivial + basics in one problem file: easy and hard problems for the offline model (basics' ids
     get a prefix, one of them repeats a trivial id)."""
-    from codegrpo.data.problems import write_problems
+    from codegrpo.data.files import write_problems
 
     easy = load_problems("problems/trivial.jsonl")
     hard = [replace(p, id=f"basics/{p.id}") for p in load_problems("problems/basics.jsonl")]
@@ -846,7 +861,8 @@ def main(argv: list[str] | None = None) -> None:
         import tempfile
 
         with tempfile.TemporaryDirectory() as scratch:
-            results["g. companion commands' startup (s)"] = bench_startup(STARTUP_ROUNDS, Path(scratch))
+            results["g. startup: companion commands, train.py without training (s)"] = bench_startup(
+                STARTUP_ROUNDS, Path(scratch))
     for title, rows in results.items():
         print_table(title, rows)
     if args.json:

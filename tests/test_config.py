@@ -93,6 +93,51 @@ def test_evaluation_settings_that_cannot_sample_fail_when_the_config_is_read(com
         compose_cfg(*overrides)
 
 
+def test_the_trainer_field_cache_is_the_installed_grpo_config():
+    """grpo_fields.json is what the trainer schema reads when trl and transformers are the versions it names:
+    after an upgrade, regenerate it with `python -m codegrpo.config.trainer_fields`."""
+    from codegrpo.config.trainer_fields import installed_versions, read_cache, reflect
+
+    cached = read_cache()
+    assert cached is not None
+    versions, fields = cached
+    assert versions == installed_versions(), "regenerate: python -m codegrpo.config.trainer_fields"
+    assert fields == reflect(), "regenerate: python -m codegrpo.config.trainer_fields"
+
+
+def test_a_cache_for_other_versions_is_not_used(tmp_path, caplog):
+    import json
+
+    from codegrpo.config.trainer_fields import CACHE, reflect, trainer_fields
+
+    data = json.loads(CACHE.read_text())
+    data["fields"] = [{"name": "only_in_the_cache", "type": "int", "default": 1}]
+    current = tmp_path / "current.json"
+    current.write_text(json.dumps(data))
+    assert [f.name for f in trainer_fields(current)] == ["only_in_the_cache"]  # the installed versions: cached
+    data["versions"]["trl"] = "0.0.1"
+    stale = tmp_path / "stale.json"
+    stale.write_text(json.dumps(data))
+    with caplog.at_level("INFO", logger="codegrpo.config.trainer_fields"):
+        assert trainer_fields(stale) == reflect()  # other versions: read from trl itself
+    assert "python -m codegrpo.config.trainer_fields" in caplog.text
+
+
+def test_the_trainer_configs_static_fields_have_the_schemas_types():
+    """TrainConfig.trainer is typed TrainerConfig: the fields codegrpo reads, which the schema built from
+    GRPOConfig (a subclass) replaces with TRL's defaults. Their types must agree."""
+    import typing
+
+    from codegrpo.config.schema import TrainerConfig, trainer_schema
+
+    schema = trainer_schema()
+    assert issubclass(schema, TrainerConfig)
+    static, full = typing.get_type_hints(TrainerConfig), typing.get_type_hints(schema)
+    assert {name: full[name] for name in static} == static
+    defaults = schema()
+    assert all(getattr(defaults, name) != "???" for name in static)  # every MISSING is replaced
+
+
 @pytest.mark.parametrize("config_class", ["LocalSandboxConfig", "SuperserveSandboxConfig"])
 def test_max_concurrency_below_1_is_refused_when_the_config_is_read(compose_cfg, config_class):
     from codegrpo.config import schema
@@ -104,3 +149,13 @@ def test_max_concurrency_below_1_is_refused_when_the_config_is_read(compose_cfg,
     backend = "local" if config_class == "LocalSandboxConfig" else "superserve"
     with pytest.raises(UsageError, match=r"^sandbox.max_concurrency must be at least 1, not -2$"):
         compose_cfg(f"sandbox={backend}", "sandbox.max_concurrency=-2")
+
+
+def test_a_train_config_pickles(compose_cfg):
+    """The trainer schema is built at run time, and still found by name: a config crosses processes (a
+    launcher's jobs, DataLoader workers)."""
+    import pickle
+
+    cfg = compose_cfg("trainer.learning_rate=2e-5")
+    again = pickle.loads(pickle.dumps(cfg))
+    assert again == cfg and type(again.trainer) is type(cfg.trainer)

@@ -7,12 +7,16 @@ job, and so its log file, after the command's module: train.log, evaluate.log.
 
 from __future__ import annotations
 
-import asyncio
+import os
+import re
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
+from hydra.core.config_store import ConfigStore
+from hydra.errors import ConfigCompositionException
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from codegrpo.config.schema import EvaluateConfig, ScoreConfig, TrainConfig, register_configs
 from codegrpo.errors import CodegrpoError, UsageError
@@ -20,9 +24,14 @@ from codegrpo.resources import config_dir
 
 # The repo's conf/ in a checkout, the copy inside the package when installed from a wheel.
 CONFIG_DIR = str(config_dir())
-# The typed schemas must be in Hydra's ConfigStore before it composes. The trainer's imports trl (and
-# torch): only commands.train registers it, so score, validate and limits start in a second.
+# The typed schemas must be in Hydra's ConfigStore before it composes. The trainer's may import trl (and
+# torch, codegrpo.config.trainer_fields): only commands.train registers it.
 register_configs(trainer=False)
+# Hydra deep-copies its config repository each time it lists a group's options (``--help`` lists about
+# 120), and each copy reaches the ConfigStore singleton with every schema in it, the trainer's 189 fields
+# included: 4 of the 5 seconds ``train.py --help`` took. No copy is ever written through (ConfigStore.load
+# hands out a deep copy of each node it loads), so a copy of the singleton may be the singleton itself.
+ConfigStore.__deepcopy__ = lambda self, memo: self  # type: ignore[attr-defined]
 
 if TYPE_CHECKING:
     from codegrpo.data.problems import Problem
@@ -45,10 +54,11 @@ def run(task: Callable[[C], T], cfg: DictConfig, on_failure: Callable[[BaseExcep
     """Run ``task`` on the config as its typed dataclasses (codegrpo.config.schema), calling ``on_failure`` with
     any error first. The one place user errors are reported: a CodegrpoError ends the command with one
     line on stderr and exit status 2."""
+    _report_errors_to_hydra()  # from here on, Hydra reports what is not a CodegrpoError (entry_point)
     try:
         try:
             check_mandatory(cfg)
-            return task(OmegaConf.to_object(cfg))
+            return task(cast(C, OmegaConf.to_object(cfg)))  # the dataclass of the command's schema
         except BaseException as error:
             if on_failure is not None:
                 on_failure(error)
@@ -61,6 +71,8 @@ def run(task: Callable[[C], T], cfg: DictConfig, on_failure: Callable[[BaseExcep
 def score_pairs(cfg: ScoreConfig, problems: list[Problem], pairs: Sequence[tuple[str, str]]) -> list[Scored]:
     """Score (problem_id, completion) pairs in a sandbox opened for them, in batches with progress (the
     score and validate commands)."""
+    import asyncio
+
     from codegrpo import build
     from codegrpo.reward.scorer import score_all
 
@@ -69,3 +81,68 @@ def score_pairs(cfg: ScoreConfig, problems: list[Problem], pairs: Sequence[tuple
             return await score_all(build.scorer(cfg, problems, sandbox), pairs, cfg.batch_size)
 
     return asyncio.run(score_in_sandbox())
+
+
+def entry_point(hydra_main: Callable[[], object]) -> Callable[[], None]:
+    """A command's console script: its ``@hydra.main`` function, with a config that does not compose (a
+    misspelt key, a wrong type, an unknown option) reported as one line on stderr, as ``run`` reports a
+    CodegrpoError, in place of Hydra's five or more (the override, a hint, the key's full name and types,
+    how to see a traceback); the exit status stays Hydra's, 1. HYDRA_FULL_ERROR=1 still shows Hydra's own
+    traceback.
+
+    Hydra prints a composition error itself unless HYDRA_FULL_ERROR is set, so it is set until the task
+    starts, and ``run`` takes it off: the task's own errors are reported as before."""
+
+    def main() -> None:
+        global _full_error_set_here
+        if os.environ.get(FULL_ERROR):
+            hydra_main()
+            return
+        os.environ[FULL_ERROR], _full_error_set_here = "1", True
+        try:
+            hydra_main()
+        except (ConfigCompositionException, OmegaConfBaseException) as error:
+            print(f"error: {compose_error_line(error)}", file=sys.stderr)
+            sys.exit(1)
+        finally:
+            _report_errors_to_hydra()
+
+    main.__doc__ = hydra_main.__doc__
+    return main
+
+
+FULL_ERROR = "HYDRA_FULL_ERROR"
+_full_error_set_here = False  # entry_point set HYDRA_FULL_ERROR, and it is still set
+
+
+def _report_errors_to_hydra() -> None:
+    global _full_error_set_here
+    if _full_error_set_here:
+        os.environ.pop(FULL_ERROR, None)
+        _full_error_set_here = False
+
+
+# Lines of Hydra's and OmegaConf's messages that a one-line error leaves out: the hint to append with +
+# (a typed schema refuses a new key anyway), the key's types, and where Hydra searched.
+_DETAIL = ("To append to your config", "full_key:", "reference_type=", "object_type=")
+
+
+def compose_error_line(error: BaseException) -> str:
+    """A composition error as one line: Hydra's message, then its cause's, less their details.
+
+    ``Could not override 'trainer.learning_rte': Key 'learning_rte' not in 'GRPOTrainerConfig'``"""
+    parts: list[str] = []
+    cause: BaseException | None = error
+    while cause is not None:
+        kept = []
+        for line in str(cause).splitlines():
+            if line.startswith("Config search path"):
+                break
+            if line.strip() and not line.strip().startswith(_DETAIL):
+                kept.append(line.rstrip())
+        text = re.sub(r"\n[ \t]+", ", ", "\n".join(kept)).replace(":, ", ": ")  # an indented line is a list item
+        text = " ".join(text.split())
+        if text and text not in parts:
+            parts.append(text.rstrip("."))
+        cause = cause.__cause__
+    return ": ".join(parts) or type(error).__name__

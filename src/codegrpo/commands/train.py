@@ -1,4 +1,8 @@
-"""codegrpo-train (``python train.py`` in a checkout): GRPO training with sandboxed test rewards."""
+"""codegrpo-train (``python train.py`` in a checkout): GRPO training with sandboxed test rewards.
+
+Everything heavy (torch, transformers, trl, datasets) is imported by the task, so ``--help``, ``--cfg job``
+and a config that does not compose answer at once (tests/test_startup.py).
+"""
 
 from __future__ import annotations
 
@@ -8,19 +12,22 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
-from codegrpo.commands import CONFIG_DIR, run
+from codegrpo.commands import CONFIG_DIR, entry_point, run
 from codegrpo.config.schema import register_configs
 
 register_configs()  # with the trainer schema (every trl.GRPOConfig field), which only train.yaml composes
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="train")
-def main(cfg: DictConfig) -> float | None:
+def train_command(cfg: DictConfig) -> float | None:
+    """Train: python train.py [group=option ...] [key=value ...] (--help lists the groups)."""
     from codegrpo.train.steps import settle_failed_run, train
 
     # A run that fails before its first step leaves no run dir; any other failure leaves a FAILED file.
     return run(train, cfg, on_failure=partial(settle_failed_run, Path(cfg.run_dir))).get("final_reward_mean")
 
+
+main = entry_point(train_command)
 
 if __name__ == "__main__":
     main()

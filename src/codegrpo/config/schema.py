@@ -6,13 +6,11 @@ so a misspelt key or a wrong type fails at compose time, before any model is loa
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-import enum
 import functools
-import types
-import typing
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, cast
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
@@ -218,53 +216,53 @@ class LoraSchema:
     merge_on_save: bool = False
 
 
-def _schema_type(hint: Any) -> Any:
-    """Map a GRPOConfig field type onto one OmegaConf can validate."""
-    primitives = (bool, int, float, str)
-    if hint in primitives:
-        return hint
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        non_none = [a for a in args if a is not type(None)]
-        if len(non_none) == 1 and non_none[0] in primitives:
-            return Optional[non_none[0]]
-        if str in non_none and all(isinstance(a, type) and issubclass(a, (str, enum.Enum)) for a in non_none):
-            return Optional[str] if type(None) in args else str
-        return Any
-    if origin is list and args and args[0] in primitives:
-        return list[args[0]]
-    return Any
+@dataclass
+class TrainerConfig:
+    """The trainer group's typed view: the trl.GRPOConfig fields codegrpo itself reads, so they type-check
+    statically. Its schema, ``trainer_schema()``, subclasses this with every GRPOConfig field and TRL's
+    defaults (these MISSING ones are always replaced; tests/test_config.py checks the types agree)."""
+
+    max_completion_length: Optional[int] = MISSING
+    reward_weights: Optional[list[float]] = MISSING
+    push_to_hub: bool = MISSING
+    hub_model_id: Optional[str] = MISSING
+    hub_token: Optional[str] = MISSING
+    hub_private_repo: Optional[bool] = MISSING
+    hub_revision: Optional[str] = MISSING
 
 
-def _schema_default(f: dataclasses.Field) -> Any:
-    if f.default is not dataclasses.MISSING:
-        value = f.default
-    elif f.default_factory is not dataclasses.MISSING:
-        value = f.default_factory()
-    else:
-        return MISSING
-    return value.value if isinstance(value, enum.Enum) else value
+def _field_default(value: Any) -> Any:
+    # A list or dict default is made afresh for each instance, as dataclasses require.
+    if isinstance(value, (list, dict)):
+        return field(default_factory=functools.partial(copy.deepcopy, value))
+    return field(default=value)
 
 
 @functools.cache
-def trainer_schema() -> type:
-    """A dataclass with every field of trl.GRPOConfig, so each one is settable and type-checked.
+def trainer_schema() -> type[TrainerConfig]:
+    """A TrainerConfig with every field of trl.GRPOConfig but output_dir and seed, so each one is settable
+    and type-checked at compose time.
 
-    Imports trl (seconds, with torch and transformers): only the train command's config needs it.
+    The fields come from codegrpo.config.trainer_fields: its cached list when it matches the installed trl
+    and transformers (no import of either, so ``train.py --help`` answers at once), else trl itself.
     """
-    from trl import GRPOConfig
+    from codegrpo.config.trainer_fields import python_type, trainer_fields
 
-    hints = typing.get_type_hints(GRPOConfig)
-    fields = []
-    for f in dataclasses.fields(GRPOConfig):
-        # output_dir is always the Hydra run dir; seed is the top-level `seed`.
-        if not f.init or f.name in ("output_dir", "seed"):
-            continue
-        default = _schema_default(f)
-        fields.append((f.name, _schema_type(hints[f.name]), field(default_factory=lambda d=default: d)))
-    return dataclasses.make_dataclass("TrainerConfig", fields)
+    fields = [(f.name, python_type(f.type), _field_default(f.default)) for f in trainer_fields()]
+    schema = dataclasses.make_dataclass(GRPO_SCHEMA, fields, bases=(TrainerConfig,))
+    schema.__module__ = __name__  # found again by name (this module's __getattr__): a config pickles
+    return schema
 
+
+GRPO_SCHEMA = "GRPOTrainerConfig"  # trainer_schema()'s name, and this module's attribute
+
+
+if not TYPE_CHECKING:  # to mypy, a module __getattr__ would make every misspelt import from here valid
+
+    def __getattr__(name: str) -> Any:
+        if name == GRPO_SCHEMA:
+            return trainer_schema()
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -330,9 +328,9 @@ class TrainConfig:
     problems: ProblemsConfig = MISSING
     reward: RewardConfig = MISSING
     sandbox: SandboxConfig = MISSING
-    # Typed by its group's schema, trainer_schema(): every trl.GRPOConfig field but output_dir and seed. It
-    # is built from trl at run time, so the field has no static type here.
-    trainer: Any = MISSING
+    # Composed from its group's schema, trainer_schema(): every trl.GRPOConfig field but output_dir and seed,
+    # a subclass of TrainerConfig, which types the fields codegrpo reads.
+    trainer: TrainerConfig = MISSING
     logger: LoggerConfig = MISSING
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
     seed: int = 42
@@ -414,15 +412,24 @@ def auto_concurrency() -> int:
 
 def to_plain(cfg: Any) -> dict[str, Any]:
     """A typed config as plain data (enums as strings): for W&B, model cards and YAML."""
-    return OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True, enum_to_str=True)
+    return cast(dict[str, Any], OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True, enum_to_str=True))
 
 
 def register_configs(trainer: bool = True) -> None:
-    """Register every schema and resolver. Idempotent, so tests and commands may call it freely.
+    """Register every schema and resolver. Idempotent, so tests and commands may call it freely (each
+    schema is stored once).
 
-    ``trainer=False`` leaves out the trainer schema, which imports trl: the commands that compose no
-    trainer group (score, validate, limits, evaluate) then start without torch."""
+    ``trainer=False`` leaves out the trainer schema, which may import trl (when the trainer field cache is
+    for other versions, codegrpo.config.trainer_fields): the commands that compose no trainer group (score,
+    validate, limits, evaluate) then never start torch."""
     OmegaConf.register_new_resolver("auto_concurrency", auto_concurrency, replace=True)
+    _store_schemas()
+    if trainer:
+        _store_trainer_schema()
+
+
+@functools.cache
+def _store_schemas() -> None:
     cs = ConfigStore.instance()
     cs.store(name="base_train", node=TrainConfig)
     cs.store(name="base_score", node=ScoreConfig)
@@ -434,8 +441,11 @@ def register_configs(trainer: bool = True) -> None:
     cs.store(group="sandbox", name="base_sandbox", node=SandboxConfig)
     cs.store(group="sandbox", name="base_local", node=LocalSandboxConfig)
     cs.store(group="sandbox", name="base_superserve", node=SuperserveSandboxConfig)
-    if trainer:
-        cs.store(group="trainer", name="base_trainer", node=trainer_schema())
     cs.store(group="logger", name="base_logger", node=LoggerConfig)
     cs.store(group="peft", name="base_lora", node=LoraSchema)
     cs.store(group="sampler", name="base_sampler", node=SamplerConfig)
+
+
+@functools.cache
+def _store_trainer_schema() -> None:
+    ConfigStore.instance().store(group="trainer", name="base_trainer", node=trainer_schema())
