@@ -10,7 +10,7 @@
     dataset(problems, cfg.problems)   the prompts and test columns GRPOTrainer samples from
     reward_functions(cfg, scorer)     reward.functions and their weights (codegrpo.reward.functions resolves each)
     grpo_config(cfg, run_dir)         trl.GRPOConfig from the trainer group
-    trainer(cfg, ...)                 the GRPOTrainer (codegrpo.train.trl_adapter) over all of the above
+    trainer(cfg, ...)                 the GRPOTrainer over all of the above (codegrpo.train.trl_adapter: TRL's adapter)
 
 The commands (codegrpo.commands) call these in order; training and evaluation receive what they build.
 """
@@ -21,7 +21,7 @@ import dataclasses
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from hydra.utils import get_class
 
@@ -35,8 +35,10 @@ from codegrpo.config.schema import (
     TrainConfig,
     to_plain,
 )
-from codegrpo.data.problems import Problem, load_problem_set, load_problems, problem_set_hash, select_split
+from codegrpo.data.files import load_problems
+from codegrpo.data.problems import Problem
 from codegrpo.data.prompts import messages_for
+from codegrpo.data.sets import load_problem_set, problem_set_hash, select_split
 from codegrpo.errors import UsageError
 from codegrpo.reward import functions as rewards
 from codegrpo.reward.programs import get_language
@@ -52,6 +54,7 @@ if TYPE_CHECKING:  # imported where used: the scoring commands load neither
     from wandb.sdk.wandb_run import Run
 
     from codegrpo.train.preemption import Guard
+    from codegrpo.train.trl_adapter import CodeGRPOTrainer
 
 log = logging.getLogger(__name__)
 
@@ -75,9 +78,9 @@ def eval_problems(cfg: TrainConfig | EvaluateConfig) -> list[Problem]:
 
 
 def share_concurrency(value: int, ranks: int) -> int:
-    """One training process's share of ``sandbox.max_concurrency`` when ``ranks`` train on this machine
-    (a bad value stays as it is, for the backend to refuse)."""
-    return max(1, value // ranks) if ranks > 1 and value >= 1 else value
+    """One training process's share of ``sandbox.max_concurrency`` (at least 1, SandboxConfig checks) when
+    ``ranks`` train on this machine."""
+    return max(1, value // ranks)
 
 
 def sandbox(cfg: SandboxConfig, language: str = "python", ranks: int = 1) -> SandboxBackend:
@@ -90,7 +93,8 @@ def sandbox(cfg: SandboxConfig, language: str = "python", ranks: int = 1) -> San
         raise UsageError(f"sandbox._target_={cfg._target_!r} names no class: {error}") from None
     if not (isinstance(backend_class, type) and issubclass(backend_class, SandboxBackend)):
         raise UsageError(f"sandbox._target_={cfg._target_!r} is not a codegrpo.sandbox.base.SandboxBackend")
-    backend = backend_class(dataclasses.replace(cfg, max_concurrency=share_concurrency(cfg.max_concurrency, ranks)))
+    make = cast(Callable[[SandboxConfig], SandboxBackend], backend_class)  # every backend takes its config
+    backend = make(dataclasses.replace(cfg, max_concurrency=share_concurrency(cfg.max_concurrency, ranks)))
     backend.runtimes = (get_language(language).runtime,)
     return backend
 
@@ -177,7 +181,7 @@ def grpo_config(cfg: TrainConfig, run_dir: Path, reward_weights: list[float] | N
 def trainer(cfg: TrainConfig, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, problem_set: list[Problem],
             reward_funcs: list[Callable[..., object]], args: GRPOConfig, guard: Guard | None = None,
             wandb_run_id: str | None = None, scorer: Scorer | None = None,
-            checkpoint: Path | None = None):  # -> codegrpo.train.trl_adapter's CodeGRPOTrainer (made with TRL's import)
+            checkpoint: Path | None = None) -> CodeGRPOTrainer:
     """The GRPOTrainer of this run: its checkpoints carry the config, the problem set's hash and the W&B
     run id (resume checks them); ``guard``'s signals save a checkpoint after the current step. The
     ``sampler`` group draws its prompts, from the pass rates ``scorer``'s verdicts give (restored from

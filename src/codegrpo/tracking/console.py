@@ -13,9 +13,12 @@ import logging
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codegrpo.reward.metric_names import REWARD_MEAN
+
+if TYPE_CHECKING:
+    from transformers import Trainer
 
 log = logging.getLogger(__name__)
 
@@ -80,9 +83,9 @@ def step_line(logs: dict[str, Any], step: int, max_steps: int, seconds: float) -
     return "  ".join(p for p in parts if p)
 
 
-def install(trainer) -> None:
-    """Replace the trainer's dict-printing progress output with one story line per logged step, and
-    print each step's completions panel once (TRL prints it again with the end-of-training summary)."""
+def install(trainer: Trainer) -> None:
+    """Replace the trainer's dict-printing progress output with one story line per logged step. (Which
+    steps write a completions table is the trainer's: codegrpo.train.trl_adapter.)"""
     from transformers.trainer_callback import PrinterCallback, ProgressCallback, TrainerCallback
 
     class QuietProgress(ProgressCallback):
@@ -92,25 +95,17 @@ def install(trainer) -> None:
     class StoryLine(TrainerCallback):
         def __init__(self) -> None:
             self.last = time.monotonic()
-            self.log_completions = trainer.log_completions
 
         def on_train_begin(self, args, state, control, **kwargs) -> None:
             self.last = time.monotonic()
-            self.log_completions = trainer.log_completions
             announce_tracking()
 
         def on_log(self, args, state, control, logs=None, **kwargs) -> None:
             logs = logs or {}
-            if "train_runtime" in logs:
-                # TRL's log() would print (and write) the last step's completions a second time, sampled anew.
-                trainer.log_completions = False
             if REWARD_MEAN in logs and state.is_world_process_zero:
                 now = time.monotonic()
                 log.info("%s", step_line(logs, state.global_step, state.max_steps, now - self.last))
                 self.last = now
-
-        def on_train_end(self, args, state, control, **kwargs) -> None:
-            trainer.log_completions = self.log_completions
 
     quiet_library_deprecations()
     if trainer.pop_callback(ProgressCallback) is not None:

@@ -22,15 +22,19 @@ import shutil
 import time
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import OmegaConf
 
 from codegrpo import build
+from codegrpo.config.choices import RewardKind
 from codegrpo.config.schema import TrainConfig, to_plain
-from codegrpo.data.problems import Problem, problem_set_hash
+from codegrpo.data.problems import Problem
+from codegrpo.data.sets import problem_set_hash
 from codegrpo.errors import UsageError
-from codegrpo.evaluation import evaluate as evaluation
+from codegrpo.evaluation.compare import compare, comparison_summary, write_comparison
+from codegrpo.evaluation.evaluate import evaluate_model
+from codegrpo.evaluation.results import Comparison, Evaluation, load_evaluation, save
 from codegrpo.sandbox.base import SandboxBackend, format_limits
 from codegrpo.tracking import console
 from codegrpo.tracking import wandb_run as tracking
@@ -38,6 +42,13 @@ from codegrpo.tracking.runinfo import write_run_info
 from codegrpo.train import checkpoints
 from codegrpo.train.preemption import MARKER, Guard, Preempted, parse_signals, write_marker
 from codegrpo.train.sampling import check_batch
+
+if TYPE_CHECKING:  # imported by the steps that load them
+    from torch import nn
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+    from wandb.sdk.wandb_run import Run
+
+    from codegrpo.train.trl_adapter import CodeGRPOTrainer
 
 log = logging.getLogger(__name__)
 WANDB_ID_FILE = "wandb_run_id.txt"
@@ -63,9 +74,9 @@ class Prepared:
     run_dir: Path
     problems: list[Problem]
     sandbox: SandboxBackend
-    tokenizer: Any
-    trainer: Any  # codegrpo.train.trl_adapter's CodeGRPOTrainer
-    wandb_run: Any  # wandb's Run, or None (logger=none, or not rank 0)
+    tokenizer: PreTrainedTokenizerBase
+    trainer: CodeGRPOTrainer
+    wandb_run: Run | None  # None: logger=none, or not rank 0
     guard: Guard
     checkpoint: Path | None  # the checkpoint this run resumes from
 
@@ -73,7 +84,7 @@ class Prepared:
 @dataclasses.dataclass
 class Fitted:
     metrics: dict[str, float]
-    before: evaluation.Evaluation | None
+    before: Evaluation | None
 
 
 def resume_checkpoint(cfg: TrainConfig, run_dir: Path) -> Path | None:
@@ -103,7 +114,7 @@ def sweep_identity(cfg: TrainConfig) -> tuple[str | None, str | None]:
     return group, name
 
 
-def start_tracking(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None):
+def start_tracking(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> Run | None:
     """Only rank 0 logs; a resumed run continues the W&B run its checkpoint names."""
     if not is_main_process():
         return None
@@ -120,32 +131,33 @@ def start_tracking(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None):
     return run
 
 
-def evaluate_phase(cfg: TrainConfig, model, tokenizer, sandbox: SandboxBackend, phase: str,
-                   run) -> evaluation.Evaluation:
+def evaluate_phase(cfg: TrainConfig, model: PreTrainedModel | nn.Module, tokenizer: PreTrainedTokenizerBase,
+                   sandbox: SandboxBackend, phase: str, run: Run | None) -> Evaluation:
     problems = build.eval_problems(cfg)
-    scorer = build.scorer(cfg, problems, sandbox, kind="binary")
-    results = evaluation.evaluate_model(model, tokenizer, scorer, problems, cfg.problems, cfg.evaluation)
-    evaluation.save(results, Path(cfg.run_dir, f"eval_{phase}.json"))
+    scorer = build.scorer(cfg, problems, sandbox, kind=RewardKind.binary)
+    results = evaluate_model(model, tokenizer, scorer, problems, cfg.problems, cfg.evaluation)
+    save(results, Path(cfg.run_dir, f"eval_{phase}.json"))
     log.info("eval %s: %s", phase, results.metrics())
     if run is not None:
         run.log({f"eval_{phase}/{k}": v for k, v in results.metrics().items()})
     return results
 
 
-def compare_phases(cfg: TrainConfig, before: evaluation.Evaluation, after: evaluation.Evaluation,
-                   run) -> evaluation.Comparison:
+def compare_phases(cfg: TrainConfig, before: Evaluation, after: Evaluation,
+                   run: Run | None) -> Comparison:
     """The paired change in pass@1 from before to after training: comparison.json, .png, W&B, the log."""
-    comparison = evaluation.compare(before, after, cfg.evaluation.bootstrap, cfg.seed)
-    evaluation.write_comparison(comparison, Path(cfg.run_dir), run)
-    log.info("eval change: %s", evaluation.comparison_summary(comparison))
+    comparison = compare(before, after, cfg.evaluation.bootstrap, cfg.seed)
+    write_comparison(comparison, Path(cfg.run_dir), run)
+    log.info("eval change: %s", comparison_summary(comparison))
     return comparison
 
 
 def prepare(cfg: TrainConfig, stack: ExitStack, guard: Guard) -> Prepared:
     """The checks, then every piece of the run (through codegrpo.build). Raises before loading the model
     if the model is out of reach, or the problems, the resume, the sandbox or the credentials are wrong."""
-    from codegrpo.models.hub import check_push
-    from codegrpo.models.loading import build_peft_config, check_hub_model, check_save_dtype, resolve_model
+    from codegrpo.models.hub import check_hub_model, check_push
+    from codegrpo.models.loading import build_peft_config, resolve_model
+    from codegrpo.models.saving import check_save_dtype
 
     check_hub_model(cfg.model)  # one connection attempt, before anything heavy
     if world_size() > 1 and not os.environ.get("CODEGRPO_RUN_DIR"):
@@ -180,6 +192,7 @@ def prepare(cfg: TrainConfig, stack: ExitStack, guard: Guard) -> Prepared:
     # A GGUF model is converted first: once GRPOConfig starts torch.distributed, only rank 0 would save it.
     resolve_model(cfg.model)
     args = build.grpo_config(cfg, run_dir, reward_weights)
+    assert args.generation_batch_size is not None and args.num_generations is not None  # GRPOConfig sets both
     check_batch(cfg.sampler, len(problems), args.generation_batch_size // args.num_generations)
     model, tokenizer = build.model(cfg.model, bf16=bool(args.bf16))
     run = start_tracking(cfg, run_dir, checkpoint)
@@ -204,7 +217,7 @@ def fit(prepared: Prepared) -> Fitted:
     if cfg.evaluation.before and is_main_process():
         saved = run_dir / "eval_before.json"
         if prepared.checkpoint is not None and saved.is_file():
-            before = evaluation.load_evaluation(saved)
+            before = load_evaluation(saved)
         else:
             before = evaluate_phase(cfg, trainer.model, prepared.tokenizer, prepared.sandbox, "before",
                                     prepared.wandb_run)
@@ -215,17 +228,17 @@ def fit(prepared: Prepared) -> Fitted:
     finally:
         prepared.guard.graceful = False
     log.info("training took %.0f s", time.monotonic() - started)
-    if trainer.stop_on_signal.stopped_at is not None:  # this rank's signal, or another's (they agreed)
+    if trainer.stopped_at is not None:  # this rank's signal, or another's (they agreed)
         received = prepared.guard.received
         name = received.name if received is not None else "a signal to another rank"
         step = trainer.state.global_step
-        saved = checkpoints.newest(run_dir)
+        newest = checkpoints.newest(run_dir)
         _write_history(prepared)
         if is_main_process():
-            marker = write_marker(run_dir, name, saved, step)
-            log.warning("stopped by %s after step %d: %s saved; %s says how to resume", name, step, saved, marker)
+            marker = write_marker(run_dir, name, newest, step)
+            log.warning("stopped by %s after step %d: %s saved; %s says how to resume", name, step, newest, marker)
         prepared.guard.chain()  # e.g. submitit's requeue, now that the checkpoint is on disk
-        raise Preempted(name, saved)
+        raise Preempted(name, newest)
     metrics = dict(result.metrics)
     # TRL's "reward" is the weighted sum of every reward function: what a sweep should maximize.
     rewards = [e["reward"] for e in trainer.state.log_history if "reward" in e]
@@ -238,7 +251,7 @@ def finalize(prepared: Prepared, fitted: Fitted) -> dict[str, float]:
     """Save the final model (every rank), then on rank 0: log_history.json, the W&B model, plots, the after
     evaluation and its comparison, the Hub push, the summary. Returns the final metrics (for sweepers)."""
     from codegrpo.models.hub import push_final_model
-    from codegrpo.models.loading import save_final_model
+    from codegrpo.models.saving import save_final_model
     from codegrpo.tracking.plots import write_plots
 
     cfg, run_dir, trainer, metrics = prepared.cfg, prepared.run_dir, prepared.trainer, fitted.metrics

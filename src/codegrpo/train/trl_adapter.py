@@ -1,12 +1,19 @@
-"""The GRPOTrainer codegrpo trains with: TRL's, plus what a long run needs.
+"""The one adapter between codegrpo and TRL: the GRPOTrainer codegrpo trains with, TRL's plus what a long run needs.
 
 - the learning-signal metrics on every logged step (how far the weights moved; groups without spread);
-- the run's story on the console (codegrpo.tracking.console);
+- the run's story on the console (codegrpo.tracking.console), and the completions tables every
+  ``completions_every`` steps (TRL's ``log_completions``, which only this module changes);
 - checkpoints written whole or not at all, with the run's state beside them (codegrpo.train.checkpoints);
 - a signal saves after the current optimizer step and stops, every rank agreeing (codegrpo.train.preemption);
 - each epoch's prompt order drawn from (seed, epoch), so a resumed run sees the prompts an uninterrupted
   one would (TRL's sampler draws every epoch from one generator, which a resume starts afresh).
 - sampler=difficulty's draw by recent pass rate, and the pass rates' sampler/* metrics (codegrpo.train.sampling).
+
+Every method of TRL's or transformers' that is not public and that the trainer overrides is here, and in
+``PRIVATE_OVERRIDES`` with the class it comes from and the parameters the override expects;
+tests/test_trl_adapter.py checks each against the installed TRL and transformers, whose versions
+pyproject.toml bounds for that reason. This module imports TRL (seconds, with torch): codegrpo.build
+imports it when it builds a trainer, and nothing imports it earlier.
 """
 
 from __future__ import annotations
@@ -14,37 +21,72 @@ from __future__ import annotations
 import functools
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import torch
+from accelerate.utils import gather_object
+from torch import nn
+from torch.utils.data import Sampler
+from transformers import PreTrainedModel, TrainerCallback, TrainerControl, TrainerState, TrainingArguments
+from trl import GRPOConfig, GRPOTrainer
 
 from codegrpo.tracking import console
 from codegrpo.train import checkpoints
 from codegrpo.train.preemption import Guard
 from codegrpo.train.sampling import Online
 
+if TYPE_CHECKING:
+    import optuna
+    from datasets import Dataset
+
 log = logging.getLogger(__name__)
 
+class Override(NamedTuple):
+    """A method of TRL's or transformers' that is not public, overridden by CodeGRPOTrainer."""
 
-class LearningSignal:
+    owner: str  # the class whose method the override calls with super(): the first in GRPOTrainer's MRO with it
+    parameters: tuple[str, ...]  # its parameters, as the override takes and passes them
+    relies_on: str  # what else the override assumes of it (tests/test_trl_adapter.py checks this too)
+
+
+PRIVATE_OVERRIDES: dict[str, Override] = {
+    "_get_train_sampler": Override(
+        "trl.GRPOTrainer", ("self", "dataset"),
+        "it returns trl's RepeatSampler, whose batch_size, mini_repeat_count, repeat_count, shuffle, seed and "
+        "generator the override reads"),
+    "_generate_and_score_completions": Override(
+        "trl.GRPOTrainer", ("self", "inputs"),
+        "it is called once per generation batch, with the model in training mode while training"),
+    "_get_output_dir": Override(
+        "transformers.Trainer", ("self", "trial"),
+        "transformers.Trainer._save_checkpoint writes the checkpoint into self._get_output_dir(trial=trial)"),
+    "_save_checkpoint": Override(
+        "trl.GRPOTrainer", ("self", "model", "trial"),
+        "it writes one checkpoint-<global_step> and nothing else into the output dir"),
+}
+
+
+class LearningSignal(TrainerCallback):
     """A TrainerCallback that measures, for each optimizer step, the relative size of the update
     ||delta theta|| / ||theta|| of the trainable weights, and warns when no group has had any reward
     spread for `patience` logged steps in a row (GRPO then has no advantage to learn from)."""
 
     def __init__(self, patience: int = 3) -> None:
         self.patience = patience
-        self.before: list | None = None
+        self.before: list[torch.Tensor] | None = None
         self.ratios: list[float] = []
         self.flat_steps = 0
 
-    def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs) -> None:
-        import torch
-
+    def on_pre_optimizer_step(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
+                              model: nn.Module | None = None, **kwargs: Any) -> None:
+        if model is None:
+            return
         with torch.no_grad():
             self.before = [p.detach().float().clone() for p in model.parameters() if p.requires_grad]
 
-    def on_optimizer_step(self, args, state, control, model=None, **kwargs) -> None:
-        import torch
-
-        if self.before is None:
+    def on_optimizer_step(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
+                          model: nn.Module | None = None, **kwargs: Any) -> None:
+        if self.before is None or model is None:
             return
         with torch.no_grad():
             params = [p for p in model.parameters() if p.requires_grad]
@@ -75,6 +117,26 @@ class LearningSignal:
                 "higher trainer.temperature.", self.flat_steps)
 
 
+class StopOnSignal(TrainerCallback):
+    """At each optimizer step's end: did any rank get a signal? Then save and stop, on every rank."""
+
+    def __init__(self, trainer: CodeGRPOTrainer, guard: Guard) -> None:
+        self.trainer = trainer
+        self.guard = guard
+        self.stopped_at: int | None = None
+
+    def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
+                    **kwargs: Any) -> None:
+        accelerator = self.trainer.accelerator
+        flag = torch.tensor([0 if self.guard.received is None else 1], device=accelerator.device)
+        if accelerator.num_processes > 1:
+            flag = accelerator.gather(flag).max()
+        if int(flag):
+            control.should_save = True
+            control.should_training_stop = True
+            self.stopped_at = state.global_step
+
+
 def _reseed(sampler: Any, epoch: int) -> None:
     sampler.generator.manual_seed(sampler.seed + epoch)
 
@@ -92,101 +154,89 @@ def _log_histogram(counts: Any) -> None:
                   commit=False)
 
 
-def make_trainer_class() -> type:
-    """GRPOTrainer with the additions above (TRL is imported here, not at module import)."""
-    from accelerate.utils import gather_object
-    from transformers import TrainerCallback
-    from trl import GRPOTrainer
+class CodeGRPOTrainer(GRPOTrainer):
+    args: GRPOConfig
+    model: PreTrainedModel | nn.Module  # GRPOTrainer always holds one (transformers' Trainer allows None)
 
-    class Callback(LearningSignal, TrainerCallback):
-        pass
+    def __init__(self, *args: Any, completions_every: int = 1, guard: Guard | None = None,
+                 checkpoint_state: dict[str, Any] | None = None, online: Online | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.online = online  # the pass rates and the sampler= choice (codegrpo.train.sampling)
+        self.learning_signal = LearningSignal()
+        self.add_callback(self.learning_signal)
+        console.install(self)  # one line per step
+        self.completions_every = max(1, completions_every)
+        self.checkpoint_state = checkpoint_state
+        self.stop_on_signal = StopOnSignal(self, guard) if guard is not None else None
+        if self.stop_on_signal is not None:
+            self.add_callback(self.stop_on_signal)
+        self._staging = False
 
-    class StopOnSignal(TrainerCallback):
-        """At each optimizer step's end: did any rank get a signal? Then save and stop, on every rank."""
+    @property
+    def stopped_at(self) -> int | None:
+        """The step after which a signal (this rank's or another's: they agree) stopped training, or None."""
+        return self.stop_on_signal.stopped_at if self.stop_on_signal is not None else None
 
-        def __init__(self, trainer: Any, guard: Guard) -> None:
-            self.trainer = trainer
-            self.guard = guard
-            self.stopped_at: int | None = None
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        logs.update(self.learning_signal.metrics())  # empty when no step ran since the last log
+        if self.online is not None and "train_runtime" not in logs:  # not the end-of-training summary
+            logs.update(self.online.rates.metrics())
+            _log_histogram(self.online.rates.histogram())
+        # TRL writes (and prints) a completions table at every log when log_completions: here only every
+        # completions_every steps, and not with the end-of-training summary, which would sample the last
+        # step's completions anew and write them a second time.
+        self.log_completions = (self.args.log_completions and "train_runtime" not in logs
+                                and self.state.global_step % self.completions_every == 0)
+        super().log(logs, start_time)
+        self.learning_signal.check_spread(logs)
 
-        def on_step_end(self, args, state, control, **kwargs) -> None:
-            import torch
+    def _get_train_sampler(self, dataset: Dataset | None = None) -> Sampler:
+        sampler = super()._get_train_sampler(dataset)
+        chosen = self.online.sampler(sampler) if self.online is not None else sampler
+        if chosen is not sampler:
+            return chosen  # sampler=difficulty, in TRL's layout
+        if getattr(sampler, "shuffle", False) and getattr(sampler, "seed", None) is not None:
+            # The trainer calls set_epoch at each epoch when a sampler has one; TRL's RepeatSampler has none.
+            sampler.set_epoch = functools.partial(_reseed, sampler)  # type: ignore[attr-defined]
+        return sampler
 
-            flag = torch.tensor([0 if self.guard.received is None else 1], device=self.trainer.accelerator.device)
-            if self.trainer.accelerator.num_processes > 1:
-                flag = self.trainer.accelerator.gather(flag).max()
-            if int(flag):
-                control.should_save = True
-                control.should_training_stop = True
-                self.stopped_at = state.global_step
+    def _generate_and_score_completions(self, inputs: list[dict[str, torch.Tensor | Any]]
+                                        ) -> dict[str, torch.Tensor | Any]:
+        output = super()._generate_and_score_completions(inputs)
+        if self.online is not None and self.model.training:  # one generation batch scored on every rank
+            many = self.accelerator.num_processes > 1
+            self.online.rates.end_generation(gather_object if many else None)
+        return output
 
-    class CodeGRPOTrainer(GRPOTrainer):
-        def __init__(self, *args: Any, completions_every: int = 1, guard: Guard | None = None,
-                     checkpoint_state: dict[str, Any] | None = None, online: Online | None = None,
-                     **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self.online = online  # the pass rates and the sampler= choice (codegrpo.train.sampling)
-            self.learning_signal = Callback()
-            self.add_callback(self.learning_signal)
-            console.install(self)  # one line per step, the completions panel once
-            self.completions_every = max(1, completions_every)
-            self.checkpoint_state = checkpoint_state
-            self.stop_on_signal = StopOnSignal(self, guard) if guard is not None else None
-            if self.stop_on_signal is not None:
-                self.add_callback(self.stop_on_signal)
+    def _get_output_dir(self, trial: optuna.Trial | dict[str, Any] | None) -> str:
+        # While a checkpoint is saved, the trainer writes it into the staging dir.
+        run_dir = super()._get_output_dir(trial)
+        return str(checkpoints.staging_dir(Path(run_dir))) if self._staging else run_dir
+
+    def _save_checkpoint(self, model: nn.Module, trial: optuna.Trial | dict[str, Any] | None) -> None:
+        run_dir = Path(super()._get_output_dir(trial))
+        self._staging = True
+        try:
+            super()._save_checkpoint(model, trial)
+            self.accelerator.wait_for_everyone()  # every rank wrote its part (RNG states, shards)
+            if self.args.should_save:
+                staged = checkpoints.staging_dir(run_dir) / f"checkpoint-{self.state.global_step}"
+                if self.checkpoint_state is not None:
+                    checkpoints.write_state(staged, **self.checkpoint_state)
+                if self.online is not None:  # every rank holds the same state
+                    self.online.save(staged)
+                checkpoints.publish(staged, run_dir)
+                checkpoints.rotate(run_dir, self.args.save_total_limit)
+        except BaseException:
+            if self.args.should_save:
+                checkpoints.discard_staging(run_dir)
+            raise
+        finally:
             self._staging = False
+        self.accelerator.wait_for_everyone()
 
-        def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
-            logs.update(self.learning_signal.metrics())  # empty when no step ran since the last log
-            if self.online is not None and "train_runtime" not in logs:  # not the end-of-training summary
-                logs.update(self.online.rates.metrics())
-                _log_histogram(self.online.rates.histogram())
-            # TRL writes a completions table at every log when log_completions: only every N steps here.
-            self.log_completions = self.args.log_completions and self.state.global_step % self.completions_every == 0
-            super().log(logs, start_time)
-            self.learning_signal.check_spread(logs)
 
-        def _get_train_sampler(self, dataset: Any = None) -> Any:
-            sampler = super()._get_train_sampler(dataset)
-            chosen = self.online.sampler(sampler) if self.online is not None else sampler
-            if chosen is not sampler:
-                return chosen  # sampler=difficulty, in TRL's layout
-            if getattr(sampler, "shuffle", False) and getattr(sampler, "seed", None) is not None:
-                sampler.set_epoch = functools.partial(_reseed, sampler)  # the trainer calls it each epoch
-            return sampler
-
-        def _generate_and_score_completions(self, inputs: Any) -> Any:
-            output = super()._generate_and_score_completions(inputs)
-            if self.online is not None and self.model.training:  # one generation batch scored on every rank
-                many = self.accelerator.num_processes > 1
-                self.online.rates.end_generation(gather_object if many else None)
-            return output
-
-        def _get_output_dir(self, trial: Any) -> str:
-            # While a checkpoint is saved, the trainer writes it into the staging dir.
-            run_dir = super()._get_output_dir(trial)
-            return str(checkpoints.staging_dir(Path(run_dir))) if self._staging else run_dir
-
-        def _save_checkpoint(self, model: Any, trial: Any) -> None:
-            run_dir = Path(super()._get_output_dir(trial))
-            self._staging = True
-            try:
-                super()._save_checkpoint(model, trial)
-                self.accelerator.wait_for_everyone()  # every rank wrote its part (RNG states, shards)
-                if self.args.should_save:
-                    staged = checkpoints.staging_dir(run_dir) / f"checkpoint-{self.state.global_step}"
-                    if self.checkpoint_state is not None:
-                        checkpoints.write_state(staged, **self.checkpoint_state)
-                    if self.online is not None:  # every rank holds the same state
-                        self.online.save(staged)
-                    checkpoints.publish(staged, run_dir)
-                    checkpoints.rotate(run_dir, self.args.save_total_limit)
-            except BaseException:
-                if self.args.should_save:
-                    checkpoints.discard_staging(run_dir)
-                raise
-            finally:
-                self._staging = False
-            self.accelerator.wait_for_everyone()
-
+def make_trainer_class() -> type[CodeGRPOTrainer]:
+    """The trainer class codegrpo.build instantiates (a function, so a test can observe what is built)."""
     return CodeGRPOTrainer
