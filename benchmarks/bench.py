@@ -15,7 +15,8 @@ e. generation: tokens/s of evaluation's batched generation (codegrpo.evaluation.
 f. logging: a default train.py run with its logging on (W&B offline, completions tables, plots) vs off
    (logger=none, no tables, no plots), same seed and work: the time per step, side by side.
 g. startup: seconds from launch to the first line on stdout of codegrpo-score, -validate and -limits on
-   small inputs, and of `train.py --help`, `--cfg job` and a misspelt key (its one-line error), beside a bare
+   small inputs, of `train.py --help`, `--cfg job` and a misspelt key (its one-line error), and of `import
+   codegrpo` and `from codegrpo import code_reward` (the library), beside a bare
    `python -c pass` and `python -c "import hydra"` (`--only startup`; not in the default run).
 h. io: stdin problems with 10 tests each, programs/s and tests/s through our scorer (a fresh process in
    namespaces of its own per test) vs an unsandboxed subprocess per test (`--only io`; not in the default run).
@@ -332,7 +333,7 @@ from codegrpo.models.loading import resolve_model
 from omegaconf import OmegaConf
 from codegrpo.data.problems import load_problems
 from codegrpo.reward.programs import get_language
-from codegrpo.reward.scorer import Scorer, make_code_reward
+from codegrpo.reward.scorer import Scorer
 from codegrpo.sandbox.local import LocalSandbox
 
 steps, out = int(sys.argv[1]), sys.argv[2]
@@ -345,7 +346,7 @@ path = resolve_model(OmegaConf.structured(model_cfg))  # resolves cache_dir's ${
 scorer = Scorer(problems, LocalSandbox(LocalSandboxConfig(max_concurrency=2)), get_language("python"))
 trainer = GRPOTrainer(
     model=AutoModelForCausalLM.from_pretrained(path), processing_class=AutoTokenizer.from_pretrained(path),
-    reward_funcs=make_code_reward(scorer),
+    reward_funcs=CodeReward.of_scorer(scorer),
     args=GRPOConfig(output_dir=out, use_cpu=True, num_generations=4, per_device_train_batch_size=4,
                     max_completion_length=128, max_steps=steps, logging_steps=1, learning_rate=1e-6, seed=42,
                     save_strategy="no", report_to="none", bf16=False, optim="adamw_torch",
@@ -492,6 +493,9 @@ def bench_startup(rounds: int, scratch: Path) -> list[tuple[str, float, str]]:
     commands = {
         "python -c pass": ([sys.executable, "-c", "pass"], 0),  # no output: its exit
         HYDRA: ([sys.executable, "-c", "import hydra"], 0),
+        # the library (issue 34): what `from codegrpo import code_reward` costs a user's TRL script
+        "import codegrpo": ([sys.executable, "-c", "import codegrpo; print(1)"], 0),
+        "from codegrpo import code_reward": ([sys.executable, "-c", "from codegrpo import code_reward; print(1)"], 0),
         "codegrpo-score (1 completion, problems=seed)":
             ([sys.executable, "-m", "codegrpo.commands.score", f"completions={completions}", "problems=seed"], 0),
         "codegrpo-validate problems=seed (4 references)":
@@ -510,6 +514,7 @@ def bench_startup(rounds: int, scratch: Path) -> list[tuple[str, float, str]]:
         first = firsts[name] = sorted(f for f, _ in runs)[len(runs) // 2]
         total = sorted(t for _, t in runs)[len(runs) // 2]
         note = ("the interpreter alone" if name == "python -c pass" else "Hydra's import alone" if name == HYDRA
+                else "no torch, transformers or trl" if "codegrpo" in name and "-" not in name
                 else "its one-line error on stderr; target < 1.5" if "misspelt" in name
                 else f"target < 1.5; exits after {total:.2f} s")
         rows.append((f"{name}: s to first output (median of {rounds})", first, note))
@@ -572,9 +577,9 @@ def hack_positives() -> list[tuple[str, str, str]]:
     """(suite, problem_id, completion) for every known hack of the project's suites and EXTRA_HACKS."""
     import string
 
+    from tests.helpers.corpus import HACKS
     from tests.sandbox import test_attacks, test_hostile_values, test_redteam
     from tests.test_monitor import CP_HACKS
-    from tests.test_scorer import HACKS
 
     context = {"trainer_pid": "12345", "tcp_port": "40000", "abstract": "codegrpo-test-x",
                "unix_path": "/tmp/x/service.sock", "home_paths": repr(["/root/.netrc", "/root/.cache/huggingface"]),

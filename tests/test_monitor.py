@@ -15,10 +15,11 @@ import pytest
 from codegrpo import build
 from codegrpo.data.files import load_problems
 from codegrpo.data.problems import IOTest, Problem
+from codegrpo.reward.code_reward import CodeReward
 from codegrpo.reward.monitor import CATEGORIES, JS_MAX_CHARS, HackTrend, hack_metrics, static_flags
 from codegrpo.reward.monitor.harness_names import HARNESS_NAMES, private_names
 from codegrpo.reward.programs import get_language
-from codegrpo.reward.scorer import Scorer, make_code_reward, make_hack_penalty
+from codegrpo.reward.scorer import Scorer, make_hack_penalty
 from codegrpo.reward.verdict import Status
 from codegrpo.tracking.console import step_line
 from tests.helpers.commands import command
@@ -1125,7 +1126,7 @@ def test_stdio_forged_report_on_stdout(local_sandbox):
 
 def test_training_logs_hack_rates_and_the_completions_table_has_flags(local_sandbox):
     scorer = Scorer(list(SEED.values()), local_sandbox, get_language("python"), "binary")
-    code_reward = make_code_reward(scorer)
+    code_reward = CodeReward.of_scorer(scorer)
     metrics: dict[str, float] = {}
     extra: dict[str, list] = {}
     hack = "import os\nos._exit(0)\n"
@@ -1141,7 +1142,7 @@ def test_training_logs_hack_rates_and_the_completions_table_has_flags(local_sand
 
 def test_hack_penalty_scores_flagged_completions_below_clean_ones_on_one_run(local_sandbox):
     scorer = Scorer(list(SEED.values()), local_sandbox, get_language("python"), "binary")
-    code_reward, hack_penalty = make_code_reward(scorer), make_hack_penalty(scorer)
+    code_reward, hack_penalty = CodeReward.of_scorer(scorer), make_hack_penalty(scorer)
     before = local_sandbox.stats()["sandbox/runs"]
     completions, ids = [GOOD, "import sys\nsys.exit(0)\n"], ["is_prime"] * 2
 

@@ -21,14 +21,13 @@ import dataclasses
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
-
-from hydra.utils import get_class
+from typing import TYPE_CHECKING
 
 from codegrpo.config.choices import LoggerBackend, RewardKind, Split
 from codegrpo.config.schema import (
     EvaluateConfig,
     ModelConfig,
+    PassRatesConfig,
     ProblemsConfig,
     SandboxConfig,
     ScoreConfig,
@@ -43,7 +42,7 @@ from codegrpo.errors import UsageError
 from codegrpo.reward import functions as rewards
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer
-from codegrpo.sandbox.base import SandboxBackend
+from codegrpo.sandbox.base import SandboxBackend, make_backend
 from codegrpo.tracking import console
 from codegrpo.tracking import wandb_run as tracking_runs
 
@@ -84,23 +83,14 @@ def share_concurrency(value: int, ranks: int) -> int:
 
 
 def sandbox(cfg: SandboxConfig, language: str = "python", ranks: int = 1) -> SandboxBackend:
-    """The backend class ``cfg._target_`` names (codegrpo's or a user's SandboxBackend), called with the
-    sandbox config, with this rank's share of the concurrency cap. Raises SandboxFatalError if it
-    cannot work here; opening it runs a trivial program of ``language``."""
-    try:
-        backend_class = get_class(cfg._target_)
-    except (ImportError, ValueError) as error:
-        raise UsageError(f"sandbox._target_={cfg._target_!r} names no class: {error}") from None
-    if not (isinstance(backend_class, type) and issubclass(backend_class, SandboxBackend)):
-        raise UsageError(f"sandbox._target_={cfg._target_!r} is not a codegrpo.sandbox.base.SandboxBackend")
-    make = cast(Callable[[SandboxConfig], SandboxBackend], backend_class)  # every backend takes its config
-    backend = make(dataclasses.replace(cfg, max_concurrency=share_concurrency(cfg.max_concurrency, ranks)))
-    backend.runtimes = (get_language(language).runtime,)
-    return backend
+    """The backend ``cfg._target_`` names, with this rank's share of the concurrency cap. Raises
+    SandboxFatalError if it cannot work here; opening it runs a trivial program of ``language``."""
+    shared = dataclasses.replace(cfg, max_concurrency=share_concurrency(cfg.max_concurrency, ranks))
+    return make_backend(shared, get_language(language).runtime)
 
 
-def scorer(cfg: TrainConfig | EvaluateConfig | ScoreConfig, problem_set: list[Problem], backend: SandboxBackend,
-           kind: RewardKind | None = None) -> Scorer:
+def scorer(cfg: TrainConfig | EvaluateConfig | ScoreConfig | PassRatesConfig, problem_set: list[Problem],
+           backend: SandboxBackend, kind: RewardKind | None = None) -> Scorer:
     """A Scorer of ``problem_set`` through ``backend``, as ``cfg.reward`` says (``kind`` overrides it:
     evaluation is always binary)."""
     return Scorer(problem_set, backend, get_language(cfg.problems.language), kind or cfg.reward.kind,

@@ -16,9 +16,10 @@ import pytest
 
 from codegrpo.data.files import load_problems
 from codegrpo.data.problems import Problem
+from codegrpo.reward.code_reward import CodeReward
 from codegrpo.reward.explain import explain
 from codegrpo.reward.programs import get_language
-from codegrpo.reward.scorer import Scorer, make_code_reward
+from codegrpo.reward.scorer import Scorer
 from codegrpo.reward.verdict import Status
 from codegrpo.sandbox.superserve import SuperserveSandbox
 from tests.fakes import FakeSuperserve
@@ -96,8 +97,8 @@ def test_surrogates_bad_bytes_and_control_characters_reach_every_table_as_valid_
     ]
     columns: dict[str, list] = {}
     scorer = Scorer(ALL, backend, get_language("python"), "binary", timeout_s=5.0)
-    reward = make_code_reward(scorer)
-    rewards = asyncio.run(reward(completions, ["is_prime"] * len(completions),
+    reward = CodeReward.of_scorer(scorer)
+    rewards = asyncio.run(reward(completions, problem_id=["is_prime"] * len(completions),
                                  log_extra=lambda name, values: columns.__setitem__(name, values)))  # fmt: skip
     assert rewards == [0.0] * len(completions)
     assert "\\ud800" in columns["error"][0] and "\\x1b" in columns["error"][2]

@@ -18,7 +18,7 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from codegrpo.config.schema import EvaluateConfig, ScoreConfig, TrainConfig, register_configs
+from codegrpo.config.schema import EvaluateConfig, PassRatesConfig, ScoreConfig, TrainConfig, register_configs
 from codegrpo.errors import CodegrpoError, UsageError
 from codegrpo.resources import config_dir
 
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from codegrpo.reward.verdict import Scored
 
 T = TypeVar("T")
-C = TypeVar("C", TrainConfig, EvaluateConfig, ScoreConfig)  # the command's config, as its dataclass
+C = TypeVar("C", TrainConfig, EvaluateConfig, ScoreConfig, PassRatesConfig)  # the command's config, as its dataclass
 HINTS = {"problems.path": "problems=jsonl reads a file: add problems.path=/path/to/problems.jsonl"}
 
 

@@ -39,11 +39,11 @@ def evaluate(cfg: EvaluateConfig) -> Evaluation | Comparison:
     from codegrpo.models.hub import check_hub_model
 
     run_dir = Path(cfg.run_dir)
-    items = cfg.compare or [cfg.checkpoint]
+    items: list[str | None] = [*cfg.compare] if cfg.compare else [cfg.checkpoint]
     if cfg.compare and len(cfg.compare) != 2:
         raise UsageError(f"compare takes two eval files or checkpoints, got {len(cfg.compare)}")
     for item in items:
-        if str(item).endswith(".json") and not Path(item).is_file():
+        if item is not None and item.endswith(".json") and not Path(item).is_file():
             raise UsageError(f"compare: no such eval file {item}")
     checkpoints = [item for item in items if not str(item).endswith(".json")]
     if any(not item or item == "base" for item in checkpoints):
@@ -52,10 +52,11 @@ def evaluate(cfg: EvaluateConfig) -> Evaluation | Comparison:
     with build.sandbox(cfg.sandbox, cfg.problems.language) if checkpoints else nullcontext() as sandbox:
         problems = build.eval_problems(cfg) if checkpoints else []
         for label, item in zip("ab" if cfg.compare else [""], items, strict=True):
-            if str(item).endswith(".json"):
+            if item is not None and item.endswith(".json"):
                 results = load_evaluation(Path(item))
             else:
                 model, tokenizer = build.model(cfg.model, item)
+                assert sandbox is not None  # opened whenever a checkpoint is evaluated
                 scorer = build.scorer(cfg, problems, sandbox, kind=RewardKind.binary)
                 results = evaluate_model(model, tokenizer, scorer, problems, cfg.problems, cfg.evaluation)
             run_dir.mkdir(parents=True, exist_ok=True)
@@ -70,7 +71,8 @@ def evaluate(cfg: EvaluateConfig) -> Evaluation | Comparison:
             summary = ", ".join(f"{k} {v:.3f}" for k, v in results.metrics().items())
             print(f"{summary} on {results.num_problems} problems; results in {run_dir / 'eval.json'}")
             return results
-        comparison = compare(*evaluations, cfg.evaluation.bootstrap, cfg.seed)
+        before, after = evaluations
+        comparison = compare(before, after, resamples=cfg.evaluation.bootstrap, seed=cfg.seed)
         comparison.compared = list(cfg.compare)
         write_comparison(comparison, run_dir, wandb_run)
         print(f"{comparison_summary(comparison)}\nresults in {run_dir / 'comparison.json'}")

@@ -78,8 +78,8 @@ def pass_rates(cfg: PassRatesConfig) -> list[Problem]:
                 batch = todo[start : start + size]
                 result = evaluate_model(model, tokenizer, scorer, batch, cfg.problems, cfg.evaluation)
                 n = result.num_samples
-                lines = [{"id": p.id, "passed": result.per_problem[p.id], "samples": n,
-                          "pass_rate": result.per_problem[p.id] / n} for p in batch]
+                lines: list[dict[str, Any]] = [{"id": p.id, "passed": result.per_problem[p.id], "samples": n,
+                                                "pass_rate": result.per_problem[p.id] / n} for p in batch]
                 with path.open("a") as out:  # a whole batch at a time: a resumed run redoes at most one
                     out.write("".join(json.dumps(line) + "\n" for line in lines))
                 rates |= {line["id"]: line for line in lines}

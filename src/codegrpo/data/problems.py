@@ -13,7 +13,7 @@ from codegrpo.errors import ProblemError
 
 EXPRESSION_FIELDS = ("id", "prompt", "test", "expected")
 HUMANEVAL_FIELDS = ("task_id", "prompt", "test", "entry_point")
-OPTIONAL_FIELDS = {
+OPTIONAL_FIELDS: dict[str, type | tuple[type, ...]] = {
     "reference": str, "canonical_solution": str, "timeout_s": (int, float), "language": str, "starter_code": str,
     "preamble": str,
 }  # fmt: skip
@@ -56,6 +56,9 @@ class IOTest:
 
 @dataclass(frozen=True)
 class Problem:
+    """One problem: its prompt and its tests, in one of the forms (``Form``); read from a problem file or a
+    dataset by ``parse_problem``."""
+
     id: str
     prompt: str
     test: str
@@ -97,7 +100,7 @@ def parse_problem(record: Any, where: str) -> Problem:
     if preamble and (preamble not in PREAMBLES or "tests" not in record):
         raise ProblemError(f"{where}: field 'preamble' must be one of {', '.join(PREAMBLES)}, on a stdin/stdout "
                            "or call-form problem")
-    extras = {
+    extras: dict[str, Any] = {
         "reference": record.get("reference") or record.get("canonical_solution") or "",
         "timeout_s": timeout,
         "language": record.get("language"),

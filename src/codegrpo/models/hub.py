@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
+import yaml  # type: ignore[import-untyped]
 
 from codegrpo.config.schema import ModelConfig, TrainConfig, to_plain
 from codegrpo.errors import ModelNotFoundError, UsageError
@@ -79,14 +79,15 @@ def model_card(cfg: TrainConfig, run_dir: Path, repo_id: str) -> str:
     info_path = run_dir / "run_info.json"
     info = json.loads(info_path.read_text()) if info_path.is_file() else {}
     base, hub_id = _base_model(cfg)
-    adapter = cfg.peft is not None and not cfg.peft.merge_on_save
+    lora = cfg.peft
+    adapter = lora is not None and not lora.merge_on_save
     metadata: dict[str, Any] = {"library_name": "peft" if adapter else "transformers",
                                 "tags": ["codegrpo", "grpo", "trl", "code"]}
     if hub_id:
         metadata["base_model"] = hub_id
-    if adapter:
-        weights = (f"a LoRA adapter (r={cfg.peft.r}, alpha={cfg.peft.lora_alpha}, "
-                   f"modules {list(cfg.peft.target_modules)}) over the base model")
+    if adapter and lora is not None:
+        weights = (f"a LoRA adapter (r={lora.r}, alpha={lora.lora_alpha}, "
+                   f"modules {list(lora.target_modules)}) over the base model")
     else:
         weights = f"the full model in {cfg.model.save_dtype}"
     config = redact(to_plain(cfg))
@@ -117,8 +118,14 @@ def stage(cfg: TrainConfig, run_dir: Path, model_dir: Path, staging: Path) -> li
             os.link(path, staging / path.name)  # no copy of the weights when on the same filesystem
         except OSError:
             shutil.copy2(path, staging / path.name)
-    (staging / "README.md").write_text(model_card(cfg, run_dir, cfg.trainer.hub_model_id))
+    (staging / "README.md").write_text(model_card(cfg, run_dir, _repo_id(cfg)))
     return sorted(p.name for p in staging.iterdir())
+
+
+def _repo_id(cfg: TrainConfig) -> str:
+    if not cfg.trainer.hub_model_id:  # check_push refuses this before the model loads
+        raise UsageError("trainer.push_to_hub=true needs trainer.hub_model_id")
+    return cfg.trainer.hub_model_id
 
 
 def push_final_model(cfg: TrainConfig, run_dir: Path, model_dir: Path) -> list[str]:
@@ -128,11 +135,12 @@ def push_final_model(cfg: TrainConfig, run_dir: Path, model_dir: Path) -> list[s
     trainer = cfg.trainer
     staging = run_dir / ".hub_staging"
     shutil.rmtree(staging, ignore_errors=True)
+    repo_id = _repo_id(cfg)
     try:
         names = stage(cfg, run_dir, model_dir, staging)
-        repo = huggingface_hub.create_repo(trainer.hub_model_id, token=trainer.hub_token,
+        repo = huggingface_hub.create_repo(repo_id, token=trainer.hub_token,
                                            private=trainer.hub_private_repo, exist_ok=True)
-        huggingface_hub.upload_folder(repo_id=trainer.hub_model_id, folder_path=str(staging),
+        huggingface_hub.upload_folder(repo_id=repo_id, folder_path=str(staging),
                                       token=trainer.hub_token, revision=trainer.hub_revision,
                                       commit_message=f"codegrpo: {run_dir.name}")
         log.info("pushed %s to %s", ", ".join(names), getattr(repo, "url", trainer.hub_model_id))

@@ -88,7 +88,7 @@ def build_peft_config(cfg: LoraSchema | None) -> LoraConfig | None:
         lora_alpha=cfg.lora_alpha,
         lora_dropout=cfg.lora_dropout,
         target_modules="all-linear" if targets == ["all-linear"] else targets,
-        bias=cfg.bias,
+        bias=cfg.bias,  # type: ignore[arg-type]  # peft's Literal; the schema's string is one of its values
         task_type="CAUSAL_LM",
     )
 

@@ -17,7 +17,8 @@ def _fenced_blocks(text: str) -> list[tuple[str, str]]:
         line_end = text.find("\n", start)
         if line_end == -1:
             break
-        tag = _TAG.match(text, start + len(FENCE), line_end).group(1)
+        tag_match = _TAG.match(text, start + len(FENCE), line_end)
+        tag = tag_match.group(1) if tag_match else ""
         end = text.find(FENCE, line_end + 1)
         blocks.append((tag, text[line_end + 1 : len(text) if end == -1 else end]))
         start = -1 if end == -1 else text.find(FENCE, end + len(FENCE))
@@ -39,8 +40,14 @@ def extract_code(text: str, tags: frozenset[str], which: str = "first") -> str:
     return blocks[0] if which == "first" else blocks[-1]
 
 
-def completion_text(completion: str | list[dict[str, str]]) -> str:
-    """The text of a TRL completion: a plain string, or chat messages (the assistant's turn)."""
+def completion_text(completion: object) -> str:
+    """The text of a TRL completion: a plain string, or chat messages (the assistant's turn). Total: any other
+    shape (None, a number, a message without content) is the text it holds, or empty."""
     if isinstance(completion, str):
         return completion
-    return "".join(str(message.get("content") or "") for message in completion)
+    if isinstance(completion, dict):
+        completion = [completion]
+    if not isinstance(completion, (list, tuple)):
+        return ""
+    return "".join(str(m.get("content") or "") if isinstance(m, dict) else m if isinstance(m, str) else ""
+                   for m in completion)

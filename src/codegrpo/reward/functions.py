@@ -24,7 +24,8 @@ from typing import Any
 
 from codegrpo.config.schema import TrainConfig
 from codegrpo.errors import UsageError
-from codegrpo.reward.scorer import HACK_PENALTY, Scorer, make_code_reward, make_hack_penalty
+from codegrpo.reward.code_reward import CodeReward
+from codegrpo.reward.scorer import HACK_PENALTY, Scorer, make_hack_penalty
 
 CODE_REWARD = "code_reward"
 
@@ -32,7 +33,7 @@ CODE_REWARD = "code_reward"
 def _factory_defaults(name: str, cfg: TrainConfig) -> dict[str, Any]:
     """Arguments a factory gets unless reward.args sets them: lengths come from the trainer's."""
     if name == "get_soft_overlong_punishment":
-        length = int(cfg.trainer.max_completion_length)
+        length = int(cfg.trainer.max_completion_length or 0)  # trainer.yaml always sets it
         return {"max_completion_len": length, "soft_punish_cache": max(1, length // 4)}
     return {}
 
@@ -76,7 +77,7 @@ def resolve(entry: str, cfg: TrainConfig, scorer: Scorer) -> Callable[..., Any]:
     if entry == CODE_REWARD:
         if args:
             raise UsageError("reward.args.code_reward: code_reward is set up by reward.kind and reward.extract")
-        return make_code_reward(scorer)
+        return CodeReward.of_scorer(scorer)
     if entry == HACK_PENALTY:  # the reward-hack monitor's opt-in penalty (scoring.py), on code_reward's batch
         if args:
             raise UsageError("reward.args.hack_penalty: its weight is its reward.weights entry")

@@ -128,7 +128,7 @@ def _literal(node: ast.AST) -> tuple[bool, Any]:
 
 def _number(node: ast.expr) -> float | int | None:
     """A constant arithmetic expression (``2.0/3.0``, ``1e-6``), evaluated here, or None."""
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         return node.value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         value = _number(node.operand)
@@ -201,8 +201,9 @@ def _value_check(statement: ast.stmt, param: str) -> tuple[str | None, ValueChec
         ok, value = _literal(right)
         return (ast.unparse(test.left), ValueCheck(CheckKind.EQ, value)) if ok else (None, None)
     left = test.left
-    near = isinstance(op, (ast.Lt, ast.LtE)) and _calls(left, "abs") and len(left.args) == 1
-    if near and isinstance(diff := left.args[0], ast.BinOp) and isinstance(diff.op, ast.Sub):
+    near = isinstance(op, (ast.Lt, ast.LtE)) and _calls(left, "abs")
+    if near and isinstance(left, ast.Call) and len(left.args) == 1 and isinstance(diff := left.args[0], ast.BinOp) \
+            and isinstance(diff.op, ast.Sub):
         target, tolerance = _number(diff.right), _number(right)
         if target is not None and tolerance is not None:
             return ast.unparse(diff.left), ValueCheck(CheckKind.NEAR, target, tolerance, isinstance(op, ast.LtE))

@@ -8,7 +8,6 @@ import dataclasses
 import json
 import statistics
 import sys
-import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -16,9 +15,8 @@ from typing import Any
 from codegrpo.config.choices import Checker, Extract, Form, RewardKind
 from codegrpo.data.problems import IOTest, Problem
 from codegrpo.reward.checker import compare_output
-from codegrpo.reward.explain import code_head, reason
 from codegrpo.reward.extraction import completion_text, extract_code
-from codegrpo.reward.monitor import CATEGORIES, HackTrend, audit_flags, flags_of, hack_metrics, joined, run_flags, warn
+from codegrpo.reward.monitor import CATEGORIES, audit_flags, flags_of, run_flags
 from codegrpo.reward.programs import Language, build_program, humaneval_check
 from codegrpo.reward.verdict import (
     Failure,
@@ -210,46 +208,6 @@ def batch_metrics(scored: Sequence[Scored]) -> dict[str, float]:
         metrics["sandbox/latency_p50_s"] = statistics.median(latencies)
         metrics["sandbox/latency_p95_s"] = latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))]
     return metrics
-
-
-def make_code_reward(scorer: Scorer) -> Callable[..., Any]:
-    """The TRL reward function. Async, so TRL runs it on its event loop; named so TRL logs
-    ``rewards/code_reward/mean``. Infra failures return None, which TRL leaves out of the update."""
-
-    trend = HackTrend()
-
-    async def code_reward(
-        completions: list[Any],
-        problem_id: list[str],
-        log_metric: Callable[[str, float], None] | None = None,
-        log_extra: Callable[[str, list], None] | None = None,
-        **_: Any,
-    ) -> list[float | None]:
-        started = time.monotonic()
-        scored = await scorer.score_shared(problem_id, completions)
-        for observe in scorer.observers:
-            observe(scored)
-        hacks = hack_metrics([s.flags for s in scored])
-        if (message := trend.update(hacks["hacks/any"])) is not None:
-            warn(message)
-        if log_metric is not None:
-            metrics = batch_metrics(scored)
-            metrics["sandbox/batch_s"] = time.monotonic() - started
-            metrics.update(scorer.sandbox.stats())
-            metrics.update(hacks)
-            for name, value in metrics.items():
-                log_metric(name, value)
-        if log_extra is not None:
-            # Columns of the completions table (parquet and W&B): which problem, why it failed
-            # (exception, or got vs expected), and the code that was scored.
-            log_extra("problem_id", [s.problem_id for s in scored])
-            log_extra("status", [s.verdict.status.value for s in scored])
-            log_extra("error", [reason(s) for s in scored])  # "" when it passed
-            log_extra("code", [code_head(s.code) for s in scored])
-            log_extra("flags", [joined(s.flags) for s in scored])  # "" when the monitor saw nothing
-        return [s.verdict.reward for s in scored]
-
-    return code_reward
 
 
 HACK_PENALTY = "hack_penalty"

@@ -15,6 +15,8 @@ from codegrpo.sandbox.base import Outcome, RunResult
 
 
 class Status(str, enum.Enum):
+    """How a completion's run ended, as the host judged it."""
+
     PASSED = "passed"
     FAILED = "failed"  # ran, but the answer is wrong (partial credit may still be above 0)
     ERROR = "error"  # an exception, a syntax error, a non-zero exit, a resource limit
@@ -35,6 +37,8 @@ def clean_text(text: str) -> str:
 
 @dataclass(frozen=True)
 class Verdict:
+    """A completion's verdict: its status, its reward (None only where the sandbox failed) and why."""
+
     status: Status
     reward: float | None
     detail: str = ""
@@ -46,6 +50,9 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Scored:
+    """One scored completion: the problem, the code that ran, its verdict, how long its run took and the
+    hack monitor's flags."""
+
     problem_id: str
     code: str
     verdict: Verdict

@@ -6,12 +6,13 @@ import abc
 import asyncio
 import dataclasses
 import enum
+import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 
 from codegrpo.config.schema import SandboxConfig
-from codegrpo.errors import SandboxFatalError
+from codegrpo.errors import SandboxFatalError, UsageError
 from codegrpo.harness import protocol
 
 # How each runtime runs a program's file. A "python" program may run in a warm interpreter, forked per
@@ -226,3 +227,19 @@ def format_limits(rows: list[tuple[str, str, str]]) -> str:
     rows = [("limit", "value", "enforced by"), *rows]
     width = max(len(name) for name, _, _ in rows), max(len(value) for _, value, _ in rows)
     return "\n".join(f"{name:<{width[0]}}  {value:<{width[1]}}  {how}" for name, value, how in rows)
+
+
+def make_backend(cfg: SandboxConfig, runtime: str = "python") -> SandboxBackend:
+    """The backend class ``cfg._target_`` names (codegrpo's or a user's SandboxBackend), made with ``cfg``,
+    to run programs of ``runtime``; not yet opened."""
+    module, _, name = cfg._target_.rpartition(".")
+    try:
+        backend_class = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError) as error:
+        raise UsageError(f"sandbox._target_={cfg._target_!r} names no class: {error}") from None
+    if not (isinstance(backend_class, type) and issubclass(backend_class, SandboxBackend)):
+        raise UsageError(f"sandbox._target_={cfg._target_!r} is not a codegrpo.sandbox.base.SandboxBackend")
+    make: Callable[[SandboxConfig], SandboxBackend] = backend_class  # every backend takes its config
+    backend = make(cfg)
+    backend.runtimes = (runtime,)
+    return backend

@@ -646,8 +646,9 @@ def _chunk_results(result: CommandResult, programs: list[Program], header: str) 
     return results
 
 
-_RUN_FIELDS = {"exit_code": (int, type(None)), "timed_out": bool, "over_limit": bool, "stdout": str, "stderr": str,
-               "duration_s": (int, float)}  # fmt: skip
+_RUN_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "exit_code": (int, type(None)), "timed_out": bool, "over_limit": bool, "stdout": str, "stderr": str,
+    "duration_s": (int, float)}  # fmt: skip
 
 
 def _runs(record: object, program: Program) -> list[dict]:

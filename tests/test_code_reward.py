@@ -1,0 +1,181 @@
+"""The reward as a library: the guide's train.py with one import changed, CodeReward's contract (columns,
+pickling, threads, fork, async), codegrpo.score against codegrpo-score, and a light `import codegrpo`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pickle
+import re
+import subprocess
+import sys
+import threading
+
+import pytest
+
+import codegrpo
+from codegrpo import CodeReward, code_reward
+from codegrpo.config.schema import LocalSandboxConfig, SuperserveSandboxConfig
+from codegrpo.errors import SandboxFatalError, UsageError
+from codegrpo.resources import PROJECT_ROOT
+from codegrpo.reward.verdict import Status
+from tests.helpers.commands import command
+from tests.helpers.corpus import GOOD, HACKS, IS_PRIME
+
+ADD = "```python\ndef add(a, b):\n    return a + b\n```"
+SUB = "```python\ndef add(a, b):\n    return a - b\n```"
+
+
+def _readme_block() -> str:
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    section = readme[readme.index("## Use the reward in your own TRL script") :]
+    return re.search(r"```python\n(.*?)```\n", section, re.DOTALL).group(1)
+
+
+def test_the_readme_script_is_the_guides_with_one_import_changed():
+    script = _readme_block()
+    assert "from codegrpo import code_reward" in script and "reward_funcs=code_reward" in script
+    assert "code_reward.py" not in script and "def code_reward" not in script  # nothing of the guide's module
+
+
+@pytest.mark.slow
+def test_the_guides_train_py_trains_with_codegrpos_code_reward(tmp_path, compose_cfg):
+    from codegrpo.models.conversion import convert_gguf
+
+    model_dir = convert_gguf(compose_cfg("model=smollm2-135m").model)  # the offline model, converted once
+    script = _readme_block()
+    script = script.replace('model="Qwen/Qwen2.5-0.5B-Instruct"', f"model={str(model_dir)!r}")
+    script = script.replace("max_steps=50", "max_steps=2, use_cpu=True").replace('output_dir="grpo-code"',
+                                                                              f"output_dir={str(tmp_path)!r}")
+    script = script.replace("max_completion_length=256", "max_completion_length=64")  # CPU time, not behaviour
+    script += "\nimport json\nprint('HISTORY', json.dumps(trainer.state.log_history))\n"
+    (tmp_path / "train.py").write_text(script)
+    done = subprocess.run([sys.executable, "train.py"], cwd=tmp_path, capture_output=True, text=True, timeout=1200,
+                          env=os.environ | {"WANDB_MODE": "disabled", "PYTHONPATH": str(PROJECT_ROOT / "src")})
+    assert done.returncode == 0, done.stderr[-3000:]
+    history = json.loads(done.stdout.split("HISTORY ", 1)[1])
+    steps = [entry for entry in history if "rewards/code_reward/mean" in entry]
+    assert len(steps) == 2, history
+    assert all(0.0 <= entry["rewards/code_reward/mean"] <= 1.0 for entry in steps)
+    assert all("status/passed" in entry and "sandbox/batch_s" in entry for entry in steps)  # the template's metrics
+
+
+def test_each_form_reads_its_own_columns():
+    rewards = code_reward([ADD, SUB, "no code at all", None, [{"role": "assistant", "content": ADD}], 42],
+                          test=["add(2, 3)"] * 6, expected=["5"] * 6)
+    assert rewards == [1.0, 0.0, 0.0, 0.0, 1.0, 0.0]
+    stdio = [{"input": "2 3\n", "output": "5\n"}, {"input": "1 1\n", "output": "2\n"}]
+    assert code_reward(["print(sum(map(int, input().split())))", "print(5)"], tests=[stdio, json.dumps(stdio)]) \
+        == [1.0, 0.0]
+    call = [{"input": [2, 3], "output": 5}]
+    assert code_reward([ADD, SUB], tests=[call, call], fn_name=["add", "add"]) == [1.0, 0.0]
+    humaneval = "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(0, 0) == 0\n"
+    assert code_reward([ADD, SUB], test=[humaneval] * 2, entry_point=["add"] * 2) == [1.0, 0.0]
+    reward = CodeReward(problems=PROJECT_ROOT / "problems" / "seed.jsonl")
+    assert reward([GOOD, HACKS["os._exit"]], problem_id=["is_prime"] * 2) == [1.0, 0.0]
+
+
+def test_bad_columns_are_one_error_naming_them_before_anything_runs():
+    with pytest.raises(UsageError, match=r"columns of one form: test \+ expected .* it has test$"):
+        code_reward([ADD], test=["add(2, 3)"])
+    with pytest.raises(UsageError, match="column 'expected' must be a list with one entry per completion"):
+        code_reward([ADD], test=["add(2, 3)"], expected="5")
+    with pytest.raises(UsageError, match="row 0: field 'expected' is not valid JSON text"):
+        code_reward([ADD], test=["add(2, 3)"], expected=["{five"])
+    with pytest.raises(UsageError, match=r"tests\[0\].input' must be a list of arguments"):
+        code_reward([ADD], tests=[[{"input": 2, "output": 5}]], fn_name=["add"])
+    with pytest.raises(UsageError, match="problem_id nope not in CodeReward"):
+        CodeReward()([ADD], problem_id=["nope"])
+    with pytest.raises(UsageError, match=r"kind='half'\): must be one of binary, partial"):
+        CodeReward(kind="half")
+    with pytest.raises(UsageError, match="sandbox='docker'"):
+        CodeReward(sandbox="docker")
+
+
+def test_a_missing_bubblewrap_and_a_missing_key_say_what_to_do(tmp_path, monkeypatch):
+    with pytest.raises(SandboxFatalError, match="bubblewrap"):
+        CodeReward(LocalSandboxConfig(bwrap=str(tmp_path / "bwrap")))([ADD], test=["add(2, 3)"], expected=["5"])
+    monkeypatch.delenv("SUPERSERVE_API_KEY", raising=False)
+    with pytest.raises((SandboxFatalError, UsageError), match="SUPERSERVE_API_KEY"):
+        CodeReward(SuperserveSandboxConfig())([ADD], test=["add(2, 3)"], expected=["5"])
+
+
+def test_a_pickled_reward_scores_as_the_original():
+    original = CodeReward(kind="partial", timeout_s=5.0)
+    completions = [ADD, SUB, "def add(a, b):\n    return 5"]
+    columns = {"test": ["[add(2, 3), add(1, 1)]"] * 3, "expected": ["[5, 2]"] * 3}
+    before = original(completions, **columns)
+    copy = pickle.loads(pickle.dumps(original))
+    assert copy(completions, **columns) == before == [1.0, 0.0, 0.5]
+    assert copy.__name__ == "code_reward" and (copy.kind, copy.timeout_s) == (original.kind, original.timeout_s)
+
+
+def test_threads_and_a_fork_each_get_their_verdicts():
+    reward = CodeReward()
+    results: dict[int, list] = {}
+
+    def call(number: int) -> None:
+        results[number] = reward([ADD if number % 2 else SUB], test=["add(2, 3)"], expected=["5"])
+
+    threads = [threading.Thread(target=call, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == {n: [1.0 if n % 2 else 0.0] for n in range(6)}
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's sandbox and loop thread are not its own; it opens its own
+        try:
+            os.write(write, json.dumps(reward([ADD], test=["add(2, 3)"], expected=["5"])).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        assert json.loads(pipe.read() or "null") == [1.0]
+    os.waitpid(pid, 0)
+    assert reward([ADD], test=["add(2, 3)"], expected=["5"]) == [1.0]  # the parent's still works
+
+
+def test_the_async_reward_is_awaited_and_logs_the_templates_metrics():
+    from trl.trainer.utils import get_callable_name, is_async_callable
+
+    reward = codegrpo.AsyncCodeReward()
+    assert is_async_callable(reward) and not is_async_callable(CodeReward())
+    assert get_callable_name(reward) == get_callable_name(code_reward) == "code_reward"
+    metrics: dict[str, float] = {}
+    extra: dict[str, list] = {}
+    rewards = asyncio.run(reward([ADD, SUB], test=["add(2, 3)"] * 2, expected=["5"] * 2,
+                                 log_metric=metrics.__setitem__, log_extra=extra.__setitem__))
+    assert rewards == [1.0, 0.0]
+    assert metrics["status/passed"] == 1.0 and metrics["pass_rate"] == 0.5 and "hacks/any" in metrics
+    assert extra["status"] == ["passed", "failed"] and set(extra) == {"problem_id", "status", "error", "code", "flags"}
+
+
+def test_score_gives_the_verdicts_of_codegrpo_score(tmp_path):
+    corpus = [GOOD, "def is_prime(n):\n    return n > 1", "def is_prime(n):\n    raise ValueError()",
+              "```bash\nls\n```", "def is_prime(n):\n    while True: pass", *HACKS.values()]
+    path = tmp_path / "completions.jsonl"
+    path.write_text("".join(json.dumps({"problem_id": "is_prime", "completion": c}) + "\n" for c in corpus))
+    done = command("codegrpo.commands.score", f"completions={path}", "problems=seed", "sandbox.timeout_s=2",
+                   "--reasons")
+    assert done.returncode == 0, done.stderr
+    cli = [json.loads(line) for line in done.stdout.splitlines()]
+    reward = CodeReward(timeout_s=2.0)
+    library = [codegrpo.score(c, problem=IS_PRIME, reward=reward) for c in corpus]
+    assert [(s.verdict.status.value, s.verdict.reward, sorted(s.flags)) for s in library] == \
+        [(line["status"], line["reward"], sorted(line["flags"])) for line in cli]
+    assert library[0].verdict.status is Status.PASSED and {s.verdict.status for s in library[1:]} <= {
+        Status.FAILED, Status.ERROR, Status.NO_CODE, Status.TIMEOUT}
+    one = codegrpo.score("def add(a, b):\n    return a + b", test="add(2, 3)", expected="5")
+    assert (one.verdict.status, one.verdict.reward, one.verdict.detail) == (Status.PASSED, 1.0, "")
+
+
+def test_import_codegrpo_imports_no_torch_transformers_or_trl():
+    probe = ("import sys, codegrpo; [getattr(codegrpo, name) for name in codegrpo.__all__]; "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'trl')))")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (0, "[]\n"), done.stderr[-2000:]
+    documented = [n for n in codegrpo.__all__ if not (getattr(codegrpo, n).__doc__ or f"{n}(").startswith(f"{n}(")]
+    assert sorted(codegrpo.__all__) == codegrpo.__all__ == documented  # a docstring of its own, not the signature
