@@ -13,7 +13,7 @@ TORCH_INDEX ?= https://download.pytorch.org/whl/$(TORCH)
 # Every other package at the version the tests passed with (regenerate: make constraints).
 CONSTRAINTS ?= constraints.txt
 
-.PHONY: help setup train test test-fast lint bench clean constraints
+.PHONY: help setup train test test-fast lint types bench clean constraints
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -47,7 +47,10 @@ test-fast: setup ## the suite without the slow tests
 	$(PY) -m pytest -m "not slow"
 
 lint: setup ## ruff
-	$(VENV)/bin/ruff check src tests benchmarks train.py
+	$(VENV)/bin/ruff check src tests benchmarks train.py problems
+
+types: setup ## mypy on src/codegrpo (pyproject's [tool.mypy])
+	$(VENV)/bin/mypy
 
 bench: setup ## the benchmarks (prints ratios)
 	$(PY) -m benchmarks.bench

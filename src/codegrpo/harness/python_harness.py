@@ -68,7 +68,7 @@ def _typed(value, depth=0):
 
 
 EXACT = (type(None), bool, int, float, complex, str, bytes)
-DICT_VIEWS = (type({}.keys()), type({}.items()))
+DICT_VIEWS: tuple[type, ...] = (type({}.keys()), type({}.items()))
 # What a type may define to compare otherwise than the plain value it holds.
 COMPARISONS = ("__eq__", "__ne__", "__hash__", "__lt__", "__le__", "__gt__", "__ge__")
 DECIMAL_DIGITS = 100000  # past this, a Decimal is refused rather than turned into an int that size
@@ -484,7 +484,7 @@ def main(code, test, mode, entry="", prompt=""):
 
 SIGNALS_OF_ITS_OWN = {6, 1, 2, 3, 10, 12, 15}  # abort, hup, int, quit, usr1, usr2, term: not a limit's kill
 EXITS = ("SystemExit", "KeyboardInterrupt", "GeneratorExit")
-_CHILD_GONE = []  # the parent's own record: the child died while the checks were running
+_CHILD_GONE: list[object] = []  # the parent's own record: the child died while the checks were running
 
 
 def _seen_by_parent(report, status):
