@@ -6,6 +6,8 @@ parent's state used to leak into the program's process. Each form against a real
   the collection at exit finalized its FileIO before the buffer above it was flushed; the output was lost.
 - sys.stdout was the warm parent's, made when its fd 1 was /dev/null: it said it could seek, so
   io.TextIOWrapper(sys.stdout.buffer) failed with ESPIPE on the run's pipe.
+- __builtins__ was the builtins dict (what an imported module has), not the module a script's __main__
+  has: __builtins__.abs raised AttributeError.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ FORMS = {
     "sys.stdout detached and rewrapped": (
         "import io, sys\nsys.stdout = io.TextIOWrapper(sys.stdout.detach(), encoding='utf-8')\nprint(int(input()) * 2)\n"
     ),
+    "__builtins__ is the module": "print(__builtins__.abs(-int(input())) * 2, type(__builtins__).__name__)\n",
     "what the std streams say of themselves": (
         "import sys\nn = int(input())\nprint(n * 2, sys.stdout.seekable(), sys.stdout.line_buffering, sys.stdout.mode,"
         " sys.stdout.name, sys.stdin.name, sys.stderr.line_buffering, sys.stdout is sys.__stdout__)\n"

@@ -3,6 +3,7 @@
 # Shared by the local warm worker and the Superserve batch runner, which import it from their own
 # directory. Standard library only.
 import atexit
+import builtins
 import contextlib
 import gc
 import importlib
@@ -58,7 +59,7 @@ def run_as_main(path, source, prelude=None, prelude_chars=0):
     main.__file__ = path
     main.__cached__ = None
     main.__loader__ = importlib.machinery.SourceFileLoader("__main__", path)
-    main.__builtins__ = __builtins__
+    main.__builtins__ = builtins  # the module, as in a script's __main__ (an imported module has its dict)
     sys.modules["__main__"] = main
     status = 0
     try:
