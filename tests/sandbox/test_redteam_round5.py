@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from codegrpo.problems import IOTest, Problem
-from codegrpo.programs import get_language
+from codegrpo.programs import build_program, get_language
 from codegrpo.scoring import Scorer
 from tests.helpers.sandbox import make_sandbox
 
@@ -47,7 +47,8 @@ FORMS = {
         "import io, sys\nsys.stdout = io.TextIOWrapper(sys.stdout.buffer, encoding='utf-8')\nprint(int(input()) * 2)\n"
     ),
     "sys.stdout detached and rewrapped": (
-        "import io, sys\nsys.stdout = io.TextIOWrapper(sys.stdout.detach(), encoding='utf-8')\nprint(int(input()) * 2)\n"
+        "import io, sys\nsys.stdout = io.TextIOWrapper(sys.stdout.detach(), encoding='utf-8')\n"
+        "print(int(input()) * 2)\n"
     ),
     "__builtins__ is the module": "print(__builtins__.abs(-int(input())) * 2, type(__builtins__).__name__)\n",
     "what the std streams say of themselves": (
@@ -83,3 +84,21 @@ def test_output_comes_out_as_under_python3(box, expected, form):
     scorer = Scorer([problem], box, get_language("python"), "binary", timeout_s=5.0, monitor=False)
     (scored,) = asyncio.run(scorer.score(["round5"], [textwrap.dedent(FORMS[form])]))
     assert scored.verdict.reward == 1.0, scored.verdict
+
+
+def test_a_programs_runs_go_in_an_order_drawn_for_it(box):
+    # A run can learn how many of its program's runs went before it (the host's page cache, the sandbox
+    # root's timestamps, or as here the clock): drawn at random, that count is not its test's place, so a
+    # program cannot answer, or replay a dataset's examples, by position.
+    tests = tuple(IOTest(f"{i}\n", f"{i}\n") for i in range(10))
+    problem = Problem("order", "Print the number.", "", "stdio", tests=tests)
+    program = build_program(problem, "import time\nprint(input(), time.monotonic())\n", get_language("python"),
+                            timeout_s=5.0)
+    orders = []
+    for _ in range(2):
+        (result,) = asyncio.run(box.run_many([program]))
+        runs = [run.stdout.split() for run in result.runs]
+        assert [int(test) for test, _ in runs] == list(range(10))  # each result is its own test's
+        started = [float(at) for _, at in runs]
+        orders.append(sorted(range(10), key=started.__getitem__))
+    assert orders[0] != list(range(10)) and orders[0] != orders[1], orders  # 1 in 10! to be in order by chance

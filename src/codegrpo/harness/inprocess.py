@@ -134,7 +134,7 @@ def _fresh_stdio():
     streams = []
     try:
         for fd, old, write in ((0, sys.__stdin__, False), (1, sys.__stdout__, True), (2, sys.__stderr__, True)):
-            buffer = io.open(fd, "wb" if write else "rb", -1, closefd=False)
+            buffer = open(fd, "wb" if write else "rb", -1, closefd=False)  # noqa: SIM115 (it lives on as sys.std*)
             buffer.raw.name = f"<{('stdin', 'stdout', 'stderr')[fd]}>"
             line_buffering = buffer.raw.isatty() or fd == 2
             stream = io.TextIOWrapper(buffer, old.encoding, old.errors, "\n", line_buffering, False)
