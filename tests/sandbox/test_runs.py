@@ -127,9 +127,12 @@ def test_the_budget_bounds_all_runs_together(backend):
     result = run(backend, "import time\ntime.sleep(float(input()))\nprint('done')", ["0.1", "5", "0.1", "0.1"],
                  timeout_s=10.0, budget_s=1.5)  # fmt: skip
     assert time.monotonic() - started < 6.0
-    assert outputs(result) == [(Outcome.EXITED, 0, "done\n"), (Outcome.TIMEOUT, None, ""),
-                               (Outcome.TIMEOUT, None, ""), (Outcome.TIMEOUT, None, "")]  # fmt: skip
-    assert result.runs[1].duration_s < 3.0 and result.runs[3].duration_s == 0.0  # never started
+    # The runs go in a random order: the long one is cut at the budget's end, the short ones before it ran
+    # and the ones after it never started.
+    assert outputs(result)[1] == (Outcome.TIMEOUT, None, "") and result.runs[1].duration_s < 3.0
+    for number in (0, 2, 3):
+        ran = outputs(result)[number] == (Outcome.EXITED, 0, "done\n")
+        assert ran or (outputs(result)[number] == (Outcome.TIMEOUT, None, "") and result.runs[number].duration_s == 0.0)
 
 
 def test_inputs_of_megabytes(backend):

@@ -3,6 +3,7 @@
 # Shared by the local warm worker and the Superserve batch runner, which import it from their own
 # directory. Standard library only.
 import atexit
+import builtins
 import contextlib
 import gc
 import importlib
@@ -51,13 +52,14 @@ def run_as_main(path, source, prelude=None, prelude_chars=0):
     would have ended with (an uncaught KeyboardInterrupt kills the process by SIGINT, as there). The
     caller has set up fds, limits, the environment and the cwd."""
     sys.argv[:] = [path]
+    _fresh_stdio()
     atexit._clear()  # the warm parent's hooks are not the program's
     _match_cold_recursion_limit()
     main = types.ModuleType("__main__")
     main.__file__ = path
     main.__cached__ = None
     main.__loader__ = importlib.machinery.SourceFileLoader("__main__", path)
-    main.__builtins__ = __builtins__
+    main.__builtins__ = builtins  # the module, as in a script's __main__ (an imported module has its dict)
     sys.modules["__main__"] = main
     status = 0
     try:
@@ -100,19 +102,47 @@ def _finalize():
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(BaseException):
             stream.flush()
+    # Before the collection too: it finalizes a cycle's objects in no order, so the FileIO under a file
+    # object kept in __main__ (whose functions make its globals a cycle) may close before the buffer above
+    # it is flushed, where the interpreter's exit lets them go one by one, top down.
+    _flush_open_files()
     with contextlib.suppress(BaseException):
         sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__
         sys.modules.pop("__main__", None)
         gc.collect()
+    _flush_open_files()
+    for stream in (sys.__stdout__, sys.__stderr__):
+        with contextlib.suppress(BaseException):
+            stream.flush()
+
+
+def _flush_open_files():
+    """Flush every file object still open on fd 1 or 2."""
     with contextlib.suppress(BaseException):
         for value in gc.get_objects():
             if isinstance(value, BUFFERED):
                 with contextlib.suppress(BaseException):
                     if not value.closed and value.fileno() in (1, 2):
                         value.flush()
-    for stream in (sys.__stdout__, sys.__stderr__):
-        with contextlib.suppress(BaseException):
-            stream.flush()
+
+
+def _fresh_stdio():
+    """sys.stdin, sys.stdout and sys.stderr (and their __dunder__ twins) made anew on fds 0-2, as the
+    interpreter makes them at its start (create_stdio): the warm parent's were made for its own fds (its
+    stdout is /dev/null, and a FileIO remembers that it can seek: on the run's pipe,
+    io.TextIOWrapper(sys.stdout.buffer) then failed with ESPIPE, and sys.stdout.seekable() was True)."""
+    streams = []
+    try:
+        for fd, old, write in ((0, sys.__stdin__, False), (1, sys.__stdout__, True), (2, sys.__stderr__, True)):
+            buffer = open(fd, "wb" if write else "rb", -1, closefd=False)  # noqa: SIM115 (it lives on as sys.std*)
+            buffer.raw.name = f"<{('stdin', 'stdout', 'stderr')[fd]}>"
+            line_buffering = buffer.raw.isatty() or fd == 2
+            stream = io.TextIOWrapper(buffer, old.encoding, old.errors, "\n", line_buffering, False)
+            stream.mode = "w" if write else "r"
+            streams.append(stream)
+    except (OSError, ValueError, AttributeError):
+        return  # an fd the caller did not set up: the parent's streams stay
+    sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams
 
 
 def _match_cold_recursion_limit():

@@ -118,22 +118,32 @@ class OutputCap:
 
 
 def exchange(control, document, fds, output_limits, grace_s=ANSWER_GRACE_S):
-    """The host's side of one request: its runs one after another, each sent with its own input alone, and
-    yield, run by run, (answer, [stdout bytes, stderr bytes], over_limit). Each next run is sent as soon as
-    the last is answered, so the runner starts it while the caller reads that one. ``fds`` stay the
-    caller's to close; ``document["uids"]``, if any, is the uid of each run."""
+    """The host's side of one request: its runs one after another, in an order drawn anew for each request,
+    each sent with its own input alone, and yield, run by run, (index, answer, [stdout bytes, stderr bytes],
+    over_limit), ``index`` being the run's place in the request. Each next run is sent as soon as the last
+    is answered, so the runner starts it while the caller reads that one. ``fds`` stay the caller's to
+    close; ``document["uids"]``, if any, is the uid of each run (by index).
+
+    The order is random because a run can always learn how many ran before it through what the machine
+    shares (the page cache, the sandbox's timestamps): in a random order that count says nothing about
+    which test it is, so a program cannot replay a dataset's examples (its first tests) by position."""
     count, sizes, uids = runs(document), document["inputs"], document.get("uids")
+    import random  # here: only a host runs this, and no program's interpreter gets the module from the runner
+
+    order = list(range(count))
+    random.SystemRandom().shuffle(order)
     offsets = [0]
     for size in sizes or []:
         offsets.append(offsets[-1] + size)
     budget_end = None if document["budget"] is None else time.monotonic() + document["budget"]
 
-    def start(index):
-        """Send run ``index``; its end of budget (if sooner than its timeout) and answer deadline, or None
-        when the budget leaves it no time."""
+    def start(position):
+        """Send the run at ``position`` of the order; its end of budget (if sooner than its timeout) and
+        answer deadline, or None when the budget leaves it no time."""
         started = time.monotonic()
-        if index >= count or (budget_end is not None and budget_end <= started):
+        if position >= count or (budget_end is not None and budget_end <= started):
             return None
+        index = order[position]
         run = {name: document[name] for name in RUN_FIELDS} | ({} if uids is None else {"uid": uids[index]})
         own = [] if sizes is None else [own_input(fds[1], offsets[index], sizes[index])]
         try:
@@ -145,9 +155,9 @@ def exchange(control, document, fds, output_limits, grace_s=ANSWER_GRACE_S):
         return cut, (started + document["timeout"] if cut is None else cut) + grace_s
 
     sent = start(0)
-    for index in range(count):
+    for position, index in enumerate(order):
         if sent is None:  # no time left: the run never starts
-            yield {"code": None, "timeout": True, "duration_s": 0.0}, [b"", b""], False
+            yield index, {"code": None, "timeout": True, "duration_s": 0.0}, [b"", b""], False
             continue
         cut, deadline = sent
         message, streams = receive(control, 2, deadline)
@@ -160,8 +170,8 @@ def exchange(control, document, fds, output_limits, grace_s=ANSWER_GRACE_S):
             close_all(streams)
             raise ProtocolError(f"an unexpected message for run {index}: {message}")
         answer, outputs, over = collect(control, index, streams, output_limits, deadline, cut)
-        sent = start(index + 1)
-        yield checked(answer), outputs, over
+        sent = start(position + 1)
+        yield index, checked(answer), outputs, over
 
 
 def own_input(stdin, offset, size):

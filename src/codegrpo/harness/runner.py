@@ -477,11 +477,12 @@ def batch(work):
         fds = [os.open(f"{work}/{name}", os.O_RDONLY) for name in names]
         try:
             # base64: a third more than the bytes, where JSON escapes of arbitrary bytes could make it six times
-            runs = [{"exit_code": answer["code"], "timed_out": answer["timeout"], "over_limit": over,
-                     "stdout": binascii.b2a_base64(outputs[0], newline=False).decode(),
-                     "stderr": binascii.b2a_base64(outputs[1], newline=False).decode(),
-                     "duration_s": answer["duration_s"]}
-                    for answer, outputs, over in protocol.exchange(control, request, fds, limits["output_bytes"])]
+            runs = [None] * protocol.runs(request)
+            for run, answer, outputs, over in protocol.exchange(control, request, fds, limits["output_bytes"]):
+                runs[run] = {"exit_code": answer["code"], "timed_out": answer["timeout"], "over_limit": over,
+                             "stdout": binascii.b2a_base64(outputs[0], newline=False).decode(),
+                             "stderr": binascii.b2a_base64(outputs[1], newline=False).decode(),
+                             "duration_s": answer["duration_s"]}
         except protocol.ProtocolError as error:
             sys.exit(f"codegrpo runner: {error}")
         finally:

@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from codegrpo.harness.protocol import ProtocolError, close_all, exchange, receive
+from codegrpo.harness.protocol import runs as protocol_runs
 from codegrpo.sandbox.base import Outcome, Program, RunResult, classify, program_result, runner_sources
 from codegrpo.sandbox.cgroups import RunCgroup
 
@@ -170,15 +171,14 @@ class Worker:
         started = time.monotonic()
         ooms = self.group.oom_kills() if self.group is not None else 0
         request, stdin = program.request()
-        runs: list[RunResult] = []
+        runs: list[RunResult | None] = [None] * protocol_runs(request)  # by test index: they run shuffled
         try:
             fds = [_memfd("codegrpo-program", program.source.encode("utf-8", "surrogatepass"))]
             if stdin is not None:
                 fds.append(_memfd("codegrpo-stdin", stdin))
             try:
-                for index, (answer, (stdout, stderr), over) in enumerate(
-                    exchange(self._control, request, fds, self._output_limits)
-                ):
+                for index, answer, (stdout, stderr), over in exchange(self._control, request, fds,
+                                                                      self._output_limits):
                     # Read as each answer comes: the next run starts at once, and a memory bomb takes far
                     # longer than this to reach the limit.
                     now = self.group.oom_kills() if self.group is not None else 0
@@ -186,7 +186,7 @@ class Worker:
                                    float(answer["duration_s"]), over_limit=over, timed_out=answer["timeout"],
                                    oom=now > ooms)  # fmt: skip
                     del stdout, stderr
-                    runs.append(program.kept(index, run))
+                    runs[index] = program.kept(index, run)
                     ooms = now
             finally:
                 close_all(fds)
@@ -199,7 +199,7 @@ class Worker:
             # flight) would count against every later program's limit: the worker goes. The worker was
             # clean before this program, so the result is the program's own and stands.
             self.close()
-        return program_result(program, runs, time.monotonic() - started)
+        return program_result(program, [run for run in runs if run is not None], time.monotonic() - started)
 
     def _pinned_beyond_slack(self) -> bool:
         """Whether the worker's cgroup holds more than at its start, by over the slack (False if unknown)."""
