@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from codegrpo.problems import IOTest, Problem
-from codegrpo.programs import build_program, get_language
-from codegrpo.scoring import Scorer
+from codegrpo.data.problems import IOTest, Problem
+from codegrpo.reward.programs import build_program, get_language
+from codegrpo.reward.scorer import Scorer
 from tests.helpers.sandbox import make_sandbox
 
 pytestmark = pytest.mark.skipif(
@@ -81,7 +81,7 @@ def expected(tmp_path_factory) -> dict[str, str]:
 @pytest.mark.parametrize("form", FORMS)
 def test_output_comes_out_as_under_python3(box, expected, form):
     problem = Problem("round5", "Print twice the number.", "", "stdio", tests=(IOTest(INPUT, expected[form]),))
-    scorer = Scorer([problem], box, get_language("python"), "binary", timeout_s=5.0, monitor=False)
+    scorer = Scorer([problem], box, get_language("python"), "binary", timeout_s=5.0)
     (scored,) = asyncio.run(scorer.score(["round5"], [textwrap.dedent(FORMS[form])]))
     assert scored.verdict.reward == 1.0, scored.verdict
 

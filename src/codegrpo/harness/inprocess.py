@@ -23,7 +23,7 @@ PRELOAD = (
 )
 # File objects that may hold output at exit (a TextIOWrapper's flush flushes its buffer too).
 BUFFERED = (io.TextIOWrapper, io.BufferedWriter, io.BufferedRandom)
-_preludes = {}
+_preludes: dict[tuple[str, str], object] = {}
 
 
 def preload():
@@ -142,7 +142,8 @@ def _fresh_stdio():
             streams.append(stream)
     except (OSError, ValueError, AttributeError):
         return  # an fd the caller did not set up: the parent's streams stay
-    sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams
+    # The interpreter sets the __std*__ names once at its start; this process is a program's fresh start.
+    sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams  # type: ignore[misc]
 
 
 def _match_cold_recursion_limit():
