@@ -8,7 +8,9 @@
     model(cfg.model)                  the model and tokenizer (a checkpoint in place of the model group)
     tracking(cfg, run_dir, job_type)  the W&B run, or None
     dataset(problems, cfg.problems)   the prompts and test columns GRPOTrainer samples from
+    scored_problems(cfg, problems)    what the reward scores: each problem's hidden tests under rollout=feedback
     reward_functions(cfg, scorer)     reward.functions and their weights (codegrpo.reward.functions resolves each)
+    rollout(cfg, problems, scorer)    rollout=feedback's rollout_func (codegrpo.train.feedback), or None
     grpo_config(cfg, run_dir)         trl.GRPOConfig from the trainer group
     trainer(cfg, ...)                 the GRPOTrainer over all of the above (codegrpo.train.trl_adapter: TRL's adapter)
 
@@ -23,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codegrpo.config.choices import LoggerBackend, RewardKind, Split
+from codegrpo.config.choices import LoggerBackend, RewardKind, RolloutKind, Split
 from codegrpo.config.schema import (
     EvaluateConfig,
     ModelConfig,
@@ -37,11 +39,12 @@ from codegrpo.config.schema import (
 from codegrpo.data.files import load_problems
 from codegrpo.data.problems import Problem
 from codegrpo.data.prompts import messages_for
+from codegrpo.data.public_tests import hidden
 from codegrpo.data.sets import load_problem_set, problem_set_hash, select_split
 from codegrpo.errors import UsageError
 from codegrpo.reward import functions as rewards
 from codegrpo.reward.programs import get_language
-from codegrpo.reward.scorer import Scorer
+from codegrpo.reward.scorer import HACK_PENALTY, Scorer
 from codegrpo.sandbox.base import SandboxBackend, make_backend
 from codegrpo.tracking import console
 from codegrpo.tracking import wandb_run as tracking_runs
@@ -129,6 +132,12 @@ def dataset(problem_set: list[Problem], cfg: ProblemsConfig) -> Dataset:
     ])
 
 
+def scored_problems(cfg: TrainConfig, problem_set: list[Problem]) -> list[Problem]:
+    """The problems the training reward scores: under rollout=feedback each one's hidden tests only (the
+    public ones are the model's to see), else every test."""
+    return [hidden(p) for p in problem_set] if cfg.rollout.kind is RolloutKind.feedback else problem_set
+
+
 def reward_functions(cfg: TrainConfig, scorer: Scorer) -> tuple[list[Callable[..., object]], list[float] | None]:
     """The reward functions of ``reward.functions`` and their weights (None: TRL's default, all 1.0)."""
     entries = list(cfg.reward.functions)
@@ -138,6 +147,11 @@ def reward_functions(cfg: TrainConfig, scorer: Scorer) -> tuple[list[Callable[..
     if unknown_args:
         raise UsageError(f"reward.args names {sorted(unknown_args)}, which reward.functions does not list")
     functions = [rewards.resolve(entry, cfg, scorer) for entry in entries]
+    if cfg.rollout.kind is RolloutKind.feedback:  # codegrpo's rewards score each episode's final code
+        from codegrpo.train.feedback import score_final_code
+
+        functions = [score_final_code(f) if entry in (rewards.CODE_REWARD, HACK_PENALTY) else f
+                     for entry, f in zip(entries, functions, strict=True)]
     names = [rewards.reward_name(f) for f in functions]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
@@ -166,6 +180,20 @@ def grpo_config(cfg: TrainConfig, run_dir: Path, reward_weights: list[float] | N
     if reward_weights is not None:
         args["reward_weights"] = reward_weights
     return GRPOConfig(output_dir=str(run_dir), seed=cfg.seed, **console.current_arg_names(args))
+
+
+def rollout(cfg: TrainConfig, problem_set: list[Problem], scorer: Scorer | None) -> Callable[..., object] | None:
+    """TRL's rollout_func for rollout=feedback (the turns, on ``problem_set``'s public tests, through
+    ``scorer``'s sandbox), or None for TRL's own single-turn generation."""
+    if cfg.rollout.kind is not RolloutKind.feedback:
+        return None
+    from codegrpo.train.feedback import FeedbackSettings, make_feedback_rollout
+
+    if scorer is None:
+        raise UsageError("rollout=feedback needs the run's scorer")
+    settings = FeedbackSettings(cfg.rollout.max_turns, cfg.rollout.max_failures, cfg.rollout.truncate_chars,
+                                cfg.rollout.show_expected)
+    return make_feedback_rollout(problem_set, scorer, settings, prompt_of=lambda p: messages_for(p, cfg.problems))
 
 
 def trainer(cfg: TrainConfig, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, problem_set: list[Problem],
@@ -198,4 +226,5 @@ def trainer(cfg: TrainConfig, model: PreTrainedModel, tokenizer: PreTrainedToken
         guard=guard,
         checkpoint_state=state,
         online=online,
+        rollout_func=rollout(cfg, problem_set, scorer),
     )

@@ -25,6 +25,7 @@ from codegrpo.config.schema import ScoreConfig
 from codegrpo.data.files import write_problems
 from codegrpo.data.problems import Problem
 from codegrpo.data.prompts import doubled_words
+from codegrpo.data.public_tests import split_warning
 from codegrpo.data.sets import oversize_outputs
 from codegrpo.data.weak_tests import trivial_programs
 from codegrpo.reward.explain import code_head, reason
@@ -74,6 +75,9 @@ def validate(cfg: ScoreConfig) -> int:
         print(f"OUTPUT   {problem.id}: test {number} expects {size} bytes of output, more than "
               f"sandbox.stdout_limit_bytes={cap}: no program passes it")
     warn_doubled_prompts(problems, cfg.problems.prompt_template)
+    for problem in problems:
+        if (message := split_warning(problem)) is not None:
+            print(f"WARNING  {message}", file=sys.stderr)
     if cfg.keep_passing:
         passing = {s.problem_id for s in scored if s.verdict.status is Status.PASSED} - weak.keys()
         kept = [p for p in problems if p.id in passing]

@@ -75,6 +75,11 @@ class SamplerKind(enum.StrEnum):
     difficulty = "difficulty"  # weighted by each problem's recent pass rate (codegrpo.train.sampling)
 
 
+class RolloutKind(enum.StrEnum):
+    single = "single"  # one turn: the completion is the code (the default)
+    feedback = "feedback"  # turns with the public tests' results as feedback (codegrpo.train.feedback)
+
+
 class Form(enum.StrEnum):
     """A problem's form: how its tests are written and how a completion is run against them."""
 

@@ -24,6 +24,7 @@ from codegrpo.config.choices import (
     Loader,
     LoggerBackend,
     RewardKind,
+    RolloutKind,
     SamplerKind,
     SaveDtype,
     Split,
@@ -314,6 +315,23 @@ class SamplerConfig:
 
 
 @dataclass
+class RolloutConfig:
+    """rollout=single | feedback: one turn, or turns that show the model its code's results on the public
+    tests and score its last code on the hidden ones (codegrpo.train.feedback)."""
+
+    kind: RolloutKind = RolloutKind.single
+    max_turns: int = 3  # model turns per episode (feedback)
+    max_failures: int = 3  # failing tests one feedback message shows
+    truncate_chars: int = 400  # of each input, expected output, output and error shown
+    show_expected: bool = True  # show the failing tests' expected outputs
+
+    def __post_init__(self) -> None:
+        for name in ("max_turns", "max_failures", "truncate_chars"):
+            if getattr(self, name) < 1:
+                raise UsageError(f"rollout.{name}={getattr(self, name)}: must be at least 1")
+
+
+@dataclass
 class PreemptionConfig:
     """What a signal during training does (codegrpo.train.preemption): finish the optimizer step, save a
     checkpoint, write PREEMPTED and exit with status 75; a second signal stops at once."""
@@ -342,6 +360,7 @@ class TrainConfig:
     resume_force: bool = False
     preemption: PreemptionConfig = field(default_factory=PreemptionConfig)
     sampler: SamplerConfig = field(default_factory=SamplerConfig)  # sampler=uniform | difficulty
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)  # rollout=single | feedback
     plots: bool = True  # PNG plots of the reward curve and pass rate in the run dir
     peft: Optional[LoraSchema] = None  # peft=lora: LoRA adapters; None trains every weight
     # With trainer.log_completions: a completions table (parquet, W&B) every N optimizer steps.
@@ -444,6 +463,7 @@ def _store_schemas() -> None:
     cs.store(group="logger", name="base_logger", node=LoggerConfig)
     cs.store(group="peft", name="base_lora", node=LoraSchema)
     cs.store(group="sampler", name="base_sampler", node=SamplerConfig)
+    cs.store(group="rollout", name="base_rollout", node=RolloutConfig)
 
 
 @functools.cache

@@ -72,6 +72,9 @@ class Problem:
     fn_name: str = ""  # call form: the function (or a method of class Solution) each test calls
     starter_code: str = ""  # call form: the signature the prompt shows (LeetCode's class Solution)
     preamble: str = ""  # stdio and call forms: a key of PREAMBLES, the imports run before the completion
+    # stdio and call forms: the tests the model may see (rollout=feedback; codegrpo.data.public_tests), a subset
+    # of ``tests`` or tests of their own; the reward scores the others.
+    public_tests: tuple[IOTest, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "form", Form(self.form))  # a problem file's "stdio" is Form.stdio
@@ -108,6 +111,8 @@ def parse_problem(record: Any, where: str) -> Problem:
     }
     if "tests" in record:
         return _parse_io_problem(record, where, extras)
+    if record.get("public_tests"):
+        raise ProblemError(f"{where}: field 'public_tests' is for stdin/stdout and call-form problems (with 'tests')")
     if "task_id" in record or "entry_point" in record:
         fields = {key: _require_str(record, key, where) for key in HUMANEVAL_FIELDS}
         return Problem(
@@ -158,8 +163,20 @@ def _parse_io_problem(record: dict[str, Any], where: str, extras: dict[str, Any]
         parsed.append(IOTest(given, wanted))
     return Problem(
         id=problem_id, prompt=prompt, test="", form=Form.call if call else Form.stdio, tests=tuple(parsed),
-        fn_name=record.get("fn_name", ""), starter_code=record.get("starter_code") or "", **extras,
+        fn_name=record.get("fn_name", ""), starter_code=record.get("starter_code") or "",
+        public_tests=_public_tests(record, where, extras), **extras,
     )
+
+
+def _public_tests(record: dict[str, Any], where: str, extras: dict[str, Any]) -> tuple[IOTest, ...]:
+    """A record's ``public_tests``, shaped and checked like its ``tests`` (none: ())."""
+    if not record.get("public_tests"):
+        return ()
+    shown = {key: value for key, value in record.items() if key != "public_tests"} | {"tests": record["public_tests"]}
+    try:
+        return _parse_io_problem(shown, where, extras).tests
+    except ProblemError as error:
+        raise ProblemError(str(error).replace("field 'tests", "field 'public_tests")) from None
 
 
 def to_record(problem: Problem) -> dict[str, Any]:
@@ -171,6 +188,9 @@ def to_record(problem: Problem) -> dict[str, Any]:
         value = json.loads if call else str
         tests = [{"input": value(t.input), "output": value(t.output)} for t in problem.tests]
         record = {"id": problem.id, "prompt": problem.prompt, "tests": tests}
+        if problem.public_tests:
+            record["public_tests"] = [{"input": value(t.input), "output": value(t.output)}
+                                      for t in problem.public_tests]
         if call:
             record |= {"fn_name": problem.fn_name, "starter_code": problem.starter_code}
     elif problem.form is Form.humaneval:

@@ -139,5 +139,7 @@ def problem_set_hash(problems: Iterable[Problem]) -> str:
         fields = dataclasses.asdict(problem)
         if not problem.preamble:
             del fields["preamble"]  # added later: a set without one keeps its hash, so resume takes older checkpoints
+        if not problem.public_tests:
+            del fields["public_tests"]  # added later, likewise
         digest.update(json.dumps(fields, sort_keys=True).encode())
     return digest.hexdigest()

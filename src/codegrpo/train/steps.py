@@ -178,7 +178,7 @@ def prepare(cfg: TrainConfig, stack: ExitStack, guard: Guard) -> Prepared:
         log.info("resuming from %s", checkpoint)
     # Every rank scores its own completions, so each gets its share of the sandbox's cap.
     sandbox = stack.enter_context(build.sandbox(cfg.sandbox, cfg.problems.language, world_size()))
-    scorer = build.scorer(cfg, problems, sandbox)
+    scorer = build.scorer(cfg, build.scored_problems(cfg, problems), sandbox)  # rollout=feedback: hidden tests
     reward_funcs, reward_weights = build.reward_functions(cfg, scorer)
     limits = sandbox.limits()
     if is_main_process():

@@ -203,6 +203,7 @@ class CodeGRPOTrainer(GRPOTrainer):
 
     def _generate_and_score_completions(self, inputs: list[dict[str, torch.Tensor | Any]]
                                         ) -> dict[str, torch.Tensor | Any]:
+        self.rollout_inputs = inputs  # rollout=feedback reads each prompt's problem_id here (train/feedback.py)
         output = super()._generate_and_score_completions(inputs)
         if self.online is not None and self.model.training:  # one generation batch scored on every rank
             many = self.accelerator.num_processes > 1

@@ -15,6 +15,14 @@ from codegrpo.data.public_datasets.rows import (
     _seconds,
     _timeout,
 )
+from codegrpo.data.public_tests import first_public
+
+
+def _first_public(tests: list[dict[str, Any]]) -> dict[str, Any]:
+    """APPS and TACO have no public/hidden split: the first test is public when one is left hidden
+    (codegrpo.data.public_tests.first_public)."""
+    shown = first_public(tests)
+    return {"public_tests": shown} if shown else {}
 
 
 def map_apps(row: Mapping[str, Any], number: int, where: str) -> Row:
@@ -26,8 +34,9 @@ def map_apps(row: Mapping[str, Any], number: int, where: str) -> Row:
     tests, fn_name = _input_output_tests(in_outs, None, f"{where}: input_output")
     solutions = _decode_json(row["solutions"], f"{where}: solutions") or []
     problem_id = row.get("problem_id", row.get("id", number))
-    return Row(_io_record(f"apps/{problem_id}", row["question"], tests, fn_name, row.get("starter_code"),
-                          _first_python3(solutions), "apps"))
+    record = _io_record(f"apps/{problem_id}", row["question"], tests, fn_name, row.get("starter_code"),
+                        _first_python3(solutions), "apps")
+    return Row(record | _first_public(tests))
 
 
 def map_taco(row: Mapping[str, Any], number: int, where: str) -> Row:
@@ -39,4 +48,4 @@ def map_taco(row: Mapping[str, Any], number: int, where: str) -> Row:
     solutions = _decode_json(row["solutions"], f"{where}: solutions") or []
     record = _io_record(f"taco/{number}", row["question"], tests, fn_name, row.get("starter_code"),
                         _first_python3(solutions), "apps")  # TACO's testing_util runs APPS's imports
-    return Row(record | _timeout(_seconds(row.get("time_limit"))))
+    return Row(record | _timeout(_seconds(row.get("time_limit"))) | _first_public(tests))

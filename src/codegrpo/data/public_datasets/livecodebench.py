@@ -116,4 +116,6 @@ def map_livecodebench(row: Mapping[str, Any], number: int, where: str) -> Row:
     tests, fn_name = _lcb_tests(public + private, metadata.get("func_name"), f"{where}: test cases")
     record = _io_record(f"livecodebench/{row['question_id']}", row["question_content"], tests, fn_name,
                         row.get("starter_code"), "", "livecodebench")
+    if public:  # shown to the model under rollout=feedback; the private ones are hidden
+        record["public_tests"] = tests[: len(public)]
     return Row(record, _date(row["contest_date"], f"{where}: contest_date"))

@@ -73,14 +73,15 @@ class _TestLiterals:
             self.arguments.add(key)
 
     def _collect(self, problem: Problem, language: str) -> None:
+        shown = (*problem.tests, *problem.public_tests)  # public tests: what rollout=feedback showed the model
         if problem.form is Form.stdio:
-            for test in problem.tests:
+            for test in shown:
                 for text in (test.input.strip(), test.output.strip()):
                     if len(text) >= 4 and (" " in text or "\n" in text):
                         self.texts.add(text)
             return
         if problem.form is Form.call:
-            for test in problem.tests:
+            for test in shown:
                 ok_in, args = parse_json(test.input)
                 ok_out, out = parse_json(test.output)
                 for arg in args if ok_in and isinstance(args, list) else []:

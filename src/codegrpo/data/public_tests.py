@@ -1,0 +1,72 @@
+"""Public and hidden tests: the tests a model may see (rollout=feedback runs its code on them and shows it the
+results) and the tests that decide its reward (never shown, in any prompt or feedback message).
+
+A problem's ``tests`` are every test it has; its ``public_tests`` are the ones that may be shown, either a
+subset of ``tests`` or tests of their own. ``hidden(problem)`` is what the reward scores: the tests that are
+not public. Where every test is public there is nothing hidden to score on, so the problem is not split at
+all: no public tests (one turn, no feedback) and every test hidden, as ``codegrpo-validate`` warns.
+
+Each source maps its own split (codegrpo.data.public_datasets): CodeContests' ``public_tests`` against its
+private and generated ones, LiveCodeBench's public against its private test cases, and for APPS and TACO,
+which have no split, the first ``FIRST_PUBLIC`` tests (usually the statement's example) when more follow; a
+problem file's ``public_tests`` field, shaped like ``tests`` (data.problems parses it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from codegrpo.data.problems import IOTest, Problem
+
+FIRST_PUBLIC = 1  # APPS and TACO: the first test is public (usually the statement's example), the rest hidden
+
+
+def _has_field(problem: Problem) -> bool:
+    return any(f.name == "public_tests" for f in dataclasses.fields(problem))
+
+
+def split_tests(problem: Problem) -> tuple[tuple[IOTest, ...], tuple[IOTest, ...]]:
+    """(public, hidden) tests of an input/output problem. Hidden: ``tests`` less any public one. A problem
+    without public tests, of another form, or whose tests are all public, is (), tests: nothing is shown."""
+    shown = tuple(getattr(problem, "public_tests", ()) or ())
+    if not problem.form.per_test or not shown:
+        return (), problem.tests
+    public_set = set(shown)
+    rest = tuple(test for test in problem.tests if test not in public_set)
+    return ((), problem.tests) if not rest else (shown, rest)
+
+
+def _with_tests(problem: Problem, tests: tuple[IOTest, ...]) -> Problem:
+    changes: dict[str, Any] = {"tests": tests}
+    if _has_field(problem):
+        changes["public_tests"] = ()  # the result is one side of the split, and says nothing of the other
+    return dataclasses.replace(problem, **changes)
+
+
+def public(problem: Problem) -> Problem:
+    """``problem`` with only its public tests (none: the problem gives no feedback)."""
+    return _with_tests(problem, split_tests(problem)[0])
+
+
+def hidden(problem: Problem) -> Problem:
+    """``problem`` with only its hidden tests: what rollout=feedback's final code is scored on. It keeps its
+    public tests, never run, so the hack monitor flags code that hard-codes what the model was shown."""
+    if not problem.form.per_test:
+        return problem
+    return dataclasses.replace(problem, tests=split_tests(problem)[1])
+
+
+def first_public(tests: Sequence[Any], count: int = FIRST_PUBLIC) -> list[Any]:
+    """APPS's and TACO's rule: the first ``count`` tests are public, provided one test at least is left hidden."""
+    return list(tests[: min(count, len(tests) - 1)]) if len(tests) > 1 else []
+
+
+def split_warning(problem: Problem) -> str | None:
+    """What ``codegrpo-validate`` says of a problem whose public tests leave none hidden, or None."""
+    shown = tuple(getattr(problem, "public_tests", ()) or ())
+    if shown and problem.form.per_test and not split_tests(problem)[0]:
+        return (f"problem {problem.id}: its public tests are all of its tests, so none is hidden: rollout=feedback "
+                "gives it no feedback and scores it on every test")
+    return None

@@ -1,0 +1,529 @@
+"""rollout=feedback: the model sees what its code did, revises it, and its last code is scored on hidden tests.
+
+One episode per completion, turn by turn: the model writes code; codegrpo runs it on the problem's PUBLIC
+tests in the configured sandbox (codegrpo.data.public_tests); the failing tests (input, expected output if
+``show_expected``, what the code printed or raised, cut to ``truncate_chars``) go back as the next user
+message, and the model revises. An episode stops when every public test passes, after ``max_turns`` turns,
+or when the next turn would not fit in ``trainer.max_completion_length``. A problem without public tests
+gets one turn, as rollout=single. The last turn's code is scored on the HIDDEN tests by code_reward (and
+hack_penalty) through ``score_final_code``: the same verdict, statuses, partial credit and monitor as a
+single turn. The rollout never holds a hidden test: it is built from ``public(problem)`` alone.
+
+TRL's mechanism (GRPOTrainer 1.16, ``rollout_func``): TRL calls ``rollout(prompts, trainer)`` with this
+process's prompts (chat messages, each repeated num_generations times by TRL's sampler) and expects a dict
+with one entry per prompt in each of
+
+    prompt_ids      list[list[int]]            the chat-templated prompt
+    completion_ids  list[list[int]]            every turn's model tokens and the feedback between them
+    logprobs        list[list[float]] | None   the sampling logprob of each completion token (0.0 on
+                                               feedback), None where the backend gives none (transformers)
+    env_mask        list[list[int]]            1 on model tokens, 0 on feedback: the loss never trains on
+                                               feedback (TRL pops it into its tool_mask)
+
+and any other key (a list, one entry per completion) is added to the inputs TRL gives the reward functions
+as keyword arguments: ``final_code`` (the code scored), ``feedback_turns``, ``feedback_public`` (each
+turn's public status), ``feedback_messages`` and ``feedback_tokens``.
+
+Generation is TRL's own: ``trainer._generate_single_turn(prompt_ids, None, {}, 1)``, the call TRL's tool
+loop makes for each later turn (vLLM server or colocate, transformers' continuous batching or plain
+``generate``), on token ids: the turns are concatenated, never re-tokenized. Feedback is a plain user
+message rendered by the model's own chat template, so any chat model works without a tool-calling template.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import itertools
+import json
+import statistics
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from codegrpo.config.choices import Form
+from codegrpo.data.problems import IOTest, Problem
+from codegrpo.data.public_tests import public
+from codegrpo.errors import UsageError
+from codegrpo.reward.extraction import extract_code
+from codegrpo.reward.programs import build_program
+from codegrpo.reward.scorer import Scorer
+from codegrpo.reward.verdict import Status, Verdict, clean_text, envelope, score_io, show_value
+from codegrpo.sandbox.base import Outcome, RunResult
+
+T = TypeVar("T")
+
+FINAL_CODE = "final_code"  # the extra field code_reward scores under rollout=feedback
+KEPT_CHARS = 4096  # of each public run's output and error the host keeps: feedback shows at most truncate_chars
+
+
+@dataclass(frozen=True)
+class FeedbackSettings:
+    """The ``rollout`` group's feedback settings."""
+
+    max_turns: int = 3  # model turns per episode, the first included
+    max_failures: int = 3  # failing tests shown in one feedback message
+    truncate_chars: int = 400  # of each input, expected output, output and error shown
+    show_expected: bool = True  # show the failing tests' expected outputs
+
+    def __post_init__(self) -> None:
+        for name in ("max_turns", "max_failures", "truncate_chars"):
+            if getattr(self, name) < 1:
+                raise UsageError(f"rollout.{name}={getattr(self, name)}: must be at least 1")
+        if self.truncate_chars > KEPT_CHARS:
+            raise UsageError(f"rollout.truncate_chars={self.truncate_chars}: at most {KEPT_CHARS}")
+
+
+# -- the public tests, run --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PublicRun:
+    """One public test's run, judged on the host."""
+
+    status: Status
+    detail: str  # the verdict's reason; for a wrong answer it quotes the expected output
+    got: str  # what the code printed (stdin/stdout) or returned (call form), cut to KEPT_CHARS
+    error: str  # why it failed when it did not finish cleanly: the end of stderr, or the harness's report
+
+
+@dataclass(frozen=True)
+class PublicResult:
+    """A code's verdict on a problem's public tests and each test's run (None: it did not run)."""
+
+    verdict: Verdict
+    runs: tuple[PublicRun | None, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict.status is Status.PASSED
+
+
+def _got(problem: Problem, run: RunResult) -> str:
+    if problem.form is Form.call:
+        early, value = envelope(run)
+        return "" if early is not None else show_value(value, KEPT_CHARS)
+    return run.stdout[:KEPT_CHARS]
+
+
+class _Collected:
+    """A program's public runs, judged as the sandbox returns each (its ``digest``): the host keeps a cut copy."""
+
+    def __init__(self, scorer: Scorer, problem: Problem) -> None:
+        self.scorer = scorer
+        self.problem = problem
+        self.runs: dict[int, PublicRun] = {}
+
+    def digest(self, index: int, run: RunResult) -> RunResult:
+        verdict = self.scorer.judge_run(self.problem, index, run)
+        try:
+            got = _got(self.problem, run)
+        except Exception:  # what a run shows never costs it its verdict
+            got = ""
+        stderr = run.stderr.strip()
+        error = verdict.detail if self.problem.form is Form.call or not stderr else stderr[-KEPT_CHARS:]
+        self.runs[index] = PublicRun(verdict.status, verdict.detail, clean_text(got), clean_text(error))
+        return dataclasses.replace(run, stdout="", stderr="")
+
+    def result(self, result: RunResult) -> PublicResult:
+        for index, run in enumerate(result.runs):  # a backend that does not digest (a user's own)
+            if index not in self.runs and run.outcome is not Outcome.SANDBOX_ERROR:
+                self.digest(index, run)
+        total = len(self.problem.tests)
+
+        def failure(index: int, _: RunResult) -> tuple[Status, str] | None:
+            run = self.runs.get(index)
+            if run is None:
+                return Status.ERROR, "did not run"
+            return None if run.status is Status.PASSED else (run.status, run.detail)
+
+        verdict = score_io(result, total, failure, self.scorer.partial)
+        return PublicResult(verdict, tuple(self.runs.get(index) for index in range(total)))
+
+
+async def run_public(scorer: Scorer, problems: Sequence[Problem], codes: Sequence[str]) -> list[PublicResult]:
+    """Each code run on its problem's tests (``problems`` are public problems: ``public(problem)``), in the
+    scorer's sandbox with its limits; identical (problem, code) pairs run once."""
+    keys = [(problem.id, code) for problem, code in zip(problems, codes, strict=True)]
+    by_key = dict(zip(keys, problems, strict=True))
+    unique = [key for key in by_key if key[1].strip() and by_key[key].tests]
+    collected = [_Collected(scorer, by_key[key]) for key in unique]
+    programs = [
+        dataclasses.replace(build_program(c.problem, code, scorer.language, scorer.timeout_s, scorer.budget_s),
+                            digest=c.digest)
+        for c, (_, code) in zip(collected, unique, strict=True)
+    ]  # fmt: skip
+    results = await scorer.sandbox.run_many(programs) if programs else []
+    judged = {key: c.result(result) for key, c, result in zip(unique, collected, results, strict=True)}
+    no_code = PublicResult(Verdict(Status.NO_CODE, 0.0))
+    return [judged.get(key, no_code) for key in keys]
+
+
+# -- the feedback message -----------------------------------------------------------------------------------------
+
+_WHAT = {
+    Status.FAILED: "wrong answer",
+    Status.ERROR: "error",
+    Status.TIMEOUT: "timed out",
+}
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}\n... ({len(text) - limit} more characters)"
+
+
+def _tail(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"... ({len(text) - limit} characters before)\n{text[-limit:]}"
+
+
+def _block(text: str) -> str:
+    fence = "```"
+    while fence in text:
+        fence += "`"
+    return f"{fence}\n{text.rstrip(chr(10)) if text.strip() else '(nothing)'}\n{fence}"
+
+
+def feedback_message(tests: Sequence[IOTest], result: PublicResult, settings: FeedbackSettings, *,
+                     call: bool = False, fence: str = "python") -> str:
+    """The user message that shows a turn's results on the public ``tests`` (all it is given: it cannot show
+    a hidden test): how many passed, then up to ``max_failures`` failing tests, each with its input, its
+    expected output (``show_expected``), what the code printed or returned and its error, each cut to
+    ``truncate_chars``."""
+    ask = f"Fix the code and reply with the whole corrected program in one ```{fence} code block."
+    if result.verdict.status is Status.NO_CODE:
+        return f"No code was found in your reply. {ask}"
+    limit = settings.truncate_chars
+    failing = [(index, run) for index, run in enumerate(result.runs) if run is None or run.status is not Status.PASSED]
+    total = len(tests)
+    parts = [f"Your code was run on the {total} public test{'s' if total != 1 else ''}: "
+             f"{total - len(failing)} passed, {len(failing)} failed."]
+    if not failing and result.verdict.detail:  # the program as a whole failed (a sandbox fault, say)
+        parts.append(f"Error: {_tail(result.verdict.detail, limit)}")
+    for index, run in failing[: settings.max_failures]:
+        what = "did not run" if run is None else _WHAT.get(run.status, run.status.value)
+        lines = [f"Test {index + 1}: {what}.", "Input" + (" (the arguments, as JSON)" if call else "") + ":",
+                 _block(_cut(tests[index].input, limit))]
+        if settings.show_expected:
+            wanted = "Expected " + ("return value" if call else "output") + ":"
+            lines += [wanted, _block(_cut(tests[index].output, limit))]
+        if run is not None and run.status is Status.FAILED:
+            lines += ["Your code " + ("returned" if call else "printed") + ":", _block(_cut(run.got, limit))]
+            if settings.show_expected and run.detail:
+                lines.append(f"First difference: {_cut(run.detail, limit)}")
+        elif run is not None:
+            lines += ["Error:", _block(_tail(run.error, limit))]
+        parts.append("\n".join(lines))
+    if len(failing) > settings.max_failures:
+        hidden_count = len(failing) - settings.max_failures
+        parts.append(f"({hidden_count} more failing test{'s' if hidden_count != 1 else ''} not shown.)")
+    parts.append(ask)
+    return "\n\n".join(parts)
+
+
+# -- the episodes -------------------------------------------------------------------------------------------------
+
+Generate = Callable[[list[list[int]]], tuple[list[list[int]], list[list[float]] | None]]
+
+
+def trainer_generate(trainer: Any) -> Generate:
+    """Generation as TRL does it for a turn after the first (its tool loop): one completion per token-id
+    prompt, by vLLM (server or colocate) or transformers, with the trainer's sampling settings and
+    max_completion_length as max new tokens."""
+
+    def generate(prompt_ids: list[list[int]]) -> tuple[list[list[int]], list[list[float]] | None]:
+        completion_ids, logprobs = trainer._generate_single_turn(prompt_ids, None, {}, 1)
+        return [list(ids) for ids in completion_ids], logprobs
+
+    return generate
+
+
+@dataclass
+class Episode:
+    """One completion's turns: its tokens (model and feedback), and what each turn's code did."""
+
+    problem: Problem  # public tests only
+    prompt_ids: list[int]
+    completion_ids: list[int] = field(default_factory=list)
+    env_mask: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    codes: list[str] = field(default_factory=list)  # each turn's code
+    public: list[PublicResult | None] = field(default_factory=list)  # each turn's; None: no public tests
+    messages: list[str] = field(default_factory=list)  # the feedback messages
+    feedback_tokens: int = 0
+    cut: bool = False  # stopped by max_completion_length (or the context): a turn or its feedback did not fit
+    done: bool = False
+
+    def add(self, ids: Sequence[int], mask: int, logprobs: Sequence[float] | None) -> None:
+        self.completion_ids += ids
+        self.env_mask += [mask] * len(ids)
+        self.logprobs += list(logprobs) if logprobs is not None else [0.0] * len(ids)
+
+
+class _Suffix:
+    """The tokens that close a model turn (after its EOS) and pose a user message, then open the model's next
+    turn: rendered by the chat template around a dummy exchange, as TRL renders a tool result."""
+
+    def __init__(self, tokenizer: Any, eos: set[int], template: dict[str, Any]) -> None:
+        self.tokenizer, self.template = tokenizer, template
+        head = [{"role": "user", "content": "dummy"}, {"role": "assistant", "content": "dummy"}]
+        self.head = head
+        prefix = self._ids(head, False)
+        ends = [i for i, token in enumerate(prefix) if token in eos]
+        self.prefix = prefix[: ends[-1] + 1] if ends else prefix
+
+    def _ids(self, messages: list[dict[str, str]], generation_prompt: bool) -> list[int]:
+        encoded = self.tokenizer.apply_chat_template(messages, add_generation_prompt=generation_prompt, tokenize=True,
+                                                     return_dict=True, **self.template)
+        return list(encoded["input_ids"])
+
+    def __call__(self, message: str) -> list[int]:
+        full = self._ids([*self.head, {"role": "user", "content": message}], True)
+        if full[: len(self.prefix)] != self.prefix:
+            raise UsageError("rollout=feedback: the model's chat template does not render a conversation as a "
+                             "prefix of its continuation; it cannot be used for multi-turn feedback")
+        return full[len(self.prefix) :]
+
+
+def _prompt_key(prompt: Any) -> str:
+    return json.dumps(prompt, sort_keys=True, default=str)
+
+
+def _context_limit(trainer: Any) -> int | None:
+    if getattr(trainer, "use_vllm", False) and getattr(trainer, "vllm_mode", None) == "colocate":
+        try:
+            return int(trainer.vllm_generation.llm.llm_engine.model_config.max_model_len)
+        except AttributeError:
+            pass
+    config = getattr(getattr(trainer, "model", None), "config", None)
+    if config is not None and hasattr(config, "get_text_config"):
+        config = config.get_text_config()
+    limit = getattr(config, "max_position_embeddings", None)
+    return int(limit) if isinstance(limit, int) else None
+
+
+def _run_async(trainer: Any, coroutine: Coroutine[Any, Any, T]) -> T:
+    """On TRL's async loop where it has one (the async reward runs there, on the same sandbox), else here."""
+    loop = getattr(trainer, "async_loop", None)
+    if isinstance(loop, asyncio.AbstractEventLoop) and loop.is_running():
+        return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
+    return asyncio.run(coroutine)
+
+
+def _widest(trainer: Any, count: int) -> int:
+    """The most episodes still going on any process (``count`` here; with one process, ``count``)."""
+    accelerator = getattr(trainer, "accelerator", None)
+    if accelerator is None or accelerator.num_processes <= 1:
+        return count
+    from accelerate.utils import gather_object
+
+    return max(gather_object([count]))
+
+
+RolloutFunc = Callable[[list[Any], Any], dict[str, Any]]
+
+
+def make_feedback_rollout(
+    problems: Sequence[Problem],
+    scorer: Scorer,
+    settings: FeedbackSettings | None = None,
+    *,
+    prompt_of: Callable[[Problem], Any] | None = None,
+    generate: Callable[[Any], Generate] = trainer_generate,
+) -> RolloutFunc:
+    """TRL's ``rollout_func`` for rollout=feedback.
+
+    Args:
+        problems: the training problems (with their public tests); the rollout keeps ``public(problem)`` only.
+        scorer: the sandbox and how a run is judged (language, checker, tolerance, limits, extract).
+        settings: the rollout group's settings.
+        prompt_of: the chat prompt each problem is posed with (build.dataset's ``prompt``): which problem a
+            prompt is, where the trainer does not give its inputs (CodeGRPOTrainer's ``rollout_inputs``).
+        generate: ``generate(trainer)`` -> a function from token-id prompts to (completion ids, logprobs or
+            None); TRL's generation by default.
+    """
+    settings = settings or FeedbackSettings()
+    publics = {problem.id: public(problem) for problem in problems}
+    by_prompt: dict[str, str | None] = {}
+    for problem in problems:
+        if prompt_of is not None:
+            key = _prompt_key(prompt_of(problem))
+            by_prompt[key] = problem.id if key not in by_prompt else None  # None: two problems share this prompt
+
+    def problem_ids(prompts: list[Any], trainer: Any) -> list[str]:
+        inputs = getattr(trainer, "rollout_inputs", None)
+        if (inputs is not None and len(inputs) == len(prompts)
+                and all("problem_id" in x and x.get("prompt") == p for x, p in zip(inputs, prompts, strict=True))):
+            return [str(x["problem_id"]) for x in inputs]
+        ids = [by_prompt.get(_prompt_key(p), "") for p in prompts]
+        if not all(ids):
+            raise UsageError("rollout=feedback: a prompt matches no problem, or several: build the rollout with "
+                             "prompt_of=, and give each problem its own prompt, or train with CodeGRPOTrainer")
+        return [str(i) for i in ids]
+
+    def rollout(prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        if not prompts or not all(isinstance(p, list) for p in prompts):
+            raise UsageError("rollout=feedback needs chat prompts (lists of messages)")
+        tokenizer = getattr(trainer, "_tokenizer", None) or trainer.processing_class
+        template = {"chat_template": getattr(trainer, "chat_template", None),
+                    **(getattr(trainer, "chat_template_kwargs", None) or {})}
+        eos = set(getattr(trainer, "eos_token_ids", None) or [tokenizer.eos_token_id])
+        suffix = _Suffix(tokenizer, eos, template)
+        budget = int(trainer.max_completion_length)
+        context = _context_limit(trainer)
+        episodes = []
+        for pid, prompt in zip(problem_ids(prompts, trainer), prompts, strict=True):
+            if pid not in publics:
+                raise UsageError(f"rollout=feedback: problem_id {pid!r} is not in the rollout's problems")
+            encoded = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True,
+                                                    return_dict=True, **template)
+            episodes.append(Episode(publics[pid], list(encoded["input_ids"])))
+        generating = generate(trainer)
+        sampled = True  # whether the backend gives logprobs (vLLM does, transformers does not)
+        for turn in range(settings.max_turns):
+            active = [e for e in episodes if not e.done]
+            width = _widest(trainer, len(active))
+            if not width:
+                break
+            # Every process generates as many sequences as the busiest: vLLM's server mode gathers them all and
+            # hands each process the slice of its own length, and collectives need every process to call.
+            batch = [e.prompt_ids + e.completion_ids for e in active]
+            batch += [episodes[0].prompt_ids] * (width - len(batch))  # padding, discarded
+            new_ids, new_logprobs = generating(batch)
+            sampled = sampled and new_logprobs is not None
+            for number, episode in enumerate(active):
+                ids = list(new_ids[number])
+                room = budget - len(episode.completion_ids)
+                ended = bool(ids) and ids[-1] in eos
+                ids = ids[:room]
+                episode.cut = not ended or len(ids) < len(new_ids[number])
+                episode.add(ids, 1, new_logprobs[number][: len(ids)] if new_logprobs is not None else None)
+                text = tokenizer.decode(ids, skip_special_tokens=True)
+                episode.codes.append(extract_code(text, scorer.language.fence_tags, scorer.extract))
+            testing = [e for e in active if e.problem.tests]
+            codes = [e.codes[-1] for e in testing]
+            results = _run_async(trainer, run_public(scorer, [e.problem for e in testing], codes))
+            verdicts = dict(zip(map(id, testing), results, strict=True))
+            for episode in active:
+                result = verdicts.get(id(episode))
+                episode.public.append(result)
+                last = turn == settings.max_turns - 1
+                if (episode.cut or last or result is None or result.passed
+                        or result.verdict.status is Status.INFRA):
+                    episode.done = True
+                    continue
+                message = feedback_message(episode.problem.tests, result, settings,
+                                           call=episode.problem.form is Form.call, fence=scorer.language.name)
+                ids = suffix(message)
+                length = len(episode.completion_ids) + len(ids)
+                if length >= budget or (context is not None and len(episode.prompt_ids) + length >= context):
+                    episode.cut = episode.done = True
+                    continue
+                episode.add(ids, 0, None)
+                episode.messages.append(message)
+                episode.feedback_tokens += len(ids)
+        log_metrics(trainer, episodes, settings.max_turns)
+        return {
+            "prompt_ids": [e.prompt_ids for e in episodes],
+            "completion_ids": [e.completion_ids for e in episodes],
+            "logprobs": [e.logprobs for e in episodes] if sampled else None,
+            "env_mask": [e.env_mask for e in episodes],
+            FINAL_CODE: [e.codes[-1] for e in episodes],
+            "feedback_turns": [len(e.codes) for e in episodes],
+            "feedback_public": [[None if r is None else r.verdict.status.value for r in e.public] for e in episodes],
+            "feedback_messages": [list(e.messages) for e in episodes],
+            "feedback_tokens": [e.feedback_tokens for e in episodes],
+        }
+
+    return rollout
+
+
+# -- metrics ------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EpisodeStats:
+    """What the metrics read of an episode (small enough to gather from every process)."""
+
+    turns: int
+    public: tuple[bool, ...]  # each turn's: every public test passed; () without public tests
+    feedback_tokens: int
+    cut: bool
+
+    @classmethod
+    def of(cls, episode: Episode) -> EpisodeStats:
+        passed = tuple(r.passed for r in episode.public if r is not None)
+        return cls(len(episode.codes), passed, episode.feedback_tokens, episode.cut)
+
+
+def episode_metrics(stats: Sequence[EpisodeStats], max_turns: int) -> dict[str, float]:
+    """feedback/*: turns used, feedback tokens, episodes cut by max_completion_length (or the context), the
+    share with public tests, and over those: the public pass rate by each turn (an episode that stopped keeps
+    its last result) and the fix rate (of the turns that failed their public tests and were followed by
+    another, the share whose next turn passed). The hidden pass rate is code_reward's ``pass_rate``, which
+    scores the final code."""
+    if not stats:
+        return {}
+    metrics = {
+        "feedback/turns": statistics.fmean(s.turns for s in stats),
+        "feedback/tokens": statistics.fmean(s.feedback_tokens for s in stats),
+        "feedback/cut": statistics.fmean(float(s.cut) for s in stats),
+    }
+    tested = [s.public for s in stats if s.public]
+    metrics["feedback/with_public"] = len(tested) / len(stats)
+    if tested:
+        for turn in range(max_turns):
+            metrics[f"feedback/public_pass/turn_{turn + 1}"] = statistics.fmean(
+                float(passed[min(turn, len(passed) - 1)]) for passed in tested)
+        fixes = [after for passed in tested for before, after in itertools.pairwise(passed) if not before]
+        if fixes:
+            metrics["feedback/fix_rate"] = statistics.fmean(float(fixed) for fixed in fixes)
+    return metrics
+
+
+def log_metrics(trainer: Any, episodes: Sequence[Episode], max_turns: int) -> None:
+    """The episodes' metrics into the trainer's (TRL averages each key's values at its next log), over
+    every process's episodes."""
+    store = getattr(trainer, "_metrics", None)
+    if store is None:
+        return
+    stats = [EpisodeStats.of(e) for e in episodes]
+    accelerator = getattr(trainer, "accelerator", None)
+    if accelerator is not None and accelerator.num_processes > 1:
+        from accelerate.utils import gather_object
+
+        stats = list(gather_object(stats))
+    model = getattr(trainer, "model", None)
+    mode = "train" if model is None or model.training else "eval"
+    for name, value in episode_metrics(stats, max_turns).items():
+        store[mode][name].append(value)
+
+
+# -- the reward on the final code -----------------------------------------------------------------------------------
+
+
+def _is_async(function: Callable[..., Any]) -> bool:
+    return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(type(function).__call__)
+
+
+def score_final_code(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` (code_reward, hack_penalty) scoring each episode's final code (the ``final_code`` field)
+    in place of its whole multi-turn completion, logged under the same name; unchanged where the field is
+    absent (rollout=single)."""
+
+    def completions_of(completions: Any, columns: dict[str, Any]) -> Any:
+        final = columns.pop(FINAL_CODE, None)
+        return completions if final is None else list(final)
+
+    if _is_async(function):
+
+        async def reward(completions: Any, **columns: Any) -> Any:
+            return await function(completions_of(completions, columns), **columns)
+    else:
+
+        def reward(completions: Any, **columns: Any) -> Any:  # type: ignore[misc]
+            return function(completions_of(completions, columns), **columns)
+
+    reward.__name__ = getattr(function, "__name__", type(function).__name__)
+    reward.__qualname__ = reward.__name__
+    return reward

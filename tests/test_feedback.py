@@ -1,0 +1,432 @@
+"""rollout=feedback (codegrpo.train.feedback): public and hidden tests, the feedback message, and the rollout
+TRL calls, run with a real tokenizer (the offline SmolLM2's) and the real local sandbox.
+
+The one stub: ``ScriptedTrainer._generate_single_turn``, TRL's generation, returns fixed token ids for fixed
+code so each turn's outcome is known; everything else (chat templating, the sandbox runs, the verdicts, the
+feedback, the token and mask bookkeeping, the reward on the hidden tests) is codegrpo's real code. The slow
+test at the end trains one step of the real GRPOTrainer with the real model and no stub.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import json
+from collections import defaultdict
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from codegrpo.config.choices import Form, RewardKind
+from codegrpo.data.problems import IOTest, Problem
+from codegrpo.data.public_tests import first_public, hidden, public, split_tests, split_warning
+from codegrpo.errors import UsageError
+from codegrpo.reward.code_reward import CodeReward
+from codegrpo.reward.monitor import static_flags
+from codegrpo.reward.programs import get_language
+from codegrpo.reward.scorer import Scorer
+from codegrpo.reward.verdict import Status, Verdict
+from codegrpo.train.feedback import (
+    FINAL_CODE,
+    EpisodeStats,
+    FeedbackSettings,
+    PublicResult,
+    PublicRun,
+    episode_metrics,
+    feedback_message,
+    make_feedback_rollout,
+    run_public,
+    score_final_code,
+)
+
+PUBLIC = IOTest("1 2\n", "3\n")
+# Planted hidden tests: inputs and outputs that appear nowhere else, searched for in every prompt and message.
+HIDDEN = (IOTest("40917 2346\n", "43263\n"), IOTest("7777 1119\n", "8896\n"))
+PLANTED = ["40917 2346", "43263", "7777 1119", "8896"]
+
+
+def with_public(problem: Problem, tests: tuple[IOTest, ...]) -> Problem:
+    return dataclasses.replace(problem, public_tests=tests)
+
+
+SUM = with_public(Problem(id="sum", prompt="Read two integers a and b from one line and print a + b.", test="",
+                          form=Form.stdio, tests=(PUBLIC, *HIDDEN)), (PUBLIC,))
+DOUBLE = Problem(id="double", prompt="Read an integer n and print 2 * n.", test="", form=Form.stdio,
+                 tests=(IOTest("5\n", "10\n"), IOTest("21\n", "42\n")))  # no public tests: one turn, no feedback
+
+
+# -- public and hidden tests --------------------------------------------------------------------------------------
+
+
+def test_the_split_shows_the_public_tests_and_scores_the_rest():
+    assert split_tests(SUM) == ((PUBLIC,), HIDDEN)
+    assert public(SUM).tests == (PUBLIC,) and hidden(SUM).tests == HIDDEN
+    assert hidden(SUM).public_tests == (PUBLIC,)  # kept, never run: the monitor knows what the model was shown
+    # Public tests of their own (CodeContests: public vs private + generated) split the same way.
+    separate = with_public(dataclasses.replace(SUM, tests=HIDDEN), (PUBLIC,))
+    assert split_tests(separate) == ((PUBLIC,), HIDDEN)
+    assert split_tests(DOUBLE) == ((), DOUBLE.tests) and public(DOUBLE).tests == ()
+    assert split_warning(SUM) is None and split_warning(DOUBLE) is None
+
+
+def test_code_that_hard_codes_a_public_test_is_flagged_and_earns_nothing_hidden(local_sandbox):
+    shown = IOTest("3 4 5\n", "12 60\n")
+    problem = with_public(Problem(id="perimeter_area", prompt="Print the perimeter and the area of a right triangle.",
+                                  test="", form=Form.stdio, tests=(shown, IOTest("6 8 10\n", "24 240\n"))), (shown,))
+    hard_coded = "s = input()\nif s == '3 4 5':\n    print('12 60')\nelse:\n    print(0)\n"
+    assert "hardcode" in static_flags(hard_coded, hidden(problem))
+    (scored,) = asyncio.run(_scorer(local_sandbox, [hidden(problem)], RewardKind.partial).score(
+        ["perimeter_area"], [fenced(hard_coded)]))
+    assert scored.verdict.reward == 0.0 and "hardcode" in scored.flags
+
+
+def test_public_tests_that_are_all_the_tests_are_no_split_and_a_warning():
+    everything = with_public(dataclasses.replace(SUM, id="all"), SUM.tests)
+    assert split_tests(everything) == ((), SUM.tests)  # nothing shown: nothing hidden would be left to score
+    assert "public tests are all of its tests" in (split_warning(everything) or "")
+
+
+def test_apps_and_taco_make_the_first_test_public_when_one_is_left_hidden():
+    assert first_public([1, 2, 3]) == [1] and first_public([1]) == [] and first_public([]) == []
+    assert first_public([1, 2, 3], count=5) == [1, 2]
+
+
+# -- the feedback message -------------------------------------------------------------------------------------------
+
+
+def _result(*runs: PublicRun | None) -> PublicResult:
+    failed = [r for r in runs if r is None or r.status is not Status.PASSED]
+    return PublicResult(Verdict(Status.FAILED if failed else Status.PASSED, 0.0), runs)
+
+
+PASS = PublicRun(Status.PASSED, "", "", "")
+
+
+def test_feedback_shows_input_expected_and_output_of_the_failing_tests():
+    tests = [IOTest("1 2\n", "3\n"), IOTest("5 5\n", "10\n")]
+    wrong = PublicRun(Status.FAILED, 'got "11", expected "10"', "11\n", "")
+    text = feedback_message(tests, _result(PASS, wrong), FeedbackSettings())
+    assert "2 public tests: 1 passed, 1 failed" in text
+    assert "Test 2: wrong answer." in text and "```\n5 5\n```" in text and "```\n10\n```" in text
+    assert "Your code printed:\n```\n11\n```" in text and 'First difference: got "11", expected "10"' in text
+    assert "Test 1" not in text and text.endswith("in one ```python code block.")
+
+
+def test_feedback_without_expected_outputs_shows_none_even_in_the_reason():
+    tests = [IOTest("5 5\n", "EXPECTED-10\n")]
+    wrong = PublicRun(Status.FAILED, 'got "11", expected "EXPECTED-10"', "11\n", "")
+    text = feedback_message(tests, _result(wrong), FeedbackSettings(show_expected=False))
+    assert "EXPECTED-10" not in text and "Expected" not in text and "```\n11\n```" in text
+
+
+def test_feedback_cuts_long_text_and_keeps_the_end_of_an_error():
+    long_input = "x" * 1000
+    traceback = "Traceback (most recent call last):\n" + "  frame\n" * 200 + "ZeroDivisionError: division by zero"
+    crash = PublicRun(Status.ERROR, "exited (exit 1): ZeroDivisionError", "", traceback)
+    text = feedback_message([IOTest(long_input, "y" * 1000)], _result(crash), FeedbackSettings(truncate_chars=50))
+    assert "x" * 50 + "\n... (950 more characters)" in text and "x" * 51 not in text
+    assert "y" * 50 + "\n... (950 more characters)" in text
+    assert text.count("ZeroDivisionError: division by zero") == 1 and "characters before" in text
+    assert "Traceback (most recent" not in text  # the head of a long traceback is what is cut
+
+
+def test_feedback_shows_at_most_max_failures_and_counts_the_rest():
+    tests = [IOTest(f"in{n}\n", f"out{n}\n") for n in range(5)]
+    runs = [PublicRun(Status.FAILED, "", "nope\n", "")] * 4 + [PublicRun(Status.TIMEOUT, "timed out", "", "timed out")]
+    text = feedback_message(tests, _result(*runs), FeedbackSettings(max_failures=2))
+    assert "in0" in text and "in1" in text and "in2" not in text and "(3 more failing tests not shown.)" in text
+
+
+def test_feedback_for_no_code_asks_for_a_code_block():
+    text = feedback_message([PUBLIC], PublicResult(Verdict(Status.NO_CODE, 0.0)), FeedbackSettings(), fence="js")
+    assert text.startswith("No code was found") and "```js code block" in text
+
+
+def test_feedback_settings_are_checked():
+    with pytest.raises(UsageError, match=r"rollout\.max_turns=0"):
+        FeedbackSettings(max_turns=0)
+
+
+# -- the public tests, run in the real sandbox ------------------------------------------------------------------------
+
+
+def _scorer(sandbox, problems, kind=RewardKind.binary) -> Scorer:
+    return Scorer(problems, sandbox, get_language("python"), kind, timeout_s=5.0)
+
+
+def test_public_runs_keep_what_each_test_printed_raised_or_returned(local_sandbox):
+    add = Problem(id="add", prompt="", test="", form=Form.call, fn_name="add",
+                  tests=(IOTest("[1, 2]", "3"), IOTest("[2, 2]", "4")))
+    problems = [public(SUM), public(SUM), add, public(DOUBLE)]
+    codes = ["print(1/0)", "a, b = map(int, input().split())\nprint(a * b)", "def add(a, b):\n    return a * b",
+             "print(1)"]
+    crash, wrong, call, untested = asyncio.run(run_public(_scorer(local_sandbox, problems), problems, codes))
+    assert crash.verdict.status is Status.ERROR and "ZeroDivisionError" in crash.runs[0].error
+    assert wrong.verdict.status is Status.FAILED and wrong.runs[0].got == "2\n"
+    assert [r.status for r in call.runs] == [Status.FAILED, Status.PASSED] and call.runs[0].got == "2"
+    assert untested.verdict.status is Status.NO_CODE and untested.runs == ()  # no public tests: nothing ran
+
+
+# -- the rollout ----------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+    from transformers import AutoTokenizer
+
+    from codegrpo.commands import CONFIG_DIR
+    from codegrpo.models.conversion import convert_gguf
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+        model = OmegaConf.to_object(compose(config_name="train", overrides=["model=smollm2-135m"]).model)
+    GlobalHydra.instance().clear()
+    return AutoTokenizer.from_pretrained(convert_gguf(model))  # the offline model, converted once
+
+
+def fenced(code: str) -> str:
+    return f"```python\n{code}\n```"
+
+
+RIGHT = "a, b = map(int, input().split())\nprint(a + b)"
+SCRIPTS = {  # each episode's replies, turn by turn; False: the reply has no EOS (it hit the length limit)
+    "A": [fenced("print(0)"), fenced("print(3)")],  # wrong, then the public test's output hard-coded
+    "B": [fenced(RIGHT)],
+    "C": [fenced("print(1/0)"), fenced("print(-1)"), fenced("print(-2)")],
+    "D": [fenced("print(int(input()) * 2)")],
+    "E": [("```python\nprint(", False)],
+}
+
+
+class ScriptedTrainer:
+    """What the rollout reads of a GRPOTrainer; TRL's generation replaced by each episode's script."""
+
+    def __init__(self, tokenizer, max_completion_length: int = 2048) -> None:
+        self.processing_class = tokenizer
+        self.eos_token_ids = [tokenizer.eos_token_id]
+        self.max_completion_length = max_completion_length
+        self.chat_template = None
+        self.chat_template_kwargs: dict[str, Any] = {}
+        self.model = SimpleNamespace(training=True, config=SimpleNamespace(max_position_embeddings=8192))
+        self._metrics: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        self.replies: dict[str, list[list[int]]] = defaultdict(list)  # each episode's model tokens, turn by turn
+        self.widths: list[int] = []  # how many sequences each generation call had
+
+    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+        assert images is None and multimodal_fields == {} and num_generations == 1
+        self.widths.append(len(prompt_ids))
+        completions = []
+        for ids in prompt_ids:
+            text = self.processing_class.decode(ids)
+            name = text.split("episode ", 1)[1][0]
+            turn = text.count("<|im_start|>assistant") - 1
+            reply = SCRIPTS[name][turn]
+            body, ends = reply if isinstance(reply, tuple) else (reply, True)
+            tokens = self.processing_class.encode(body, add_special_tokens=False)
+            tokens += [self.processing_class.eos_token_id] if ends else []
+            self.replies[name].append(tokens)
+            completions.append(tokens)
+        return completions, [[-0.5] * len(c) for c in completions]
+
+
+def prompt(name: str, problem: Problem) -> list[dict[str, str]]:
+    return [{"role": "system", "content": f"episode {name}"}, {"role": "user", "content": problem.prompt}]
+
+
+def _run(tokenizer, local_sandbox, names: str, settings: FeedbackSettings, **trainer_args):
+    problems = {"A": SUM, "B": SUM, "C": SUM, "D": DOUBLE, "E": SUM}
+    scorer = _scorer(local_sandbox, [hidden(p) for p in (SUM, DOUBLE)], RewardKind.partial)
+    rollout = make_feedback_rollout([SUM, DOUBLE], scorer, settings)
+    trainer = ScriptedTrainer(tokenizer, **trainer_args)
+    prompts = [prompt(n, problems[n]) for n in names]
+    trainer.rollout_inputs = [{"prompt": p, "problem_id": problems[n].id} for n, p in zip(names, prompts, strict=True)]
+    return trainer, prompts, scorer, rollout(prompts, trainer)
+
+
+def test_the_rollout_revises_on_public_feedback_and_stops_when_the_public_tests_pass(tokenizer, local_sandbox):
+    trainer, prompts, scorer, out = _run(tokenizer, local_sandbox, "ABCDE", FeedbackSettings(max_turns=3))
+    assert set(out) == {"prompt_ids", "completion_ids", "logprobs", "env_mask", FINAL_CODE, "feedback_turns",
+                        "feedback_public", "feedback_messages", "feedback_tokens"}
+    assert out["feedback_turns"] == [2, 1, 3, 1, 1]  # A fixed at turn 2, B right at once, C never, D and E one turn
+    assert out["feedback_public"] == [["failed", "passed"], ["passed"], ["error", "failed", "failed"], [None],
+                                      ["error"]]
+    assert out[FINAL_CODE] == ["print(3)\n", RIGHT + "\n", "print(-2)\n", "print(int(input()) * 2)\n", "print("]
+    for number, name in enumerate("ABCDE"):
+        completion, mask, logprobs = out["completion_ids"][number], out["env_mask"][number], out["logprobs"][number]
+        assert len(completion) == len(mask) == len(logprobs)
+        # The mask's ones are exactly the model's tokens, its zeros exactly the feedback between them.
+        replies, messages = trainer.replies[name], out["feedback_messages"][number]
+        assert len(messages) == len(replies) - 1
+        position = 0
+        for turn, reply in enumerate(replies):
+            span = slice(position, position + len(reply))
+            assert completion[span] == reply and set(mask[span]) == {1} and set(logprobs[span]) == {-0.5}
+            position += len(reply)
+            if turn < len(messages):
+                end = position + mask[position:].index(1) if 1 in mask[position:] else len(mask)
+                feedback = tokenizer.decode(completion[position:end])
+                assert feedback == f"\n<|im_start|>user\n{messages[turn]}<|im_end|>\n<|im_start|>assistant\n"
+                assert set(logprobs[position:end]) == {0.0}
+                position = end
+        assert position == len(completion) and out["feedback_tokens"][number] == mask.count(0)
+        # Token by token, the episode is the chat template's rendering of the conversation.
+        conversation = list(prompts[number])
+        for turn, reply in enumerate(replies):
+            conversation.append({"role": "assistant", "content": tokenizer.decode(reply, skip_special_tokens=True)})
+            if turn < len(messages):
+                conversation.append({"role": "user", "content": messages[turn]})
+        rendered = tokenizer.apply_chat_template(conversation, tokenize=False)
+        whole = tokenizer.decode(out["prompt_ids"][number] + completion)
+        assert rendered.startswith(whole) and rendered[len(whole) :] in ("\n", "<|im_end|>\n")
+    assert "ZeroDivisionError" in out["feedback_messages"][2][0] and "```\n1 2\n```" in out["feedback_messages"][0][0]
+    assert out["feedback_messages"][3] == []  # no public tests, no feedback
+    # No hidden test's input or output anywhere the model reads.
+    seen = [tokenizer.decode(p + c) for p, c in zip(out["prompt_ids"], out["completion_ids"], strict=True)]
+    seen += [m for messages in out["feedback_messages"] for m in messages] + [json.dumps(prompts)]
+    assert not [planted for planted in PLANTED for text in seen if planted in text]
+    # The final code scored on the hidden tests: hard-coding the public output (A) earns nothing, even partial.
+    reward = score_final_code(CodeReward.of_scorer(scorer))
+    completions = [[{"role": "assistant", "content": tokenizer.decode(c, skip_special_tokens=True)}]
+                   for c in out["completion_ids"]]
+    ids = ["sum", "sum", "sum", "double", "sum"]
+    rewards = asyncio.run(reward(completions, problem_id=ids, final_code=out[FINAL_CODE]))
+    assert rewards == [0.0, 1.0, 0.0, 1.0, 0.0] and reward.__name__ == "code_reward"
+    metrics = {name: values[0] for name, values in trainer._metrics["train"].items()}
+    assert metrics == pytest.approx({
+        "feedback/turns": 8 / 5, "feedback/tokens": sum(out["feedback_tokens"]) / 5, "feedback/cut": 1 / 5,
+        "feedback/with_public": 4 / 5, "feedback/public_pass/turn_1": 1 / 4, "feedback/public_pass/turn_2": 2 / 4,
+        "feedback/public_pass/turn_3": 2 / 4, "feedback/fix_rate": 1 / 3,
+    })
+
+
+def test_feedback_that_would_pass_max_completion_length_ends_the_episode(tokenizer, local_sandbox):
+    trainer, _, _, out = _run(tokenizer, local_sandbox, "A", FeedbackSettings(), max_completion_length=40)
+    assert out["feedback_turns"] == [1] and out["env_mask"] == [[1] * len(trainer.replies["A"][0])]
+    assert trainer._metrics["train"]["feedback/cut"] == [1.0]
+
+
+def test_a_turn_is_cut_to_max_completion_length(tokenizer, local_sandbox):
+    trainer, _, _, out = _run(tokenizer, local_sandbox, "B", FeedbackSettings(), max_completion_length=5)
+    assert out["completion_ids"] == [trainer.replies["B"][0][:5]] and out["env_mask"] == [[1] * 5]
+    assert trainer._metrics["train"]["feedback/cut"] == [1.0]
+
+
+def test_every_process_generates_as_many_sequences_as_the_busiest(tokenizer, local_sandbox, monkeypatch):
+    """vLLM's server mode slices its output by each process's count, and collectives wait for every process:
+    a process with fewer episodes going pads its batch (and drops what the padding generated)."""
+    import accelerate.utils
+
+    def gather(values):  # another process has 3 episodes going at every turn
+        return [*values, 3] if values and isinstance(values[0], int) else values
+
+    monkeypatch.setattr(accelerate.utils, "gather_object", gather)
+    scorer = _scorer(local_sandbox, [hidden(SUM)])
+    trainer = ScriptedTrainer(tokenizer)
+    trainer.accelerator = SimpleNamespace(num_processes=2)
+    out = make_feedback_rollout([SUM], scorer, FeedbackSettings(max_turns=2), prompt_of=lambda p: prompt("B", p))(
+        [prompt("B", SUM)], trainer)
+    assert trainer.widths == [3, 3] and out["feedback_turns"] == [1]  # B passed at once; it padded turn 2
+    assert out["completion_ids"] == [trainer.replies["B"][0]]
+
+
+def test_without_the_trainers_inputs_a_prompt_finds_its_problem(tokenizer, local_sandbox):
+    scorer = _scorer(local_sandbox, [hidden(SUM)])
+    rollout = make_feedback_rollout([SUM], scorer, prompt_of=lambda p: prompt("B", p))
+    out = rollout([prompt("B", SUM)], ScriptedTrainer(tokenizer))
+    assert out["feedback_turns"] == [1] and out["feedback_public"] == [["passed"]]
+    with pytest.raises(UsageError, match="matches no problem"):
+        make_feedback_rollout([SUM], scorer)([prompt("B", SUM)], ScriptedTrainer(tokenizer))
+
+
+def test_the_metrics_of_episodes():
+    stats = [EpisodeStats(2, (False, True), 50, False), EpisodeStats(1, (), 0, True)]
+    assert episode_metrics(stats, 2) == {
+        "feedback/turns": 1.5, "feedback/tokens": 25.0, "feedback/cut": 0.5, "feedback/with_public": 0.5,
+        "feedback/public_pass/turn_1": 0.0, "feedback/public_pass/turn_2": 1.0, "feedback/fix_rate": 1.0}
+
+
+def test_score_final_code_keeps_a_sync_reward_sync_and_is_a_no_op_without_the_field():
+    seen = []
+
+    def length(completions, **columns):
+        seen.append((completions, columns))
+        return [float(len(c)) for c in completions]
+
+    wrapped = score_final_code(length)
+    assert not inspect.iscoroutinefunction(wrapped) and wrapped.__name__ == "length"
+    assert wrapped(["abcdef"], final_code=["ab"], problem_id=["x"]) == [2.0]
+    assert wrapped(["abcdef"]) == [6.0] and seen[0][1] == {"problem_id": ["x"]}
+
+
+def test_trls_rollout_contract_is_the_one_this_module_relies_on():
+    """TRL 1.16: rollout_func's output keys and env_mask, and the generation call of its tool loop."""
+    from trl import GRPOTrainer
+
+    parameters = list(inspect.signature(GRPOTrainer._generate_single_turn).parameters)
+    assert parameters[:5] == ["self", "prompt_ids", "images", "multimodal_fields", "num_generations"]
+    source = inspect.getsource(GRPOTrainer._generate)
+    assert 'required_keys = {"prompt_ids", "completion_ids", "logprobs"}' in source
+    assert 'extra_fields.pop("env_mask", None)' in source
+    assert "inp[key] = values[i]" in inspect.getsource(GRPOTrainer._generate_and_score_completions)
+
+
+# -- one real training step -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_one_grpo_step_trains_on_the_feedback_rollout(tokenizer, local_sandbox, tmp_path, monkeypatch):
+    """The real GRPOTrainer, the offline model generating on CPU, the real sandbox: TRL takes the rollout's
+    output (its env_mask: TRL counts the model's tokens only) and code_reward scores the final code. The one
+    change to generation: each turn is 16 tokens at most (generation_kwargs) and closed with EOS, so that the
+    135M model's turns end and the feedback path runs in the time a CPU test has."""
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM
+    from trl import GRPOConfig, GRPOTrainer
+
+    from codegrpo.train.feedback import trainer_generate
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    scorer = _scorer(local_sandbox, [hidden(SUM)], RewardKind.partial)
+    posed = [{"role": "user", "content": SUM.prompt + " Reply with a Python program in a code block."}]
+    eos = tokenizer.eos_token_id
+
+    def closed(trainer):
+        generate = trainer_generate(trainer)
+
+        def turn(prompt_ids):
+            ids, logprobs = generate(prompt_ids)
+            assert logprobs is None  # transformers' generate gives none
+            return [c if c and c[-1] == eos else [*c, eos] for c in ids], None
+
+        return turn
+
+    settings = FeedbackSettings(max_turns=2, truncate_chars=80)
+    inner = make_feedback_rollout([SUM], scorer, settings, prompt_of=lambda _: posed, generate=closed)
+    outputs: list[dict[str, Any]] = []
+
+    def rollout(prompts, trainer):
+        outputs.append(inner(prompts, trainer))
+        return outputs[-1]
+
+    args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, max_steps=1, per_device_train_batch_size=2,
+                      num_generations=2, max_completion_length=256, generation_kwargs={"max_new_tokens": 16},
+                      logging_steps=1, report_to="none", seed=0, save_strategy="no")
+    model = AutoModelForCausalLM.from_pretrained(tokenizer.name_or_path)
+    trainer = GRPOTrainer(model=model, reward_funcs=[score_final_code(CodeReward.of_scorer(scorer))], args=args,
+                          train_dataset=Dataset.from_list([{"prompt": posed, "problem_id": SUM.id}]),
+                          processing_class=tokenizer, rollout_func=rollout)
+    trainer.train()
+    (log,) = [entry for entry in trainer.state.log_history if "loss" in entry]
+    (out,) = outputs
+    assert len(out["completion_ids"]) == 2 and sum(out["feedback_tokens"]) > 0, out["feedback_public"]
+    model_tokens = [sum(mask) for mask in out["env_mask"]]
+    assert log["completions/mean_length"] == pytest.approx(sum(model_tokens) / 2)  # env_mask's ones, not all tokens
+    assert sum(model_tokens) < sum(len(c) for c in out["completion_ids"])
+    assert log["feedback/tokens"] == pytest.approx(sum(out["feedback_tokens"]) / 2) and "pass_rate" in log
+    seen = [tokenizer.decode(p + c) for p, c in zip(out["prompt_ids"], out["completion_ids"], strict=True)]
+    assert not [planted for planted in PLANTED for text in seen if planted in text]
