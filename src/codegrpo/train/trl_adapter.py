@@ -36,7 +36,6 @@ from codegrpo.train.preemption import Guard
 from codegrpo.train.sampling import Online
 
 if TYPE_CHECKING:
-    import optuna
     from datasets import Dataset
 
 log = logging.getLogger(__name__)
@@ -210,12 +209,12 @@ class CodeGRPOTrainer(GRPOTrainer):
             self.online.rates.end_generation(gather_object if many else None)
         return output
 
-    def _get_output_dir(self, trial: optuna.Trial | dict[str, Any] | None) -> str:
+    def _get_output_dir(self, trial: Any) -> str:
         # While a checkpoint is saved, the trainer writes it into the staging dir.
         run_dir = super()._get_output_dir(trial)
         return str(checkpoints.staging_dir(Path(run_dir))) if self._staging else run_dir
 
-    def _save_checkpoint(self, model: nn.Module, trial: optuna.Trial | dict[str, Any] | None) -> None:
+    def _save_checkpoint(self, model: nn.Module, trial: Any) -> None:
         run_dir = Path(super()._get_output_dir(trial))
         self._staging = True
         try:
