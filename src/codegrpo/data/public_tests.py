@@ -23,14 +23,10 @@ from codegrpo.data.problems import IOTest, Problem
 FIRST_PUBLIC = 1  # APPS and TACO: the first test is public (usually the statement's example), the rest hidden
 
 
-def _has_field(problem: Problem) -> bool:
-    return any(f.name == "public_tests" for f in dataclasses.fields(problem))
-
-
 def split_tests(problem: Problem) -> tuple[tuple[IOTest, ...], tuple[IOTest, ...]]:
     """(public, hidden) tests of an input/output problem. Hidden: ``tests`` less any public one. A problem
     without public tests, of another form, or whose tests are all public, is (), tests: nothing is shown."""
-    shown = tuple(getattr(problem, "public_tests", ()) or ())
+    shown = problem.public_tests
     if not problem.form.per_test or not shown:
         return (), problem.tests
     public_set = set(shown)
@@ -39,10 +35,8 @@ def split_tests(problem: Problem) -> tuple[tuple[IOTest, ...], tuple[IOTest, ...
 
 
 def _with_tests(problem: Problem, tests: tuple[IOTest, ...]) -> Problem:
-    changes: dict[str, Any] = {"tests": tests}
-    if _has_field(problem):
-        changes["public_tests"] = ()  # the result is one side of the split, and says nothing of the other
-    return dataclasses.replace(problem, **changes)
+    # The result is one side of the split, and says nothing of the other.
+    return dataclasses.replace(problem, tests=tests, public_tests=())
 
 
 def public(problem: Problem) -> Problem:
@@ -65,7 +59,7 @@ def first_public(tests: Sequence[Any], count: int = FIRST_PUBLIC) -> list[Any]:
 
 def split_warning(problem: Problem) -> str | None:
     """What ``codegrpo-validate`` says of a problem whose public tests leave none hidden, or None."""
-    shown = tuple(getattr(problem, "public_tests", ()) or ())
+    shown = problem.public_tests
     if shown and problem.form.per_test and not split_tests(problem)[0]:
         return (f"problem {problem.id}: its public tests are all of its tests, so none is hidden: rollout=feedback "
                 "gives it no feedback and scores it on every test")
