@@ -7,13 +7,14 @@ real reward and keeps the RunResult beside the verdict; the rest looks at what a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from codegrpo.config.schema import LocalSandboxConfig
+from codegrpo.config.schema import LocalSandboxConfig, SuperserveSandboxConfig
 from codegrpo.data.files import load_problems
 from codegrpo.resources import PROJECT_ROOT
 from codegrpo.reward.programs import get_language
@@ -21,6 +22,8 @@ from codegrpo.reward.scorer import Scorer
 from codegrpo.reward.verdict import Scored
 from codegrpo.sandbox.base import Program, RunResult, SandboxBackend
 from codegrpo.sandbox.cgroups import PREFIX, find_hierarchies
+from codegrpo.sandbox.superserve import SuperserveSandbox
+from tests.fakes import FAKE_API_KEY, FakeSuperserve
 
 PYTHON = ("python3", "-I", "/tmp/solution.py")
 MiB = 1 << 20
@@ -183,3 +186,37 @@ def escaped_if(attack: str) -> str:
 
 def fenced(code: str) -> str:
     return f"Here is my solution.\n\n```python\n{textwrap.dedent(code).strip()}\n```\n"
+
+
+FAKE_KEY_ENV = "CODEGRPO_TEST_FAKE_SUPERSERVE_KEY"
+
+
+class FreshSuperserve(SandboxBackend):
+    """A Superserve backend on the fake, a fresh one per call (its sandboxes are all killed after each)."""
+
+    def __init__(self, fake: FakeSuperserve) -> None:
+        self.cfg = SuperserveSandboxConfig(api_key_env=FAKE_KEY_ENV, base_url=fake.base_url, max_concurrency=2)
+
+    async def run_many(self, programs: Sequence[Program]) -> list[RunResult]:
+        backend = SuperserveSandbox(self.cfg)
+        try:
+            return await backend.run_many(programs)
+        finally:
+            await backend.aclose()
+
+
+@contextlib.contextmanager
+def backend_in(mode: str) -> Iterator[SandboxBackend]:
+    """The backend of a mode users meet: "superserve" (the real SDK on the fake), or "warm"/"cold" with
+    "-cgroups" or "-rlimits" (cgroups when the machine has them, if neither is said)."""
+    if mode == "superserve":
+        os.environ[FAKE_KEY_ENV] = FAKE_API_KEY
+        with FakeSuperserve() as fake:
+            yield FreshSuperserve(fake)
+        return
+    warm, _, limits = mode.partition("-")
+    box = make_sandbox(warm=warm == "warm", **({"use_cgroups": limits == "cgroups"} if limits else {}))
+    try:
+        yield box
+    finally:
+        asyncio.run(box.aclose())

@@ -6,50 +6,25 @@ tb_frame) for the library's. Through the real reward, warm and cold, and in Supe
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 import shutil
 import textwrap
 
 import pytest
 
-from codegrpo.config.schema import SuperserveSandboxConfig
 from codegrpo.reward.verdict import Status
-from codegrpo.sandbox.base import SandboxBackend
-from codegrpo.sandbox.superserve import SuperserveSandbox
-from tests.fakes import FAKE_API_KEY, FakeSuperserve
-from tests.helpers.sandbox import PROBLEMS, make_sandbox, score
+from tests.helpers.sandbox import PROBLEMS, backend_in, score
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the sandboxes need bubblewrap")
 
-KEY_ENV = "CODEGRPO_TEST_AUDIT_FRAMES_SUPERSERVE_KEY"
 CORRECT = PROBLEMS["is_prime"].reference
 TOKEN = "introspection:sys._getframe"
 
 
-class Superserve(SandboxBackend):
-    def __init__(self, fake: FakeSuperserve) -> None:
-        self.cfg = SuperserveSandboxConfig(api_key_env=KEY_ENV, base_url=fake.base_url, max_concurrency=2)
-
-    async def run_many(self, programs):
-        backend = SuperserveSandbox(self.cfg)
-        try:
-            return await backend.run_many(programs)
-        finally:
-            await backend.aclose()
-
-
 @pytest.fixture(scope="module", params=["warm", "cold", "superserve"])
 def backend(request):
-    if request.param == "superserve":
-        os.environ[KEY_ENV] = FAKE_API_KEY
-        with FakeSuperserve() as fake:
-            yield Superserve(fake)
-        return
-    box = make_sandbox(warm=request.param == "warm")
-    yield box
-    asyncio.run(box.aclose())
+    with backend_in(request.param) as box:
+        yield box
 
 
 def audit(backend, code: str) -> list[str]:

@@ -15,20 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from codegrpo.config.schema import SuperserveSandboxConfig
 from codegrpo.data.problems import IOTest, Problem
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer
-from codegrpo.sandbox.base import RunResult, SandboxBackend
-from codegrpo.sandbox.superserve import SuperserveSandbox
-from tests.fakes import FAKE_API_KEY, FakeSuperserve
-from tests.helpers.sandbox import make_sandbox
+from tests.helpers.sandbox import Recording, backend_in
 
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None or not os.path.exists("/usr/bin/python3"), reason="needs bubblewrap and python3"
 )
 
-KEY_ENV = "CODEGRPO_TEST_FLUSH_SUPERSERVE_KEY"
 INPUT = "21\n"
 FORMS = {
     "open(1) never closed": "n = int(input())\nopen(1, 'w').write(f'{n * 2}\\n')\n",
@@ -55,39 +50,10 @@ FORMS = {
 }
 
 
-class Superserve(SandboxBackend):
-    def __init__(self, fake: FakeSuperserve) -> None:
-        self.cfg = SuperserveSandboxConfig(api_key_env=KEY_ENV, base_url=fake.base_url, max_concurrency=2)
-
-    async def run_many(self, programs):
-        backend = SuperserveSandbox(self.cfg)
-        try:
-            return await backend.run_many(programs)
-        finally:
-            await backend.aclose()
-
-
-class Recording(SandboxBackend):
-    def __init__(self, inner: SandboxBackend) -> None:
-        self.inner = inner
-        self.results: list[RunResult] = []
-
-    async def run_many(self, programs):
-        results = await self.inner.run_many(programs)
-        self.results.extend(results)
-        return results
-
-
 @pytest.fixture(scope="module", params=["warm", "cold", "superserve"])
 def backend(request):
-    if request.param == "superserve":
-        os.environ[KEY_ENV] = FAKE_API_KEY
-        with FakeSuperserve() as fake:
-            yield Superserve(fake)
-        return
-    box = make_sandbox(warm=request.param == "warm")
-    yield box
-    asyncio.run(box.aclose())
+    with backend_in(request.param) as box:
+        yield box
 
 
 @pytest.fixture(scope="module")

@@ -25,15 +25,13 @@ from codegrpo.harness import runner
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer
 from codegrpo.reward.verdict import Status
-from codegrpo.sandbox.base import Program, RunResult, SandboxBackend, program_limits
+from codegrpo.sandbox.base import Program, RunResult, program_limits
 from codegrpo.sandbox.superserve import KEY_ENV as BUNDLE_KEY_ENV
-from codegrpo.sandbox.superserve import CommandResult, SuperserveSandbox, _chunk_results, chunk_script
-from tests.fakes import FAKE_API_KEY, FakeSuperserve
-from tests.helpers.sandbox import make_sandbox
+from codegrpo.sandbox.superserve import CommandResult, _chunk_results, chunk_script
+from tests.helpers.sandbox import Recording, backend_in
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the sandboxes need bubblewrap")
 
-KEY_ENV = "CODEGRPO_TEST_ISOLATION_SUPERSERVE_KEY"
 MODES = ["warm-cgroups", "cold-cgroups", "warm-rlimits", "cold-rlimits", "superserve"]
 PREFIX = f"needle-{uuid.uuid4().hex}-"
 TESTS = 5
@@ -41,42 +39,10 @@ BASE, STEP = 40009, 101  # input k is BASE + STEP * k bytes long: every size is 
 BUDGET = 97.53125  # seconds for all the tests: exact in binary, and found by no accident
 
 
-class Superserve(SandboxBackend):
-    """A Superserve backend on the fake, a fresh one per call (its sandboxes are all killed after each)."""
-
-    def __init__(self, fake: FakeSuperserve) -> None:
-        self.cfg = SuperserveSandboxConfig(api_key_env=KEY_ENV, base_url=fake.base_url, max_concurrency=2)
-
-    async def run_many(self, programs):
-        backend = SuperserveSandbox(self.cfg)
-        try:
-            return await backend.run_many(programs)
-        finally:
-            await backend.aclose()
-
-
 @pytest.fixture(scope="module", params=MODES)
 def backend(request):
-    if request.param == "superserve":
-        os.environ[KEY_ENV] = FAKE_API_KEY
-        with FakeSuperserve() as fake:
-            yield Superserve(fake)
-        return
-    warm, limits = request.param.split("-")
-    box = make_sandbox(use_cgroups=limits == "cgroups", warm=warm == "warm")
-    yield box
-    asyncio.run(box.aclose())
-
-
-class Recording(SandboxBackend):
-    def __init__(self, inner: SandboxBackend) -> None:
-        self.inner = inner
-        self.results: list[RunResult] = []
-
-    async def run_many(self, programs):
-        results = await self.inner.run_many(programs)
-        self.results.extend(results)
-        return results
+    with backend_in(request.param) as box:
+        yield box
 
 
 def score(backend, problem: Problem, completion: str):

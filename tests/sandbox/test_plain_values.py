@@ -8,24 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import textwrap
 
 import pytest
 
-from codegrpo.config.schema import SuperserveSandboxConfig
 from codegrpo.data.problems import IOTest, Problem
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer
-from codegrpo.sandbox.base import SandboxBackend
-from codegrpo.sandbox.superserve import SuperserveSandbox
-from tests.fakes import FAKE_API_KEY, FakeSuperserve
-from tests.helpers.sandbox import make_sandbox
+from tests.helpers.sandbox import backend_in
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the sandboxes need bubblewrap")
 
-KEY_ENV = "CODEGRPO_TEST_PLAIN_VALUES_SUPERSERVE_KEY"
 CALL = Problem("count", "Count the letters.", "", "call", fn_name="count",
                tests=(IOTest(json.dumps(["abca"]), json.dumps({"a": 2, "b": 1, "c": 1})),
                       IOTest(json.dumps([""]), json.dumps({}))))  # fmt: skip
@@ -94,28 +88,10 @@ WRONG = {
 }
 
 
-class Superserve(SandboxBackend):
-    def __init__(self, fake: FakeSuperserve) -> None:
-        self.cfg = SuperserveSandboxConfig(api_key_env=KEY_ENV, base_url=fake.base_url, max_concurrency=2)
-
-    async def run_many(self, programs):
-        backend = SuperserveSandbox(self.cfg)
-        try:
-            return await backend.run_many(programs)
-        finally:
-            await backend.aclose()
-
-
 @pytest.fixture(scope="module", params=["warm", "cold", "superserve"])
 def backend(request):
-    if request.param == "superserve":
-        os.environ[KEY_ENV] = FAKE_API_KEY
-        with FakeSuperserve() as fake:
-            yield Superserve(fake)
-        return
-    box = make_sandbox(warm=request.param == "warm")
-    yield box
-    asyncio.run(box.aclose())
+    with backend_in(request.param) as box:
+        yield box
 
 
 def rewards(backend, cases: dict[str, tuple[str, str]]) -> dict[str, float]:
