@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from codegrpo.config.choices import Form, RewardKind
+from codegrpo.config.schema import RolloutConfig
 from codegrpo.data.problems import IOTest, Problem
 from codegrpo.data.public_tests import first_public, hidden, public, split_tests, split_warning
 from codegrpo.errors import UsageError
@@ -31,7 +32,6 @@ from codegrpo.reward.verdict import Status, Verdict
 from codegrpo.train.feedback import (
     FINAL_CODE,
     EpisodeStats,
-    FeedbackSettings,
     PublicResult,
     PublicRun,
     episode_metrics,
@@ -107,7 +107,7 @@ PASS = PublicRun(Status.PASSED, "", "", "")
 def test_feedback_shows_input_expected_and_output_of_the_failing_tests():
     tests = [IOTest("1 2\n", "3\n"), IOTest("5 5\n", "10\n")]
     wrong = PublicRun(Status.FAILED, 'got "11", expected "10"', "11\n", "")
-    text = feedback_message(tests, _result(PASS, wrong), FeedbackSettings())
+    text = feedback_message(tests, _result(PASS, wrong), RolloutConfig())
     assert "2 public tests: 1 passed, 1 failed" in text
     assert "Test 2: wrong answer." in text and "```\n5 5\n```" in text and "```\n10\n```" in text
     assert "Your code printed:\n```\n11\n```" in text and 'First difference: got "11", expected "10"' in text
@@ -117,7 +117,7 @@ def test_feedback_shows_input_expected_and_output_of_the_failing_tests():
 def test_feedback_without_expected_outputs_shows_none_even_in_the_reason():
     tests = [IOTest("5 5\n", "EXPECTED-10\n")]
     wrong = PublicRun(Status.FAILED, 'got "11", expected "EXPECTED-10"', "11\n", "")
-    text = feedback_message(tests, _result(wrong), FeedbackSettings(show_expected=False))
+    text = feedback_message(tests, _result(wrong), RolloutConfig(show_expected=False))
     assert "EXPECTED-10" not in text and "Expected" not in text and "```\n11\n```" in text
 
 
@@ -125,7 +125,7 @@ def test_feedback_cuts_long_text_and_keeps_the_end_of_an_error():
     long_input = "x" * 1000
     traceback = "Traceback (most recent call last):\n" + "  frame\n" * 200 + "ZeroDivisionError: division by zero"
     crash = PublicRun(Status.ERROR, "exited (exit 1): ZeroDivisionError", "", traceback)
-    text = feedback_message([IOTest(long_input, "y" * 1000)], _result(crash), FeedbackSettings(truncate_chars=50))
+    text = feedback_message([IOTest(long_input, "y" * 1000)], _result(crash), RolloutConfig(truncate_chars=50))
     assert "x" * 50 + "\n... (950 more characters)" in text and "x" * 51 not in text
     assert "y" * 50 + "\n... (950 more characters)" in text
     assert text.count("ZeroDivisionError: division by zero") == 1 and "characters before" in text
@@ -135,18 +135,18 @@ def test_feedback_cuts_long_text_and_keeps_the_end_of_an_error():
 def test_feedback_shows_at_most_max_failures_and_counts_the_rest():
     tests = [IOTest(f"in{n}\n", f"out{n}\n") for n in range(5)]
     runs = [PublicRun(Status.FAILED, "", "nope\n", "")] * 4 + [PublicRun(Status.TIMEOUT, "timed out", "", "timed out")]
-    text = feedback_message(tests, _result(*runs), FeedbackSettings(max_failures=2))
+    text = feedback_message(tests, _result(*runs), RolloutConfig(max_failures=2))
     assert "in0" in text and "in1" in text and "in2" not in text and "(3 more failing tests not shown.)" in text
 
 
 def test_feedback_for_no_code_asks_for_a_code_block():
-    text = feedback_message([PUBLIC], PublicResult(Verdict(Status.NO_CODE, 0.0)), FeedbackSettings(), fence="js")
+    text = feedback_message([PUBLIC], PublicResult(Verdict(Status.NO_CODE, 0.0)), RolloutConfig(), fence="js")
     assert text.startswith("No code was found") and "```js code block" in text
 
 
 def test_feedback_settings_are_checked():
     with pytest.raises(UsageError, match=r"rollout\.max_turns=0"):
-        FeedbackSettings(max_turns=0)
+        RolloutConfig(max_turns=0)
 
 
 # -- the public tests, run in the real sandbox ------------------------------------------------------------------------
@@ -238,7 +238,7 @@ def prompt(name: str, problem: Problem) -> list[dict[str, str]]:
     return [{"role": "system", "content": f"episode {name}"}, {"role": "user", "content": problem.prompt}]
 
 
-def _run(tokenizer, local_sandbox, names: str, settings: FeedbackSettings, **trainer_args):
+def _run(tokenizer, local_sandbox, names: str, settings: RolloutConfig, **trainer_args):
     problems = {"A": SUM, "B": SUM, "C": SUM, "D": DOUBLE, "E": SUM}
     scorer = _scorer(local_sandbox, [hidden(p) for p in (SUM, DOUBLE)], RewardKind.partial)
     rollout = make_feedback_rollout([SUM, DOUBLE], scorer, settings)
@@ -249,7 +249,7 @@ def _run(tokenizer, local_sandbox, names: str, settings: FeedbackSettings, **tra
 
 
 def test_the_rollout_revises_on_public_feedback_and_stops_when_the_public_tests_pass(tokenizer, local_sandbox):
-    trainer, prompts, scorer, out = _run(tokenizer, local_sandbox, "ABCDE", FeedbackSettings(max_turns=3))
+    trainer, prompts, scorer, out = _run(tokenizer, local_sandbox, "ABCDE", RolloutConfig(max_turns=3))
     assert set(out) == {"prompt_ids", "completion_ids", "logprobs", "env_mask", FINAL_CODE, "feedback_turns",
                         "feedback_public", "feedback_messages", "feedback_tokens"}
     assert out["feedback_turns"] == [2, 1, 3, 1, 1]  # A fixed at turn 2, B right at once, C never, D and E one turn
@@ -305,13 +305,13 @@ def test_the_rollout_revises_on_public_feedback_and_stops_when_the_public_tests_
 
 
 def test_feedback_that_would_pass_max_completion_length_ends_the_episode(tokenizer, local_sandbox):
-    trainer, _, _, out = _run(tokenizer, local_sandbox, "A", FeedbackSettings(), max_completion_length=40)
+    trainer, _, _, out = _run(tokenizer, local_sandbox, "A", RolloutConfig(), max_completion_length=40)
     assert out["feedback_turns"] == [1] and out["env_mask"] == [[1] * len(trainer.replies["A"][0])]
     assert trainer._metrics["train"]["feedback/cut"] == [1.0]
 
 
 def test_a_turn_is_cut_to_max_completion_length(tokenizer, local_sandbox):
-    trainer, _, _, out = _run(tokenizer, local_sandbox, "B", FeedbackSettings(), max_completion_length=5)
+    trainer, _, _, out = _run(tokenizer, local_sandbox, "B", RolloutConfig(), max_completion_length=5)
     assert out["completion_ids"] == [trainer.replies["B"][0][:5]] and out["env_mask"] == [[1] * 5]
     assert trainer._metrics["train"]["feedback/cut"] == [1.0]
 
@@ -328,7 +328,7 @@ def test_every_process_generates_as_many_sequences_as_the_busiest(tokenizer, loc
     scorer = _scorer(local_sandbox, [hidden(SUM)])
     trainer = ScriptedTrainer(tokenizer)
     trainer.accelerator = SimpleNamespace(num_processes=2)
-    out = make_feedback_rollout([SUM], scorer, FeedbackSettings(max_turns=2), prompt_of=lambda p: prompt("B", p))(
+    out = make_feedback_rollout([SUM], scorer, RolloutConfig(max_turns=2), prompt_of=lambda p: prompt("B", p))(
         [prompt("B", SUM)], trainer)
     assert trainer.widths == [3, 3] and out["feedback_turns"] == [1]  # B passed at once; it padded turn 2
     assert out["completion_ids"] == [trainer.replies["B"][0]]
@@ -405,7 +405,7 @@ def test_one_grpo_step_trains_on_the_feedback_rollout(tokenizer, local_sandbox, 
 
         return turn
 
-    settings = FeedbackSettings(max_turns=2, truncate_chars=80)
+    settings = RolloutConfig(max_turns=2, truncate_chars=80)
     inner = make_feedback_rollout([SUM], scorer, settings, prompt_of=lambda _: posed, generate=closed)
     outputs: list[dict[str, Any]] = []
 

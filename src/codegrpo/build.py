@@ -187,13 +187,11 @@ def rollout(cfg: TrainConfig, problem_set: list[Problem], scorer: Scorer | None)
     ``scorer``'s sandbox), or None for TRL's own single-turn generation."""
     if cfg.rollout.kind is not RolloutKind.feedback:
         return None
-    from codegrpo.train.feedback import FeedbackSettings, make_feedback_rollout
+    from codegrpo.train.feedback import make_feedback_rollout
 
     if scorer is None:
         raise UsageError("rollout=feedback needs the run's scorer")
-    settings = FeedbackSettings(cfg.rollout.max_turns, cfg.rollout.max_failures, cfg.rollout.truncate_chars,
-                                cfg.rollout.show_expected)
-    return make_feedback_rollout(problem_set, scorer, settings, prompt_of=lambda p: messages_for(p, cfg.problems))
+    return make_feedback_rollout(problem_set, scorer, cfg.rollout, prompt_of=lambda p: messages_for(p, cfg.problems))
 
 
 def trainer(cfg: TrainConfig, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, problem_set: list[Problem],

@@ -36,6 +36,7 @@ from codegrpo.errors import UsageError
 # The longest one program, or one test of an input/output problem, may run: sandbox.timeout_s and a problem's
 # timeout_s are at most this, a dataset's time limit is cut to it (docs/reward-design.md).
 MAX_TIMEOUT_S = 60.0
+MAX_SHOWN_CHARS = 4096  # of each public run's output and error the host keeps for rollout=feedback
 MAX_BUDGET_S = 3600.0  # reward.time_budget_s: all the tests of one completion together
 
 
@@ -329,6 +330,8 @@ class RolloutConfig:
         for name in ("max_turns", "max_failures", "truncate_chars"):
             if getattr(self, name) < 1:
                 raise UsageError(f"rollout.{name}={getattr(self, name)}: must be at least 1")
+        if self.truncate_chars > MAX_SHOWN_CHARS:
+            raise UsageError(f"rollout.truncate_chars={self.truncate_chars}: at most {MAX_SHOWN_CHARS}")
 
 
 @dataclass

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from codegrpo.config.choices import Form
+from codegrpo.config.schema import MAX_SHOWN_CHARS, RolloutConfig
 from codegrpo.data.problems import IOTest, Problem
 from codegrpo.data.public_tests import public
 from codegrpo.errors import UsageError
@@ -55,24 +56,6 @@ from codegrpo.sandbox.base import Outcome, RunResult
 T = TypeVar("T")
 
 FINAL_CODE = "final_code"  # the extra field code_reward scores under rollout=feedback
-KEPT_CHARS = 4096  # of each public run's output and error the host keeps: feedback shows at most truncate_chars
-
-
-@dataclass(frozen=True)
-class FeedbackSettings:
-    """The ``rollout`` group's feedback settings."""
-
-    max_turns: int = 3  # model turns per episode, the first included
-    max_failures: int = 3  # failing tests shown in one feedback message
-    truncate_chars: int = 400  # of each input, expected output, output and error shown
-    show_expected: bool = True  # show the failing tests' expected outputs
-
-    def __post_init__(self) -> None:
-        for name in ("max_turns", "max_failures", "truncate_chars"):
-            if getattr(self, name) < 1:
-                raise UsageError(f"rollout.{name}={getattr(self, name)}: must be at least 1")
-        if self.truncate_chars > KEPT_CHARS:
-            raise UsageError(f"rollout.truncate_chars={self.truncate_chars}: at most {KEPT_CHARS}")
 
 
 # -- the public tests, run --------------------------------------------------------------------------------------
@@ -84,7 +67,7 @@ class PublicRun:
 
     status: Status
     detail: str  # the verdict's reason; for a wrong answer it quotes the expected output
-    got: str  # what the code printed (stdin/stdout) or returned (call form), cut to KEPT_CHARS
+    got: str  # what the code printed (stdin/stdout) or returned (call form), cut to MAX_SHOWN_CHARS
     error: str  # why it failed when it did not finish cleanly: the end of stderr, or the harness's report
 
 
@@ -103,8 +86,8 @@ class PublicResult:
 def _got(problem: Problem, run: RunResult) -> str:
     if problem.form is Form.call:
         early, value = envelope(run)
-        return "" if early is not None else show_value(value, KEPT_CHARS)
-    return run.stdout[:KEPT_CHARS]
+        return "" if early is not None else show_value(value, MAX_SHOWN_CHARS)
+    return run.stdout[:MAX_SHOWN_CHARS]
 
 
 class _Collected:
@@ -122,7 +105,7 @@ class _Collected:
         except Exception:  # what a run shows never costs it its verdict
             got = ""
         stderr = run.stderr.strip()
-        error = verdict.detail if self.problem.form is Form.call or not stderr else stderr[-KEPT_CHARS:]
+        error = verdict.detail if self.problem.form is Form.call or not stderr else stderr[-MAX_SHOWN_CHARS:]
         self.runs[index] = PublicRun(verdict.status, verdict.detail, clean_text(got), clean_text(error))
         return dataclasses.replace(run, stdout="", stderr="")
 
@@ -184,7 +167,7 @@ def _block(text: str) -> str:
     return f"{fence}\n{text.rstrip(chr(10)) if text.strip() else '(nothing)'}\n{fence}"
 
 
-def feedback_message(tests: Sequence[IOTest], result: PublicResult, settings: FeedbackSettings, *,
+def feedback_message(tests: Sequence[IOTest], result: PublicResult, settings: RolloutConfig, *,
                      call: bool = False, fence: str = "python") -> str:
     """The user message that shows a turn's results on the public ``tests`` (all it is given: it cannot show
     a hidden test): how many passed, then up to ``max_failures`` failing tests, each with its input, its
@@ -326,7 +309,7 @@ RolloutFunc = Callable[[list[Any], Any], dict[str, Any]]
 def make_feedback_rollout(
     problems: Sequence[Problem],
     scorer: Scorer,
-    settings: FeedbackSettings | None = None,
+    settings: RolloutConfig | None = None,
     *,
     prompt_of: Callable[[Problem], Any] | None = None,
     generate: Callable[[Any], Generate] = trainer_generate,
@@ -342,7 +325,7 @@ def make_feedback_rollout(
         generate: ``generate(trainer)`` -> a function from token-id prompts to (completion ids, logprobs or
             None); TRL's generation by default.
     """
-    settings = settings or FeedbackSettings()
+    settings = settings or RolloutConfig()
     publics = {problem.id: public(problem) for problem in problems}
     by_prompt: dict[str, str | None] = {}
     for problem in problems:
