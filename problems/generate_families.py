@@ -12,6 +12,10 @@ The split is by family, so no sibling of an unseen task is trained on:
   group), which gives every train family tasks on both sides: the same-family held-out split;
 - transfer_unseen.jsonl holds the UNSEEN families, none of which is in transfer.jsonl.
 
+feedback.jsonl holds the train families' tasks again, in the call form (problems/feedback group): each call
+is a test, the first one public (rollout=feedback shows the model its result) and the others hidden (they
+score it). Its ids are transfer.jsonl's, so it splits the same way.
+
 The build stops with one line naming the family when a family has a side with no task, or when a
 task's reference does not give what the family's spec says (the expected values come from the spec, a
 plain Python function written apart from the reference source).
@@ -28,12 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from codegrpo.data.problems import parse_problem
+from codegrpo.data.public_tests import first_public
 from codegrpo.data.sets import select_split
 from codegrpo.errors import ProblemError
 
 HERE = Path(__file__).resolve().parent
 EVAL_FRACTION = 0.3  # of each train family's tasks, by id: conf/problems/transfer.yaml says the same
-OUTPUTS = {"train": HERE / "transfer.jsonl", "unseen": HERE / "transfer_unseen.jsonl"}
+OUTPUTS = {"train": HERE / "transfer.jsonl", "unseen": HERE / "transfer_unseen.jsonl",
+           "feedback": HERE / "feedback.jsonl"}
 
 
 @dataclass(frozen=True)
@@ -307,6 +313,17 @@ def task(family: Family, p: Any) -> dict[str, Any]:
             "expected": json.dumps(expected), "reference": reference}
 
 
+def call_task(family: Family, p: Any) -> dict[str, Any]:
+    """The task in the call form: each call is a test, the first public (when another is left hidden)."""
+    record = task(family, p)  # checked against the spec
+    calls = json.loads(json.dumps([list(args) for args in family.inputs(p)]))
+    tests = [{"input": args, "output": value} for args, value in zip(calls, json.loads(record["expected"]),
+                                                                     strict=True)]
+    return {"id": record["id"], "family": record["family"], "kind": record["kind"], "level": record["level"],
+            "prompt": f"Write a function {record['prompt']}", "fn_name": record["id"], "tests": tests,
+            "public_tests": first_public(tests), "reference": record["reference"]}
+
+
 def build(train: Sequence[Family], unseen: Sequence[Family],
           eval_fraction: float = EVAL_FRACTION) -> dict[str, list[dict[str, Any]]]:
     """The records of each file. ProblemError (one line, naming the family) when a side is empty, a family
@@ -322,6 +339,7 @@ def build(train: Sequence[Family], unseen: Sequence[Family],
         raise ProblemError(f"family {sorted(shared)[0]} is both a train and an unseen family")
     records = {side: [task(f, p) for f in families for p in f.params]
                for side, families in (("train", train), ("unseen", unseen))}
+    records["feedback"] = [call_task(f, p) for f in train for p in f.params]
     for family in train:
         problems = [parse_problem(r, r["id"]) for r in records["train"] if r["family"] == family.family_id]
         for split in ("train", "eval"):
@@ -330,7 +348,7 @@ def build(train: Sequence[Family], unseen: Sequence[Family],
             except ProblemError:
                 raise ProblemError(f"family {family.family_id}: none of its {len(problems)} tasks falls in the "
                                    f"{split} split (eval_fraction {eval_fraction}): add a parameter") from None
-    ids = [r["id"] for side in records.values() for r in side]
+    ids = [r["id"] for side in ("train", "unseen") for r in records[side]]
     if len(ids) != len(set(ids)):
         duplicate = next(i for i in ids if ids.count(i) > 1)
         raise ProblemError(f"task id {duplicate} is made by two families")

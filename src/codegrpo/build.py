@@ -132,9 +132,9 @@ def dataset(problem_set: list[Problem], cfg: ProblemsConfig) -> Dataset:
     ])
 
 
-def scored_problems(cfg: TrainConfig, problem_set: list[Problem]) -> list[Problem]:
-    """The problems the training reward scores: under rollout=feedback each one's hidden tests only (the
-    public ones are the model's to see), else every test."""
+def scored_problems(cfg: TrainConfig | EvaluateConfig, problem_set: list[Problem]) -> list[Problem]:
+    """The problems the reward (and evaluation) scores: under rollout=feedback each one's hidden tests only
+    (the public ones are the model's to see), else every test."""
     return [hidden(p) for p in problem_set] if cfg.rollout.kind is RolloutKind.feedback else problem_set
 
 

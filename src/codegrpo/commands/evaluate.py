@@ -7,6 +7,8 @@ paired comparison of two.
     codegrpo-evaluate problems=trivial evaluation.split=eval evaluation.num_samples=8 \
         'compare=[base,outputs/runs/<run>/final_model]'         # two checkpoints, evaluated alike
     codegrpo-evaluate 'compare=[<run>/eval_before.json,<run>/eval_after.json]'   # two eval files
+    codegrpo-evaluate problems=code_contests rollout=feedback evaluation.num_samples=4 evaluation.temperature=0.7
+        # episodes that revise on the public tests: pass@k after the first turn and after the last
 
 Results go to eval.json (or eval_a.json, eval_b.json and comparison.json, comparison.png) in the run dir,
 and to W&B with logger=wandb.
@@ -57,8 +59,9 @@ def evaluate(cfg: EvaluateConfig) -> Evaluation | Comparison:
             else:
                 model, tokenizer = build.model(cfg.model, item)
                 assert sandbox is not None  # opened whenever a checkpoint is evaluated
-                scorer = build.scorer(cfg, problems, sandbox, kind=RewardKind.binary)
-                results = evaluate_model(model, tokenizer, scorer, problems, cfg.problems, cfg.evaluation)
+                scorer = build.scorer(cfg, build.scored_problems(cfg, problems), sandbox, kind=RewardKind.binary)
+                results = evaluate_model(model, tokenizer, scorer, problems, cfg.problems, cfg.evaluation,
+                                         cfg.rollout)
             run_dir.mkdir(parents=True, exist_ok=True)
             save(results, run_dir / f"eval{'_' * bool(label)}{label}.json")
             evaluations.append(results)
@@ -68,8 +71,7 @@ def evaluate(cfg: EvaluateConfig) -> Evaluation | Comparison:
             [results] = evaluations
             if wandb_run is not None:
                 wandb_run.log({f"eval/{k}": v for k, v in results.metrics().items()})
-            summary = ", ".join(f"{k} {v:.3f}" for k, v in results.metrics().items())
-            print(f"{summary} on {results.num_problems} problems; results in {run_dir / 'eval.json'}")
+            print(f"{results.summary()} on {results.num_problems} problems; results in {run_dir / 'eval.json'}")
             return results
         before, after = evaluations
         comparison = compare(before, after, resamples=cfg.evaluation.bootstrap, seed=cfg.seed)

@@ -381,6 +381,9 @@ class EvaluateConfig:
     logger: LoggerConfig = MISSING
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
     checkpoint: Optional[str] = None  # a saved model dir (a run's final_model or checkpoint-N)
+    # rollout=feedback: each sample is an episode that revises on the public tests; pass@k after its first and
+    # after its last turn, on the hidden tests.
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
     # Compare two evaluations: two eval JSON files, or two checkpoints (evaluated first); "base" is the model group.
     compare: Optional[list[str]] = None
     run_dir: str = "${hydra:runtime.output_dir}"

@@ -38,6 +38,9 @@ def compare(before: Evaluation, after: Evaluation, resamples: int = 10000, seed:
     ids = [pid for pid in before.per_problem if pid in after.per_problem]
     if not ids:
         raise UsageError("the two evaluations share no problem ids: they are of different problem sets")
+    first_turn = None
+    if before.first_turn is not None and after.first_turn is not None:  # rollout=feedback, both
+        first_turn = compare(before.first_turn, after.first_turn, resamples, seed)
     n_before, n_after = before.num_samples, after.num_samples
     b = np.array([before.per_problem[pid] / n_before for pid in ids])
     a = np.array([after.per_problem[pid] / n_after for pid in ids])
@@ -52,6 +55,7 @@ def compare(before: Evaluation, after: Evaluation, resamples: int = 10000, seed:
         per_problem={pid: {"before": float(x), "after": float(y), "diff": float(y - x)}
                      for pid, x, y in zip(ids, b, a, strict=True)},
         breakdown=breakdown(before, after, ids),
+        first_turn=first_turn,
     )
 
 
@@ -65,12 +69,15 @@ def breakdown_summary(parts: Breakdown | None) -> str:
 
 
 def comparison_summary(comparison: Comparison) -> str:
-    """Two lines: the change with its interval, then where it came from."""
+    """Two lines: the change with its interval, then where it came from; under rollout=feedback, two more
+    of the first turns (the first two are the last turns')."""
     low, high = comparison.ci95
-    return (f"pass@1 {comparison.pass1_before:.3f} -> {comparison.pass1_after:.3f}, change "
+    turn = "last turn " if comparison.first_turn is not None else ""
+    first = "" if comparison.first_turn is None else "\nfirst turn " + comparison_summary(comparison.first_turn)
+    return (f"{turn}pass@1 {comparison.pass1_before:.3f} -> {comparison.pass1_after:.3f}, change "
             f"{comparison.change:+.3f} [95% CI {low:+.3f}, {high:+.3f}] over {comparison.num_problems} "
             f"problems ({comparison.improved} better, {comparison.worse} worse)\n"
-            f"  {breakdown_summary(comparison.breakdown)}")
+            f"  {breakdown_summary(comparison.breakdown)}{first}")
 
 
 def write_comparison(comparison: Comparison, run_dir: Path, run=None) -> None:
@@ -87,5 +94,10 @@ def write_comparison(comparison: Comparison, run_dir: Path, run=None) -> None:
         if comparison.breakdown is not None:
             metrics |= {f"eval_compare/{name}": getattr(comparison.breakdown, name)
                         for name in ("format", "skill", "lost")}
+        if comparison.first_turn is not None:
+            first = comparison.first_turn
+            metrics |= {"eval_compare/first_turn/pass@1_before": first.pass1_before,
+                        "eval_compare/first_turn/pass@1_after": first.pass1_after,
+                        "eval_compare/first_turn/change": first.change}
         run.log(metrics)
         run.summary["eval_compare/excludes_zero"] = comparison.excludes_zero

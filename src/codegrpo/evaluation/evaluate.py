@@ -1,6 +1,12 @@
 """Evaluating a model: sample completions for a problem set, score them in the sandbox, and report pass@1
 and pass@k (results.py). The evaluate command and training's before/after evaluations both run this; the
-paired comparison of two evaluations is compare.py."""
+paired comparison of two evaluations is compare.py.
+
+Under rollout=feedback each sample is an episode (codegrpo.train.feedback.play, the loop training runs): the
+model sees its code's results on the public tests and revises, up to ``rollout.max_turns`` turns of at most
+``evaluation.max_new_tokens`` tokens each, within the model's context. The first turn's code and the last
+turn's are both scored on the hidden tests: the Evaluation is the last turn's, with the first turn's inside it
+(``first_turn``) and their paired comparison (``turn_gain``), as RLEF reports both."""
 
 from __future__ import annotations
 
@@ -12,12 +18,13 @@ from collections import Counter
 
 import numpy as np
 
-from codegrpo.config.schema import EvaluationConfig, ProblemsConfig
+from codegrpo.config.choices import RolloutKind
+from codegrpo.config.schema import EvaluationConfig, ProblemsConfig, RolloutConfig
 from codegrpo.data.problems import Problem
 from codegrpo.data.prompts import messages_for
 from codegrpo.evaluation.results import Evaluation, pass_at_k
 from codegrpo.reward.explain import explain
-from codegrpo.reward.scorer import Scorer
+from codegrpo.reward.scorer import Scored, Scorer
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +51,7 @@ def generate(model, tokenizer, messages: list[list[dict]], settings: EvaluationC
     was_training = model.training
     model.eval()
     tokenizer.padding_side = "left"
-    sampling = {"do_sample": True, "temperature": settings.temperature} if settings.temperature > 0 else {
-        "do_sample": False}
+    sampling = _sampling(settings)
     outputs: list[list[str]] = []
     for start in range(0, len(messages), settings.batch_size):
         batch = messages[start : start + settings.batch_size]
@@ -63,15 +69,14 @@ def generate(model, tokenizer, messages: list[list[dict]], settings: EvaluationC
     return outputs
 
 
-def evaluate_model(model, tokenizer, scorer: Scorer, problems: list[Problem], problems_cfg: ProblemsConfig,
-                   settings: EvaluationConfig) -> Evaluation:
-    """Generate, score in the sandbox, and return pass@k for each k, status counts and every sample."""
-    started = time.monotonic()
-    messages = [messages_for(p, problems_cfg) for p in problems]
-    samples = generate(model, tokenizer, messages, settings)
-    ids = [p.id for p, group in zip(problems, samples, strict=True) for _ in group]
-    flat = [text for group in samples for text in group]
-    scored = asyncio.run(scorer.score(ids, flat))
+def _sampling(settings: EvaluationConfig) -> dict[str, object]:
+    if settings.temperature > 0:
+        return {"do_sample": True, "temperature": settings.temperature}
+    return {"do_sample": False}
+
+
+def _evaluation(problems: list[Problem], scored: list[Scored], settings: EvaluationConfig,
+                started: float) -> Evaluation:
     n = settings.num_samples
     correct = [sum(s.verdict.reward == 1.0 for s in scored[i * n : (i + 1) * n]) for i in range(len(problems))]
     return Evaluation(
@@ -86,3 +91,91 @@ def evaluate_model(model, tokenizer, scorer: Scorer, problems: list[Problem], pr
     )
 
 
+def evaluate_model(model, tokenizer, scorer: Scorer, problems: list[Problem], problems_cfg: ProblemsConfig,
+                   settings: EvaluationConfig, rollout: RolloutConfig | None = None) -> Evaluation:
+    """Generate, score in the sandbox, and return pass@k for each k, status counts and every sample. Under
+    rollout=feedback, ``scorer`` holds the hidden tests (build.scored_problems) and ``problems`` every test."""
+    if rollout is not None and rollout.kind is RolloutKind.feedback:
+        return evaluate_feedback(model, tokenizer, scorer, problems, problems_cfg, settings, rollout)
+    started = time.monotonic()
+    messages = [messages_for(p, problems_cfg) for p in problems]
+    samples = generate(model, tokenizer, messages, settings)
+    ids = [p.id for p, group in zip(problems, samples, strict=True) for _ in group]
+    flat = [text for group in samples for text in group]
+    return _evaluation(problems, asyncio.run(scorer.score(ids, flat)), settings, started)
+
+
+def _context(model) -> int | None:
+    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    limit = getattr(config, "max_position_embeddings", None)
+    return limit if isinstance(limit, int) else None
+
+
+def generate_ids(model, tokenizer, settings: EvaluationConfig, eos: set[int]):
+    """A turn's generation for evaluation episodes: token-id prompts, left-padded, batch_size x num_samples
+    sequences per generate(), each reply up to evaluation.max_new_tokens and cut after its end-of-turn token."""
+    import torch
+
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    size = settings.batch_size * settings.num_samples
+
+    def turn(prompt_ids: list[list[int]]) -> tuple[list[list[int]], None]:
+        replies: list[list[int]] = []
+        for start in range(0, len(prompt_ids), size):
+            chunk = prompt_ids[start : start + size]
+            width = max(map(len, chunk))
+            ids = torch.tensor([[pad] * (width - len(x)) + x for x in chunk], device=model.device)
+            mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in chunk], device=model.device)
+            with torch.inference_mode():
+                tokens = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=settings.max_new_tokens,
+                                        use_cache=True, pad_token_id=pad, **_sampling(settings))
+            for row in tokens[:, width:].tolist():
+                replies.append(row[: next((i + 1 for i, t in enumerate(row) if t in eos), len(row))])
+        return replies, None
+
+    return turn
+
+
+def evaluate_feedback(model, tokenizer, scorer: Scorer, problems: list[Problem], problems_cfg: ProblemsConfig,
+                      settings: EvaluationConfig, rollout: RolloutConfig) -> Evaluation:
+    """num_samples episodes per problem (rollout=feedback), their first and last turns scored on the hidden
+    tests: the last turn's Evaluation, holding the first turn's, their comparison and the episodes' metrics."""
+    import torch
+
+    from codegrpo.data.public_tests import public
+    from codegrpo.evaluation.compare import compare
+    from codegrpo.train.feedback import Chat, Episode, EpisodeStats, episode_metrics, play
+
+    started = time.monotonic()
+    set_torch_threads()
+    torch.manual_seed(settings.seed)
+    was_training = model.training
+    model.eval()
+    context = _context(model)
+    eos = {tokenizer.eos_token_id}
+    chat = Chat(tokenizer, eos, context or 1 << 30, context)  # each turn is bounded by max_new_tokens
+    episodes = [Episode(public(p), chat.prompt_ids(messages_for(p, problems_cfg)))
+                for p in problems for _ in range(settings.num_samples)]
+    turn = generate_ids(model, tokenizer, settings, eos)
+
+    def logged(prompt_ids: list[list[int]]) -> tuple[list[list[int]], None]:
+        replies = turn(prompt_ids)
+        going = sum(not e.done for e in episodes)
+        print(f"feedback: turn {min(len(e.codes) for e in episodes if not e.done) + 1}, generated {going} "
+              f"episodes of {len(episodes)}", file=sys.stderr)
+        return replies
+
+    try:
+        play(episodes, logged, scorer, rollout, chat)
+    finally:
+        model.train(was_training)
+    ids = [e.problem.id for e in episodes]
+    first = _evaluation(problems, asyncio.run(scorer.score(ids, [e.texts[0] for e in episodes])), settings, started)
+    last = _evaluation(problems, asyncio.run(scorer.score(ids, [e.texts[-1] for e in episodes])), settings, started)
+    for sample, episode in zip(last.samples, episodes, strict=True):
+        sample["turns"] = len(episode.texts)
+        sample["public"] = [None if r is None else r.verdict.status.value for r in episode.public]
+    last.first_turn = first
+    last.feedback = episode_metrics([EpisodeStats.of(e) for e in episodes], rollout.max_turns)
+    last.turn_gain = compare(first, last, settings.bootstrap, settings.seed).to_json()
+    return last

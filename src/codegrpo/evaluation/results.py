@@ -54,9 +54,28 @@ class Evaluation:
     per_problem: dict[str, int]  # passing samples of each problem
     samples: list[dict[str, Any]] = field(default_factory=list)  # explain() of every sample, in order
     wall_s: float | None = None
+    # rollout=feedback: this is the last turn's evaluation; the first turn's, the paired change from it to this
+    # one (Comparison.to_json()), and the episodes' feedback/* metrics.
+    first_turn: Evaluation | None = None
+    turn_gain: dict[str, Any] | None = None
+    feedback: dict[str, float] | None = None
 
     def metrics(self) -> dict[str, float]:
-        return {f"pass@{k}": v for k, v in self.pass_at.items()}
+        metrics = {f"pass@{k}": v for k, v in self.pass_at.items()}
+        if self.first_turn is not None:
+            metrics |= {f"first_turn/pass@{k}": v for k, v in self.first_turn.pass_at.items()}
+        return metrics | (self.feedback or {})
+
+    def summary(self) -> str:
+        """One line: pass@k (under rollout=feedback, after the first turn and after the last, with the change)."""
+        line = ", ".join(f"pass@{k} {v:.3f}" for k, v in self.pass_at.items())
+        if self.first_turn is None:
+            return line
+        first = ", ".join(f"pass@{k} {v:.3f}" for k, v in self.first_turn.pass_at.items())
+        gain = self.turn_gain or {}
+        low, high = gain.get("ci95", (float("nan"), float("nan")))
+        return (f"first turn {first}; last turn {line}; change {gain.get('change', float('nan')):+.3f} "
+                f"[95% CI {low:+.3f}, {high:+.3f}]; turns {(self.feedback or {}).get('feedback/turns', 1.0):.2f}")
 
     def outcomes(self) -> dict[str, Outcomes]:
         """Each problem's samples by outcome, from the sample records (empty when there are none)."""
@@ -73,6 +92,8 @@ class Evaluation:
                  "status_counts": self.status_counts, "per_problem": self.per_problem, "samples": self.samples}
         if self.wall_s is not None:
             data["wall_s"] = self.wall_s
+        if self.first_turn is not None:
+            data |= {"first_turn": self.first_turn.to_json(), "turn_gain": self.turn_gain, "feedback": self.feedback}
         return data
 
     @classmethod
@@ -83,9 +104,11 @@ class Evaluation:
             raise UsageError(f"{where} is not an eval file (it needs per_problem and num_samples, as "
                              "eval.json and eval_before.json have)")
         pass_at = {int(key[len("pass@"):]): float(v) for key, v in data.items() if key.startswith("pass@")}
+        first = data.get("first_turn")
         return cls(pass_at, int(data.get("num_problems", len(data["per_problem"]))), data["num_samples"],
                    dict(data.get("status_counts", {})), dict(data["per_problem"]), list(data.get("samples", [])),
-                   data.get("wall_s"))
+                   data.get("wall_s"), None if first is None else cls.from_json(first, f"{where} (first_turn)"),
+                   data.get("turn_gain"), data.get("feedback"))
 
 
 @dataclass(frozen=True)
@@ -119,6 +142,7 @@ class Comparison:
     per_problem: dict[str, dict[str, float]]
     breakdown: Breakdown | None  # None when an eval file holds no samples
     compared: list[str] | None = None  # the two eval files or checkpoints, when the command compared them
+    first_turn: Comparison | None = None  # rollout=feedback: the same comparison of the first turns
 
     def to_json(self) -> dict[str, Any]:
         data = {"pass@1_before": self.pass1_before, "pass@1_after": self.pass1_after, "change": self.change,
@@ -128,6 +152,8 @@ class Comparison:
                 "per_problem": self.per_problem}
         if self.compared is not None:
             data["compared"] = self.compared
+        if self.first_turn is not None:
+            data["first_turn"] = self.first_turn.to_json()
         return data
 
 

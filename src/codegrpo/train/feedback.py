@@ -38,7 +38,7 @@ import inspect
 import itertools
 import json
 import statistics
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -56,6 +56,7 @@ from codegrpo.sandbox.base import Outcome, RunResult
 T = TypeVar("T")
 
 FINAL_CODE = "final_code"  # the extra field code_reward scores under rollout=feedback
+FAULT = "feedback_fault"  # a sandbox failure stopped the episode: its reward is None
 
 
 # -- the public tests, run --------------------------------------------------------------------------------------
@@ -230,12 +231,18 @@ class Episode:
     completion_ids: list[int] = field(default_factory=list)
     env_mask: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)  # each turn's reply, decoded
     codes: list[str] = field(default_factory=list)  # each turn's code
     public: list[PublicResult | None] = field(default_factory=list)  # each turn's; None: no public tests
     messages: list[str] = field(default_factory=list)  # the feedback messages
     feedback_tokens: int = 0
     cut: bool = False  # stopped by max_completion_length (or the context): a turn or its feedback did not fit
     done: bool = False
+
+    @property
+    def fault(self) -> bool:
+        """A sandbox failure stopped the episode: its final code is not scored (reward None)."""
+        return any(r is not None and r.verdict.status is Status.INFRA for r in self.public)
 
     def add(self, ids: Sequence[int], mask: int, logprobs: Sequence[float] | None) -> None:
         self.completion_ids += ids
@@ -254,6 +261,7 @@ class _Suffix:
         prefix = self._ids(head, False)
         ends = [i for i, token in enumerate(prefix) if token in eos]
         self.prefix = prefix[: ends[-1] + 1] if ends else prefix
+        self.close = prefix[ends[-1] : ends[-1] + 1] if ends else []  # ends a turn that stopped without it
 
     def _ids(self, messages: list[dict[str, str]], generation_prompt: bool) -> list[int]:
         encoded = self.tokenizer.apply_chat_template(messages, add_generation_prompt=generation_prompt, tokenize=True,
@@ -266,6 +274,77 @@ class _Suffix:
             raise UsageError("rollout=feedback: the model's chat template does not render a conversation as a "
                              "prefix of its continuation; it cannot be used for multi-turn feedback")
         return full[len(self.prefix) :]
+
+
+class Chat:
+    """How an episode becomes tokens: the model's tokenizer and chat template, the tokens that end a turn, and
+    the bounds: ``budget`` completion tokens per episode (every turn and the feedback between them;
+    trainer.max_completion_length) and the model's ``context`` (prompt and completion; None: unbounded)."""
+
+    def __init__(self, tokenizer: Any, eos: Iterable[int], budget: int, context: int | None,
+                 template: dict[str, Any] | None = None) -> None:
+        self.tokenizer, self.template = tokenizer, template or {}
+        self.eos, self.budget, self.context = set(eos), budget, context
+        self.suffix = _Suffix(tokenizer, self.eos, self.template)
+
+    def prompt_ids(self, messages: list[dict[str, str]]) -> list[int]:
+        encoded = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
+                                                     return_dict=True, **self.template)
+        return list(encoded["input_ids"])
+
+
+def play(episodes: Sequence[Episode], generate: Generate, scorer: Scorer, settings: RolloutConfig, chat: Chat, *,
+         widest: Callable[[int], int] = lambda count: count,
+         run: Callable[[Coroutine[Any, Any, Any]], Any] = asyncio.run) -> bool:
+    """Play ``episodes`` to their end, turn by turn, all of them generating together; training and evaluation
+    both run this. A turn that stops without ending (a model that never stops: the per-turn token limit) is
+    closed by the chat template's end-of-turn token, as feedback, and the episode goes on; an episode whose
+    next turn or feedback would not fit ``chat.budget`` or the context is cut. ``widest(count)``: the most
+    episodes going on any process (every process generates as many sequences); ``run``: runs a coroutine
+    (the public tests). Returns whether ``generate`` gave logprobs."""
+    sampled = True  # vLLM gives logprobs, transformers does not
+    for turn in range(settings.max_turns):
+        active = [e for e in episodes if not e.done]
+        width = widest(len(active))
+        if not width:
+            break
+        # Every process generates as many sequences as the busiest: vLLM's server mode gathers them all and
+        # hands each process the slice of its own length, and collectives need every process to call.
+        batch = [e.prompt_ids + e.completion_ids for e in active]
+        batch += [episodes[0].prompt_ids] * (width - len(batch))  # padding, discarded
+        new_ids, new_logprobs = generate(batch)
+        sampled = sampled and new_logprobs is not None
+        ended: dict[int, bool] = {}
+        for number, episode in enumerate(active):
+            ids = list(new_ids[number])
+            kept = ids[: chat.budget - len(episode.completion_ids)]
+            episode.add(kept, 1, new_logprobs[number][: len(kept)] if new_logprobs is not None else None)
+            ended[id(episode)] = bool(kept) and kept[-1] in chat.eos
+            episode.cut = len(kept) < len(ids) or len(episode.completion_ids) >= chat.budget
+            text = chat.tokenizer.decode(kept, skip_special_tokens=True)
+            episode.texts.append(text)
+            episode.codes.append(extract_code(text, scorer.language.fence_tags, scorer.extract))
+        testing = [e for e in active if e.problem.tests]
+        results = run(run_public(scorer, [e.problem for e in testing], [e.codes[-1] for e in testing]))
+        verdicts = dict(zip(map(id, testing), results, strict=True))
+        for episode in active:
+            result = verdicts.get(id(episode))
+            episode.public.append(result)
+            last = turn == settings.max_turns - 1
+            if episode.cut or last or result is None or result.passed or result.verdict.status is Status.INFRA:
+                episode.done = True
+                continue
+            message = feedback_message(episode.problem.tests, result, settings,
+                                       call=episode.problem.form is Form.call, fence=scorer.language.name)
+            ids = ([] if ended[id(episode)] else chat.suffix.close) + chat.suffix(message)
+            length = len(episode.completion_ids) + len(ids)
+            if length >= chat.budget or (chat.context is not None and len(episode.prompt_ids) + length >= chat.context):
+                episode.cut = episode.done = True
+                continue
+            episode.add(ids, 0, None)
+            episode.messages.append(message)
+            episode.feedback_tokens += len(ids)
+    return sampled
 
 
 def _prompt_key(prompt: Any) -> str:
@@ -350,61 +429,15 @@ def make_feedback_rollout(
         tokenizer = getattr(trainer, "_tokenizer", None) or trainer.processing_class
         template = {"chat_template": getattr(trainer, "chat_template", None),
                     **(getattr(trainer, "chat_template_kwargs", None) or {})}
-        eos = set(getattr(trainer, "eos_token_ids", None) or [tokenizer.eos_token_id])
-        suffix = _Suffix(tokenizer, eos, template)
-        budget = int(trainer.max_completion_length)
-        context = _context_limit(trainer)
+        eos = getattr(trainer, "eos_token_ids", None) or [tokenizer.eos_token_id]
+        chat = Chat(tokenizer, eos, int(trainer.max_completion_length), _context_limit(trainer), template)
         episodes = []
         for pid, prompt in zip(problem_ids(prompts, trainer), prompts, strict=True):
             if pid not in publics:
                 raise UsageError(f"rollout=feedback: problem_id {pid!r} is not in the rollout's problems")
-            encoded = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True,
-                                                    return_dict=True, **template)
-            episodes.append(Episode(publics[pid], list(encoded["input_ids"])))
-        generating = generate(trainer)
-        sampled = True  # whether the backend gives logprobs (vLLM does, transformers does not)
-        for turn in range(settings.max_turns):
-            active = [e for e in episodes if not e.done]
-            width = _widest(trainer, len(active))
-            if not width:
-                break
-            # Every process generates as many sequences as the busiest: vLLM's server mode gathers them all and
-            # hands each process the slice of its own length, and collectives need every process to call.
-            batch = [e.prompt_ids + e.completion_ids for e in active]
-            batch += [episodes[0].prompt_ids] * (width - len(batch))  # padding, discarded
-            new_ids, new_logprobs = generating(batch)
-            sampled = sampled and new_logprobs is not None
-            for number, episode in enumerate(active):
-                ids = list(new_ids[number])
-                room = budget - len(episode.completion_ids)
-                ended = bool(ids) and ids[-1] in eos
-                ids = ids[:room]
-                episode.cut = not ended or len(ids) < len(new_ids[number])
-                episode.add(ids, 1, new_logprobs[number][: len(ids)] if new_logprobs is not None else None)
-                text = tokenizer.decode(ids, skip_special_tokens=True)
-                episode.codes.append(extract_code(text, scorer.language.fence_tags, scorer.extract))
-            testing = [e for e in active if e.problem.tests]
-            codes = [e.codes[-1] for e in testing]
-            results = _run_async(trainer, run_public(scorer, [e.problem for e in testing], codes))
-            verdicts = dict(zip(map(id, testing), results, strict=True))
-            for episode in active:
-                result = verdicts.get(id(episode))
-                episode.public.append(result)
-                last = turn == settings.max_turns - 1
-                if (episode.cut or last or result is None or result.passed
-                        or result.verdict.status is Status.INFRA):
-                    episode.done = True
-                    continue
-                message = feedback_message(episode.problem.tests, result, settings,
-                                           call=episode.problem.form is Form.call, fence=scorer.language.name)
-                ids = suffix(message)
-                length = len(episode.completion_ids) + len(ids)
-                if length >= budget or (context is not None and len(episode.prompt_ids) + length >= context):
-                    episode.cut = episode.done = True
-                    continue
-                episode.add(ids, 0, None)
-                episode.messages.append(message)
-                episode.feedback_tokens += len(ids)
+            episodes.append(Episode(publics[pid], chat.prompt_ids(prompt)))
+        sampled = play(episodes, generate(trainer), scorer, settings, chat, widest=lambda n: _widest(trainer, n),
+                       run=lambda coroutine: _run_async(trainer, coroutine))
         log_metrics(trainer, episodes, settings.max_turns)
         return {
             "prompt_ids": [e.prompt_ids for e in episodes],
@@ -412,7 +445,9 @@ def make_feedback_rollout(
             "logprobs": [e.logprobs for e in episodes] if sampled else None,
             "env_mask": [e.env_mask for e in episodes],
             FINAL_CODE: [e.codes[-1] for e in episodes],
+            FAULT: [e.fault for e in episodes],
             "feedback_turns": [len(e.codes) for e in episodes],
+            "feedback_codes": [list(e.codes) for e in episodes],
             "feedback_public": [[None if r is None else r.verdict.status.value for r in e.public] for e in episodes],
             "feedback_messages": [list(e.messages) for e in episodes],
             "feedback_tokens": [e.feedback_tokens for e in episodes],
@@ -491,21 +526,27 @@ def _is_async(function: Callable[..., Any]) -> bool:
 
 def score_final_code(function: Callable[..., Any]) -> Callable[..., Any]:
     """``function`` (code_reward, hack_penalty) scoring each episode's final code (the ``final_code`` field)
-    in place of its whole multi-turn completion, logged under the same name; unchanged where the field is
-    absent (rollout=single)."""
+    in place of its whole multi-turn completion, logged under the same name; None for an episode a sandbox
+    failure stopped (``feedback_fault``), as for a single turn's; unchanged where the fields are absent
+    (rollout=single)."""
 
-    def completions_of(completions: Any, columns: dict[str, Any]) -> Any:
-        final = columns.pop(FINAL_CODE, None)
-        return completions if final is None else list(final)
+    def split(completions: Any, columns: dict[str, Any]) -> tuple[Any, list[bool]]:
+        final, faults = columns.pop(FINAL_CODE, None), columns.pop(FAULT, None)
+        return (completions if final is None else list(final)), list(faults or [])
+
+    def unscored(rewards: Any, faults: list[bool]) -> Any:
+        return [None if fault else reward for reward, fault in zip(rewards, faults, strict=True)] if faults else rewards
 
     if _is_async(function):
 
         async def reward(completions: Any, **columns: Any) -> Any:
-            return await function(completions_of(completions, columns), **columns)
+            scored, faults = split(completions, columns)
+            return unscored(await function(scored, **columns), faults)
     else:
 
         def reward(completions: Any, **columns: Any) -> Any:  # type: ignore[misc]
-            return function(completions_of(completions, columns), **columns)
+            scored, faults = split(completions, columns)
+            return unscored(function(scored, **columns), faults)
 
     reward.__name__ = getattr(function, "__name__", type(function).__name__)
     reward.__qualname__ = reward.__name__

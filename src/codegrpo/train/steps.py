@@ -134,10 +134,10 @@ def start_tracking(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> 
 def evaluate_phase(cfg: TrainConfig, model: PreTrainedModel | nn.Module, tokenizer: PreTrainedTokenizerBase,
                    sandbox: SandboxBackend, phase: str, run: Run | None) -> Evaluation:
     problems = build.eval_problems(cfg)
-    scorer = build.scorer(cfg, problems, sandbox, kind=RewardKind.binary)
-    results = evaluate_model(model, tokenizer, scorer, problems, cfg.problems, cfg.evaluation)
+    scorer = build.scorer(cfg, build.scored_problems(cfg, problems), sandbox, kind=RewardKind.binary)
+    results = evaluate_model(model, tokenizer, scorer, problems, cfg.problems, cfg.evaluation, cfg.rollout)
     save(results, Path(cfg.run_dir, f"eval_{phase}.json"))
-    log.info("eval %s: %s", phase, results.metrics())
+    log.info("eval %s: %s", phase, results.summary())
     if run is not None:
         run.log({f"eval_{phase}/{k}": v for k, v in results.metrics().items()})
     return results
