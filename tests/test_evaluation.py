@@ -127,3 +127,27 @@ def test_evaluate_refuses_a_file_that_is_not_an_eval(tmp_path):
     assert done.returncode == 2
     [line] = done.stderr.strip().splitlines()
     assert line.startswith("error: ") and "bad.json is not an eval file" in line
+
+
+def test_a_feedback_evaluation_holds_its_first_turn_and_compares_both_turns(tmp_path):
+    """rollout=feedback: the eval file is the last turn's, with the first turn's inside it; a comparison of two
+    such files compares the last turns and the first turns alike."""
+    ids = [f"p{i}" for i in range(10)]
+    first = _evaluation(dict.fromkeys(ids, (1, 3, 0)))
+    last = _evaluation({pid: (1 + i % 2, 3 - i % 2, 0) for i, pid in enumerate(ids)})
+    last.first_turn = first
+    last.turn_gain = compare(first, last, 1000, 0).to_json()
+    last.feedback = {"feedback/turns": 2.5}
+    loaded = load_evaluation(save(last, tmp_path / "eval.json"))
+    assert loaded == last and loaded.first_turn == first
+    assert loaded.metrics() == {"pass@1": 0.375, "first_turn/pass@1": 0.25, "feedback/turns": 2.5}
+    assert loaded.summary().startswith("first turn pass@1 0.250; last turn pass@1 0.375; change +0.125 [95% CI ")
+    trained = _evaluation(dict.fromkeys(ids, (4, 0, 0)))
+    trained.first_turn = _evaluation(dict.fromkeys(ids, (2, 2, 0)))
+    comparison = compare(loaded, trained, 1000, 0)
+    assert comparison.change == pytest.approx(0.625) and comparison.first_turn is not None
+    assert comparison.first_turn.change == pytest.approx(0.25)
+    text = comparison_summary(comparison)
+    assert text.startswith("last turn pass@1 0.375 -> 1.000") and "\nfirst turn pass@1 0.250 -> 0.500" in text
+    assert comparison.to_json()["first_turn"]["change"] == pytest.approx(0.25)
+    assert compare(first, trained.first_turn).first_turn is None  # single-turn evaluations: no first-turn part

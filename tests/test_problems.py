@@ -265,6 +265,26 @@ def test_a_preamble_round_trips_and_leaves_the_hash_of_sets_without_one_as_it_wa
 
 # -- limits a problem must fit, checked when it loads ---------------------------------------------------------
 
+def test_max_tests_chooses_among_the_hidden_tests_and_keeps_the_public_ones(tmp_path, compose_cfg):
+    """rollout=feedback shows the public tests and scores the rest: a cap on the tests counts the ones that
+    score, so it never leaves a problem whose every test is public (nothing hidden to score on)."""
+    import json
+
+    from codegrpo.data.public_tests import split_tests
+    from codegrpo.data.sets import filter_problems
+
+    def tests(*lengths):
+        return [{"input": "x" * n, "output": str(n)} for n in lengths]
+
+    row = {"id": "a", "prompt": "A", "tests": tests(1, 2, 3, 4), "public_tests": tests(1)}
+    cfg = compose_cfg("problems=jsonl", f"problems.path={write(tmp_path, json.dumps(row))}", "problems.max_tests=1",
+                      "problems.test_selection=longest").problems
+    (problem,) = filter_problems(load_problems(cfg.path), cfg)
+    assert [t.output for t in problem.tests] == ["1", "4"]  # the public one, and the longest hidden one
+    public, hidden = split_tests(problem)
+    assert [t.output for t in public] == ["1"] and [t.output for t in hidden] == ["4"]
+
+
 def test_more_tests_than_one_sandbox_request_carries_are_refused_unless_max_tests_cuts_them(tmp_path, compose_cfg):
     import json
 

@@ -127,12 +127,15 @@ def test_deepcoder_maps_each_source_shape():
     assert json.loads(problems["deepcoder/4"].tests[1].output) is False
     assert problems["deepcoder/7"].fn_name == "climbStairs"  # lcbv5: metadata.func_name
     assert json.loads(problems["deepcoder/7"].tests[4].input) == [10]
+    # No public/hidden split in its rows: the first test is public, the rest hidden (as APPS's).
+    assert all(p.public_tests == p.tests[:1] for p in problems.values() if len(p.tests) > 1)
 
 
 def test_verifiable_coding_reference_out_of_its_fence_and_time_limit():
     problem = _by_id("verifiable_coding")["verifiable_coding/vfc_1"]
     assert problem.reference == "a, b = map(int, input().split())\nprint(a + b)\n"
     assert problem.timeout_s == 2.0 and problem.prompt.endswith("Print a + b.")
+    assert problem.public_tests == problem.tests[:1] and len(problem.tests) > 1
 
 
 def _packed(data: bytes) -> str:
@@ -244,7 +247,9 @@ def test_the_groups_load_their_samples_with_the_filters(compose_cfg, capsys):
                       "problems.test_selection=shortest", "problems.min_tests=5")
     problems = {p.id: p for p in load_problem_set(cfg.problems)}
     assert "apps/1" not in problems and "apps/5" not in problems  # 3 tests each: fewer than 5
-    assert [t.input for t in problems["apps/4"].tests] == ["0\n", "5\n"]  # the two shortest inputs, in order
+    # Its public test (APPS: the first), and the two shortest of the hidden ones, in the dataset's order.
+    assert [t.input for t in problems["apps/4"].tests] == ["0\n", "5\n", "3\n"]
+    assert problems["apps/4"].public_tests == problems["apps/4"].tests[:1]
     cfg = compose_cfg("problems=livecodebench", f"problems.data_files={DATA / 'livecodebench.jsonl'}",
                       "problems.after=2024-08-01")
     assert len(load_problem_set(cfg.problems)) == 4

@@ -97,6 +97,49 @@ def test_train_end_to_end_offline(tmp_path, compose_cfg):
     assert secret.encode() not in run_file.read_bytes()
 
 
+@pytest.mark.slow
+def test_train_with_feedback_end_to_end_offline(tmp_path):
+    """train.py rollout=feedback on a set with public tests, evaluated before and after alike: the feedback
+    metrics reach the console line, log_history.json and the offline W&B run; the completions table has each
+    turn's code, public verdict and feedback; the evaluations have first-turn and last-turn pass@1."""
+    run_dir = tmp_path / "run"
+    done = _train(run_dir, "problems=feedback", "rollout=feedback", "trainer.max_steps=2",
+                  "trainer.num_generations=2", "trainer.per_device_train_batch_size=2",
+                  "trainer.max_completion_length=320", "trainer.generation_kwargs={max_new_tokens:24}",
+                  "evaluation.before=true", "evaluation.after=true", "evaluation.limit=2", "evaluation.num_samples=1",
+                  "evaluation.temperature=0", "evaluation.max_new_tokens=24", env={"WANDB_API_KEY": ""})
+    assert done.returncode == 0, done.stderr[-4000:]
+    history = json.loads((run_dir / "log_history.json").read_text())
+    steps = [row for row in history if "rewards/code_reward/mean" in row]
+    assert len(steps) == 2
+    for row in steps:
+        assert 1 <= row["feedback/turns"] <= 3 and row["feedback/with_public"] == 1.0
+        assert {"feedback/public_pass/turn_1", "feedback/public_pass/turn_3", "feedback/tokens",
+                "feedback/cut"} <= set(row)
+    assert any(row["feedback/tokens"] > 0 for row in steps), "no episode got feedback"
+    story = (run_dir / "train.log").read_text()
+    assert "step 1/2  reward " in story and "  turns " in story and "  public " in story
+
+    import pandas as pd
+
+    table = pd.read_parquet(sorted(run_dir.glob("completions/completions_*.parquet"))[0])
+    assert {"turns", "turn_1_code", "turn_1_public", "turn_1_feedback", "turn_3_code", "turn_3_public"} <= set(
+        table.columns)
+    assert all(t == 1 or f.startswith("Your code was run on the 1 public test") or f.startswith("No code")
+               for t, f in zip(table["turns"], table["turn_1_feedback"], strict=True))
+
+    [run_file] = run_dir.glob("wandb/offline-run-*/run-*.wandb")
+    logged = [row for row in wandb_offline.history(run_file) if "train/rewards/code_reward/mean" in row]
+    assert [r["train/feedback/turns"] for r in logged] == [r["feedback/turns"] for r in steps]
+    for phase in ("before", "after"):
+        evaluation = json.loads((run_dir / f"eval_{phase}.json").read_text())
+        assert "pass@1" in evaluation and "pass@1" in evaluation["first_turn"]
+        assert "feedback/turns" in evaluation["feedback"]
+        assert evaluation["num_problems"] == 2 and len(evaluation["samples"]) == 2
+    comparison = json.loads((run_dir / "comparison.json").read_text())
+    assert "first_turn" in comparison and "change" in comparison["first_turn"]
+
+
 def test_bad_problem_file_fails_before_the_model_loads(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "a", "prompt": "f(x).", "test": "f(1)", "expected": "[1,"}\n')

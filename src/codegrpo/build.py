@@ -150,7 +150,10 @@ def reward_functions(cfg: TrainConfig, scorer: Scorer) -> tuple[list[Callable[..
     if cfg.rollout.kind is RolloutKind.feedback:  # codegrpo's rewards score each episode's final code
         from codegrpo.train.feedback import score_final_code
 
-        functions = [score_final_code(f) if entry in (rewards.CODE_REWARD, HACK_PENALTY) else f
+        # code_reward's wrapper writes each turn's columns of the completions table (one writer: a column twice
+        # would be twice as long as the table).
+        turns = {rewards.CODE_REWARD: cfg.rollout.max_turns, HACK_PENALTY: 0}
+        functions = [score_final_code(f, turns[entry]) if entry in turns else f
                      for entry, f in zip(entries, functions, strict=True)]
     names = [rewards.reward_name(f) for f in functions]
     duplicates = sorted({n for n in names if names.count(n) > 1})

@@ -65,8 +65,8 @@ def load_hub_problems(cfg: ProblemsConfig) -> list[Problem]:
 
 def filter_problems(problems: list[Problem], cfg: ProblemsConfig) -> list[Problem]:
     """The filters papers apply, each counted on stderr: duplicate prompts dropped (``dedupe_prompts``),
-    at most ``max_tests`` tests kept (``test_selection``), input/output problems with fewer than
-    ``min_tests`` tests dropped (DeepCoder keeps >= 5)."""
+    at most ``max_tests`` hidden tests kept (``test_selection``; the public ones besides), input/output
+    problems with fewer than ``min_tests`` tests dropped (DeepCoder keeps >= 5)."""
     kept, seen, dropped = [], set(), {"duplicate prompt": 0, f"fewer than {cfg.min_tests} tests": 0}
     for problem in problems:
         if cfg.dedupe_prompts and problem.prompt in seen:
@@ -78,7 +78,7 @@ def filter_problems(problems: list[Problem], cfg: ProblemsConfig) -> list[Proble
                 dropped[f"fewer than {cfg.min_tests} tests"] += 1
                 continue
             if cfg.max_tests and len(problem.tests) > cfg.max_tests:
-                problem = dataclasses.replace(problem, tests=_keep_tests(problem.tests, cfg))
+                problem = dataclasses.replace(problem, tests=_keep_tests(problem, cfg))
         kept.append(problem)
     for why, count in dropped.items():
         if count:
@@ -113,12 +113,17 @@ def oversize_outputs(problems: Iterable[Problem], cap: int) -> list[tuple[Proble
     return found
 
 
-def _keep_tests(tests: tuple[IOTest, ...], cfg: ProblemsConfig) -> tuple[IOTest, ...]:
+def _keep_tests(problem: Problem, cfg: ProblemsConfig) -> tuple[IOTest, ...]:
+    """``max_tests`` of the tests that score (the hidden ones: rollout=feedback shows the public ones and
+    scores the rest), chosen by ``test_selection``, and the public tests among ``tests`` besides, so a cap
+    never leaves a problem with nothing hidden; in the dataset's order."""
+    tests, shown = problem.tests, set(problem.public_tests)
+    scored = [i for i, test in enumerate(tests) if test not in shown] or list(range(len(tests)))
     if cfg.test_selection in (TestSelection.shortest, TestSelection.longest):
         longest = cfg.test_selection == TestSelection.longest
-        order = sorted(range(len(tests)), key=lambda i: len(tests[i].input), reverse=longest)[: cfg.max_tests]
-        return tuple(tests[i] for i in sorted(order))  # the dataset's order among those kept
-    return tests[: cfg.max_tests]
+        scored = sorted(scored, key=lambda i: len(tests[i].input), reverse=longest)
+    keep = set(scored[: cfg.max_tests]) | {i for i, test in enumerate(tests) if test in shown}
+    return tuple(tests[i] for i in sorted(keep))
 
 
 def load_problem_set(cfg: ProblemsConfig) -> list[Problem]:

@@ -1,7 +1,8 @@
 """What a training run tells the researcher, on the console and in train.log (Hydra's job log):
 
 - at the start, the run dir, then the W&B mode and where its run lives;
-- one line per logged step: reward, pass rate, status counts, step time;
+- one line per logged step: reward, pass rate, status counts, step time; under rollout=feedback the turns,
+  the public pass rate after the first turn and after the last, the fix rate and the episodes cut;
 - at the end, the final reward and pass rate, where everything is, and `wandb sync` when offline.
 
 Everything goes through `logging`, so Hydra's job logging writes it to the console and to train.log.
@@ -69,9 +70,24 @@ def _count(value: float) -> str:
     return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
 
 
+def feedback_part(logs: dict[str, Any]) -> str:
+    """rollout=feedback's `turns 2.1  public 25% -> 50%  fixed 33%  cut 12%` (the public pass rate after the
+    first turn and after the last; the episodes cut by max_completion_length, when any were); else ""."""
+    if "feedback/turns" not in logs:
+        return ""
+    public = sorted((int(key.rsplit("_", 1)[1]), value) for key, value in logs.items()
+                    if key.startswith("feedback/public_pass/turn_"))
+    parts = [f"turns {logs['feedback/turns']:.1f}",
+             f"public {public[0][1]:.0%} -> {public[-1][1]:.0%}" if public else "",
+             f"fixed {logs['feedback/fix_rate']:.0%}" if "feedback/fix_rate" in logs else "",
+             f"cut {logs['feedback/cut']:.0%}" if logs.get("feedback/cut") else ""]
+    return "  ".join(p for p in parts if p)
+
+
 def step_line(logs: dict[str, Any], step: int, max_steps: int, seconds: float) -> str:
     """`step 3/8  reward 0.250  pass 25%  passed 1, failed 2, error 1  hacks 1  12.3 s`: the statuses that
-    occurred, and the completions the reward-hack monitor flagged when there were any."""
+    occurred, the completions the reward-hack monitor flagged when there were any, and rollout=feedback's
+    turns (feedback_part)."""
     statuses = ", ".join(f"{s} {_count(logs[f'status/{s}'])}" for s in STATUSES if logs.get(f"status/{s}"))
     pass_rate = logs.get("pass_rate")
     parts = [f"step {step}/{max_steps}" if max_steps > 0 else f"step {step}",
@@ -79,6 +95,7 @@ def step_line(logs: dict[str, Any], step: int, max_steps: int, seconds: float) -
              f"pass {pass_rate:.0%}" if pass_rate is not None else "",
              statuses or "no completions scored",
              f"hacks {_count(logs['hacks/count'])}" if logs.get("hacks/count") else "",
+             feedback_part(logs),
              f"{seconds:.1f} s"]
     return "  ".join(p for p in parts if p)
 

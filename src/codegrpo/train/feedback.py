@@ -47,6 +47,7 @@ from codegrpo.config.schema import MAX_SHOWN_CHARS, RolloutConfig
 from codegrpo.data.problems import IOTest, Problem
 from codegrpo.data.public_tests import public
 from codegrpo.errors import UsageError
+from codegrpo.reward.explain import code_head
 from codegrpo.reward.extraction import extract_code
 from codegrpo.reward.programs import build_program
 from codegrpo.reward.scorer import Scorer
@@ -524,14 +525,36 @@ def _is_async(function: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(type(function).__call__)
 
 
-def score_final_code(function: Callable[..., Any]) -> Callable[..., Any]:
+def turn_columns(columns: dict[str, Any], max_turns: int) -> dict[str, list[Any]]:
+    """The completions table's columns of each turn, ``max_turns`` of them in every batch (a table's columns
+    stay the same from step to step): ``turns``, and per turn t its code (its head), its public verdict and
+    the feedback the model saw after it; "" where an episode did not get that far."""
+    codes, public, messages = columns["feedback_codes"], columns["feedback_public"], columns["feedback_messages"]
+
+    def at(values: Sequence[Any], turn: int) -> Any:
+        return values[turn] if turn < len(values) and values[turn] is not None else ""
+
+    table: dict[str, list[Any]] = {"turns": [len(c) for c in codes]}
+    for turn in range(max_turns):
+        table[f"turn_{turn + 1}_code"] = [code_head(at(c, turn)) for c in codes]
+        table[f"turn_{turn + 1}_public"] = [at(p, turn) for p in public]
+        if turn < max_turns - 1:
+            table[f"turn_{turn + 1}_feedback"] = [at(m, turn) for m in messages]
+    return table
+
+
+def score_final_code(function: Callable[..., Any], max_turns: int = 0) -> Callable[..., Any]:
     """``function`` (code_reward, hack_penalty) scoring each episode's final code (the ``final_code`` field)
     in place of its whole multi-turn completion, logged under the same name; None for an episode a sandbox
     failure stopped (``feedback_fault``), as for a single turn's; unchanged where the fields are absent
-    (rollout=single)."""
+    (rollout=single). With ``max_turns`` (one reward function of a run has it), each turn's columns go to the
+    completions table (``turn_columns``)."""
 
     def split(completions: Any, columns: dict[str, Any]) -> tuple[Any, list[bool]]:
         final, faults = columns.pop(FINAL_CODE, None), columns.pop(FAULT, None)
+        if max_turns and final is not None and (log_extra := columns.get("log_extra")) is not None:
+            for name, values in turn_columns(columns, max_turns).items():
+                log_extra(name, values)
         return (completions if final is None else list(final)), list(faults or [])
 
     def unscored(rewards: Any, faults: list[bool]) -> Any:

@@ -9,20 +9,13 @@ from codegrpo.data.public_datasets.rows import (
     Row,
     Skip,
     _decode_json,
+    _first_public,
     _first_python3,
     _input_output_tests,
     _io_record,
     _seconds,
     _timeout,
 )
-from codegrpo.data.public_tests import first_public
-
-
-def _first_public(tests: list[dict[str, Any]]) -> dict[str, Any]:
-    """APPS and TACO have no public/hidden split: the first test is public when one is left hidden
-    (codegrpo.data.public_tests.first_public)."""
-    shown = first_public(tests)
-    return {"public_tests": shown} if shown else {}
 
 
 def map_apps(row: Mapping[str, Any], number: int, where: str) -> Row:

@@ -6,14 +6,22 @@ from collections.abc import Mapping
 from typing import Any
 
 from codegrpo.data.public_datasets.livecodebench import _lcb_tests
-from codegrpo.data.public_datasets.rows import Row, Skip, _decode_json, _input_output_tests, _io_record
+from codegrpo.data.public_datasets.rows import (
+    Row,
+    Skip,
+    _decode_json,
+    _first_public,
+    _input_output_tests,
+    _io_record,
+)
 
 
 def map_deepcoder(row: Mapping[str, Any], number: int, where: str) -> Row:
     """agentica-org/DeepCoder-Preview-Dataset: problem and tests (JSON), in one of its sources' shapes:
     TACO's {"inputs", "outputs", "fn_name"?} (taco), LiveCodeBench's [{"input", "output", "testtype"}]
     with metadata.func_name (lcbv5), or [{"input", "output", "type"?, "fn_name"?}] (primeintellect,
-    codeforces), whose fn_name rows follow TACO's call convention."""
+    codeforces), whose fn_name rows follow TACO's call convention. Its rows keep no public/hidden split (the
+    lcbv5 rows' public and private tests are one list): the first test is public, as APPS's."""
     given = _decode_json(row["tests"], f"{where}: tests")
     metadata = _decode_json(row.get("metadata"), f"{where}: metadata") or {}
     if given is None or given == []:
@@ -30,4 +38,4 @@ def map_deepcoder(row: Mapping[str, Any], number: int, where: str) -> Row:
         if given[0].get("testtype") in ("stdin", "functional"):  # LiveCodeBench's own test types
             preamble = "livecodebench"
     return Row(_io_record(f"deepcoder/{number}", row["problem"], tests, fn_name, row.get("starter_code"), "",
-                          preamble))
+                          preamble) | _first_public(tests))

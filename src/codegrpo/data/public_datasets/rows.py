@@ -10,6 +10,7 @@ from typing import Any
 
 from codegrpo.config.schema import MAX_TIMEOUT_S
 from codegrpo.data.problems import json_value
+from codegrpo.data.public_tests import first_public
 from codegrpo.errors import ProblemError
 
 
@@ -125,3 +126,10 @@ def _io_record(problem_id: str, prompt: Any, tests: list[dict[str, Any]], fn_nam
 def _timeout(seconds: float | None) -> dict[str, float]:
     """A row's time limit, cut to MAX_TIMEOUT_S (parse_problem refuses one that is not above 0)."""
     return {"timeout_s": min(seconds, MAX_TIMEOUT_S)} if seconds else {}
+
+
+def _first_public(tests: list[dict[str, Any]]) -> dict[str, Any]:
+    """The public tests of a source with no public/hidden split (APPS, TACO, DeepCoder, verifiable-coding):
+    the first test, when one is left hidden (codegrpo.data.public_tests.first_public)."""
+    shown = first_public(tests)
+    return {"public_tests": shown} if shown else {}
