@@ -314,14 +314,18 @@ def task(family: Family, p: Any) -> dict[str, Any]:
 
 
 def call_task(family: Family, p: Any) -> dict[str, Any]:
-    """The task in the call form: each call is a test, the first public (when another is left hidden)."""
+    """The task in the call form: each call is a test, the first public when a hidden one expects another
+    value (else a program that returns what it was shown would pass them all)."""
     record = task(family, p)  # checked against the spec
     calls = json.loads(json.dumps([list(args) for args in family.inputs(p)]))
     tests = [{"input": args, "output": value} for args, value in zip(calls, json.loads(record["expected"]),
                                                                      strict=True)]
+    shown = first_public(tests)
+    if all(test["output"] == shown[0]["output"] for test in tests[len(shown):]):  # shown or not, nothing hidden
+        shown = []  # returning what the public test showed would pass every hidden one: no feedback
     return {"id": record["id"], "family": record["family"], "kind": record["kind"], "level": record["level"],
             "prompt": f"Write a function {record['prompt']}", "fn_name": record["id"], "tests": tests,
-            "public_tests": first_public(tests), "reference": record["reference"]}
+            "public_tests": shown, "reference": record["reference"]}
 
 
 def build(train: Sequence[Family], unseen: Sequence[Family],

@@ -34,6 +34,7 @@ def test_the_shipped_files_are_what_the_generator_builds():
     assert done.returncode == 0, done.stderr
     assert "transfer.jsonl: 161 tasks in 33 families" in done.stdout
     assert "transfer_unseen.jsonl: 68 tasks in 18 families" in done.stdout
+    assert "feedback.jsonl: 161 tasks in 33 families" in done.stdout
 
 
 def test_split_by_family_with_every_train_family_on_both_sides(compose_cfg):
@@ -58,7 +59,19 @@ def test_split_by_family_with_every_train_family_on_both_sides(compose_cfg):
     assert {r["level"] for r in unseen_records} == {1, 2}
 
 
-@pytest.mark.parametrize("name", ["transfer", "transfer_unseen"])
+def test_the_feedback_set_is_the_train_families_with_a_public_call_that_gives_nothing_hidden_away():
+    calls, expressions = _records("feedback"), _records("transfer")
+    assert [r["id"] for r in calls] == [r["id"] for r in expressions]
+    for call, expression in zip(calls, expressions, strict=True):
+        assert [t["output"] for t in call["tests"]] == json.loads(expression["expected"])
+        if call["public_tests"]:
+            assert call["public_tests"] == call["tests"][:1] and len(call["tests"]) > 1
+            # Returning what the public call showed passes no hidden one.
+            assert any(t["output"] != call["tests"][0]["output"] for t in call["tests"][1:])
+    assert sum(bool(r["public_tests"]) for r in calls) == len(calls) - 2  # count_digit_5, words_over_5: all alike
+
+
+@pytest.mark.parametrize("name", ["transfer", "transfer_unseen", "feedback"])
 def test_every_reference_passes_in_the_sandbox(name):
     done = subprocess.run([sys.executable, "-m", "codegrpo.commands.validate", f"problems={name}",
                            "problems.split=all"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
