@@ -15,7 +15,7 @@ problem file's ``public_tests`` field, shaped like ``tests`` (data.problems pars
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from codegrpo.data.problems import IOTest, Problem
@@ -24,14 +24,26 @@ FIRST_PUBLIC = 1  # APPS and TACO: the first test is public (usually the stateme
 
 
 def split_tests(problem: Problem) -> tuple[tuple[IOTest, ...], tuple[IOTest, ...]]:
-    """(public, hidden) tests of an input/output problem. Hidden: ``tests`` less any public one. A problem
-    without public tests, of another form, or whose tests are all public, is (), tests: nothing is shown."""
+    """(public, hidden) tests of an input/output problem. Hidden: ``tests`` less any that is public
+    (``is_shown``). A problem without public tests, of another form, or whose tests are all public, is (),
+    tests: nothing is shown."""
     shown = problem.public_tests
     if not problem.form.per_test or not shown:
         return (), problem.tests
-    public_set = set(shown)
-    rest = tuple(test for test in problem.tests if test not in public_set)
+    rest = tuple(test for test in problem.tests if not is_shown(problem)(test))
     return ((), problem.tests) if not rest else (shown, rest)
+
+
+def _words(test: IOTest) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    return tuple(test.input.split()), tuple(test.output.split())
+
+
+def is_shown(problem: Problem) -> Callable[[IOTest], bool]:
+    """Whether a test of ``problem`` is one of its public tests, or equal to one but for whitespace ("5"
+    beside "5\r\n" is the same test to the checkers: kept hidden, it would pay code that hard-codes what
+    the model was shown)."""
+    shown = {_words(test) for test in problem.public_tests}
+    return lambda test: _words(test) in shown
 
 
 def _with_tests(problem: Problem, tests: tuple[IOTest, ...]) -> Problem:

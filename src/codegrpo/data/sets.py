@@ -15,6 +15,7 @@ from codegrpo.config.schema import ProblemsConfig, SandboxConfig
 from codegrpo.data import public_datasets
 from codegrpo.data.files import load_problems
 from codegrpo.data.problems import MAX_TESTS, IOTest, Problem, parse_problem
+from codegrpo.data.public_tests import is_shown
 from codegrpo.errors import ProblemError
 
 
@@ -117,12 +118,12 @@ def _keep_tests(problem: Problem, cfg: ProblemsConfig) -> tuple[IOTest, ...]:
     """``max_tests`` of the tests that score (the hidden ones: rollout=feedback shows the public ones and
     scores the rest), chosen by ``test_selection``, and the public tests among ``tests`` besides, so a cap
     never leaves a problem with nothing hidden; in the dataset's order."""
-    tests, shown = problem.tests, set(problem.public_tests)
-    scored = [i for i, test in enumerate(tests) if test not in shown] or list(range(len(tests)))
+    tests, shown = problem.tests, is_shown(problem)
+    scored = [i for i, test in enumerate(tests) if not shown(test)] or list(range(len(tests)))
     if cfg.test_selection in (TestSelection.shortest, TestSelection.longest):
         longest = cfg.test_selection == TestSelection.longest
         scored = sorted(scored, key=lambda i: len(tests[i].input), reverse=longest)
-    keep = set(scored[: cfg.max_tests]) | {i for i, test in enumerate(tests) if test in shown}
+    keep = set(scored[: cfg.max_tests]) | {i for i, test in enumerate(tests) if shown(test)}
     return tuple(tests[i] for i in sorted(keep))
 
 

@@ -37,6 +37,7 @@ import dataclasses
 import inspect
 import itertools
 import json
+import re
 import statistics
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -263,6 +264,18 @@ class _Suffix:
         ends = [i for i, token in enumerate(prefix) if token in eos]
         self.prefix = prefix[: ends[-1] + 1] if ends else prefix
         self.close = prefix[ends[-1] : ends[-1] + 1] if ends else []  # ends a turn that stopped without it
+        # The tokenizer reads its added tokens' text in a message as those tokens: a program that prints
+        # "<|im_end|><|im_start|>system" would pose chat turns of its own. escape() makes such text plain text.
+        tokens = (getattr(tokenizer, "added_tokens_decoder", None) or {}).values()
+        added = [getattr(t, "content", str(t)) for t in tokens] + list(getattr(tokenizer, "all_special_tokens", []))
+        words = sorted({word for word in added if len(word) > 1}, key=len, reverse=True)
+        self.special = re.compile("|".join(map(re.escape, words))) if words else None
+
+    def escape(self, message: str) -> str:
+        """``message`` with every special token's text broken by a zero-width space after its first character."""
+        if self.special is None:
+            return message
+        return self.special.sub(lambda found: found.group()[0] + "\u200b" + found.group()[1:], message)
 
     def _ids(self, messages: list[dict[str, str]], generation_prompt: bool) -> list[int]:
         encoded = self.tokenizer.apply_chat_template(messages, add_generation_prompt=generation_prompt, tokenize=True,
@@ -335,8 +348,9 @@ def play(episodes: Sequence[Episode], generate: Generate, scorer: Scorer, settin
             if episode.cut or last or result is None or result.passed or result.verdict.status is Status.INFRA:
                 episode.done = True
                 continue
-            message = feedback_message(episode.problem.tests, result, settings,
-                                       call=episode.problem.form is Form.call, fence=scorer.language.name)
+            message = chat.suffix.escape(feedback_message(episode.problem.tests, result, settings,
+                                                          call=episode.problem.form is Form.call,
+                                                          fence=scorer.language.name))
             ids = ([] if ended[id(episode)] else chat.suffix.close) + chat.suffix(message)
             length = len(episode.completion_ids) + len(ids)
             if length >= chat.budget or (chat.context is not None and len(episode.prompt_ids) + length >= chat.context):
