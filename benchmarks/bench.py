@@ -25,15 +25,15 @@ i. hacks: the reward-hack monitor's recall on the project's attack and hack suit
    its false-flag rate on every reference solution (problems/*.jsonl, HumanEval's 164, the dataset sample
    files), with the flagged and missed cases on stderr; and the scoring time of the negatives with the
    monitor vs without it (no static pass, the harness without its audit hook) (`--only hacks`).
-k. feedback: rollout=feedback's own overhead in one step (8 episodes of problems=feedback, up to 3 turns of 96
-   tokens, the offline model): the episodes are generated once, then replayed with the same tokens, so the
-   replay's time is the loop alone: the public tests run after each turn and the feedback messages built and
-   templated; beside a single-turn step's scoring of the same final code, and as a share of the rollout
-   (`--only feedback`; not in the default run).
 j. sampler: sampler=uniform vs sampler=difficulty on trivial + basics, same seeds and steps: the share
    of zero-spread groups, the reward curve, held-out pass@1 before -> after with the paired 95% interval,
    the wall time (`--only sampler`; 35-45 min a run on one core, four runs at the defaults: not in the
    default run; `--sampler-seeds 1` halves it).
+k. feedback: rollout=feedback's own overhead in one step (8 episodes, one each of 8 problems=feedback tasks
+   across its levels, up to 3 turns of 96 tokens, the offline model): the episodes are generated once, then
+   replayed with the same tokens, so the replay's time is the loop alone: the public tests run after each
+   turn and the feedback messages built and templated; beside a single-turn step's scoring of the same final
+   code, and as a share of the rollout (`--only feedback`; not in the default run).
 """
 
 from __future__ import annotations
@@ -831,7 +831,8 @@ def bench_feedback(episodes: int = 8, new_tokens: int = 96, rounds: int = 3) -> 
     model, tokenizer = load_model_and_tokenizer(model_cfg)
     model.eval()
     problems_cfg = ProblemsConfig(name="feedback", path="problems/feedback.jsonl")
-    chosen = select_split(load_problems(problems_cfg.path), "train", 0.3)[: max(1, episodes // 4)]
+    train = [p for p in select_split(load_problems(problems_cfg.path), "train", 0.3) if p.public_tests]
+    chosen = train[:: max(1, len(train) // episodes)][:episodes]  # every level: some pass at once, some revise
     settings = RolloutConfig(max_turns=3, truncate_chars=160)
     sandbox = LocalSandbox(LocalSandboxConfig(max_concurrency=2))
     scorer = Scorer([hidden(p) for p in chosen], sandbox, get_language("python"), "binary", timeout_s=5.0)
@@ -842,8 +843,7 @@ def bench_feedback(episodes: int = 8, new_tokens: int = 96, rounds: int = 3) -> 
     set_torch_threads()
 
     def fresh() -> list[Episode]:
-        return [Episode(public(p), chat.prompt_ids(messages_for(p, problems_cfg)))
-                for p in chosen for _ in range(episodes // len(chosen))]
+        return [Episode(public(p), chat.prompt_ids(messages_for(p, problems_cfg))) for p in chosen]
 
     live, recorded, generating = fresh(), [], generate_ids(model, tokenizer, sampling, eos)
     spent = {"generation": 0.0, "public": 0.0}
@@ -884,10 +884,11 @@ def bench_feedback(episodes: int = 8, new_tokens: int = 96, rounds: int = 3) -> 
                                                           "tokens, the offline model on this CPU"),
         ("the loop's own time per step, s (best replay)", best["loop"], "public runs, messages, templating"),
         ("  of which the public tests' runs, s", best["public"], f"{turns} runs of one public test"),
-        ("  of which messages and templating, s", best["loop"] - best["public"], ""),
+        ("  of which messages and templating, s", best["loop"] - best["public"],
+         f"{sum(len(e.messages) for e in live)} feedback messages"),
         ("a single-turn step's scoring of the same final code, s", best["single"], "the hidden tests, both rollouts"),
-        ("ratio loop / (generation + loop)", best["loop"] / (generation + best["loop"]),
-         "target < 0.05; a step's backward pass only shrinks it"),
+        ("the loop's share of the rollout, %", 100 * best["loop"] / (generation + best["loop"]),
+         "target < 5%; a step's backward pass only shrinks it"),
     ]
 
 
