@@ -152,7 +152,8 @@ def evaluate_feedback(model, tokenizer, scorer: Scorer, problems: list[Problem],
     was_training = model.training
     model.eval()
     context = _context(model)
-    eos = {tokenizer.eos_token_id}
+    ends = getattr(getattr(model, "generation_config", None), "eos_token_id", None)  # an int, a list or None
+    eos = {tokenizer.eos_token_id, *([ends] if isinstance(ends, int) else ends or [])}
     chat = Chat(tokenizer, eos, context or 1 << 30, context)  # each turn is bounded by max_new_tokens
     episodes = [Episode(public(p), chat.prompt_ids(messages_for(p, problems_cfg)))
                 for p in problems for _ in range(settings.num_samples)]
