@@ -30,7 +30,8 @@ def split_tests(problem: Problem) -> tuple[tuple[IOTest, ...], tuple[IOTest, ...
     shown = problem.public_tests
     if not problem.form.per_test or not shown:
         return (), problem.tests
-    rest = tuple(test for test in problem.tests if not is_shown(problem)(test))
+    public_test = is_shown(problem)
+    rest = tuple(test for test in problem.tests if not public_test(test))
     return ((), problem.tests) if not rest else (shown, rest)
 
 
