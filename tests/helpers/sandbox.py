@@ -195,6 +195,7 @@ class FreshSuperserve(SandboxBackend):
     """A Superserve backend on the fake, a fresh one per call (its sandboxes are all killed after each)."""
 
     def __init__(self, fake: FakeSuperserve) -> None:
+        self.fake = fake  # what a test counts of the calls it made
         self.cfg = SuperserveSandboxConfig(api_key_env=FAKE_KEY_ENV, base_url=fake.base_url, max_concurrency=2)
 
     async def run_many(self, programs: Sequence[Program]) -> list[RunResult]:

@@ -16,12 +16,12 @@ import uuid
 
 import pytest
 
-from codegrpo.config.schema import SuperserveSandboxConfig
 from codegrpo.sandbox.base import Outcome, Program, RunResult
-from codegrpo.sandbox.superserve import SuperserveSandbox
 from tests.fakes import FAKE_API_KEY, FakeSuperserve
 from tests.helpers.sandbox import (
+    FAKE_KEY_ENV,
     FORK_UNTIL_REFUSED,
+    FreshSuperserve,
     MiB,
     assert_nothing_left,
     daemon_source,
@@ -32,24 +32,8 @@ from tests.helpers.sandbox import (
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the sandboxes need bubblewrap")
 
-KEY_ENV = "CODEGRPO_TEST_RUNS_SUPERSERVE_KEY"
 MODES = ["warm", "cold", "warm-rlimits", "cold-rlimits", "superserve"]
 SECRET = f"sekret-{uuid.uuid4().hex}"
-
-
-class Superserve:
-    """A Superserve backend on the fake, one per test (its sandboxes are all killed after each call)."""
-
-    def __init__(self, fake: FakeSuperserve) -> None:
-        self.fake = fake
-        self.cfg = SuperserveSandboxConfig(api_key_env=KEY_ENV, base_url=fake.base_url, max_concurrency=2)
-
-    async def run_many(self, programs: list[Program]) -> list[RunResult]:
-        backend = SuperserveSandbox(self.cfg)
-        try:
-            return await backend.run_many(programs)
-        finally:
-            await backend.aclose()
 
 
 @pytest.fixture(scope="module", params=MODES)
@@ -60,9 +44,9 @@ def mode(request) -> str:
 @pytest.fixture(scope="module")
 def backend(mode):
     if mode == "superserve":
-        os.environ[KEY_ENV] = FAKE_API_KEY
+        os.environ[FAKE_KEY_ENV] = FAKE_API_KEY
         with FakeSuperserve() as fake:
-            yield Superserve(fake)
+            yield FreshSuperserve(fake)
         assert fake.alive_ids() == []
         return
     box = make_sandbox(warm=mode.startswith("warm"), use_cgroups=not mode.endswith("rlimits"))
@@ -157,14 +141,14 @@ def test_floods_forks_and_daemons_are_held_per_run(backend):
         FORK_UNTIL_REFUSED + "print(COUNT)",
         daemon_source(marker),
     ]
-    fds = open_fds() if not isinstance(backend, Superserve) else None
+    fds = open_fds() if not isinstance(backend, FreshSuperserve) else None
     inputs = ("x" * 1000 + "\n", "attack", "ok")
     programs = [Program(attack_then_look(attack), timeout_s=2.0, inputs=inputs) for attack in attacks]
     flood, bomb, count, daemon = asyncio.run(backend.run_many(programs))
     for result in (flood, bomb, count, daemon):
         assert result.runs[0].stdout == result.runs[2].stdout == "ok ['1']\n", result  # nothing left of the attack
     assert flood.runs[1].outcome is Outcome.OUTPUT_LIMIT and bomb.runs[1].outcome is Outcome.TIMEOUT
-    limit = 32 if isinstance(backend, Superserve) else backend.cfg.max_processes
+    limit = 32 if isinstance(backend, FreshSuperserve) else backend.cfg.max_processes
     assert 0 < int(count.runs[1].stdout) < limit
     assert daemon.runs[1].stdout == "parent done\n" and processes_with(marker) == []
     if fds is not None:
@@ -215,7 +199,7 @@ def test_hostile_runs_get_nothing_from_the_host_or_each_other(backend, monkeypat
 def test_programs_with_and_without_inputs_in_one_batch(backend):
     programs = [Program("print(input()[::-1])", inputs=("abc", "xyz")), Program("print(6 * 7)"),
                 Program("print(input())", inputs=()), Program("import sys\nsys.exit(int(input()))", inputs=("3",))]
-    execs = backend.fake.requests["exec"] if isinstance(backend, Superserve) else 0
+    execs = backend.fake.requests["exec"] if isinstance(backend, FreshSuperserve) else 0
     results = asyncio.run(backend.run_many(programs * 3))
     for i in range(0, 12, 4):
         reverse, plain, none, exits = results[i : i + 4]
@@ -223,5 +207,5 @@ def test_programs_with_and_without_inputs_in_one_batch(backend):
         assert (plain.outcome, plain.stdout, plain.runs) == (Outcome.EXITED, "42\n", ())
         assert none.outcome is Outcome.EXITED and none.runs == ()
         assert [r.exit_code for r in exits.runs] == [3]
-    if isinstance(backend, Superserve):
+    if isinstance(backend, FreshSuperserve):
         assert backend.fake.requests["exec"] - execs == 2  # two chunks (the cap), every run inside them
