@@ -171,8 +171,10 @@ def evaluate_feedback(model, tokenizer, scorer: Scorer, problems: list[Problem],
     finally:
         model.train(was_training)
     ids = [e.problem.id for e in episodes]
-    first = _evaluation(problems, asyncio.run(scorer.score(ids, [e.texts[0] for e in episodes])), settings, started)
-    last = _evaluation(problems, asyncio.run(scorer.score(ids, [e.texts[-1] for e in episodes])), settings, started)
+    # One batch: an episode that stopped after its first turn has one code, which the scorer runs once.
+    scored = asyncio.run(scorer.score(ids + ids, [e.texts[0] for e in episodes] + [e.texts[-1] for e in episodes]))
+    first = _evaluation(problems, scored[: len(ids)], settings, started)
+    last = _evaluation(problems, scored[len(ids) :], settings, started)
     for sample, episode in zip(last.samples, episodes, strict=True):
         sample["turns"] = len(episode.texts)
         sample["public"] = [None if r is None else r.verdict.status.value for r in episode.public]
