@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 from hydra.errors import ConfigCompositionException
@@ -93,16 +94,71 @@ def test_evaluation_settings_that_cannot_sample_fail_when_the_config_is_read(com
         compose_cfg(*overrides)
 
 
-def test_the_trainer_field_cache_is_the_installed_grpo_config():
-    """grpo_fields.json is what the trainer schema reads when trl and transformers are the versions it names:
-    after an upgrade, regenerate it with `python -m codegrpo.config.trainer_fields`."""
-    from codegrpo.config.trainer_fields import installed_versions, read_cache, reflect
+def test_the_trainer_field_cache_is_the_pinned_grpo_config():
+    """grpo_fields.json holds GRPOConfig's fields for the trl and transformers that constraints.txt pins, and
+    those fields are the installed GRPOConfig's wherever those versions are installed: after `make
+    constraints` moves either, regenerate it with `python -m codegrpo.config.trainer_fields`. Under other
+    versions (the oldest-versions run) the schema reads trl itself."""
+    from codegrpo.config.trainer_fields import PACKAGES, installed_versions, read_cache, reflect, trainer_fields
 
     cached = read_cache()
     assert cached is not None
     versions, fields = cached
-    assert versions == installed_versions(), "regenerate: python -m codegrpo.config.trainer_fields"
-    assert fields == reflect(), "regenerate: python -m codegrpo.config.trainer_fields"
+    pins = dict(line.split("==", 1) for line in Path("constraints.txt").read_text().splitlines() if "==" in line)
+    assert versions == {name: pins[name] for name in PACKAGES}, "regenerate: python -m codegrpo.config.trainer_fields"
+    if versions == installed_versions():
+        assert fields == reflect(), "regenerate: python -m codegrpo.config.trainer_fields"
+    else:
+        assert trainer_fields() == reflect()
+
+
+def test_renamed_fields_are_read_from_the_installed_class():
+    """An alias is translated only where the installed class declares it one (transformers 5.18+ renamed
+    gradient_checkpointing; 5.17 has only that name, and passing the new one was a TypeError)."""
+    import dataclasses
+
+    from codegrpo.config.trainer_fields import current_names, renamed_fields
+
+    @dataclasses.dataclass
+    class Renamed:
+        activation_checkpointing: bool | None = None
+        gradient_checkpointing: bool | None = dataclasses.field(
+            default=None, metadata={"help": "Deprecated alias of `activation_checkpointing`, will be removed in v6."})
+
+    @dataclasses.dataclass
+    class Redeclared(Renamed):  # as TRL's GRPOConfig redeclares gradient_checkpointing with its own default and help
+        gradient_checkpointing: bool = dataclasses.field(default=True, metadata={"help": "Enable it."})
+
+    @dataclasses.dataclass
+    class Before:
+        gradient_checkpointing: bool = dataclasses.field(default=False, metadata={"help": "Enable it."})
+
+    assert renamed_fields(Renamed) == renamed_fields(Redeclared) == {"gradient_checkpointing": "activation_checkpointing"}
+    assert current_names({"gradient_checkpointing": True, "activation_checkpointing": None}, Renamed) == {
+        "activation_checkpointing": True}
+    assert current_names({"gradient_checkpointing": True, "activation_checkpointing": False}, Renamed) == {
+        "activation_checkpointing": False}  # the current name wins when set
+    assert renamed_fields(Before) == {}
+    assert current_names({"gradient_checkpointing": True}, Before) == {"gradient_checkpointing": True}
+
+
+def test_trainer_settings_build_a_grpo_config_without_future_warnings(compose_cfg, tmp_path):
+    import warnings
+
+    from trl import GRPOConfig
+
+    from codegrpo.build import grpo_config
+    from codegrpo.config.trainer_fields import renamed_fields
+
+    for trainer in ("cpu", "gpu"):
+        cfg = compose_cfg(f"trainer={trainer}", "trainer.use_cpu=true", "trainer.bf16=false", "logger=none")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", FutureWarning)
+            args = grpo_config(cfg, tmp_path)
+        # gpu keeps TRL's default (checkpointing on), cpu turns it off; transformers 5.18+ mirror the old name
+        assert args.gradient_checkpointing is (trainer == "gpu")
+        for new in renamed_fields(GRPOConfig).values():
+            assert getattr(args, new) == getattr(cfg.trainer, new) or getattr(cfg.trainer, new) is None
 
 
 def test_a_cache_for_other_versions_is_not_used(tmp_path, caplog):

@@ -1,10 +1,8 @@
-"""The console story: the step line, the end summary, and GRPOConfig built from our settings without warnings."""
+"""The console story: the step line and the end summary."""
 
 from __future__ import annotations
 
-import warnings
-
-from codegrpo.tracking.console import current_arg_names, final_summary, step_line
+from codegrpo.tracking.console import final_summary, step_line
 
 
 def test_step_line_shows_reward_pass_rate_statuses_and_time():
@@ -22,21 +20,6 @@ def test_step_line_shows_the_feedback_turns():
                                           "public 25% -> 75%  fixed 33%  cut 25%  5.0 s")
     del logs["feedback/cut"], logs["feedback/fix_rate"]
     assert "turns 2.2  public 25% -> 75%  5.0 s" in step_line(logs, 1, 2, 5.0)
-
-
-def test_trainer_settings_build_a_grpo_config_without_future_warnings(compose_cfg, tmp_path):
-    from codegrpo.build import grpo_config
-
-    for trainer in ("cpu", "gpu"):
-        cfg = compose_cfg(f"trainer={trainer}", "trainer.use_cpu=true", "trainer.bf16=false", "logger=none")
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", FutureWarning)
-            args = grpo_config(cfg, tmp_path)
-        # gpu keeps TRL's default (checkpointing on), cpu turns it off: the same behaviour under the new name
-        assert args.activation_checkpointing is (trainer == "gpu")
-    # The deprecated name still works when it is the only one given.
-    assert current_arg_names({"gradient_checkpointing": True, "activation_checkpointing": None}) == {
-        "activation_checkpointing": True}
 
 
 def test_final_summary_says_where_everything_is(tmp_path):

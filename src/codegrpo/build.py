@@ -36,6 +36,7 @@ from codegrpo.config.schema import (
     TrainConfig,
     to_plain,
 )
+from codegrpo.config.trainer_fields import current_names
 from codegrpo.data.files import load_problems
 from codegrpo.data.problems import Problem
 from codegrpo.data.prompts import messages_for
@@ -46,7 +47,6 @@ from codegrpo.reward import functions as rewards
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import HACK_PENALTY, Scorer
 from codegrpo.sandbox.base import SandboxBackend, make_backend
-from codegrpo.tracking import console
 from codegrpo.tracking import wandb_run as tracking_runs
 
 if TYPE_CHECKING:  # imported where used: the scoring commands load neither
@@ -182,7 +182,7 @@ def grpo_config(cfg: TrainConfig, run_dir: Path, reward_weights: list[float] | N
     args["push_to_hub"] = False  # TRL would push the whole run dir; codegrpo.models.hub pushes only the model
     if reward_weights is not None:
         args["reward_weights"] = reward_weights
-    return GRPOConfig(output_dir=str(run_dir), seed=cfg.seed, **console.current_arg_names(args))
+    return GRPOConfig(output_dir=str(run_dir), seed=cfg.seed, **current_names(args, GRPOConfig))
 
 
 def rollout(cfg: TrainConfig, problem_set: list[Problem], scorer: Scorer | None) -> Callable[..., object] | None:

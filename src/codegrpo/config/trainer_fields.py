@@ -22,6 +22,7 @@ import enum
 import importlib.metadata
 import json
 import logging
+import re
 import sys
 import types
 import typing
@@ -139,6 +140,42 @@ def write_cache(path: Path = CACHE) -> list[TrainerField]:
     path.write_text(f'{{"generated_by": {json.dumps(REGENERATE)},\n "versions": {json.dumps(installed_versions())},\n'
                     f' "fields": [\n{rows}\n]}}\n')
     return fields
+
+
+# transformers marks a renamed field by its help text ("Deprecated alias of `activation_checkpointing`, ...").
+ALIAS_HELP = re.compile(r"Deprecated alias of `(\w+)`")
+
+
+def renamed_fields(config_class: type) -> dict[str, str]:
+    """{old name: current name} for each field that ``config_class`` (GRPOConfig, TrainingArguments) or a base
+    class of it calls a deprecated alias of another of its fields. Read from the installed classes, so a
+    version without the rename (transformers 5.17 has only gradient_checkpointing) translates nothing. The
+    bases count because a subclass may redeclare the alias with its own help (TRL's GRPOConfig redeclares
+    gradient_checkpointing to default it to True)."""
+    names = {f.name for f in dataclasses.fields(config_class)}
+    renamed = {}
+    for cls in config_class.__mro__:
+        for f in getattr(cls, "__dataclass_fields__", {}).values():
+            match = ALIAS_HELP.search(str(f.metadata.get("help", "")))
+            if match and match.group(1) in names and match.group(1) != f.name:
+                renamed.setdefault(f.name, match.group(1))
+    return renamed
+
+
+def current_names(args: dict[str, Any], config_class: type) -> dict[str, Any]:
+    """Keyword arguments for ``config_class`` with its deprecated aliases moved to their current names.
+
+    The current name wins when set; otherwise the alias's value (a class default such as GRPOConfig's
+    gradient_checkpointing=True, or the user's trainer.gradient_checkpointing=...) carries over, so the
+    behaviour is the alias's and nothing warns. Fields the installed class has no alias for pass as they are.
+    """
+    args = dict(args)
+    for old, new in renamed_fields(config_class).items():
+        if old in args:
+            value = args.pop(old)
+            if args.get(new) is None and value is not None:
+                args[new] = value
+    return args
 
 
 def main() -> None:

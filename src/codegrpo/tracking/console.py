@@ -24,24 +24,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 STATUSES = ("passed", "failed", "error", "timeout", "no_code", "infra")
-# transformers 5 renamed gradient_checkpointing*; GRPOConfig still defaults the old name (True) and leaves
-# the new one None, so every GRPOConfig built from its own defaults warns. We pass the new names only.
-RENAMED_ARGS = (("gradient_checkpointing", "activation_checkpointing"),
-                ("gradient_checkpointing_kwargs", "activation_checkpointing_kwargs"))
-
-
-def current_arg_names(args: dict[str, Any]) -> dict[str, Any]:
-    """GRPOConfig kwargs with transformers' deprecated aliases moved to their current names.
-
-    The current name wins when set; otherwise the alias's value (the schema default, or the user's
-    trainer.gradient_checkpointing=...) carries over, so behaviour is unchanged and nothing warns.
-    """
-    args = dict(args)
-    for old, new in RENAMED_ARGS:
-        value = args.pop(old, None)
-        if args.get(new) is None and value is not None:
-            args[new] = value
-    return args
 
 
 def quiet_library_deprecations() -> None:
