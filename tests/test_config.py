@@ -133,7 +133,8 @@ def test_renamed_fields_are_read_from_the_installed_class():
     class Before:
         gradient_checkpointing: bool = dataclasses.field(default=False, metadata={"help": "Enable it."})
 
-    assert renamed_fields(Renamed) == renamed_fields(Redeclared) == {"gradient_checkpointing": "activation_checkpointing"}
+    renamed = {"gradient_checkpointing": "activation_checkpointing"}
+    assert renamed_fields(Renamed) == renamed_fields(Redeclared) == renamed
     assert current_names({"gradient_checkpointing": True, "activation_checkpointing": None}, Renamed) == {
         "activation_checkpointing": True}
     assert current_names({"gradient_checkpointing": True, "activation_checkpointing": False}, Renamed) == {
