@@ -153,7 +153,7 @@ def renamed_fields(config_class: type) -> dict[str, str]:
     bases count because a subclass may redeclare the alias with its own help (TRL's GRPOConfig redeclares
     gradient_checkpointing to default it to True)."""
     names = {f.name for f in dataclasses.fields(config_class)}
-    renamed = {}
+    renamed: dict[str, str] = {}
     for cls in config_class.__mro__:
         for f in getattr(cls, "__dataclass_fields__", {}).values():
             match = ALIAS_HELP.search(str(f.metadata.get("help", "")))
