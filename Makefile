@@ -13,7 +13,12 @@ TORCH_INDEX ?= https://download.pytorch.org/whl/$(TORCH)
 # Every other package at the version the tests passed with (regenerate: make constraints).
 CONSTRAINTS ?= constraints.txt
 
-.PHONY: help setup train test test-fast lint types bench clean constraints
+# The oldest-versions run's venv: every key dependency at the floor pyproject.toml declares (make test-oldest).
+OLDEST ?= .venv-oldest
+# What it tests: the config, training (slow tests included), the library (code_reward) and TRL's adapter.
+OLDEST_TESTS ?= tests/test_config.py tests/test_train.py tests/test_code_reward.py tests/test_trl_adapter.py
+
+.PHONY: help setup train test test-fast test-oldest lint types bench clean constraints
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -45,6 +50,13 @@ test: setup ## set up, then run the whole test suite (slow tests included)
 
 test-fast: setup ## the suite without the slow tests
 	$(PY) -m pytest -m "not slow"
+
+test-oldest: setup ## the config, train, library and adapter tests and a debug=fast run at every declared floor
+	$(PY) .ci/oldest_constraints.py > $(OLDEST).constraints.txt
+	$(MAKE) setup VENV=$(OLDEST) CONSTRAINTS=$(OLDEST).constraints.txt
+	$(OLDEST)/bin/python .ci/oldest_constraints.py --check
+	$(OLDEST)/bin/python -m pytest -p no:cacheprovider $(OLDEST_TESTS)
+	$(OLDEST)/bin/python train.py debug=fast hydra.run.dir=outputs/runs/oldest-versions-debug
 
 lint: setup ## ruff
 	$(VENV)/bin/ruff check src tests benchmarks train.py problems

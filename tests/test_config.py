@@ -165,9 +165,10 @@ def test_trainer_settings_build_a_grpo_config_without_future_warnings(compose_cf
 def test_a_cache_for_other_versions_is_not_used(tmp_path, caplog):
     import json
 
-    from codegrpo.config.trainer_fields import CACHE, reflect, trainer_fields
+    from codegrpo.config.trainer_fields import CACHE, installed_versions, reflect, trainer_fields
 
     data = json.loads(CACHE.read_text())
+    data["versions"] = installed_versions()
     data["fields"] = [{"name": "only_in_the_cache", "type": "int", "default": 1}]
     current = tmp_path / "current.json"
     current.write_text(json.dumps(data))
