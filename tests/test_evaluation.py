@@ -151,3 +151,28 @@ def test_a_feedback_evaluation_holds_its_first_turn_and_compares_both_turns(tmp_
     assert text.startswith("last turn pass@1 0.375 -> 1.000") and "\nfirst turn pass@1 0.250 -> 0.500" in text
     assert comparison.to_json()["first_turn"]["change"] == pytest.approx(0.25)
     assert compare(first, trained.first_turn).first_turn is None  # single-turn evaluations: no first-turn part
+
+
+def test_an_evaluation_records_the_tokens_it_generated_per_second(compose_cfg, local_sandbox, tmp_path):
+    """The offline model evaluated in the real sandbox: the replies' own tokens (to their end-of-turn token; the
+    padding after it is not generated) over the seconds generate() took, in the metrics, the summary and the file."""
+    from codegrpo import build
+    from codegrpo.config.choices import RewardKind
+    from codegrpo.evaluation.evaluate import Generated, evaluate_model
+
+    counted = Generated()
+    counted.add([[5, 6, 2, 2, 2], [7, 8, 9]], {2}, 0.5)  # a reply that ended (and was padded), one cut at the limit
+    assert (counted.tokens, counted.per_second) == (6, 12.0)
+
+    cfg = compose_cfg("problems=trivial", "evaluation.limit=2", "evaluation.num_samples=2",
+                      "evaluation.max_new_tokens=12")
+    problems = build.eval_problems(cfg)
+    model, tokenizer = build.model(cfg.model)
+    scorer = build.scorer(cfg, problems, local_sandbox, kind=RewardKind.binary)
+    result = evaluate_model(model, tokenizer, scorer, problems, cfg.problems, cfg.evaluation)
+    assert result.generated_tokens is not None and result.generation_s is not None and result.wall_s is not None
+    assert 4 <= result.generated_tokens <= 2 * 2 * 12 and 0 < result.generation_s < result.wall_s
+    rate = result.generated_tokens / result.generation_s
+    assert result.metrics()["tokens_per_s"] == rate and result.summary().endswith(f"; {rate:.1f} generated tokens/s")
+    loaded = load_evaluation(save(result, tmp_path / "eval.json"))
+    assert loaded == result and loaded.tokens_per_s == rate

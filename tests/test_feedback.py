@@ -13,6 +13,7 @@ import asyncio
 import dataclasses
 import inspect
 import json
+import time
 from collections import defaultdict
 from types import SimpleNamespace
 from typing import Any
@@ -40,6 +41,7 @@ from codegrpo.train.feedback import (
     run_public,
     score_final_code,
 )
+from codegrpo.train.timing import GENERATION, Clock
 from tests.fakes import FAKE_API_KEY, FakeSuperserve
 from tests.fakes.superserve_api import Fault
 from tests.helpers.sandbox import FAKE_KEY_ENV, FreshSuperserve, backend_in
@@ -353,6 +355,40 @@ def test_every_process_generates_as_many_sequences_as_the_busiest(tokenizer, loc
         [prompt("B", SUM)], trainer)
     assert trainer.widths == [3, 3] and out["feedback_turns"] == [1]  # B passed at once; it padded turn 2
     assert out["completion_ids"] == [trainer.replies["B"][0]]
+
+
+def test_the_public_tests_between_turns_are_reward_time_not_generation(tokenizer, local_sandbox, monkeypatch):
+    """CodeGRPOTrainer books the whole rollout as generation (its _generate); the public tests' sandbox runs and
+    verdicts inside it go to the trainer's clock as reward, so timing/generation_s is the model's time alone."""
+    scorer = _scorer(local_sandbox, [hidden(SUM)])
+    trainer = ScriptedTrainer(tokenizer)
+    trainer.clock = Clock()
+    scripted, sandbox_s = trainer._generate_single_turn, []
+
+    def generate(*args, **kwargs):  # the scripted turns take a known time, as a model's would
+        time.sleep(0.1)
+        return scripted(*args, **kwargs)
+
+    async def run_many(programs, _real=local_sandbox.run_many):
+        began = time.perf_counter()
+        try:
+            return await _real(programs)
+        finally:
+            sandbox_s.append(time.perf_counter() - began)
+
+    monkeypatch.setattr(trainer, "_generate_single_turn", generate)
+    monkeypatch.setattr(local_sandbox, "run_many", run_many)
+    prompts = [prompt(name, SUM) for name in "AC"]
+    trainer.rollout_inputs = [{"prompt": p, "problem_id": SUM.id} for p in prompts]
+    began = time.perf_counter()
+    with trainer.clock.phase(GENERATION):
+        out = make_feedback_rollout([SUM], scorer, RolloutConfig(max_turns=3))(prompts, trainer)
+    wall = time.perf_counter() - began
+    metrics = trainer.clock.lap()
+    assert out["feedback_turns"] == [2, 3] and len(trainer.widths) == len(sandbox_s) == 3  # a run per turn
+    # Every second of the sandbox is reward; the generation is the three turns' and little else.
+    assert metrics["timing/reward_s"] >= sum(sandbox_s) > 0 and metrics["timing/generation_s"] >= 0.3
+    assert metrics["timing/generation_s"] + metrics["timing/reward_s"] == pytest.approx(wall, rel=0.01)
 
 
 def test_without_the_trainers_inputs_a_prompt_finds_its_problem(tokenizer, local_sandbox):

@@ -132,7 +132,7 @@ def test_the_wheel_ships_every_module_config_and_problem_set(wheel):
     assert not any(name.startswith("codegrpo/conf/local/") for name in shipped)
     scripts = zipfile.ZipFile(wheel).read("codegrpo-0.1.0.dist-info/entry_points.txt").decode()
     for command in (
-        "codegrpo-train", "codegrpo-evaluate", "codegrpo-score", "codegrpo-validate", "codegrpo-limits",
+        "codegrpo-train", "codegrpo-evaluate", "codegrpo-score", "codegrpo-validate", "codegrpo-limits", "codegrpo-env",
         "codegrpo-pass-rates",
     ):
         assert f"{command} = " in scripts

@@ -29,6 +29,18 @@ def _train(run_dir: Path, *overrides: str, env: dict[str, str] | None = None) ->
     return subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900, env=environment)
 
 
+def _check_timing(steps: list[dict], train_runtime: float, completions: int) -> None:
+    """Where each step's time went (timing/*): generation, reward and update each took time, the four parts are
+    each step's wall time (none counted twice: other_s is what is left), the steps add up to the trainer's own
+    train_runtime within 10%, and tokens_per_s counts the model's tokens (TRL's completion lengths)."""
+    for row in steps:
+        parts = [row[f"timing/{part}_s"] for part in ("generation", "reward", "update", "other")]
+        assert min(parts[:3]) > 0 and parts[3] >= 0 and sum(parts) == pytest.approx(row["timing/step_s"]), row
+        generated = row["timing/tokens_per_s"] * row["timing/generation_s"]
+        assert generated == pytest.approx(row["completions/mean_length"] * completions)
+    assert sum(row["timing/step_s"] for row in steps) == pytest.approx(train_runtime, rel=0.1)
+
+
 def test_train_in_process_runs_steps_and_saves_the_model(compose_cfg):
     from codegrpo.train.steps import train
 
@@ -39,6 +51,7 @@ def test_train_in_process_runs_steps_and_saves_the_model(compose_cfg):
     assert (run_dir / "final_model" / "model.safetensors").is_file() and (run_dir / "config.yaml").is_file()
     steps = [row for row in json.loads((run_dir / "log_history.json").read_text()) if "reward" in row]
     assert len(steps) == 2 and all(row["status/infra"] == 0 and row["sandbox/runs"] >= 1 for row in steps)
+    _check_timing(steps, metrics["train_runtime"], completions=2)
 
 
 @pytest.mark.slow
@@ -117,8 +130,12 @@ def test_train_with_feedback_end_to_end_offline(tmp_path):
         assert {"feedback/public_pass/turn_1", "feedback/public_pass/turn_3", "feedback/tokens",
                 "feedback/cut"} <= set(row)
     assert any(row["feedback/tokens"] > 0 for row in steps), "no episode got feedback"
+    # The public tests between turns are reward time; tokens_per_s counts the model's tokens, not the feedback's.
+    (summary,) = [row for row in history if "train_runtime" in row]
+    _check_timing(steps, summary["train_runtime"], completions=2)
     story = (run_dir / "train.log").read_text()
     assert "step 1/2  reward " in story and "  turns " in story and "  public " in story
+    assert " s (gen " in story and " tok/s, reward " in story and "generated tokens/s" in story  # and the evals'
 
     import pandas as pd
 
@@ -131,9 +148,11 @@ def test_train_with_feedback_end_to_end_offline(tmp_path):
     [run_file] = run_dir.glob("wandb/offline-run-*/run-*.wandb")
     logged = [row for row in wandb_offline.history(run_file) if "train/rewards/code_reward/mean" in row]
     assert [r["train/feedback/turns"] for r in logged] == [r["feedback/turns"] for r in steps]
+    assert [r["train/timing/step_s"] for r in logged] == [r["timing/step_s"] for r in steps]
     for phase in ("before", "after"):
         evaluation = json.loads((run_dir / f"eval_{phase}.json").read_text())
         assert "pass@1" in evaluation and "pass@1" in evaluation["first_turn"]
+        assert evaluation["tokens_per_s"] == evaluation["generated_tokens"] / evaluation["generation_s"] > 0
         assert "feedback/turns" in evaluation["feedback"]
         assert evaluation["num_problems"] == 2 and len(evaluation["samples"]) == 2
     comparison = json.loads((run_dir / "comparison.json").read_text())

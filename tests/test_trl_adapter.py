@@ -57,3 +57,40 @@ def test_what_the_overrides_rely_on_still_holds():
     # log: TRL writes a completions table when the trainer's log_completions is set (the adapter sets it).
     assert "self.log_completions" in inspect.getsource(vars(GRPOTrainer)["log"])
     assert parameters(vars(GRPOTrainer)["log"]) == parameters(vars(CodeGRPOTrainer)["log"])
+    # _generate and _calculate_rewards (timing/*): TRL samples and scores inside training_step (its _prepare_inputs),
+    # so the clock books them to themselves and the rest of training_step to the update; _generate's third item is
+    # the mask of the model's own tokens, which tokens_per_s counts.
+    assert "inputs = self._prepare_inputs(inputs)" in inspect.getsource(Trainer.training_step)
+    assert "self._generate_and_score_completions(" in inspect.getsource(vars(GRPOTrainer)["_prepare_inputs"])
+    scoring = inspect.getsource(vars(GRPOTrainer)["_generate_and_score_completions"])
+    assert "= self._generate(prompts)" in scoring and "= self._calculate_rewards(inputs, prompts, " in scoring
+    assert "return prompt_ids, completion_ids, tool_mask, " in inspect.getsource(vars(GRPOTrainer)["_generate"])
+
+
+def test_the_clock_books_each_second_to_the_innermost_phase_and_the_rest_to_other():
+    from codegrpo.train.timing import Clock
+
+    ticks = iter([0.0,  # start
+                  1.0, 2.0,  # update from 1: generation from 2 (update paused)
+                  3.0, 5.0,  # reward inside generation from 3 to 5 (generation paused: rollout=feedback's public tests)
+                  6.0,  # generation ends
+                  6.5, 7.5, 8.0,  # a reward inside the update from 6.5 to 7.5, then the update ends
+                  8.5, 9.0, 10.0])  # the optimizer's step (update) from 8.5 to 9; the step logged at 10
+    clock = Clock(now=lambda: next(ticks))
+    clock.enter("update")
+    with clock.phase("generation"), clock.phase("reward"):  # the reward inside the generation
+        pass
+    clock.generated(300)
+    with clock.phase("reward"):
+        pass
+    clock.exit("update")
+    with clock.phase("update"):
+        pass
+    metrics = clock.lap()
+    # update 1-2, 6-6.5, 7.5-8, 8.5-9; generation 2-3, 5-6; reward 3-5, 6.5-7.5; other 0-1, 8-8.5, 9-10.
+    assert metrics == {"timing/generation_s": 2.0, "timing/reward_s": 3.0, "timing/update_s": 2.5,
+                       "timing/other_s": 2.5, "timing/step_s": 10.0, "timing/tokens_per_s": 150.0}
+    # The next step starts at the lap, with nothing booked yet (no generation: no tokens_per_s).
+    assert Clock(now=iter([0.0, 4.0]).__next__).lap() == {
+        "timing/generation_s": 0.0, "timing/reward_s": 0.0, "timing/update_s": 0.0, "timing/other_s": 4.0,
+        "timing/step_s": 4.0}

@@ -57,6 +57,12 @@ def run(task: Callable[[C], T], cfg: DictConfig, on_failure: Callable[[BaseExcep
     _report_errors_to_hydra()  # from here on, Hydra reports what is not a CodegrpoError (entry_point)
     try:
         try:
+            # Before the task imports any of them: a dependency out of pyproject's range is one line here,
+            # not an error deep inside transformers or trl (CODEGRPO_SKIP_VERSION_CHECK=1 skips it). Imported
+            # here: packaging's parsers cost --help and --cfg job 60 ms they never need.
+            from codegrpo.config.requirements import check_dependencies
+
+            check_dependencies()
             check_mandatory(cfg)
             return task(cast(C, OmegaConf.to_object(cfg)))  # the dataclass of the command's schema
         except BaseException as error:

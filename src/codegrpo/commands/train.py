@@ -6,6 +6,7 @@ and a config that does not compose answer at once (tests/test_startup.py).
 
 from __future__ import annotations
 
+import sys
 from functools import partial
 from pathlib import Path
 
@@ -13,8 +14,17 @@ import hydra
 from omegaconf import DictConfig
 
 from codegrpo.commands import CONFIG_DIR, entry_point, run
+from codegrpo.config.requirements import check_dependencies
 from codegrpo.config.schema import register_configs
+from codegrpo.errors import UsageError
 
+# register_configs reads trl's GRPOConfig when the field cache is for other versions, so an out-of-range trl
+# or transformers could fail inside it: the one-line version check (also in run()) comes first.
+try:
+    check_dependencies()
+except UsageError as error:
+    print(f"error: {error}", file=sys.stderr)
+    sys.exit(2)  # as run() exits on a usage error
 register_configs()  # with the trainer schema (every trl.GRPOConfig field), which only train.yaml composes
 
 

@@ -15,6 +15,7 @@ import logging
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -41,9 +42,37 @@ def set_torch_threads() -> int:
     return threads
 
 
-def generate(model, tokenizer, messages: list[list[dict]], settings: EvaluationConfig) -> list[list[str]]:
+@dataclass
+class Generated:
+    """What generate() produced and took: the model's tokens (each reply to its end-of-turn token) and seconds."""
+
+    tokens: int = 0
+    seconds: float = 0.0
+
+    def add(self, replies: list[list[int]], eos: set[int], seconds: float) -> None:
+        self.tokens += sum(_reply_length(row, eos) for row in replies)
+        self.seconds += seconds
+
+    @property
+    def per_second(self) -> float:
+        return self.tokens / self.seconds if self.seconds > 0 else 0.0
+
+
+def _reply_length(row: list[int], eos: set[int]) -> int:
+    """A generated row's own tokens: up to its first end-of-turn token, which counts; the padding after it does not."""
+    return next((i + 1 for i, token in enumerate(row) if token in eos), len(row))
+
+
+def _eos(model, tokenizer) -> set[int]:
+    ends = getattr(getattr(model, "generation_config", None), "eos_token_id", None)  # an int, a list or None
+    return {tokenizer.eos_token_id, *([ends] if isinstance(ends, int) else ends or [])}
+
+
+def generate(model, tokenizer, messages: list[list[dict]], settings: EvaluationConfig,
+             generated: Generated | None = None) -> list[list[str]]:
     """num_samples completions for each chat prompt: batched generate() with the KV cache, every prompt's
-    samples in one batch, left padding. Seeded, so two models are evaluated on the same random stream."""
+    samples in one batch, left padding. Seeded, so two models are evaluated on the same random stream.
+    ``generated`` adds up the tokens generated and the seconds generate() took."""
     import torch
 
     set_torch_threads()
@@ -52,19 +81,24 @@ def generate(model, tokenizer, messages: list[list[dict]], settings: EvaluationC
     model.eval()
     tokenizer.padding_side = "left"
     sampling = _sampling(settings)
+    eos, generated = _eos(model, tokenizer), generated if generated is not None else Generated()
     outputs: list[list[str]] = []
     for start in range(0, len(messages), settings.batch_size):
         batch = messages[start : start + settings.batch_size]
         texts = [tokenizer.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m in batch]
         inputs = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
+        began = time.perf_counter()
         with torch.inference_mode():
             tokens = model.generate(**inputs, max_new_tokens=settings.max_new_tokens,
                                     num_return_sequences=settings.num_samples, use_cache=True,
                                     pad_token_id=tokenizer.pad_token_id, **sampling)
-        decoded = tokenizer.batch_decode(tokens[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
+        replies = tokens[:, inputs["input_ids"].shape[1] :]
+        generated.add(replies.tolist(), eos, time.perf_counter() - began)
+        decoded = tokenizer.batch_decode(replies, skip_special_tokens=True)
         n = settings.num_samples
         outputs += [decoded[i * n : (i + 1) * n] for i in range(len(batch))]
-        print(f"generated {min(start + len(batch), len(messages))}/{len(messages)} problems", file=sys.stderr)
+        print(f"generated {min(start + len(batch), len(messages))}/{len(messages)} problems "
+              f"({generated.per_second:.1f} tokens/s)", file=sys.stderr)
     model.train(was_training)
     return outputs
 
@@ -76,7 +110,7 @@ def _sampling(settings: EvaluationConfig) -> dict[str, object]:
 
 
 def _evaluation(problems: list[Problem], scored: list[Scored], settings: EvaluationConfig,
-                started: float) -> Evaluation:
+                started: float, generated: Generated | None = None) -> Evaluation:
     n = settings.num_samples
     correct = [sum(s.verdict.reward == 1.0 for s in scored[i * n : (i + 1) * n]) for i in range(len(problems))]
     return Evaluation(
@@ -88,6 +122,8 @@ def _evaluation(problems: list[Problem], scored: list[Scored], settings: Evaluat
         # Every sample with why it scored what it did: problem, status, reason, the code's first lines.
         samples=[explain(s) for s in scored],
         wall_s=time.monotonic() - started,
+        generated_tokens=None if generated is None else generated.tokens,
+        generation_s=None if generated is None else generated.seconds,
     )
 
 
@@ -99,10 +135,11 @@ def evaluate_model(model, tokenizer, scorer: Scorer, problems: list[Problem], pr
         return evaluate_feedback(model, tokenizer, scorer, problems, problems_cfg, settings, rollout)
     started = time.monotonic()
     messages = [messages_for(p, problems_cfg) for p in problems]
-    samples = generate(model, tokenizer, messages, settings)
+    generated = Generated()
+    samples = generate(model, tokenizer, messages, settings, generated)
     ids = [p.id for p, group in zip(problems, samples, strict=True) for _ in group]
     flat = [text for group in samples for text in group]
-    return _evaluation(problems, asyncio.run(scorer.score(ids, flat)), settings, started)
+    return _evaluation(problems, asyncio.run(scorer.score(ids, flat)), settings, started, generated)
 
 
 def _context(model) -> int | None:
@@ -111,9 +148,10 @@ def _context(model) -> int | None:
     return limit if isinstance(limit, int) else None
 
 
-def generate_ids(model, tokenizer, settings: EvaluationConfig, eos: set[int]):
+def generate_ids(model, tokenizer, settings: EvaluationConfig, eos: set[int], generated: Generated | None = None):
     """A turn's generation for evaluation episodes: token-id prompts, left-padded, batch_size x num_samples
-    sequences per generate(), each reply up to evaluation.max_new_tokens and cut after its end-of-turn token."""
+    sequences per generate(), each reply up to evaluation.max_new_tokens and cut after its end-of-turn token.
+    ``generated`` adds up the tokens generated and the seconds generate() took."""
     import torch
 
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
@@ -126,11 +164,14 @@ def generate_ids(model, tokenizer, settings: EvaluationConfig, eos: set[int]):
             width = max(map(len, chunk))
             ids = torch.tensor([[pad] * (width - len(x)) + x for x in chunk], device=model.device)
             mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in chunk], device=model.device)
+            began = time.perf_counter()
             with torch.inference_mode():
                 tokens = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=settings.max_new_tokens,
                                         use_cache=True, pad_token_id=pad, **_sampling(settings))
-            for row in tokens[:, width:].tolist():
-                replies.append(row[: next((i + 1 for i, t in enumerate(row) if t in eos), len(row))])
+            rows = tokens[:, width:].tolist()
+            if generated is not None:
+                generated.add(rows, eos, time.perf_counter() - began)
+            replies += [row[: _reply_length(row, eos)] for row in rows]
         return replies, None
 
     return turn
@@ -152,18 +193,18 @@ def evaluate_feedback(model, tokenizer, scorer: Scorer, problems: list[Problem],
     was_training = model.training
     model.eval()
     context = _context(model)
-    ends = getattr(getattr(model, "generation_config", None), "eos_token_id", None)  # an int, a list or None
-    eos = {tokenizer.eos_token_id, *([ends] if isinstance(ends, int) else ends or [])}
+    eos = _eos(model, tokenizer)
     chat = Chat(tokenizer, eos, context or 1 << 30, context)  # each turn is bounded by max_new_tokens
     episodes = [Episode(public(p), chat.prompt_ids(messages_for(p, problems_cfg)))
                 for p in problems for _ in range(settings.num_samples)]
-    turn = generate_ids(model, tokenizer, settings, eos)
+    generated = Generated()  # every turn's generate(); the public tests between turns are not in its seconds
+    turn = generate_ids(model, tokenizer, settings, eos, generated)
 
     def logged(prompt_ids: list[list[int]]) -> tuple[list[list[int]], None]:
         replies = turn(prompt_ids)
         going = sum(not e.done for e in episodes)
         print(f"feedback: turn {min(len(e.codes) for e in episodes if not e.done) + 1}, generated {going} "
-              f"episodes of {len(episodes)}", file=sys.stderr)
+              f"episodes of {len(episodes)} ({generated.per_second:.1f} tokens/s)", file=sys.stderr)
         return replies
 
     try:
@@ -174,7 +215,7 @@ def evaluate_feedback(model, tokenizer, scorer: Scorer, problems: list[Problem],
     # One batch: an episode that stopped after its first turn has one code, which the scorer runs once.
     scored = asyncio.run(scorer.score(ids + ids, [e.texts[0] for e in episodes] + [e.texts[-1] for e in episodes]))
     first = _evaluation(problems, scored[: len(ids)], settings, started)
-    last = _evaluation(problems, scored[len(ids) :], settings, started)
+    last = _evaluation(problems, scored[len(ids) :], settings, started, generated)
     for sample, episode in zip(last.samples, episodes, strict=True):
         sample["turns"] = len(episode.texts)
         sample["public"] = [None if r is None else r.verdict.status.value for r in episode.public]

@@ -59,23 +59,38 @@ class Evaluation:
     first_turn: Evaluation | None = None
     turn_gain: dict[str, Any] | None = None
     feedback: dict[str, float] | None = None
+    # The model's tokens generated (every turn's, under rollout=feedback) and the seconds generating them took.
+    generated_tokens: int | None = None
+    generation_s: float | None = None
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        """Generation throughput: tokens generated per second of generate() (None: not measured)."""
+        if self.generated_tokens is None or not self.generation_s:
+            return None
+        return self.generated_tokens / self.generation_s
 
     def metrics(self) -> dict[str, float]:
         metrics = {f"pass@{k}": v for k, v in self.pass_at.items()}
         if self.first_turn is not None:
             metrics |= {f"first_turn/pass@{k}": v for k, v in self.first_turn.pass_at.items()}
+        if self.tokens_per_s is not None:
+            metrics["tokens_per_s"] = self.tokens_per_s
         return metrics | (self.feedback or {})
 
     def summary(self) -> str:
-        """One line: pass@k (under rollout=feedback, after the first turn and after the last, with the change)."""
+        """One line: pass@k (under rollout=feedback, after the first turn and after the last, with the change),
+        and the generated tokens per second when measured."""
         line = ", ".join(f"pass@{k} {v:.3f}" for k, v in self.pass_at.items())
+        rate = "" if self.tokens_per_s is None else f"; {self.tokens_per_s:.1f} generated tokens/s"
         if self.first_turn is None:
-            return line
+            return line + rate
         first = ", ".join(f"pass@{k} {v:.3f}" for k, v in self.first_turn.pass_at.items())
         gain = self.turn_gain or {}
         low, high = gain.get("ci95", (float("nan"), float("nan")))
         return (f"first turn {first}; last turn {line}; change {gain.get('change', float('nan')):+.3f} "
-                f"[95% CI {low:+.3f}, {high:+.3f}]; turns {(self.feedback or {}).get('feedback/turns', 1.0):.2f}")
+                f"[95% CI {low:+.3f}, {high:+.3f}]; turns {(self.feedback or {}).get('feedback/turns', 1.0):.2f}"
+                + rate)
 
     def outcomes(self) -> dict[str, Outcomes]:
         """Each problem's samples by outcome, from the sample records (empty when there are none)."""
@@ -92,6 +107,8 @@ class Evaluation:
                  "status_counts": self.status_counts, "per_problem": self.per_problem, "samples": self.samples}
         if self.wall_s is not None:
             data["wall_s"] = self.wall_s
+        if self.generated_tokens is not None:
+            data |= {"generated_tokens": self.generated_tokens, "generation_s": self.generation_s}
         if self.first_turn is not None:
             data |= {"first_turn": self.first_turn.to_json(), "turn_gain": self.turn_gain, "feedback": self.feedback}
         return data
@@ -108,7 +125,7 @@ class Evaluation:
         return cls(pass_at, int(data.get("num_problems", len(data["per_problem"]))), data["num_samples"],
                    dict(data.get("status_counts", {})), dict(data["per_problem"]), list(data.get("samples", [])),
                    data.get("wall_s"), None if first is None else cls.from_json(first, f"{where} (first_turn)"),
-                   data.get("turn_gain"), data.get("feedback"))
+                   data.get("turn_gain"), data.get("feedback"), data.get("generated_tokens"), data.get("generation_s"))
 
 
 @dataclass(frozen=True)

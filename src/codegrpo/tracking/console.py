@@ -1,8 +1,9 @@
 """What a training run tells the researcher, on the console and in train.log (Hydra's job log):
 
 - at the start, the run dir, then the W&B mode and where its run lives;
-- one line per logged step: reward, pass rate, status counts, step time; under rollout=feedback the turns,
-  the public pass rate after the first turn and after the last, the fix rate and the episodes cut;
+- one line per logged step: reward, pass rate, status counts, step time and where it went (generation, with
+  its tokens per second, reward and update); under rollout=feedback the turns, the public pass rate after the
+  first turn and after the last, the fix rate and the episodes cut;
 - at the end, the final reward and pass rate, where everything is, and `wandb sync` when offline.
 
 Everything goes through `logging`, so Hydra's job logging writes it to the console and to train.log.
@@ -66,10 +67,26 @@ def feedback_part(logs: dict[str, Any]) -> str:
     return "  ".join(p for p in parts if p)
 
 
+def _seconds(value: float) -> str:
+    return f"{value:.1f} s" if value >= 1 else f"{value:.2f} s"
+
+
+def timing_part(logs: dict[str, Any]) -> str:
+    """`gen 7.9 s at 41 tok/s, reward 0.02 s, update 1.1 s`: where the step's time went (the timing/* metrics,
+    codegrpo.train.timing; the rest is other_s); "" without them."""
+    if "timing/generation_s" not in logs:
+        return ""
+    rate = logs.get("timing/tokens_per_s")
+    generation = _seconds(logs["timing/generation_s"]) + (f" at {rate:.0f} tok/s" if rate else "")
+    return (f"gen {generation}, reward {_seconds(logs['timing/reward_s'])}, "
+            f"update {_seconds(logs['timing/update_s'])}")
+
+
 def step_line(logs: dict[str, Any], step: int, max_steps: int, seconds: float) -> str:
-    """`step 3/8  reward 0.250  pass 25%  passed 1, failed 2, error 1  hacks 1  12.3 s`: the statuses that
-    occurred, the completions the reward-hack monitor flagged when there were any, and rollout=feedback's
-    turns (feedback_part)."""
+    """`step 3/8  reward 0.250  pass 25%  passed 1, failed 2, error 1  hacks 1  12.3 s (gen 7.9 s at 41 tok/s,
+    reward 0.02 s, update 1.1 s)`: the statuses that occurred, the completions the reward-hack monitor flagged
+    when there were any, rollout=feedback's turns (feedback_part), and where the step's time went (timing_part)."""
+    split = timing_part(logs)
     statuses = ", ".join(f"{s} {_count(logs[f'status/{s}'])}" for s in STATUSES if logs.get(f"status/{s}"))
     pass_rate = logs.get("pass_rate")
     parts = [f"step {step}/{max_steps}" if max_steps > 0 else f"step {step}",
@@ -78,7 +95,7 @@ def step_line(logs: dict[str, Any], step: int, max_steps: int, seconds: float) -
              statuses or "no completions scored",
              f"hacks {_count(logs['hacks/count'])}" if logs.get("hacks/count") else "",
              feedback_part(logs),
-             f"{seconds:.1f} s"]
+             f"{seconds:.1f} s" + (f" ({split})" if split else "")]
     return "  ".join(p for p in parts if p)
 
 

@@ -28,6 +28,8 @@ Generation is TRL's own: ``trainer._generate_single_turn(prompt_ids, None, {}, 1
 loop makes for each later turn (vLLM server or colocate, transformers' continuous batching or plain
 ``generate``), on token ids: the turns are concatenated, never re-tokenized. Feedback is a plain user
 message rendered by the model's own chat template, so any chat model works without a tool-calling template.
+CodeGRPOTrainer books the rollout as generation time, less the public tests' runs between turns, which go to
+its ``clock`` as reward time (codegrpo.train.timing): ``timing/generation_s`` is the model's alone.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from codegrpo.reward.programs import build_program
 from codegrpo.reward.scorer import Scorer
 from codegrpo.reward.verdict import Status, Verdict, clean_text, envelope, score_io, show_value
 from codegrpo.sandbox.base import Outcome, RunResult
+from codegrpo.train import timing
 
 T = TypeVar("T")
 
@@ -451,8 +454,14 @@ def make_feedback_rollout(
             if pid not in publics:
                 raise UsageError(f"rollout=feedback: problem_id {pid!r} is not in the rollout's problems")
             episodes.append(Episode(publics[pid], chat.prompt_ids(prompt)))
+        clock = getattr(trainer, "clock", None)  # CodeGRPOTrainer's timing/*: the public tests are reward time
+
+        def run_tests(coroutine: Coroutine[Any, Any, T]) -> T:
+            with timing.phase(clock, timing.REWARD):
+                return _run_async(trainer, coroutine)
+
         sampled = play(episodes, generate(trainer), scorer, settings, chat, widest=lambda n: _widest(trainer, n),
-                       run=lambda coroutine: _run_async(trainer, coroutine))
+                       run=run_tests)
         log_metrics(trainer, episodes, settings.max_turns)
         return {
             "prompt_ids": [e.prompt_ids for e in episodes],

@@ -40,6 +40,7 @@ from codegrpo.tracking import console
 from codegrpo.tracking import wandb_run as tracking
 from codegrpo.tracking.runinfo import write_run_info
 from codegrpo.train import checkpoints
+from codegrpo.train.devices import check_devices
 from codegrpo.train.preemption import MARKER, Guard, Preempted, parse_signals, write_marker
 from codegrpo.train.sampling import check_batch
 
@@ -159,6 +160,7 @@ def prepare(cfg: TrainConfig, stack: ExitStack, guard: Guard) -> Prepared:
     from codegrpo.models.loading import build_peft_config, resolve_model
     from codegrpo.models.saving import check_save_dtype
 
+    check_devices(cfg)  # the GPU path: no GPU, no bf16 on it, no vLLM: one line, before anything loads
     check_hub_model(cfg.model)  # one connection attempt, before anything heavy
     if world_size() > 1 and not os.environ.get("CODEGRPO_RUN_DIR"):
         raise UsageError(

@@ -8,6 +8,7 @@
 - each epoch's prompt order drawn from (seed, epoch), so a resumed run sees the prompts an uninterrupted
   one would (TRL's sampler draws every epoch from one generator, which a resume starts afresh).
 - sampler=difficulty's draw by recent pass rate, and the pass rates' sampler/* metrics (codegrpo.train.sampling).
+- where each logged step's time went: generation, reward, update, the rest (timing/*, codegrpo.train.timing).
 
 Every method of TRL's or transformers' that is not public and that the trainer overrides is here, and in
 ``PRIVATE_OVERRIDES`` with the class it comes from and the parameters the override expects;
@@ -34,6 +35,7 @@ from codegrpo.tracking import console
 from codegrpo.train import checkpoints
 from codegrpo.train.preemption import Guard
 from codegrpo.train.sampling import Online
+from codegrpo.train.timing import GENERATION, REWARD, UPDATE, Clock
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -56,6 +58,13 @@ PRIVATE_OVERRIDES: dict[str, Override] = {
     "_generate_and_score_completions": Override(
         "trl.GRPOTrainer", ("self", "inputs"),
         "it is called once per generation batch, with the model in training mode while training"),
+    "_generate": Override(
+        "trl.GRPOTrainer", ("self", "prompts"),
+        "it samples a generation batch's completions (rollout_func's turns included) and nothing else, and returns "
+        "(prompt_ids, completion_ids, tool_mask, ...): tool_mask None or 1 on the model's own tokens"),
+    "_calculate_rewards": Override(
+        "trl.GRPOTrainer", ("self", "inputs", "prompts", "completions", "completion_ids_list"),
+        "it runs every reward function, the async ones on TRL's loop while it waits, and gathers their rewards"),
     "_get_output_dir": Override(
         "transformers.Trainer", ("self", "trial"),
         "transformers.Trainer._save_checkpoint writes the checkpoint into self._get_output_dir(trial=trial)"),
@@ -153,6 +162,17 @@ def _log_histogram(counts: Any) -> None:
                   commit=False)
 
 
+class StepClock(TrainerCallback):
+    """Starts the trainer's clock when training starts, so the first step counts from there."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+
+    def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
+                       **kwargs: Any) -> None:
+        self.clock.start()
+
+
 class CodeGRPOTrainer(GRPOTrainer):
     args: GRPOConfig
     model: PreTrainedModel | nn.Module  # GRPOTrainer always holds one (transformers' Trainer allows None)
@@ -161,6 +181,9 @@ class CodeGRPOTrainer(GRPOTrainer):
                  checkpoint_state: dict[str, Any] | None = None, online: Online | None = None,
                  **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.clock = Clock()  # timing/*; rollout=feedback books its public tests as reward here (train/feedback.py)
+        self._timed_optimizer: torch.optim.Optimizer | None = None
+        self.add_callback(StepClock(self.clock))
         self.online = online  # the pass rates and the sampler= choice (codegrpo.train.sampling)
         self.learning_signal = LearningSignal()
         self.add_callback(self.learning_signal)
@@ -179,6 +202,8 @@ class CodeGRPOTrainer(GRPOTrainer):
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
         logs.update(self.learning_signal.metrics())  # empty when no step ran since the last log
+        if "loss" in logs:  # a training step's row (not an evaluation's, nor the end-of-training summary)
+            logs.update(self.clock.lap())
         if self.online is not None and "train_runtime" not in logs:  # not the end-of-training summary
             logs.update(self.online.rates.metrics())
             _log_histogram(self.online.rates.histogram())
@@ -189,6 +214,49 @@ class CodeGRPOTrainer(GRPOTrainer):
                                 and self.state.global_step % self.completions_every == 0)
         super().log(logs, start_time)
         self.learning_signal.check_spread(logs)
+
+    # -- where a step's time goes (codegrpo.train.timing): generation and reward inside the update's training_step
+    # are booked to themselves, so update is the forward and backward passes, plus the optimizer's step.
+
+    def training_step(self, model: nn.Module, inputs: dict[str, torch.Tensor | Any],
+                      num_items_in_batch: torch.Tensor | int | None = None) -> torch.Tensor:
+        with self.clock.phase(UPDATE):
+            loss = super().training_step(model, inputs, num_items_in_batch)
+            self._wait_for_device()
+            return loss
+
+    def _wait_for_device(self) -> None:
+        # CUDA runs behind the CPU: without a wait at the update's end, its backward pass would be booked to
+        # whatever phase next waits for the GPU (generation's first token). Once a micro-batch: negligible.
+        if self.accelerator.device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def _end_update(self) -> None:
+        self._wait_for_device()
+        self.clock.exit(UPDATE)
+
+    def create_optimizer(self, *args: Any, **kwargs: Any) -> torch.optim.Optimizer:
+        # transformers 5.0 takes no argument here, later 5.x an optional model: pass on whatever it was given.
+        optimizer = super().create_optimizer(*args, **kwargs)
+        # torch's step hooks time exactly optimizer.step(); the callbacks around it also run the learning signal's
+        # copies of the weights. Once per optimizer: transformers calls this again when it already has one.
+        if optimizer is not self._timed_optimizer and hasattr(optimizer, "register_step_pre_hook"):
+            optimizer.register_step_pre_hook(lambda *_: self.clock.enter(UPDATE))
+            optimizer.register_step_post_hook(lambda *_: self._end_update())
+            self._timed_optimizer = optimizer
+        return optimizer
+
+    def _generate(self, prompts: list[Any]) -> tuple[Any, ...]:
+        with self.clock.phase(GENERATION):
+            output = super()._generate(prompts)
+        completion_ids, model_mask = output[1], output[2]  # the mask: 1 on the model's tokens, 0 on feedback
+        self.clock.generated(sum(map(sum, model_mask)) if model_mask is not None else sum(map(len, completion_ids)))
+        return output
+
+    def _calculate_rewards(self, inputs: list[dict[str, Any]], prompts: list[Any], completions: list[Any],
+                           completion_ids_list: list[list[int]]) -> torch.Tensor:
+        with self.clock.phase(REWARD):
+            return super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
 
     def _get_train_sampler(self, dataset: Dataset | None = None) -> Sampler:
         sampler = super()._get_train_sampler(dataset)

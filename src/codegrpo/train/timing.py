@@ -1,0 +1,97 @@
+"""Where a training step's time goes: the ``timing/*`` metrics of every logged step.
+
+    timing/generation_s   sampling the completions (rollout=feedback: every turn, less its public tests)
+    timing/reward_s       the reward functions (sandbox runs and verdicts), and rollout=feedback's public tests
+    timing/update_s       the forward and backward passes (with the old and reference log-probs TRL computes
+                          for the loss) and the optimizer's step
+    timing/other_s        the rest: loading the batch, gradient clipping, callbacks, logging, checkpoints
+    timing/step_s         the wall time since the previous logged step (the first: since training began)
+    timing/tokens_per_s   the model's tokens generated per second of generation (this process's)
+
+Each phase's clock counts only its own seconds: a phase that starts inside another pauses the outer one
+(TRL generates and scores inside its training_step; rollout=feedback runs public tests inside generation), so
+no second counts twice and the four parts sum to ``step_s``. Time is booked to the logged step during which
+it was spent: a step that reuses a buffered generation batch (steps_per_generation > 1) has no generation
+time, and with gradient accumulation or logging_steps > 1 a logged step holds all its micro-batches.
+Standard library only: rollout=feedback books its public tests here without importing torch.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+
+GENERATION, REWARD, UPDATE = "generation", "reward", "update"
+PHASES = (GENERATION, REWARD, UPDATE)
+STEP_S = "timing/step_s"
+TOKENS_PER_S = "timing/tokens_per_s"
+
+
+def metric(phase: str) -> str:
+    """A phase's metric name: ``timing/generation_s`` ... (and ``timing/other_s``)."""
+    return f"timing/{phase}_s"
+
+
+class Clock:
+    """The seconds of each phase, and the tokens generated, since the last logged step (``lap``)."""
+
+    def __init__(self, now: Callable[[], float] = time.perf_counter) -> None:
+        self._now = now
+        self.start()
+
+    def start(self) -> None:
+        """Training begins now: the first step's time counts from here."""
+        self._open: list[str] = []  # the phases going on, innermost last
+        self._seconds = dict.fromkeys(PHASES, 0.0)
+        self._tokens = 0
+        self._lap = self._since = self._now()
+
+    def _book(self, now: float) -> None:
+        # Only the innermost open phase is running: it gets the seconds since the last change.
+        if self._open:
+            self._seconds[self._open[-1]] += now - self._since
+        self._since = now
+
+    def enter(self, phase: str) -> None:
+        if phase not in self._seconds:
+            raise ValueError(f"unknown phase {phase!r}: one of {', '.join(PHASES)}")
+        self._book(self._now())
+        self._open.append(phase)
+
+    def exit(self, phase: str) -> None:
+        self._book(self._now())
+        if phase in self._open:  # the innermost of that name (phases nest, so it is the last open one)
+            del self._open[len(self._open) - 1 - self._open[::-1].index(phase)]
+
+    @contextmanager
+    def phase(self, phase: str) -> Iterator[None]:
+        self.enter(phase)
+        try:
+            yield
+        finally:
+            self.exit(phase)
+
+    def generated(self, tokens: int) -> None:
+        """``tokens`` the model generated (its own, not rollout=feedback's feedback tokens)."""
+        self._tokens += tokens
+
+    def lap(self) -> dict[str, float]:
+        """The timing/* metrics of the logged step that ends now; the next one starts."""
+        now = self._now()
+        self._book(now)
+        step = now - self._lap
+        metrics = {metric(phase): seconds for phase, seconds in self._seconds.items()}
+        metrics[metric("other")] = max(0.0, step - sum(self._seconds.values()))
+        metrics[STEP_S] = step
+        if self._tokens and self._seconds[GENERATION] > 0:
+            metrics[TOKENS_PER_S] = self._tokens / self._seconds[GENERATION]
+        self._seconds = dict.fromkeys(PHASES, 0.0)
+        self._tokens = 0
+        self._lap = now
+        return metrics
+
+
+def phase(clock: Clock | None, name: str) -> AbstractContextManager[None]:
+    """``clock.phase(name)``, or nothing without a clock (a trainer other than CodeGRPOTrainer)."""
+    return clock.phase(name) if clock is not None else nullcontext()
