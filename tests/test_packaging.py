@@ -98,7 +98,7 @@ def test_constraints_pin_every_installed_package_but_torch():
         if name != "torch":
             assert name in pins, f"{name} is not pinned in constraints.txt"
     makefile = (ROOT / "Makefile").read_text()
-    assert "-c $(CONSTRAINTS) -e '.[dev]'" in makefile
+    assert "-c $(CONSTRAINTS) $(PROJECT_SPEC)" in makefile and "PROJECT_SPEC ?= -e '.[dev]'" in makefile
 
 
 @pytest.fixture(scope="module")

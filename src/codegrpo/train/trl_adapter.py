@@ -222,18 +222,8 @@ class CodeGRPOTrainer(GRPOTrainer):
                       num_items_in_batch: torch.Tensor | int | None = None) -> torch.Tensor:
         with self.clock.phase(UPDATE):
             loss = super().training_step(model, inputs, num_items_in_batch)
-            self._wait_for_device()
+            wait_for(self.accelerator.device)
             return loss
-
-    def _wait_for_device(self) -> None:
-        # CUDA runs behind the CPU: without a wait at the update's end, its backward pass would be booked to
-        # whatever phase next waits for the GPU (generation's first token). Once a micro-batch: negligible.
-        if self.accelerator.device.type == "cuda":
-            torch.cuda.synchronize()
-
-    def _end_update(self) -> None:
-        self._wait_for_device()
-        self.clock.exit(UPDATE)
 
     def create_optimizer(self, *args: Any, **kwargs: Any) -> torch.optim.Optimizer:
         # transformers 5.0 takes no argument here, later 5.x an optional model: pass on whatever it was given.
@@ -241,8 +231,14 @@ class CodeGRPOTrainer(GRPOTrainer):
         # torch's step hooks time exactly optimizer.step(); the callbacks around it also run the learning signal's
         # copies of the weights. Once per optimizer: transformers calls this again when it already has one.
         if optimizer is not self._timed_optimizer and hasattr(optimizer, "register_step_pre_hook"):
-            optimizer.register_step_pre_hook(lambda *_: self.clock.enter(UPDATE))
-            optimizer.register_step_post_hook(lambda *_: self._end_update())
+            device, clock = self.accelerator.device, self.clock
+
+            def end_update(*_: Any) -> None:
+                wait_for(device)
+                clock.exit(UPDATE)
+
+            optimizer.register_step_pre_hook(lambda *_: clock.enter(UPDATE))
+            optimizer.register_step_post_hook(end_update)
             self._timed_optimizer = optimizer
         return optimizer
 
@@ -303,6 +299,13 @@ class CodeGRPOTrainer(GRPOTrainer):
         finally:
             self._staging = False
         self.accelerator.wait_for_everyone()
+
+
+def wait_for(device: torch.device) -> None:
+    """CUDA runs behind the CPU: without a wait at the update's end, its backward pass would be booked to
+    whatever phase next waits for the GPU (generation's first token). Once a micro-batch: negligible."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def make_trainer_class() -> type[CodeGRPOTrainer]:
