@@ -1,5 +1,6 @@
 """The reward as a library: the guide's train.py with one import changed, CodeReward's contract (columns,
-pickling, threads, fork, async), codegrpo.score against codegrpo-score, and a light `import codegrpo`."""
+settings refused as the template refuses them, its bounds in time and memory, pickling, threads, fork,
+async), codegrpo.score against codegrpo-score, and a light `import codegrpo`."""
 
 from __future__ import annotations
 
@@ -8,15 +9,20 @@ import json
 import os
 import pickle
 import re
+import select
+import signal
 import subprocess
 import sys
 import threading
+import time
+from pathlib import Path
 
 import pytest
 
 import codegrpo
 from codegrpo import CodeReward, code_reward
-from codegrpo.config.schema import LocalSandboxConfig, SuperserveSandboxConfig
+from codegrpo.config.schema import LocalSandboxConfig, RewardConfig, SuperserveSandboxConfig
+from codegrpo.data.problems import parse_problem
 from codegrpo.errors import SandboxFatalError, UsageError
 from codegrpo.resources import PROJECT_ROOT
 from codegrpo.reward.verdict import Status
@@ -25,6 +31,7 @@ from tests.helpers.corpus import GOOD, HACKS, IS_PRIME
 
 ADD = "```python\ndef add(a, b):\n    return a + b\n```"
 SUB = "```python\ndef add(a, b):\n    return a - b\n```"
+SLEEPS = "import time\ntime.sleep(1000)"  # never finishes, and costs the shared machine no CPU while it waits
 
 
 def _readme_block() -> str:
@@ -96,6 +103,78 @@ def test_bad_columns_are_one_error_naming_them_before_anything_runs():
         CodeReward(sandbox="docker")
 
 
+@pytest.mark.parametrize(("setting", "message"), [
+    ({"time_budget_s": 0}, "time_budget_s=0 must be a number of seconds above 0 and at most 3600"),
+    ({"time_budget_s": -5}, "time_budget_s=-5 must be a number of seconds above 0 and at most 3600"),
+    ({"time_budget_s": float("nan")}, "time_budget_s=nan must be a number of seconds above 0 and at most 3600"),
+    ({"timeout_s": 0}, "timeout_s=0 must be a number of seconds above 0 and at most 60"),
+    ({"tolerance": float("nan")}, "tolerance=nan must be a finite number at least 0"),
+    ({"tolerance": -1}, "tolerance=-1 must be a finite number at least 0"),
+    ({"max_concurrency": 0}, "max_concurrency must be at least 1, not 0"),
+    ({"cache_rows": -1}, "cache_rows must be a whole number at least 0, not -1"),
+    ({"cache_bytes": 1.5}, "cache_bytes must be a whole number at least 0, not 1.5"),
+])  # fmt: skip
+def test_a_setting_the_template_would_refuse_is_one_error_naming_it(setting, message):
+    # Today's main took time_budget_s=0 (every test timed out) and tolerance=nan (no number matched).
+    with pytest.raises(UsageError) as raised:
+        CodeReward(**setting)
+    assert str(raised.value) == f"CodeReward: {message}"
+
+
+def test_the_library_bounds_a_completion_by_the_templates_time_budget():
+    # The default is the template's reward.time_budget_s, read from its schema: no second literal to drift.
+    assert CodeReward().time_budget_s == RewardConfig().time_budget_s == 60.0
+    assert codegrpo.reward.code_reward._default().time_budget_s == RewardConfig().time_budget_s
+    tests = [{"input": f"{n}\n", "output": f"{n}\n"} for n in range(4)]
+    reward = CodeReward(timeout_s=3.0, time_budget_s=4.0)
+    assert reward(["print(input())"], tests=[tests]) == [1.0]  # opens the sandbox, outside the timing
+    started = time.monotonic()
+    assert reward([SLEEPS], tests=[tests]) == [0.0]
+    assert time.monotonic() - started < 9  # the budget's 4 s, not 4 tests of 3 s
+
+
+@pytest.mark.slow
+def test_a_sleeping_completion_on_12_tests_holds_the_default_reward_for_the_budget_not_12_timeouts():
+    """The finding itself: one looping completion on 12 tests held a reward call for 121 s."""
+    tests = [{"input": f"{n}\n", "output": f"{n}\n"} for n in range(12)]
+    reward = CodeReward()
+    assert reward(["print(input())"], tests=[tests]) == [1.0]
+    started = time.monotonic()
+    assert reward([SLEEPS], tests=[tests]) == [0.0]
+    assert time.monotonic() - started < RewardConfig().time_budget_s + 20  # not 12 x 10 s
+
+
+def _rss() -> int:
+    return int(Path("/proc/self/status").read_text().split("VmRSS:")[1].split()[0]) << 10
+
+
+def test_rows_are_kept_within_the_caches_bounds_however_many_come():
+    reward = CodeReward()
+    big = "x" * (2 << 20)
+    assert reward([""], test=["f()"], expected=["1"]) == [0.0]  # opens the sandbox before measuring
+    before = _rss()
+    for n in range(200):  # no code: nothing runs, the row is still parsed and kept
+        assert reward([""], test=["f()"], expected=[json.dumps(f"{n}{big}")]) == [0.0]
+    # Today's main kept all 200 rows: +400 MiB. The default cache holds 64 MiB of rows.
+    assert _rss() - before < 160 << 20
+    small = CodeReward(cache_rows=3, cache_bytes=5 << 20)
+    for n in range(10):
+        small([""], test=["f()"], expected=[json.dumps(f"{n}{big}")])
+    assert len(small._rows) <= 2 and small._rows.bytes <= 5 << 20  # two 2 MiB rows fit in 5 MiB
+    for n in range(10):
+        small([""], test=[f"f({n})"], expected=["1"])
+    assert len(small._rows) == 3
+
+
+def test_a_batch_larger_than_the_cache_is_judged_against_its_own_rows():
+    # Each batch holds its rows itself: the cache dropping one (or another thread's rows) changes no verdict.
+    reward = CodeReward(cache_rows=1)
+    assert reward([ADD, ADD, SUB, ADD], test=["add(2, 3)", "add(1, 1)", "add(2, 3)", "add(2, 3)"],
+                  expected=["5", "2", "5", "5"]) == [1.0, 1.0, 0.0, 1.0]
+    assert len(reward._rows) == 1 and reward.problems == {}  # the given problems, never the rows
+    assert CodeReward(cache_rows=0)([ADD, SUB], test=["add(2, 3)"] * 2, expected=["5"] * 2) == [1.0, 0.0]
+
+
 def test_a_missing_bubblewrap_and_a_missing_key_say_what_to_do(tmp_path, monkeypatch):
     with pytest.raises(SandboxFatalError, match="bubblewrap"):
         CodeReward(LocalSandboxConfig(bwrap=str(tmp_path / "bwrap")))([ADD], test=["add(2, 3)"], expected=["5"])
@@ -141,6 +220,32 @@ def test_threads_and_a_fork_each_get_their_verdicts():
     assert reward([ADD], test=["add(2, 3)"], expected=["5"]) == [1.0]  # the parent's still works
 
 
+def test_a_fork_while_another_thread_opens_the_sandbox_leaves_a_child_that_scores():
+    reward = CodeReward()
+    opener = threading.Thread(target=reward, args=([ADD],), kwargs={"test": ["add(2, 3)"], "expected": ["5"]})
+    opener.start()
+    deadline = time.monotonic() + 60
+    while not reward._lock.locked():  # the thread is opening the sandbox (a second or so) and holds the lock
+        assert opener.is_alive() and time.monotonic() < deadline
+        time.sleep(0.0005)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # today's main: the child waited forever for the lock the parent's thread held at the fork
+        try:
+            os.write(write, json.dumps(reward([ADD], test=["add(2, 3)"], expected=["5"])).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    ready, _, _ = select.select([read], [], [], 120)
+    if not ready:
+        os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    with os.fdopen(read) as pipe:
+        assert ready and json.loads(pipe.read() or "null") == [1.0], "the child hung, or did not score"
+    opener.join()
+    assert reward([ADD], test=["add(2, 3)"], expected=["5"]) == [1.0]  # the parent's opened and still works
+
+
 def test_the_async_reward_is_awaited_and_logs_the_templates_metrics():
     from trl.trainer.utils import get_callable_name, is_async_callable
 
@@ -173,6 +278,17 @@ def test_score_gives_the_verdicts_of_codegrpo_score(tmp_path):
         Status.FAILED, Status.ERROR, Status.NO_CODE, Status.TIMEOUT}
     one = codegrpo.score("def add(a, b):\n    return a + b", test="add(2, 3)", expected="5")
     assert (one.verdict.status, one.verdict.reward, one.verdict.detail) == (Status.PASSED, 1.0, "")
+
+
+def test_score_judges_the_problem_it_is_given_not_an_earlier_one_of_its_id():
+    first = parse_problem({"id": "p", "prompt": "", "test": "add(2, 3)", "expected": "5"}, "first")
+    second = parse_problem({"id": "p", "prompt": "", "test": "add(2, 2)", "expected": "4"}, "second")
+    fives = "def add(a, b):\n    return 5"  # right for the first, wrong for the second
+    assert codegrpo.score(fives, problem=first).verdict.reward == 1.0
+    assert codegrpo.score(fives, problem=second).verdict.reward == 0.0  # today's main: 1.0, the first's tests
+    reward = CodeReward(problems=[first])
+    assert codegrpo.score(fives, problem=second, reward=reward).verdict.reward == 0.0
+    assert reward([fives], problem_id=["p"]) == [1.0]  # the reward's own set is left as it was
 
 
 def test_import_codegrpo_imports_no_torch_transformers_or_trl():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional, cast
 
@@ -45,6 +46,13 @@ def check_seconds(name: str, value: float, maximum: float) -> None:
     the sandbox's worker crash, or every completion infra."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= maximum:
         raise UsageError(f"{name}={value} must be a number of seconds above 0 and at most {maximum:g}")
+
+
+def check_tolerance(name: str, value: float) -> None:
+    """How far apart two numbers may be and still match: NaN or -1 would silently turn it off (only the same
+    text matches), infinity would match any two numbers. 0 compares exactly."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+        raise UsageError(f"{name}={value} must be a finite number at least 0")
 
 
 @dataclass
@@ -132,6 +140,7 @@ class RewardConfig:
 
     def __post_init__(self) -> None:
         check_seconds("reward.time_budget_s", self.time_budget_s, MAX_BUDGET_S)
+        check_tolerance("reward.float_tolerance", self.float_tolerance)
 
 
 @dataclass

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import copy
 import dataclasses
 import hashlib
 import json
@@ -26,11 +27,21 @@ import os
 import threading
 import time
 import weakref
+from collections import OrderedDict
 from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
 
 from codegrpo.config.choices import Checker, Extract, LanguageName, RewardKind
-from codegrpo.config.schema import LocalSandboxConfig, SandboxConfig, SuperserveSandboxConfig
+from codegrpo.config.schema import (
+    MAX_BUDGET_S,
+    MAX_TIMEOUT_S,
+    LocalSandboxConfig,
+    RewardConfig,
+    SandboxConfig,
+    SuperserveSandboxConfig,
+    check_seconds,
+    check_tolerance,
+)
 from codegrpo.data.files import load_problems
 from codegrpo.data.problems import Problem, parse_problem
 from codegrpo.errors import ProblemError, UsageError
@@ -49,6 +60,10 @@ FORMS = (
     "test + entry_point (HumanEval), or problem_id (with CodeReward(problems=...))"
 )
 SANDBOXES = {"local": LocalSandboxConfig, "superserve": SuperserveSandboxConfig}
+# The rows a CodeReward keeps parsed, for the completions of the same prompt and the epochs after: a
+# public dataset's row can hold megabytes of tests, and a long run sees many thousands of rows.
+CACHE_ROWS = 1024
+CACHE_BYTES = 64 << 20  # of the rows' JSON text
 
 
 def _choice(enum: type[T], value: Any, name: str) -> T:
@@ -57,6 +72,12 @@ def _choice(enum: type[T], value: Any, name: str) -> T:
     except ValueError:
         allowed = ", ".join(str(member.value) for member in enum)  # type: ignore[attr-defined]
         raise UsageError(f"CodeReward({name}={value!r}): must be one of {allowed}") from None
+
+
+def _whole(name: str, value: Any, least: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        kind = "at least 1" if least == 1 else f"a whole number at least {least}"
+        raise UsageError(f"CodeReward: {name} must be {kind}, not {value}")
 
 
 def _sandbox_config(sandbox: str | SandboxConfig, timeout_s: float, max_concurrency: int) -> SandboxConfig:
@@ -89,19 +110,72 @@ class _Loop:
 class _Open:
     """What a CodeReward holds once used, in the process that opened it."""
 
-    pid: int
     backend: SandboxBackend
-    scorer: Scorer
+    scorer: Scorer  # the given problems' (or the template's); a batch of rows is judged by a copy (_judging)
     loop: _Loop | None  # where it was opened and the synchronous call scores; None for the template's Scorer
 
 
+class _Rows:
+    """The problems of dataset rows, by their hash, least recently used first, within a count and a size
+    (the rows' JSON text). Only a cache: each batch holds its own problems, so a row dropped here (or
+    dropped for another thread's rows) changes no verdict."""
+
+    def __init__(self, max_rows: int, max_bytes: int) -> None:
+        self.max_rows = max_rows
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._rows: OrderedDict[str, tuple[Problem, int]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def get(self, problem_id: str) -> Problem | None:
+        with self.lock:
+            entry = self._rows.get(problem_id)
+            if entry is None:
+                return None
+            self._rows.move_to_end(problem_id)
+            return entry[0]
+
+    def put(self, problem_id: str, problem: Problem, size: int) -> None:
+        with self.lock:
+            if problem_id in self._rows or size > self.max_bytes or self.max_rows == 0:
+                return
+            self._rows[problem_id] = (problem, size)
+            self.bytes += size
+            while len(self._rows) > self.max_rows or self.bytes > self.max_bytes:
+                _, (_, dropped) = self._rows.popitem(last=False)
+                self.bytes -= dropped
+
+
 _OPEN: weakref.WeakSet[CodeReward] = weakref.WeakSet()
+_LIVE: weakref.WeakSet[CodeReward] = weakref.WeakSet()  # every instance, for the fork hook; weak: no leak
+# The parents' sandboxes, held in a forked child and never closed there: closing one (or the collector
+# finalizing it) would kill the parent's sandbox processes and remove its cgroups.
+_INHERITED: list[_Open] = []
 
 
 @atexit.register
 def _close_all() -> None:
     for reward in list(_OPEN):
         reward.close()
+
+
+def _after_fork_in_child() -> None:
+    """A fork copies only the forking thread: a lock another thread held (opening a sandbox, adding a row)
+    would be held forever in the child, and the parent's sandbox and loop thread are not the child's."""
+    global _DEFAULT_LOCK
+    _DEFAULT_LOCK = threading.Lock()
+    for reward in list(_LIVE):
+        if reward._open is not None:
+            _INHERITED.append(reward._open)
+        reward._open = None
+        reward._lock = threading.Lock()
+        reward._rows.lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class CodeReward:
@@ -113,12 +187,17 @@ class CodeReward:
         kind: ``"binary"`` (1.0 when every test passes) or ``"partial"`` (the fraction of tests passed).
         checker: how stdin/stdout output is compared: ``"tokens"``, ``"lines"`` or ``"exact"``.
         extract: which fenced code block of a completion is the code: ``"first"`` or ``"last"``.
-        timeout_s: the wall-clock limit of one program (one test, for stdin/stdout and call-based tests).
-        time_budget_s: all the tests of one completion together (None: no budget).
+        timeout_s: the wall-clock limit of one program (one test, for stdin/stdout and call-based tests), above
+            0 and at most 60 s (the template's ``sandbox.timeout_s``).
+        time_budget_s: all the stdin/stdout or call-based tests of one completion together, above 0 and at
+            most 3600 s; the template's ``reward.time_budget_s`` (60 s) by default.
         max_concurrency: programs run at the same time (the guide's MAX_SANDBOXES).
-        tolerance: how far apart two numbers may be and still match.
+        tolerance: how far apart two numbers may be and still match (stdin/stdout, ``checker="tokens"``):
+            0 or more (the template's ``reward.float_tolerance``).
         language: ``"python"`` or ``"javascript"``.
         problems: for a ``problem_id`` column: a list of ``Problem`` or the path of a JSONL problem file.
+        cache_rows, cache_bytes: the dataset rows kept parsed for the next time they come (least recently
+            used go first): at most this many, and this many bytes of their JSON text; 0 keeps none.
 
     Returns (when called): one reward per completion, ``list[float | None]``; None only where the sandbox
     failed, which TRL leaves out of the update.
@@ -144,24 +223,36 @@ class CodeReward:
         kind: RewardKind | str = RewardKind.binary,
         checker: Checker | str = Checker.tokens,
         extract: Extract | str = Extract.first,
-        timeout_s: float = 10.0,
-        time_budget_s: float | None = None,
-        max_concurrency: int = 8,
-        tolerance: float = 1e-6,
+        # The template's defaults, read from its schema: the library and train.py bound a completion alike.
+        timeout_s: float = SandboxConfig.timeout_s,
+        time_budget_s: float = RewardConfig.time_budget_s,
+        max_concurrency: int = SandboxConfig.max_concurrency,
+        tolerance: float = RewardConfig.float_tolerance,
         language: LanguageName | str = LanguageName.python,
         problems: Sequence[Problem] | str | os.PathLike[str] | None = None,
+        cache_rows: int = CACHE_ROWS,
+        cache_bytes: int = CACHE_BYTES,
     ) -> None:
         self.kind = _choice(RewardKind, kind, "kind")
         self.checker = _choice(Checker, checker, "checker")
         self.extract = _choice(Extract, extract, "extract")
         self.language = _choice(LanguageName, language, "language")
+        # Refused as the template refuses its config: a budget of 0 would time out every test, a NaN
+        # tolerance turn the tolerance off.
+        check_seconds("CodeReward: timeout_s", timeout_s, MAX_TIMEOUT_S)
+        check_seconds("CodeReward: time_budget_s", time_budget_s, MAX_BUDGET_S)
+        check_tolerance("CodeReward: tolerance", tolerance)
+        _whole("max_concurrency", max_concurrency, 1)
+        _whole("cache_rows", cache_rows, 0)
+        _whole("cache_bytes", cache_bytes, 0)
         self.sandbox = _sandbox_config(sandbox, timeout_s, max_concurrency)
         self.timeout_s = timeout_s
         self.time_budget_s = time_budget_s
         self.tolerance = tolerance
+        self.cache_rows, self.cache_bytes = cache_rows, cache_bytes
         if isinstance(problems, (str, os.PathLike)):
             problems = load_problems(os.fspath(problems))
-        self.problems = {p.id: p for p in problems or ()}
+        self.problems = {p.id: p for p in problems or ()}  # the given problems; rows are in _rows
         self._bound: Scorer | None = None
         self._init_state()
 
@@ -169,6 +260,8 @@ class CodeReward:
         self._open: _Open | None = None
         self._lock = threading.Lock()
         self._trend = HackTrend()
+        self._rows = _Rows(self.cache_rows, self.cache_bytes)
+        _LIVE.add(self)
 
     @classmethod
     def of_scorer(cls, scorer: Scorer) -> AsyncCodeReward:
@@ -176,6 +269,7 @@ class CodeReward:
         the ``problem_id`` column, scored once per batch with the other reward functions that share it."""
         reward = AsyncCodeReward.__new__(AsyncCodeReward)
         reward.problems, reward._bound = scorer.problems, scorer
+        reward.cache_rows, reward.cache_bytes = CACHE_ROWS, CACHE_BYTES
         reward._init_state()
         return reward
 
@@ -185,7 +279,7 @@ class CodeReward:
         if self._bound is not None:
             raise TypeError("a CodeReward made from the template's Scorer does not pickle; build one with "
                             "CodeReward(...) instead")
-        return {k: v for k, v in self.__dict__.items() if k not in ("_open", "_lock", "_trend")}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_open", "_lock", "_trend", "_rows")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -195,15 +289,15 @@ class CodeReward:
 
     def __call__(self, completions: Sequence[Any], **columns: Any) -> list[float | None]:
         """Score ``completions`` against the tests in ``columns`` (TRL passes the dataset's columns)."""
-        problem_ids = self._problem_ids(len(completions), columns)  # bad columns fail before any program runs
+        problem_ids, problems = self._batch(len(completions), columns)  # bad columns fail before any program runs
         state = self._ensure_open()
         assert state.loop is not None
-        return state.loop.run(self._reward(state.scorer, problem_ids, completions, columns))
+        return state.loop.run(self._reward(_judging(state.scorer, problems), problem_ids, completions, columns))
 
     async def score_batch(self, completions: Sequence[Any], **columns: Any) -> list[Scored]:
         """The verdicts of ``completions`` (status, reward, reason), on the caller's event loop."""
-        problem_ids = self._problem_ids(len(completions), columns)
-        scorer = self._ensure_open().scorer
+        problem_ids, problems = self._batch(len(completions), columns)
+        scorer = _judging(self._ensure_open().scorer, problems)
         return await scorer.score(problem_ids, completions)
 
     async def _reward(self, scorer: Scorer, problem_ids: list[str], completions: Sequence[Any],
@@ -234,7 +328,8 @@ class CodeReward:
 
     # -- the problems of a batch, from its columns -------------------------------------------------------------
 
-    def _problem_ids(self, count: int, columns: dict[str, Any]) -> list[str]:
+    def _batch(self, count: int, columns: dict[str, Any]) -> tuple[list[str], dict[str, Problem]]:
+        """Each completion's problem id, and the problems of those ids."""
         given = {name for name in ("test", "expected", "tests", "fn_name", "entry_point", "problem_id")
                  if columns.get(name) is not None}
         for name in given:
@@ -244,13 +339,12 @@ class CodeReward:
                                  f"({count}), as TRL passes a dataset's columns; got {type(value).__name__}")
         if "problem_id" in given:
             ids = [str(pid) for pid in columns["problem_id"]]
-            scorer = self._bound or (self._open.scorer if self._open else None)
-            known = scorer.problems if scorer else self.problems
+            known = self.problems  # the template's Scorer's own, for a reward made of_scorer
             unknown = sorted({pid for pid in ids if pid not in known})
             if unknown:
                 where = "the problem set" if known else "CodeReward(problems=...), which is empty"
                 raise UsageError(f"code_reward: problem_id {', '.join(unknown[:5])} not in {where}")
-            return ids
+            return ids, {pid: known[pid] for pid in ids}
         if "tests" in given:
             records = [{"prompt": "", "tests": _tests(tests, number)} | _optional("fn_name", columns, number)
                        for number, tests in enumerate(columns["tests"])]
@@ -263,28 +357,28 @@ class CodeReward:
         else:
             have = ", ".join(sorted(given)) or "none of them"
             raise UsageError(f"code_reward: the dataset needs the columns of one form: {FORMS}; it has {have}")
-        return [self._add(record, number) for number, record in enumerate(records)]
+        problems: dict[str, Problem] = {}
+        return [self._add(record, number, problems) for number, record in enumerate(records)], problems
 
-    def _add(self, record: dict[str, Any], number: int) -> str:
+    def _add(self, record: dict[str, Any], number: int, problems: dict[str, Problem]) -> str:
         key = json.dumps(record, sort_keys=True, default=str)
         problem_id = "row-" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-        if problem_id not in self.problems:
-            id_field = "task_id" if "task_id" in record else "id"
-            try:
-                problem = parse_problem(record | {id_field: problem_id}, f"code_reward: row {number}")
-            except ProblemError as error:
-                raise UsageError(str(error)) from None
-            self.problems[problem_id] = problem
-            if self._open is not None:
-                self._open.scorer.problems[problem_id] = problem
+        if problem_id not in problems:
+            problem = self._rows.get(problem_id)
+            if problem is None:
+                id_field = "task_id" if "task_id" in record else "id"
+                try:
+                    problem = parse_problem(record | {id_field: problem_id}, f"code_reward: row {number}")
+                except ProblemError as error:
+                    raise UsageError(str(error)) from None
+                self._rows.put(problem_id, problem, len(key))
+            problems[problem_id] = problem
         return problem_id
 
     # -- the sandbox, opened on first use and closed at exit -----------------------------------------------------
 
     def _ensure_open(self) -> _Open:
         with self._lock:
-            if self._open is not None and self._open.pid != os.getpid():
-                self._open = None  # forked: the parent's sandbox and loop thread are not this process's
             if self._open is None:
                 self._open = self._start()
                 _OPEN.add(self)
@@ -292,7 +386,7 @@ class CodeReward:
 
     def _start(self) -> _Open:
         if self._bound is not None:
-            return _Open(os.getpid(), self._bound.sandbox, self._bound, None)
+            return _Open(self._bound.sandbox, self._bound, None)
         backend = make_backend(self.sandbox, get_language(self.language).runtime)
         loop = _Loop()
         try:
@@ -303,13 +397,13 @@ class CodeReward:
         scorer = Scorer(list(self.problems.values()), backend, get_language(self.language), self.kind,
                         extract=self.extract, timeout_s=self.timeout_s, checker=self.checker,
                         tolerance=self.tolerance, budget_s=self.time_budget_s)
-        return _Open(os.getpid(), backend, scorer, loop)
+        return _Open(backend, scorer, loop)
 
     def close(self) -> None:
         """Release the sandbox (its processes, or its cloud microVMs). Used again, it opens a new one."""
         with self._lock:
             state, self._open = self._open, None
-        if state is None or state.pid != os.getpid() or self._bound is not None:
+        if state is None or self._bound is not None:
             return
         if state.loop is not None:
             with contextlib.suppress(Exception):
@@ -321,9 +415,20 @@ class AsyncCodeReward(CodeReward):
     """``CodeReward`` on TRL's async path: TRL awaits it on its event loop, beside its other async rewards."""
 
     async def __call__(self, completions: Sequence[Any], **columns: Any) -> list[float | None]:  # type: ignore[override]
-        problem_ids = self._problem_ids(len(completions), columns)
+        problem_ids, problems = self._batch(len(completions), columns)
         state = self._ensure_open()
-        return await self._reward(state.scorer, problem_ids, completions, columns)
+        return await self._reward(_judging(state.scorer, problems), problem_ids, completions, columns)
+
+
+def _judging(scorer: Scorer, problems: dict[str, Problem]) -> Scorer:
+    """``scorer`` judging ``problems``: the open Scorer itself for its own problems (the template's shares
+    its batch with hack_penalty), else a copy of it that knows this batch's problems alone, so that rows
+    another thread adds, or the cache drops, change none of this batch's verdicts."""
+    if all(scorer.problems.get(pid) is problem for pid, problem in problems.items()):
+        return scorer
+    judging = copy.copy(scorer)
+    judging.problems = problems
+    return judging
 
 
 def _optional(name: str, columns: dict[str, Any], number: int) -> dict[str, Any]:
@@ -408,17 +513,14 @@ def score(
         1.0
     """
     scorer_of = reward or _default()
-    if problem is not None:
-        scorer_of.problems.setdefault(problem.id, problem)
-        columns: dict[str, Any] = {"problem_id": [problem.id]}
-        if scorer_of._open is not None:
-            scorer_of._open.scorer.problems.setdefault(problem.id, problem)
+    if problem is not None:  # judged against itself, whatever problem of its id came before
+        problem_ids, problems = [problem.id], {problem.id: problem}
     else:
         given = {"test": test, "expected": expected, "tests": tests, "fn_name": fn_name, "entry_point": entry_point}
         columns = {name: [value] for name, value in given.items() if value is not None}
-    problem_ids = scorer_of._problem_ids(1, columns)
+        problem_ids, problems = scorer_of._batch(1, columns)
     state = scorer_of._ensure_open()
     assert state.loop is not None
-    (scored,) = state.loop.run(state.scorer.score(problem_ids, [code]))
+    (scored,) = state.loop.run(_judging(state.scorer, problems).score(problem_ids, [code]))
     return scored
 
