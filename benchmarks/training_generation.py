@@ -76,12 +76,14 @@ def _trainer(model_path: str, backend: str, new_tokens: int, cuda: bool, scratch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
+    from codegrpo.config.trainer_fields import current_names
+
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype="float32")
-    args = GRPOConfig(output_dir=scratch, use_cpu=not cuda, bf16=cuda, num_generations=4,
-                      per_device_train_batch_size=4, max_completion_length=new_tokens, temperature=1.0,
-                      report_to="none", save_strategy="no", gradient_checkpointing=False, seed=0,
-                      **BACKENDS[backend])
+    settings = dict(use_cpu=not cuda, bf16=cuda, num_generations=4, per_device_train_batch_size=4,
+                    max_completion_length=new_tokens, temperature=1.0, report_to="none", save_strategy="no",
+                    gradient_checkpointing=False, seed=0, **BACKENDS[backend])
+    args = GRPOConfig(output_dir=scratch, **current_names(settings, GRPOConfig))
     dataset = Dataset.from_list([{"prompt": [{"role": "user", "content": "x"}]}] * 4)
     return GRPOTrainer(model=model, reward_funcs=lambda completions, **_: [0.0] * len(completions), args=args,
                        train_dataset=dataset, processing_class=tokenizer), tokenizer

@@ -28,11 +28,12 @@ STATUSES = ("passed", "failed", "error", "timeout", "no_code", "infra")
 
 
 def quiet_library_deprecations() -> None:
-    """Silence the one FutureWarning TRL's own code raises on every generation (it reads the deprecated
-    ``model.is_gradient_checkpointing`` property in its generation context managers); no setting of
-    ours causes it, and it says nothing a researcher can act on. Other warnings still show, and go to
-    train.log too."""
-    warnings.filterwarnings("ignore", message=r"`is_gradient_checkpointing` is deprecated", category=FutureWarning)
+    """Silence the FutureWarnings TRL's own code raises under transformers 5.18+ (it reads the deprecated
+    ``model.is_gradient_checkpointing`` on every generation and calls ``gradient_checkpointing_enable`` /
+    ``_disable``); no setting of ours causes them, and they say nothing a researcher can act on. Other
+    warnings still show, and go to train.log too."""
+    warnings.filterwarnings("ignore", message=r"`(is_)?gradient_checkpointing(_enable|_disable)?` is deprecated",
+                            category=FutureWarning)
     logging.captureWarnings(True)
 
 

@@ -142,7 +142,7 @@ def _no_bf16(wanted: Wanted, facts: DeviceFacts) -> str:
     asked = f"{wanted.bf16_setting} with trainer.use_cpu=false (as trainer=gpu sets)"
     if facts.kind is DeviceKind.cpu and not facts.cuda_build:
         return (f"{asked} needs a GPU, but torch {facts.torch_version} is a CPU-only build: use {CPU_ONLY}, or on "
-                "a GPU machine install a CUDA build of torch (make setup TORCH=cu128)")
+                "a GPU machine install a CUDA build of torch (rm .venv/.installed && make setup TORCH=cu128)")
     if facts.kind is DeviceKind.cpu:
         return (f"{asked} needs a GPU, but torch {facts.torch_version} sees none (check nvidia-smi and "
                 f"CUDA_VISIBLE_DEVICES): use {CPU_ONLY}")
