@@ -56,7 +56,8 @@ def test_completions_table_columns_say_why_and_show_the_code(local_sandbox):
     completions = ["```python\ndef is_prime(n):\n    return n > 1\n```", "no code here", ""]
     asyncio.run(CodeReward.of_scorer(scorer)(completions=completions, problem_id=["is_prime"] * 3,
                                          log_extra=extra.__setitem__))
-    assert extra["status"] == ["failed", "error", "no_code"]
+    assert extra["status"] == ["failed", "no_code", "no_code"]  # prose is no code, not a SyntaxError on it
     assert extra["error"][0] == "got [true, false, true], expected [true, false, false]"
-    assert extra["error"][1].startswith("SyntaxError") and extra["error"][2].startswith("no code")
-    assert extra["code"] == ["def is_prime(n):\n    return n > 1", "no code here", ""]
+    assert extra["error"][1] == "no code: no ```python block, and the reply does not read as Python"
+    assert extra["error"][2].startswith("no code")
+    assert extra["code"] == ["def is_prime(n):\n    return n > 1", "", ""]

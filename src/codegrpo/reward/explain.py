@@ -40,7 +40,7 @@ def first_error_line(scored: Scored) -> str:
 
 def reason(scored: Scored) -> str:
     """One line: '' when it passed; else the exception type and message, or got vs expected."""
-    if scored.verdict.status is Status.NO_CODE:
+    if scored.verdict.status is Status.NO_CODE and not scored.verdict.detail:  # extraction's reason, else this
         return "no code: the completion is empty, or its code blocks are all in another language or empty"
     return first_error_line(scored)
 

@@ -15,7 +15,7 @@ from typing import Any
 from codegrpo.config.choices import Checker, Extract, Form, RewardKind
 from codegrpo.data.problems import IOTest, Problem
 from codegrpo.reward.checker import compare_output
-from codegrpo.reward.extraction import completion_text, extract_code
+from codegrpo.reward.extraction import completion_text, extract
 from codegrpo.reward.monitor import CATEGORIES, audit_flags, flags_of, run_flags
 from codegrpo.reward.programs import Language, build_program, humaneval_check
 from codegrpo.reward.verdict import (
@@ -74,8 +74,8 @@ class Scorer:
 
     async def score(self, problem_ids: Sequence[str], completions: Sequence[Any]) -> list[Scored]:
         """One Scored per completion, in order. Raises SandboxFatalError on a fatal sandbox fault."""
-        codes = [extract_code(completion_text(c), self.language.fence_tags, self.extract) for c in completions]
-        keys = list(zip(problem_ids, codes, strict=True))
+        found = [extract(completion_text(c), self.language.fence_tags, self.extract) for c in completions]
+        keys = [(pid, extraction.code) for pid, extraction in zip(problem_ids, found, strict=True)]
         unique = [key for key in dict.fromkeys(keys) if key[1].strip()]
         judged = [_Judged(self, self.problem(pid)) for pid, _ in unique]
         programs = [
@@ -88,8 +88,9 @@ class Scorer:
             key: (j.verdict(result), result.duration_s, self._flags(j, key[1], result))
             for key, j, result in zip(unique, judged, results, strict=True)
         }
-        no_code = (Verdict(Status.NO_CODE, 0.0), 0.0)
-        return [Scored(pid, code, *by_key.get((pid, code), no_code)) for pid, code in keys]
+        # No code: the verdict says what extraction expected and did not find (never a run on prose).
+        return [Scored(pid, code, *by_key.get((pid, code), (Verdict(Status.NO_CODE, 0.0, extraction.reason), 0.0)))
+                for (pid, code), extraction in zip(keys, found, strict=True)]
 
     def _flags(self, judged: _Judged, code: str, result: RunResult) -> tuple[str, ...]:
         try:
