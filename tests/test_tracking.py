@@ -55,15 +55,18 @@ def stub():
     server.stop()
 
 
-def run_tracking(tmp_path: Path, stub: StubServer, env: dict[str, str] | None = None, **args) -> dict:
-    """Start, log to and finish one run in a clean process: no WANDB_* from the caller, a fresh HOME."""
+def run_tracking(tmp_path: Path, stub: StubServer, env: dict[str, str] | None = None, argv: tuple[str, ...] = (),
+                 **args) -> dict:
+    """Start, log to and finish one run in a clean process: no WANDB_* from the caller, a fresh HOME; ``argv``
+    follows the arguments on the process's command line (wandb records them)."""
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     environment = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_") and k != "NETRC"}
     environment |= {"HOME": str(home), "WANDB_BASE_URL": stub.url} | (env or {})
     args = {"run_dir": str(tmp_path / "run"), "job_type": "train"} | args
     done = subprocess.run(
-        [sys.executable, "-c", RUN, json.dumps(args)], env=environment, capture_output=True, text=True, timeout=180
+        [sys.executable, "-c", RUN, json.dumps(args), *argv], env=environment, capture_output=True, text=True,
+        timeout=180,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1]) | {"stderr": done.stderr}
@@ -108,6 +111,18 @@ def test_no_credentials_is_offline_with_one_line_and_sends_nothing(tmp_path, stu
     assert wandb_offline.run_record(run_file)["job_type"] == "eval"
     assert [row["reward"] for row in wandb_offline.history(run_file)] == [0.5]
     assert "wandb_api_key" not in wandb_offline.config(run_file)
+
+
+def test_no_offline_file_holds_a_secret_of_the_config_or_of_the_arguments_wandb_records(tmp_path, stub):
+    token, password = "hf_" + "Zq8LmN3pR7sT1vW5xY9aB2cD4eF6gH0jK2", "pw-kept-home"
+    result = run_tracking(tmp_path, stub, argv=(f"trainer.hub_token={token}", "seed=1",
+                                                f"problems.path=https://alice:{password}@example.com/p.jsonl"))
+    written = {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()}
+    assert written and not [p for p, data in written.items() if token.encode() in data or password.encode() in data]
+    assert token not in result["stderr"] and stub.requests == []
+    # What wandb recorded (its run's `args`) is the command line masked, not nothing.
+    run_file = offline_run_file(tmp_path).read_bytes()
+    assert b"trainer.hub_token=***" in run_file and b"problems.path=https://***@example.com/p.jsonl" in run_file
 
 
 def test_offline_sends_nothing_even_with_a_key_in_netrc(tmp_path, stub):

@@ -180,6 +180,7 @@ def grpo_config(cfg: TrainConfig, run_dir: Path, reward_weights: list[float] | N
         report_to.append("wandb")
     args["report_to"] = report_to or "none"
     args["push_to_hub"] = False  # TRL would push the whole run dir; codegrpo.models.hub pushes only the model
+    args["hub_token"] = None  # TRL never pushes, and would pickle a token into every training_args.bin
     if reward_weights is not None:
         args["reward_weights"] = reward_weights
     return GRPOConfig(output_dir=str(run_dir), seed=cfg.seed, **current_names(args, GRPOConfig))

@@ -11,6 +11,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, cast
 
 from hydra.core.config_store import ConfigStore
@@ -21,6 +22,7 @@ from omegaconf.errors import OmegaConfBaseException
 from codegrpo.config.schema import EvaluateConfig, PassRatesConfig, ScoreConfig, TrainConfig, register_configs
 from codegrpo.errors import CodegrpoError, UsageError
 from codegrpo.resources import config_dir
+from codegrpo.tracking import secrets
 
 # The repo's conf/ in a checkout, the copy inside the package when installed from a wheel.
 CONFIG_DIR = str(config_dir())
@@ -53,10 +55,15 @@ def check_mandatory(cfg: DictConfig) -> None:
 def run(task: Callable[[C], T], cfg: DictConfig, on_failure: Callable[[BaseException], None] | None = None) -> T:
     """Run ``task`` on the config as its typed dataclasses (codegrpo.config.schema), calling ``on_failure`` with
     any error first. The one place user errors are reported: a CodegrpoError ends the command with one
-    line on stderr and exit status 2."""
+    line on stderr and exit status 2. No secret gets past it (codegrpo.tracking.secrets): the console and the
+    job log are masked, Hydra's files scrubbed, and a secret in the overrides or the config refused."""
     _report_errors_to_hydra()  # from here on, Hydra reports what is not a CodegrpoError (entry_point)
+    secrets.mask_logging()  # Hydra's console and job log handlers exist by now
     try:
         try:
+            # Hydra wrote its files before calling us; a secret is masked there before it is refused here.
+            overrides = _scrub_hydra_outputs()
+            secrets.refuse_overrides(overrides)
             # Before the task imports any of them: a dependency out of pyproject's range is one line here,
             # not an error deep inside transformers or trl (CODEGRPO_SKIP_VERSION_CHECK=1 skips it). Imported
             # here: packaging's parsers cost --help and --cfg job 60 ms they never need.
@@ -64,14 +71,31 @@ def run(task: Callable[[C], T], cfg: DictConfig, on_failure: Callable[[BaseExcep
 
             check_dependencies()
             check_mandatory(cfg)
+            secrets.refuse_config(cast(dict, OmegaConf.to_container(cfg, resolve=True)))
             return task(cast(C, OmegaConf.to_object(cfg)))  # the dataclass of the command's schema
         except BaseException as error:
             if on_failure is not None:
                 on_failure(error)
             raise
     except CodegrpoError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {secrets.mask_text(str(error))}", file=sys.stderr)
         sys.exit(2)
+
+
+def _scrub_hydra_outputs() -> list[str]:
+    """Mask the files Hydra wrote for this job (.hydra/, and a sweep's multirun.yaml); returns the job's
+    command-line overrides (none outside Hydra: a test calling run)."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    if not HydraConfig.initialized():
+        return []
+    hydra_cfg = HydraConfig.get()
+    if hydra_cfg.output_subdir:
+        secrets.scrub_hydra_files(Path(hydra_cfg.runtime.output_dir, hydra_cfg.output_subdir))
+    if hydra_cfg.mode == RunMode.MULTIRUN:
+        secrets.scrub_hydra_files(Path(hydra_cfg.sweep.dir, "multirun.yaml"))
+    return [*hydra_cfg.overrides.hydra, *hydra_cfg.overrides.task]
 
 
 def score_pairs(cfg: ScoreConfig, problems: list[Problem], pairs: Sequence[tuple[str, str]]) -> list[Scored]:
@@ -101,6 +125,12 @@ def entry_point(hydra_main: Callable[[], object]) -> Callable[[], None]:
 
     def main() -> None:
         global _full_error_set_here
+        try:
+            # Before Hydra sees argv: it writes the overrides to .hydra/ before any task runs.
+            secrets.refuse_overrides(sys.argv[1:])
+        except UsageError as error:
+            print(f"error: {error}", file=sys.stderr)
+            sys.exit(2)  # as run() ends on a usage error
         if os.environ.get(FULL_ERROR):
             hydra_main()
             return
@@ -108,7 +138,7 @@ def entry_point(hydra_main: Callable[[], object]) -> Callable[[], None]:
         try:
             hydra_main()
         except (ConfigCompositionException, OmegaConfBaseException) as error:
-            print(f"error: {compose_error_line(error)}", file=sys.stderr)
+            print(f"error: {secrets.mask_text(compose_error_line(error))}", file=sys.stderr)
             sys.exit(1)
         finally:
             _report_errors_to_hydra()

@@ -3,9 +3,10 @@
 TRL's own push uploads the whole output_dir, which here is the run dir (git.diff, W&B files, completion
 tables, logs). So the trainer's GRPOConfig always has push_to_hub=False and, after training, the run
 calls push_final_model: the files of final_model that make up the model (an allow-list), plus a README.md
-card with the base model, the config (secrets dropped), the problem-set hash, the eval results and the
-command. `trainer.hub_model_id`, `trainer.hub_private_repo`, `trainer.hub_token` and
-`trainer.hub_revision` apply as in TRL.
+card with the base model, the config, the problem-set hash, the eval results and the command, every secret
+masked (codegrpo.tracking.secrets). `trainer.hub_model_id`, `trainer.hub_private_repo` and
+`trainer.hub_revision` apply as in TRL; the token is the Hub client's own (``HF_TOKEN``, or ``hf auth login``),
+since the commands refuse ``trainer.hub_token`` in a config (it is still used when set from Python).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import yaml  # type: ignore[import-untyped]
 
 from codegrpo.config.schema import ModelConfig, TrainConfig, to_plain
 from codegrpo.errors import ModelNotFoundError, UsageError
-from codegrpo.tracking.wandb_run import redact
+from codegrpo.tracking import secrets
 
 log = logging.getLogger(__name__)
 
@@ -90,9 +91,9 @@ def model_card(cfg: TrainConfig, run_dir: Path, repo_id: str) -> str:
                    f"modules {list(lora.target_modules)}) over the base model")
     else:
         weights = f"the full model in {cfg.model.save_dtype}"
-    config = redact(to_plain(cfg))
-    command = " ".join(info.get("command") or [])
-    return "\n".join([
+    config = secrets.mask(to_plain(cfg))
+    command = " ".join(secrets.mask_argv(info.get("command") or []))  # a run_info.json from before the masking
+    return secrets.mask_text("\n".join([  # the card is public: nothing in it may hold a secret
         "---", yaml.safe_dump(metadata, sort_keys=False).strip(), "---", "",
         f"# {repo_id.split('/')[-1]}", "",
         "Trained with GRPO ([TRL](https://huggingface.co/docs/trl)) by codegrpo: the reward runs each generated "
@@ -107,7 +108,7 @@ def model_card(cfg: TrainConfig, run_dir: Path, repo_id: str) -> str:
         f"- **Command:** `{command}`", "",
         "## Evaluation", "", _eval_section(run_dir), "",
         "## Config", "", "```yaml", yaml.safe_dump(config, sort_keys=False).strip(), "```", "",
-    ])
+    ]))
 
 
 def stage(cfg: TrainConfig, run_dir: Path, model_dir: Path, staging: Path) -> list[str]:

@@ -1,4 +1,5 @@
-"""What a run dir records so the run can be repeated: config, git state, packages, seed, problem hash."""
+"""What a run dir records so the run can be repeated: config, git state, packages, seed, problem hash.
+Secrets masked (codegrpo.tracking.secrets): the command line, the extra entries, the diff."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from codegrpo.resources import PROJECT_ROOT
+from codegrpo.tracking import secrets
 
 PACKAGES = ("codegrpo", "torch", "transformers", "trl", "datasets", "accelerate", "hydra-core", "omegaconf",
             "superserve", "wandb")
@@ -38,16 +40,16 @@ def write_run_info(run_dir: Path, seed: int, problems_hash: str, extra: dict[str
     run_dir.mkdir(parents=True, exist_ok=True)
     diff = _git("diff", "HEAD")
     if diff:
-        (run_dir / "git.diff").write_text(diff)
+        (run_dir / "git.diff").write_text(secrets.mask_text(diff))  # an edited .env stays home
     info = {
         "git_commit": _git("rev-parse", "HEAD").strip() or None,
         "git_dirty": bool(diff),
         "seed": seed,
         "problems_sha256": problems_hash,
         "packages": package_versions(),
-        "command": sys.argv,
+        "command": secrets.mask_argv(sys.argv),  # the model card quotes it
         **(extra or {}),
     }
     path = run_dir / "run_info.json"
-    path.write_text(json.dumps(info, indent=2))
+    path.write_text(json.dumps(secrets.mask(info), indent=2))
     return path

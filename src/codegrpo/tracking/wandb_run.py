@@ -10,7 +10,9 @@ Mode, first match wins:
 Offline sends nothing over the network: wandb's own telemetry (OpenTelemetry metrics it POSTs to
 the server with the API key) is switched off. The other ``WANDB_*`` variables (``WANDB_PROJECT``,
 ``WANDB_ENTITY``, ``WANDB_RUN_GROUP``, ``WANDB_NAME``, ``WANDB_TAGS``, ``WANDB_NOTES``,
-``WANDB_JOB_TYPE``) apply unless the matching ``logger.*`` key is set.
+``WANDB_JOB_TYPE``) apply unless the matching ``logger.*`` key is set. What the run records goes through
+codegrpo.tracking.secrets: the config and the model's metadata masked, and the arguments wandb records
+itself (``sys.argv``) masked while it reads them.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from urllib.parse import urlsplit
 from codegrpo.config.choices import LoggerBackend, WandbMode
 from codegrpo.config.schema import LoggerConfig
 from codegrpo.errors import UsageError
+from codegrpo.tracking import secrets
 
 if TYPE_CHECKING:  # wandb is imported when a run starts
     from wandb import Artifact
@@ -32,20 +35,10 @@ if TYPE_CHECKING:  # wandb is imported when a run starts
 
 log = logging.getLogger(__name__)
 
-SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
 NO_CREDENTIALS = "no W&B credentials found"
 DEFAULT_BASE_URL = "https://api.wandb.ai"
 # wandb's older spellings of the modes (WANDB_MODE and its settings files still take them).
 MODE_ALIASES = {"dryrun": WandbMode.offline, "run": WandbMode.online}
-
-
-def redact(value: Any) -> Any:
-    """Drop every entry whose key looks like a secret, at any depth."""
-    if isinstance(value, dict):
-        return {k: redact(v) for k, v in value.items() if not any(m in str(k).upper() for m in SECRET_MARKERS)}
-    if isinstance(value, list):
-        return [redact(v) for v in value]
-    return value
 
 
 def _normalise_mode(mode: str, source: str) -> WandbMode:
@@ -163,20 +156,21 @@ def start_run(
 
     # None lets wandb apply its own variable (WANDB_RUN_GROUP, WANDB_TAGS, ...) when logger.* is unset.
     name = cfg.name or (None if os.environ.get("WANDB_NAME") else run_dir.name)
-    return wandb.init(
-        project=cfg.project,
-        entity=cfg.entity,
-        group=cfg.group,
-        name=name,
-        tags=list(cfg.tags) or None,
-        job_type=_job_type(cfg, job_type),
-        dir=str(run_dir),
-        mode=mode.value,  # wandb validates a plain string
-        config=redact(config),
-        id=run_id,
-        resume="allow" if run_id else None,
-        settings=wandb.Settings(login_timeout=10, console="off"),
-    )
+    with secrets.masked_argv():  # wandb records sys.argv[1:] as the run's `args` (no setting replaces it)
+        return wandb.init(
+            project=cfg.project,
+            entity=cfg.entity,
+            group=cfg.group,
+            name=name,
+            tags=list(cfg.tags) or None,
+            job_type=_job_type(cfg, job_type),
+            dir=str(run_dir),
+            mode=mode.value,  # wandb validates a plain string
+            config=secrets.mask(config),
+            id=run_id,
+            resume="allow" if run_id else None,
+            settings=wandb.Settings(login_timeout=10, console="off"),
+        )
 
 
 def log_model(run: Run | None, cfg: LoggerConfig, model_dir: Path,
@@ -195,7 +189,7 @@ def log_model(run: Run | None, cfg: LoggerConfig, model_dir: Path,
     import wandb
 
     # model-<run id> is the name transformers' own W&B callback uses, so both land in one collection.
-    artifact = wandb.Artifact(f"model-{run.id}", type="model", metadata=redact(metadata or {}))
+    artifact = wandb.Artifact(f"model-{run.id}", type="model", metadata=secrets.mask(metadata or {}))
     artifact.add_dir(str(model_dir))
     run.log_artifact(artifact, aliases=["latest", "final"])
     return artifact

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from codegrpo.errors import UsageError
-from codegrpo.tracking.wandb_run import redact
+from codegrpo.tracking import secrets
 
 STATE_FILE = "codegrpo_state.json"
 STAGING = ".saving"
@@ -99,8 +99,8 @@ def rotate(run_dir: Path, keep: int | None) -> list[Path]:
 
 
 def write_state(checkpoint: Path, config: dict[str, Any], problems_sha256: str, wandb_run_id: str | None) -> None:
-    # Secret-looking keys (trainer.hub_token, ...) stay out of the run dir, as they stay out of W&B.
-    state = {"config": redact(config), "problems_sha256": problems_sha256, "wandb_run_id": wandb_run_id}
+    # Secrets (trainer.hub_token, ...) stay out of the run dir, as they stay out of W&B.
+    state = {"config": secrets.mask(config), "problems_sha256": problems_sha256, "wandb_run_id": wandb_run_id}
     (checkpoint / STATE_FILE).write_text(json.dumps(state, indent=1, sort_keys=True))
 
 
@@ -123,11 +123,22 @@ def _free(key: str) -> bool:
     return any(key == free or key.startswith(free + ".") for free in FREE_ON_RESUME)
 
 
+# Before codegrpo.tracking.secrets, the state left out every key whose name merely held one of these
+# (trainer.average_tokens_across_devices, evaluation.max_new_tokens): such a key, absent from a saved state,
+# is not a difference.
+_LEFT_OUT_BEFORE = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+
+
+def _left_out_before(key: str, saved: dict[str, Any]) -> bool:
+    return key not in saved and any(word in key.rsplit(".", 1)[-1].upper() for word in _LEFT_OUT_BEFORE)
+
+
 def differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """``key (saved -> current)`` for every setting that differs and would change training."""
     # Compared as JSON holds them (the saved side went through JSON: tuples are lists, keys strings).
     before, after = _flatten(saved), _flatten(json.loads(json.dumps(current, default=str)))
-    keys = sorted(k for k in before.keys() | after.keys() if not _free(k) and before.get(k) != after.get(k))
+    keys = sorted(k for k in before.keys() | after.keys()
+                  if not _free(k) and not _left_out_before(k, before) and before.get(k) != after.get(k))
     return [f"{k} ({before.get(k, '<unset>')!r} -> {after.get(k, '<unset>')!r})" for k in keys]
 
 
@@ -136,7 +147,7 @@ def check_resume(checkpoint: Path, config: dict[str, Any], problems_sha256: str,
     state = read_state(checkpoint)
     if state is None or force:
         return
-    changed = differences(state["config"], redact(config))
+    changed = differences(state["config"], secrets.mask(config))
     if state["problems_sha256"] != problems_sha256:
         changed.insert(0, f"the problem set (sha256 {state['problems_sha256'][:12]} -> {problems_sha256[:12]})")
     if changed:

@@ -36,9 +36,10 @@ from codegrpo.evaluation.compare import compare, comparison_summary, write_compa
 from codegrpo.evaluation.evaluate import evaluate_model
 from codegrpo.evaluation.results import Comparison, Evaluation, load_evaluation, save
 from codegrpo.sandbox.base import SandboxBackend, format_limits
-from codegrpo.tracking import console
+from codegrpo.tracking import console, secrets
 from codegrpo.tracking import wandb_run as tracking
 from codegrpo.tracking.runinfo import write_run_info
+from codegrpo.tracking.secrets import mask_text
 from codegrpo.train import checkpoints
 from codegrpo.train.devices import check_devices
 from codegrpo.train.preemption import MARKER, Guard, Preempted, parse_signals, write_marker
@@ -188,7 +189,7 @@ def prepare(cfg: TrainConfig, stack: ExitStack, guard: Guard) -> Prepared:
         extra = {"resumed_from": str(checkpoint) if checkpoint else None, "sandbox_limits": [
             dict(zip(("limit", "value", "enforced_by"), row, strict=True)) for row in limits]}
         write_run_info(run_dir, cfg.seed, problem_set_hash(problems), extra)
-        OmegaConf.save(OmegaConf.structured(cfg), run_dir / "config.yaml", resolve=True)
+        OmegaConf.save(OmegaConf.create(secrets.mask(to_plain(cfg))), run_dir / "config.yaml")  # no secret
         for stale in (MARKER, FAILED):  # this run's outcome replaces the last one's
             (run_dir / stale).unlink(missing_ok=True)
     # A GGUF model is converted first: once GRPOConfig starts torch.distributed, only rank 0 would save it.
@@ -308,7 +309,7 @@ def settle_failed_run(run_dir: Path, error: BaseException) -> None:
     if entries <= BEFORE_FIRST_STEP and not tables:
         shutil.rmtree(run_dir, ignore_errors=True)
         return
-    message = str(error) or type(error).__name__
+    message = mask_text(str(error)) or type(error).__name__  # an error may quote a config value
     lines = [f"{type(error).__name__}: {message}"]
     newest = checkpoints.newest(run_dir)
     if newest is not None:
