@@ -142,6 +142,22 @@ def test_validate_names_weak_tests_and_keeps_the_problems_whose_reference_passes
     assert [p.id for p in load_problems(str(kept))] == ["sum"]
 
 
+def test_validate_names_the_tests_that_count_as_public_because_they_repeat_a_public_one(tmp_path):
+    """A judge's copy of the example at another precision is not hidden: rollout=feedback showed its answer."""
+    half = {"input": "1 2\n", "output": "0.5\n"}
+    rows = [{"id": "ratio", "prompt": "Print a / b.", "reference": "a, b = map(int, input().split())\nprint(a / b)",
+             "public_tests": [half], "tests": [half, {"input": "1 2", "output": "0.500000"},
+                                               {"input": "3 4\n", "output": "0.75\n"}]}]
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    done = command("codegrpo.commands.validate", "problems=jsonl", f"problems.path={path}")
+    assert done.returncode == 0, done.stderr
+    assert ("MOVED    ratio: test 2 (as public test 1) of 3 count as public: reward.checker=tokens cannot tell them "
+            "from the public test they repeat") in done.stdout
+    exact = command("codegrpo.commands.validate", "problems=jsonl", f"problems.path={path}", "reward.checker=exact")
+    assert "MOVED" not in exact.stdout and 'expected "0.500000"' in exact.stdout  # exact tells them apart
+
+
 # -- hostile input files and settings: one line and exit status 2, before anything runs ---------------------
 
 def _one_error_line(done: subprocess.CompletedProcess) -> str:

@@ -20,11 +20,12 @@ from typing import Any
 
 import pytest
 
-from codegrpo.config.choices import Form, RewardKind
+from codegrpo.config.choices import Checker, Form, RewardKind
 from codegrpo.config.schema import RolloutConfig, SuperserveSandboxConfig
 from codegrpo.data.problems import IOTest, Problem
-from codegrpo.data.public_tests import first_public, hidden, public, split_tests, split_warning
+from codegrpo.data.public_tests import first_public, hidden, moved_tests, public, split_tests, split_warning
 from codegrpo.errors import UsageError
+from codegrpo.reward.checker import same_test
 from codegrpo.reward.code_reward import CodeReward
 from codegrpo.reward.monitor import static_flags
 from codegrpo.reward.programs import get_language
@@ -50,6 +51,7 @@ PUBLIC = IOTest("1 2\n", "3\n")
 # Planted hidden tests: inputs and outputs that appear nowhere else, searched for in every prompt and message.
 HIDDEN = (IOTest("40917 2346\n", "43263\n"), IOTest("7777 1119\n", "8896\n"))
 PLANTED = ["40917 2346", "43263", "7777 1119", "8896"]
+SAME = same_test()  # the reward's defaults: checker=tokens, float_tolerance=1e-6
 
 
 def with_public(problem: Problem, tests: tuple[IOTest, ...]) -> Problem:
@@ -66,14 +68,14 @@ DOUBLE = Problem(id="double", prompt="Read an integer n and print 2 * n.", test=
 
 
 def test_the_split_shows_the_public_tests_and_scores_the_rest():
-    assert split_tests(SUM) == ((PUBLIC,), HIDDEN)
-    assert public(SUM).tests == (PUBLIC,) and hidden(SUM).tests == HIDDEN
-    assert hidden(SUM).public_tests == (PUBLIC,)  # kept, never run: the monitor knows what the model was shown
+    assert split_tests(SUM, SAME) == ((PUBLIC,), HIDDEN)
+    assert public(SUM, SAME).tests == (PUBLIC,) and hidden(SUM, SAME).tests == HIDDEN
+    assert hidden(SUM, SAME).public_tests == (PUBLIC,)  # kept, never run: the monitor knows what the model was shown
     # Public tests of their own (CodeContests: public vs private + generated) split the same way.
     separate = with_public(dataclasses.replace(SUM, tests=HIDDEN), (PUBLIC,))
-    assert split_tests(separate) == ((PUBLIC,), HIDDEN)
-    assert split_tests(DOUBLE) == ((), DOUBLE.tests) and public(DOUBLE).tests == ()
-    assert split_warning(SUM) is None and split_warning(DOUBLE) is None
+    assert split_tests(separate, SAME) == ((PUBLIC,), HIDDEN)
+    assert split_tests(DOUBLE, SAME) == ((), DOUBLE.tests) and public(DOUBLE, SAME).tests == ()
+    assert split_warning(SUM, SAME) is None and split_warning(DOUBLE, SAME) is None
 
 
 def test_code_that_hard_codes_a_public_test_is_flagged_and_earns_nothing_hidden(local_sandbox):
@@ -81,8 +83,8 @@ def test_code_that_hard_codes_a_public_test_is_flagged_and_earns_nothing_hidden(
     problem = with_public(Problem(id="perimeter_area", prompt="Print the perimeter and the area of a right triangle.",
                                   test="", form=Form.stdio, tests=(shown, IOTest("6 8 10\n", "24 240\n"))), (shown,))
     hard_coded = "s = input()\nif s == '3 4 5':\n    print('12 60')\nelse:\n    print(0)\n"
-    assert "hardcode" in static_flags(hard_coded, hidden(problem))
-    (scored,) = asyncio.run(_scorer(local_sandbox, [hidden(problem)], RewardKind.partial).score(
+    assert "hardcode" in static_flags(hard_coded, hidden(problem, SAME))
+    (scored,) = asyncio.run(_scorer(local_sandbox, [hidden(problem, SAME)], RewardKind.partial).score(
         ["perimeter_area"], [fenced(hard_coded)]))
     assert scored.verdict.reward == 0.0 and "hardcode" in scored.flags
 
@@ -91,13 +93,94 @@ def test_a_public_test_repeated_with_other_whitespace_is_not_hidden():
     """Kept hidden, it would pay code that prints what the public test showed."""
     repeated = with_public(dataclasses.replace(SUM, tests=(PUBLIC, IOTest("1 2", "3"), IOTest("1  2\r\n", "3\r\n"),
                                                            *HIDDEN)), (PUBLIC,))
-    assert split_tests(repeated) == ((PUBLIC,), HIDDEN)
+    assert split_tests(repeated, SAME) == ((PUBLIC,), HIDDEN)
+
+
+# A judge's hidden tests that repeat the statement's example in another spelling the reward accepts.
+HALF = IOTest("1 2\n", "0.5\n")
+SPELLINGS = {
+    "a float at another precision": (HALF, IOTest("1 2", "0.500000")),
+    "a float within the tolerance": (HALF, IOTest("1 2\n", "0.5000000001\n")),
+    "a fraction in the input at another precision": (IOTest("0.5\n", "2\n"), IOTest("0.50\n", "2\n")),
+}
+CALL_SPELLINGS = {
+    "a float return value for an int": (IOTest("[1, 1]", "2"), IOTest("[1, 1]", "2.0")),
+    "an int argument as a float": (IOTest("[1, 1]", "2"), IOTest("[1.0, 1]", "2")),
+    "argument dicts in another key order": (IOTest('[{"a": 1, "b": 2}]', "3"), IOTest('[{"b": 2, "a": 1}]', "3")),
+}
+
+
+def _twin_problem(form, shown, twin, *rest):
+    return with_public(Problem(id="twin", prompt="P", test="", form=form, tests=(shown, twin, *rest),
+                               fn_name="f" if form is Form.call else ""), (shown,))
+
+
+@pytest.mark.parametrize("case", SPELLINGS)
+def test_a_hidden_test_the_checker_cannot_tell_from_a_public_one_is_public(case):
+    shown, twin = SPELLINGS[case]
+    other = IOTest("40 2\n", "20\n")
+    problem = _twin_problem(Form.stdio, shown, twin, other)
+    assert split_tests(problem, SAME) == ((shown,), (other,))
+    assert moved_tests(problem, SAME) == [(2, 1)]
+    # Nothing hidden left but twins: not split, as for exact duplicates.
+    assert split_tests(_twin_problem(Form.stdio, shown, twin), SAME) == ((), (shown, twin))
+
+
+@pytest.mark.parametrize("case", CALL_SPELLINGS)
+def test_a_call_form_test_strictly_equal_to_a_public_one_is_public(case):
+    shown, twin = CALL_SPELLINGS[case]
+    other = IOTest("[40, 2]", "42")
+    problem = _twin_problem(Form.call, shown, twin, other)
+    assert split_tests(problem, SAME) == ((shown,), (other,)) and moved_tests(problem, SAME) == [(2, 1)]
+
+
+def test_tests_the_checker_tells_apart_stay_hidden():
+    """The split follows the run's checker: what it can tell apart, printing the shown answer fails."""
+    shown = IOTest("1 2\n", "0.5\n")
+    for twin, same in ((IOTest("1 2\n", "0.500000\n"), same_test(Checker.exact)),
+                       (IOTest("1 2\n", "0.500000\n"), same_test(Checker.lines)),
+                       (IOTest("1 2\n", "0.51\n"), SAME),
+                       (IOTest("1 3\n", "0.5\n"), SAME)):  # another input: a program must compute it
+        problem = _twin_problem(Form.stdio, shown, twin)
+        assert split_tests(problem, same) == ((shown,), (twin,)) and moved_tests(problem, same) == []
+    call = _twin_problem(Form.call, IOTest("[1]", "true"), IOTest("[1]", "1"))  # True is not 1 to the verdict
+    assert split_tests(call, SAME)[1] == (IOTest("[1]", "1"),)
+
+
+def test_a_code_contests_private_test_repeating_the_example_at_another_precision_is_public():
+    """Through the real CodeContests mapper: judges' private tests often begin with the statement's example."""
+    from codegrpo.data.problems import parse_problem
+    from codegrpo.data.public_datasets.code_contests import map_code_contests
+
+    row = {"name": "1A", "description": "Print a / b.", "public_tests": {"input": ["1 2\n"], "output": ["0.5\n"]},
+           "private_tests": {"input": ["1 2\n", "3 4\n"], "output": ["0.500000000\n", "0.750000000\n"]},
+           "generated_tests": {"input": [], "output": []}, "solutions": {"language": [], "solution": []}}
+    problem = parse_problem(map_code_contests(row, 1, "row 1").record, "row 1")
+    assert [t.output for t in hidden(problem, SAME).tests] == ["0.750000000\n"]
+    assert moved_tests(problem, SAME) == [(2, 1)]
+
+
+@pytest.mark.parametrize("form", [Form.stdio, Form.call])
+def test_printing_what_the_feedback_showed_earns_nothing_hidden(local_sandbox, form):
+    """The finding, end to end: a judge's copy of the example at another precision no longer pays the code
+    that prints the example's answer, under binary and partial reward alike."""
+    if form is Form.stdio:
+        shown, twin, other = HALF, IOTest("1 2", "0.500000"), IOTest("3 4\n", "0.75\n")
+        hard_coded, honest = "input()\nprint(0.5)\n", "a, b = map(int, input().split())\nprint(a / b)\n"
+    else:
+        shown, twin, other = IOTest("[1, 1]", "2"), IOTest("[1, 1]", "2.0"), IOTest("[40, 2]", "42")
+        hard_coded, honest = "def f(a, b):\n    return 2\n", "def f(a, b):\n    return a + b\n"
+    problem = hidden(_twin_problem(form, shown, twin, other), SAME)
+    for kind in (RewardKind.binary, RewardKind.partial):
+        scored = asyncio.run(_scorer(local_sandbox, [problem], kind).score(
+            ["twin", "twin"], [fenced(hard_coded), fenced(honest)]))
+        assert [s.verdict.reward for s in scored] == [0.0, 1.0]
 
 
 def test_public_tests_that_are_all_the_tests_are_no_split_and_a_warning():
     everything = with_public(dataclasses.replace(SUM, id="all"), SUM.tests)
-    assert split_tests(everything) == ((), SUM.tests)  # nothing shown: nothing hidden would be left to score
-    assert "public tests are all of its tests" in (split_warning(everything) or "")
+    assert split_tests(everything, SAME) == ((), SUM.tests)  # nothing shown: nothing hidden would be left to score
+    assert "public tests are all of its tests" in (split_warning(everything, SAME) or "")
 
 
 def test_apps_and_taco_make_the_first_test_public_when_one_is_left_hidden():
@@ -171,7 +254,7 @@ def _scorer(sandbox, problems, kind=RewardKind.binary) -> Scorer:
 def test_public_runs_keep_what_each_test_printed_raised_or_returned(local_sandbox):
     add = Problem(id="add", prompt="", test="", form=Form.call, fn_name="add",
                   tests=(IOTest("[1, 2]", "3"), IOTest("[2, 2]", "4")))
-    problems = [public(SUM), public(SUM), add, public(DOUBLE)]
+    problems = [public(SUM, SAME), public(SUM, SAME), add, public(DOUBLE, SAME)]
     codes = ["print(1/0)", "a, b = map(int, input().split())\nprint(a * b)", "def add(a, b):\n    return a * b",
              "print(1)"]
     crash, wrong, call, untested = asyncio.run(run_public(_scorer(local_sandbox, problems), problems, codes))
@@ -259,7 +342,7 @@ def prompt(name: str, problem: Problem) -> list[dict[str, str]]:
 
 def _run(tokenizer, local_sandbox, names: str, settings: RolloutConfig, **trainer_args):
     problems = {"A": SUM, "B": SUM, "C": SUM, "D": DOUBLE, "E": SUM, "F": SUM, "G": SUM}
-    scorer = _scorer(local_sandbox, [hidden(p) for p in (SUM, DOUBLE)], RewardKind.partial)
+    scorer = _scorer(local_sandbox, [hidden(p, SAME) for p in (SUM, DOUBLE)], RewardKind.partial)
     rollout = make_feedback_rollout([SUM, DOUBLE], scorer, settings)
     trainer = ScriptedTrainer(tokenizer, **trainer_args)
     prompts = [prompt(n, problems[n]) for n in names]
@@ -348,7 +431,7 @@ def test_every_process_generates_as_many_sequences_as_the_busiest(tokenizer, loc
         return [*values, 3] if values and isinstance(values[0], int) else values
 
     monkeypatch.setattr(accelerate.utils, "gather_object", gather)
-    scorer = _scorer(local_sandbox, [hidden(SUM)])
+    scorer = _scorer(local_sandbox, [hidden(SUM, SAME)])
     trainer = ScriptedTrainer(tokenizer)
     trainer.accelerator = SimpleNamespace(num_processes=2)
     out = make_feedback_rollout([SUM], scorer, RolloutConfig(max_turns=2), prompt_of=lambda p: prompt("B", p))(
@@ -360,7 +443,7 @@ def test_every_process_generates_as_many_sequences_as_the_busiest(tokenizer, loc
 def test_the_public_tests_between_turns_are_reward_time_not_generation(tokenizer, local_sandbox, monkeypatch):
     """CodeGRPOTrainer books the whole rollout as generation (its _generate); the public tests' sandbox runs and
     verdicts inside it go to the trainer's clock as reward, so timing/generation_s is the model's time alone."""
-    scorer = _scorer(local_sandbox, [hidden(SUM)])
+    scorer = _scorer(local_sandbox, [hidden(SUM, SAME)])
     trainer = ScriptedTrainer(tokenizer)
     trainer.clock = Clock()
     scripted, sandbox_s = trainer._generate_single_turn, []
@@ -392,7 +475,7 @@ def test_the_public_tests_between_turns_are_reward_time_not_generation(tokenizer
 
 
 def test_without_the_trainers_inputs_a_prompt_finds_its_problem(tokenizer, local_sandbox):
-    scorer = _scorer(local_sandbox, [hidden(SUM)])
+    scorer = _scorer(local_sandbox, [hidden(SUM, SAME)])
     rollout = make_feedback_rollout([SUM], scorer, prompt_of=lambda p: prompt("B", p))
     out = rollout([prompt("B", SUM)], ScriptedTrainer(tokenizer))
     assert out["feedback_turns"] == [1] and out["feedback_public"] == [["passed"]]
@@ -457,7 +540,7 @@ def test_no_hidden_test_reaches_the_model_on_either_backend(tokenizer, mode):
     """Planted hidden inputs and outputs, searched for in every prompt and feedback message, with the local
     sandbox and with the real Superserve SDK on the fake; the final code is scored on the hidden tests."""
     with backend_in(mode) as backend:
-        scorer = _scorer(backend, [hidden(SUM)])
+        scorer = _scorer(backend, [hidden(SUM, SAME)])
         rollout = make_feedback_rollout([SUM], scorer, RolloutConfig(), prompt_of=lambda p: prompt("A", p))
         trainer = ScriptedTrainer(tokenizer)
         prompts = [prompt(name, SUM) for name in "ACF"]
@@ -499,7 +582,7 @@ def test_a_sandbox_failure_in_the_middle_of_an_episode_scores_it_none(tokenizer,
     reward is None (as a single turn's on a sandbox failure), though its final code would score."""
     monkeypatch.setenv(FAKE_KEY_ENV, FAKE_API_KEY)
     with FakeSuperserve() as fake:
-        scorer = _scorer(FreshSuperserve(fake), [hidden(SUM)])
+        scorer = _scorer(FreshSuperserve(fake), [hidden(SUM, SAME)])
         rollout = make_feedback_rollout([SUM], scorer, RolloutConfig(max_turns=1), prompt_of=lambda p: prompt("F", p))
         rollout([prompt("F", SUM)], ScriptedTrainer(tokenizer))
         per_turn = fake.requests["exec"]  # the execs of one turn's public run
@@ -528,7 +611,7 @@ def test_one_grpo_step_trains_on_the_feedback_rollout(tokenizer, local_sandbox, 
     from trl import GRPOConfig, GRPOTrainer
 
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
-    scorer = _scorer(local_sandbox, [hidden(SUM)], RewardKind.partial)
+    scorer = _scorer(local_sandbox, [hidden(SUM, SAME)], RewardKind.partial)
     posed = [{"role": "user", "content": SUM.prompt + " Reply with a Python program in a code block."}]
     settings = RolloutConfig(max_turns=2, truncate_chars=80)
     inner = make_feedback_rollout([SUM], scorer, settings, prompt_of=lambda _: posed)

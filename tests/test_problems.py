@@ -270,7 +270,7 @@ def test_max_tests_chooses_among_the_hidden_tests_and_keeps_the_public_ones(tmp_
     score, so it never leaves a problem whose every test is public (nothing hidden to score on)."""
     import json
 
-    from codegrpo.data.public_tests import split_tests
+    from codegrpo.data.public_tests import same_words, split_tests
     from codegrpo.data.sets import filter_problems
 
     def tests(*lengths):
@@ -281,7 +281,7 @@ def test_max_tests_chooses_among_the_hidden_tests_and_keeps_the_public_ones(tmp_
                       "problems.test_selection=longest").problems
     (problem,) = filter_problems(load_problems(cfg.path), cfg)
     assert [t.output for t in problem.tests] == ["1", "4"]  # the public one, and the longest hidden one
-    public, hidden = split_tests(problem)
+    public, hidden = split_tests(problem, same_words)
     assert [t.output for t in public] == ["1"] and [t.output for t in hidden] == ["4"]
 
 

@@ -23,6 +23,7 @@ from codegrpo.resources import PROJECT_ROOT
 from codegrpo.tracking import secrets
 from codegrpo.tracking.runinfo import write_run_info
 from codegrpo.train import checkpoints
+from tests.helpers.commands import command
 
 HF = "hf_" + "Zq8LmN3pR7sT1vW5xY9aB2cD4eF6gH0jK2"  # the shape of a real Hugging Face token
 WANDB = "9c1e5f0a7b3d4e2f8a6c0b1d9e7f5a3c2b4d6e8f"  # a legacy W&B key: 40 hex digits
@@ -238,6 +239,19 @@ def test_secrets_given_on_the_command_line_reach_no_file_and_no_output(tmp_path)
         "error: trainer.hub_token would be written to the run dir, W&B and the model card: secrets stay off the "
         "command line; leave it unset and export HF_TOKEN (the Hub client reads it)"]
     assert not (tmp_path / "run").exists() and not (tmp_path / "card").exists()
+
+
+@pytest.mark.parametrize("name", ["evaluate", "score", "validate", "limits", "pass_rates"])
+def test_every_command_refuses_a_secret_on_its_command_line_and_never_echoes_it(name, tmp_path):
+    """Each companion command goes through the same boundary as train.py: a secret override is refused in one
+    line before Hydra writes anything, and a misspelt key is one line, as train.py reports it."""
+    refused = command(f"codegrpo.commands.{name}", f"hydra.run.dir={tmp_path / 'run'}", f"sandbox.api_key={HF}")
+    assert refused.returncode == 2 and HF not in refused.stdout + refused.stderr, refused.stderr[-2000:]
+    assert refused.stderr.startswith("error: sandbox.api_key would be written to") and "Traceback" not in refused.stderr
+    misspelt = command(f"codegrpo.commands.{name}", f"hydra.run.dir={tmp_path / 'run'}", "sandbox.timout_s=5")
+    assert misspelt.returncode == 1 and misspelt.stderr.startswith("error: Could not override 'sandbox.timout_s'")
+    assert len(misspelt.stderr.strip().splitlines()) == 1, misspelt.stderr
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.slow

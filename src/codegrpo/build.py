@@ -44,6 +44,7 @@ from codegrpo.data.public_tests import hidden
 from codegrpo.data.sets import load_problem_set, problem_set_hash, select_split
 from codegrpo.errors import UsageError
 from codegrpo.reward import functions as rewards
+from codegrpo.reward.checker import same_test
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import HACK_PENALTY, Scorer
 from codegrpo.sandbox.base import SandboxBackend, make_backend
@@ -135,7 +136,10 @@ def dataset(problem_set: list[Problem], cfg: ProblemsConfig) -> Dataset:
 def scored_problems(cfg: TrainConfig | EvaluateConfig, problem_set: list[Problem]) -> list[Problem]:
     """The problems the reward (and evaluation) scores: under rollout=feedback each one's hidden tests only
     (the public ones are the model's to see), else every test."""
-    return [hidden(p) for p in problem_set] if cfg.rollout.kind is RolloutKind.feedback else problem_set
+    if cfg.rollout.kind is not RolloutKind.feedback:
+        return problem_set
+    same = same_test(cfg.reward.checker, cfg.reward.float_tolerance)
+    return [hidden(p, same) for p in problem_set]
 
 
 def reward_functions(cfg: TrainConfig, scorer: Scorer) -> tuple[list[Callable[..., object]], list[float] | None]:

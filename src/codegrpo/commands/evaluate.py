@@ -24,7 +24,7 @@ import hydra
 from omegaconf import DictConfig
 
 from codegrpo import build
-from codegrpo.commands import CONFIG_DIR, run
+from codegrpo.commands import CONFIG_DIR, entry_point, run
 from codegrpo.config.choices import RewardKind
 from codegrpo.config.schema import EvaluateConfig
 from codegrpo.errors import UsageError
@@ -84,8 +84,11 @@ def evaluate(cfg: EvaluateConfig) -> Evaluation | Comparison:
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="evaluate")
-def main(cfg: DictConfig) -> None:
+def evaluate_command(cfg: DictConfig) -> None:
     run(evaluate, cfg)
+
+
+main = entry_point(evaluate_command)
 
 
 if __name__ == "__main__":

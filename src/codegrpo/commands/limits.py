@@ -15,7 +15,7 @@ import hydra
 from omegaconf import DictConfig
 
 from codegrpo import build
-from codegrpo.commands import CONFIG_DIR, run
+from codegrpo.commands import CONFIG_DIR, entry_point, run
 from codegrpo.config.schema import ScoreConfig
 from codegrpo.sandbox.base import format_limits
 
@@ -27,8 +27,11 @@ def limits(cfg: ScoreConfig) -> int:
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="limits")
-def main(cfg: DictConfig) -> None:
+def limits_command(cfg: DictConfig) -> None:
     sys.exit(run(limits, cfg))
+
+
+main = entry_point(limits_command)
 
 
 if __name__ == "__main__":

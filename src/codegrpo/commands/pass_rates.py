@@ -25,7 +25,7 @@ import hydra
 from omegaconf import DictConfig
 
 from codegrpo import build
-from codegrpo.commands import CONFIG_DIR, run
+from codegrpo.commands import CONFIG_DIR, entry_point, run
 from codegrpo.config.choices import RewardKind
 from codegrpo.config.schema import PassRatesConfig
 from codegrpo.data.files import write_problems
@@ -95,8 +95,11 @@ def pass_rates(cfg: PassRatesConfig) -> list[Problem]:
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="pass_rates")
-def main(cfg: DictConfig) -> None:
+def pass_rates_command(cfg: DictConfig) -> None:
     run(pass_rates, cfg)
+
+
+main = entry_point(pass_rates_command)
 
 
 if __name__ == "__main__":

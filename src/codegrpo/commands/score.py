@@ -19,7 +19,7 @@ import hydra
 from omegaconf import DictConfig
 
 from codegrpo import build
-from codegrpo.commands import CONFIG_DIR, run, score_pairs
+from codegrpo.commands import CONFIG_DIR, entry_point, run, score_pairs
 from codegrpo.config.schema import ScoreConfig
 from codegrpo.data.files import read_jsonl
 from codegrpo.errors import ProblemError
@@ -58,14 +58,17 @@ def score(cfg: ScoreConfig) -> None:
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="score")
-def _main(cfg: DictConfig) -> None:
+def score_command(cfg: DictConfig) -> None:
     run(score, cfg)
+
+
+_score_main = entry_point(score_command)
 
 
 def main() -> None:
     """``--reasons`` is the override ``reasons=true`` (Hydra's own parser would reject the flag)."""
     sys.argv = ["reasons=true" if arg == "--reasons" else arg for arg in sys.argv]
-    _main()
+    _score_main()
 
 
 if __name__ == "__main__":

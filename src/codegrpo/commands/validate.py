@@ -6,8 +6,10 @@ Exits non-zero and lists every problem whose reference is missing or does not pa
 exception, or got vs expected) and the reference's first lines. Warns about prompts that repeat the
 prompt template's own words, names every problem with a test no program can pass (its expected output
 is over sandbox.stdout_limit_bytes) and (``weak_tests=true``, the default) every problem whose tests a
-trivial program passes (codegrpo.data.weak_tests). ``keep_passing=FILE`` writes the problems whose reference
-passes and whose tests are not weak to FILE, the filter papers apply (docs/reward-design.md).
+trivial program passes (codegrpo.data.weak_tests), and every problem with tests that repeat a public test in
+a spelling the reward accepts as equal (MOVED: they count as public). ``keep_passing=FILE`` writes the
+problems whose reference passes and whose tests are not weak to FILE, the filter papers apply
+(docs/reward-design.md).
 """
 
 from __future__ import annotations
@@ -20,14 +22,15 @@ import hydra
 from omegaconf import DictConfig
 
 from codegrpo import build
-from codegrpo.commands import CONFIG_DIR, run, score_pairs
+from codegrpo.commands import CONFIG_DIR, entry_point, run, score_pairs
 from codegrpo.config.schema import ScoreConfig
 from codegrpo.data.files import write_problems
 from codegrpo.data.problems import Problem
 from codegrpo.data.prompts import doubled_words
-from codegrpo.data.public_tests import split_warning
+from codegrpo.data.public_tests import SameTest, moved_tests, split_warning
 from codegrpo.data.sets import oversize_outputs
 from codegrpo.data.weak_tests import trivial_programs
+from codegrpo.reward.checker import same_test
 from codegrpo.reward.explain import code_head, reason
 from codegrpo.reward.scorer import summary
 from codegrpo.reward.verdict import Status
@@ -42,6 +45,24 @@ def warn_doubled_prompts(problems: list[Problem], template: str) -> int:
               f"model reads \"{lead} {problem.prompt[:40]}...\"; start the prompt where the template stops "
               "(problems.prompt_template sets the template)", file=sys.stderr)
     return len(doubled)
+
+
+MOVED_SHOWN = 5  # tests named in a MOVED line
+
+
+def report_moved_tests(problems: list[Problem], same: SameTest, checker: str) -> int:
+    """Name each problem whose tests repeat a public test in a spelling the reward accepts as equal: they
+    count as public (rollout=feedback shows their twin and never scores them). Returns how many problems."""
+    count = 0
+    for problem in problems:
+        if not (moved := moved_tests(problem, same)):
+            continue
+        count += 1
+        named = ", ".join(f"test {test} (as public test {shown})" for test, shown in moved[:MOVED_SHOWN])
+        more = f" and {len(moved) - MOVED_SHOWN} more" if len(moved) > MOVED_SHOWN else ""
+        print(f"MOVED    {problem.id}: {named}{more} of {len(problem.tests)} count as public: {checker} cannot tell "
+              "them from the public test they repeat, so rollout=feedback never scores them")
+    return count
 
 
 def validate(cfg: ScoreConfig) -> int:
@@ -75,8 +96,10 @@ def validate(cfg: ScoreConfig) -> int:
         print(f"OUTPUT   {problem.id}: test {number} expects {size} bytes of output, more than "
               f"sandbox.stdout_limit_bytes={cap}: no program passes it")
     warn_doubled_prompts(problems, cfg.problems.prompt_template)
+    same = same_test(cfg.reward.checker, cfg.reward.float_tolerance)
+    report_moved_tests(problems, same, f"reward.checker={cfg.reward.checker.value}")
     for problem in problems:
-        if (message := split_warning(problem)) is not None:
+        if (message := split_warning(problem, same)) is not None:
             print(f"WARNING  {message}", file=sys.stderr)
     if cfg.keep_passing:
         passing = {s.problem_id for s in scored if s.verdict.status is Status.PASSED} - weak.keys()
@@ -93,8 +116,11 @@ def validate(cfg: ScoreConfig) -> int:
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="validate")
-def main(cfg: DictConfig) -> None:
+def validate_command(cfg: DictConfig) -> None:
     sys.exit(run(validate, cfg))
+
+
+main = entry_point(validate_command)
 
 
 if __name__ == "__main__":

@@ -185,6 +185,7 @@ def evaluate_feedback(model, tokenizer, scorer: Scorer, problems: list[Problem],
 
     from codegrpo.data.public_tests import public
     from codegrpo.evaluation.compare import compare
+    from codegrpo.reward.checker import same_test
     from codegrpo.train.feedback import Chat, Episode, EpisodeStats, episode_metrics, play
 
     started = time.monotonic()
@@ -195,7 +196,8 @@ def evaluate_feedback(model, tokenizer, scorer: Scorer, problems: list[Problem],
     context = _context(model)
     eos = _eos(model, tokenizer)
     chat = Chat(tokenizer, eos, context or 1 << 30, context)  # each turn is bounded by max_new_tokens
-    episodes = [Episode(public(p), chat.prompt_ids(messages_for(p, problems_cfg)))
+    same = same_test(scorer.checker, scorer.tolerance)
+    episodes = [Episode(public(p, same), chat.prompt_ids(messages_for(p, problems_cfg)))
                 for p in problems for _ in range(settings.num_samples)]
     generated = Generated()  # every turn's generate(); the public tests between turns are not in its seconds
     turn = generate_ids(model, tokenizer, settings, eos, generated)

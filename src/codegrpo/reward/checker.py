@@ -15,7 +15,10 @@ import math
 import re
 from collections.abc import Iterator
 
-from codegrpo.config.choices import Checker
+from codegrpo.config.choices import Checker, Form
+from codegrpo.data.problems import IOTest, json_value
+from codegrpo.data.public_tests import SameTest
+from codegrpo.reward.verdict import strict_equal
 
 # Unambiguous (no two ways to split a run of digits), ASCII digits only: linear on any token.
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
@@ -80,3 +83,25 @@ def compare_output(got: str, want: str, checker: Checker = Checker.tokens, toler
     if checker is Checker.lines:
         return _first_difference(_lines(got), list(_lines(want)), str.__eq__, "lines")
     return _first_difference(_words(got), want.split(), lambda a, b: _tokens_equal(a, b, tolerance), "tokens")
+
+
+def same_test(checker: Checker = Checker.tokens, tolerance: float = 1e-6) -> SameTest:
+    """The reward's own ``SameTest`` (codegrpo.data.public_tests): ``test`` is a public test's twin when its
+    input is the shown one's (the same tokens, a fraction equal as a number) and the shown expected output,
+    printed, passes it under ``checker``; in the call form, when the decoded arguments and return values
+    are strictly equal (2 and 2.0, dicts in any key order), as the verdict compares them."""
+
+    def same(form: Form, shown: IOTest, test: IOTest) -> bool:
+        if form is Form.call:
+            return _same_value(shown.input, test.input) and _same_value(shown.output, test.output)
+        return (compare_output(test.input, shown.input, Checker.tokens, 0.0) is None
+                and compare_output(shown.output, test.output, checker, tolerance) is None)
+
+    return same
+
+
+def _same_value(a: str, b: str) -> bool:
+    try:
+        return a == b or strict_equal(json_value(a), json_value(b))
+    except ValueError:
+        return False

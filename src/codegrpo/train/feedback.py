@@ -50,6 +50,7 @@ from codegrpo.config.schema import MAX_SHOWN_CHARS, RolloutConfig
 from codegrpo.data.problems import IOTest, Problem
 from codegrpo.data.public_tests import public
 from codegrpo.errors import UsageError
+from codegrpo.reward.checker import same_test
 from codegrpo.reward.explain import code_head
 from codegrpo.reward.extraction import extract_code
 from codegrpo.reward.programs import build_program
@@ -423,7 +424,8 @@ def make_feedback_rollout(
             None); TRL's generation by default.
     """
     settings = settings or RolloutConfig()
-    publics = {problem.id: public(problem) for problem in problems}
+    same = same_test(scorer.checker, scorer.tolerance)  # the split build.scored_problems made for the reward
+    publics = {problem.id: public(problem, same) for problem in problems}
     by_prompt: dict[str, str | None] = {}
     for problem in problems:
         if prompt_of is not None:
