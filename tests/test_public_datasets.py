@@ -364,3 +364,14 @@ def test_deepcoder_rows_get_the_preamble_of_the_grader_their_source_is_scored_by
     preambles = {number: _by_id("deepcoder")[f"deepcoder/{number}"].preamble for number in range(11)}
     # taco's dict (0, 1), primeintellect (2-4, 9, 10) and codeforces (8): TACO's grader; lcbv5 (5-7): LiveCodeBench's
     assert preambles == {n: "livecodebench" if n in (5, 6, 7) else "apps" for n in range(11)}
+
+
+def test_a_second_row_of_one_id_is_skipped_and_counted_never_scored_on_the_firsts_prompt(tmp_path):
+    # APPS's train and test splits both number their problems from 0: a file of both repeats ids. The first
+    # row is the problem, its prompt with its own tests (problems=hub, which has no such rows, refuses a repeat).
+    rows = [_taco_row(problem_id=0), _taco_row(problem_id=0, question="Print a * b.",
+                                               input_output=json.dumps({"inputs": ["2 3\n"], "outputs": ["6\n"]}))]
+    loaded = read_dataset(_cfg("apps", _jsonl(tmp_path, rows), hub_path="json"))
+    [problem] = loaded.problems
+    assert (problem.id, problem.prompt, problem.tests[0].output) == ("apps/0", "Print a + b.", "3\n")
+    assert loaded.report() == ["problems: skipped 1 of 2 rows (duplicate id)"]

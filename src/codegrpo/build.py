@@ -71,7 +71,8 @@ def eval_problems(cfg: TrainConfig | EvaluateConfig) -> list[Problem]:
     held-out eval split), then ``evaluation.limit``."""
     settings = cfg.evaluation
     if settings.problems_path:
-        found = select_split(load_problems(settings.problems_path), settings.split, cfg.problems.eval_fraction)
+        loaded = load_problems(settings.problems_path, language=cfg.problems.language)
+        found = select_split(loaded, settings.split, cfg.problems.eval_fraction)
     else:
         found = load_problem_set(dataclasses.replace(cfg.problems, split=settings.split, limit=None))
         if settings.split is not Split.all and cfg.problems.split in (Split.all, settings.split):

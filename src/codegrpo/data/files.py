@@ -60,15 +60,16 @@ def write_problems(problems: Iterable[Problem], path: Path) -> None:
     path.write_text("".join(json.dumps(to_record(p), ensure_ascii=False) + "\n" for p in problems), encoding="utf-8")
 
 
-def load_problems(path: str, limit: int | None = None) -> list[Problem]:
-    """Load and validate every line of a JSONL (or .jsonl.gz) problem file before anything trains."""
+def load_problems(path: str, limit: int | None = None, language: str | None = None) -> list[Problem]:
+    """Load and validate every line of a JSONL (or .jsonl.gz) problem file before anything trains: each
+    Python test compiled, each id once. ``language``: problems.language (parse_problem), Python by default."""
     file = resolve_path(path)
     if not file.is_file():
         raise ProblemError(f"problem file {file} does not exist (set problems.path)")
     problems: list[Problem] = []
     seen: dict[str, str] = {}
     for where, record in read_jsonl(file):
-        problem = parse_problem(record, where)
+        problem = parse_problem(record, where, language)
         if problem.id in seen:
             raise ProblemError(f"{where}: duplicate id {problem.id!r} (first at {seen[problem.id]})")
         seen[problem.id] = where

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import re
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,8 +90,12 @@ def _require_str(record: dict[str, Any], key: str, where: str) -> str:
     return value
 
 
-def parse_problem(record: Any, where: str) -> Problem:
-    """Validate one decoded JSONL record. Raises ProblemError naming ``where`` and the field."""
+def parse_problem(record: Any, where: str, language: str | None = None) -> Problem:
+    """Validate one decoded JSONL record. Raises ProblemError naming ``where`` and the field.
+
+    A Python problem's ``test`` is compiled here (``compile_error``), so a test that cannot run fails when the
+    set loads, not hours later in a batch; ``language`` (problems.language) is the scoring language of a
+    record without its own ``language``: a JavaScript test expression is left to node."""
     if not isinstance(record, dict):
         raise ProblemError(f"{where}: expected a JSON object")
     for key, kinds in OPTIONAL_FIELDS.items():
@@ -115,11 +122,13 @@ def parse_problem(record: Any, where: str) -> Problem:
         raise ProblemError(f"{where}: field 'public_tests' is for stdin/stdout and call-form problems (with 'tests')")
     if "task_id" in record or "entry_point" in record:
         fields = {key: _require_str(record, key, where) for key in HUMANEVAL_FIELDS}
+        _check_test(fields["task_id"], fields["test"], Form.humaneval, record.get("language") or language, where)
         return Problem(
             id=fields["task_id"], prompt=fields["prompt"], test=fields["test"], form=Form.humaneval,
             entry_point=fields["entry_point"], **extras,
         )
     fields = {key: _require_str(record, key, where) for key in EXPRESSION_FIELDS}
+    _check_test(fields["id"], fields["test"], Form.expression, record.get("language") or language, where)
     try:
         json_value(fields["expected"])
     except ValueError as error:
@@ -128,6 +137,32 @@ def parse_problem(record: Any, where: str) -> Problem:
         id=fields["id"], prompt=fields["prompt"], test=fields["test"], form=Form.expression,
         expected=fields["expected"], **extras,
     )
+
+
+def _check_test(problem_id: str, test: str, form: Form, language: str | None, where: str) -> None:
+    if (language or "python") == "python" and (why := compile_error(test, form)) is not None:
+        raise ProblemError(f"{where}: problem {problem_id!r}: field 'test' {why}")
+
+
+def compile_error(test: str, form: Form) -> str | None:
+    """Why a Python problem's ``test`` cannot run, or None: it is compiled as the harness compiles it (the
+    HumanEval form's check code with ``exec``, the expression form's expression with ``eval``), and the
+    check code must define check(candidate). Compiling runs nothing; each test is compiled once, at load."""
+    try:
+        tree = ast.parse(test, "test", "exec") if form is Form.humaneval else ast.parse(test, "test", "eval")
+        compile(tree, "test", "exec" if form is Form.humaneval else "eval", dont_inherit=True)  # 'return' outside
+    except SyntaxError as error:
+        line = f"line {error.lineno}: " if error.lineno else ""
+        return f"does not parse as Python ({line}{error.msg})"
+    except (RecursionError, MemoryError):
+        return "does not parse as Python (nested too deep)"
+    except ValueError as error:  # a NUL character, on some Pythons
+        return f"does not parse as Python ({error})"
+    if isinstance(tree, ast.Module):
+        check = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"), None)
+        if check is None or not check.args.args:
+            return "does not define check(candidate)"
+    return None
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -153,8 +188,8 @@ def _parse_io_problem(record: dict[str, Any], where: str, extras: dict[str, Any]
             if not isinstance(given, list):
                 raise ProblemError(f"{where}: field '{field_name}.input' must be a list of arguments")
             try:
-                parsed.append(IOTest(json.dumps(given), json.dumps(wanted)))
-            except (TypeError, ValueError, RecursionError) as error:
+                parsed.append(IOTest(json_text(given), json_text(wanted)))
+            except ValueError as error:
                 raise ProblemError(f"{where}: field {field_name!r} is not JSON data ({error})") from None
             continue
         for key, value in (("input", given), ("output", wanted)):
@@ -208,3 +243,20 @@ def json_value(text: str | bytes) -> Any:
         return json.loads(text)
     except RecursionError:
         raise ValueError("nested too deep") from None
+
+
+def json_text(value: Any, *, sort_keys: bool = False, default: Callable[[Any], Any] | None = None) -> str:
+    """``value`` as the JSON text a problem holds for an expected value or a call's arguments (the scorer
+    decodes it with json.loads); what JSON cannot encode is a ValueError saying why, in one line: bytes or
+    another type JSON has no form for, an int too long to write (over sys.get_int_max_str_digits() digits),
+    nesting too deep (json raises TypeError, ValueError and RecursionError for these)."""
+    try:
+        return json.dumps(value, sort_keys=sort_keys, default=default)
+    except RecursionError:
+        raise ValueError("nested too deep") from None
+    except TypeError as error:
+        raise ValueError(str(error)) from None
+    except ValueError as error:
+        if "integer string conversion" in str(error):
+            raise ValueError(f"an integer of more than {sys.get_int_max_str_digits()} digits") from None
+        raise ValueError(str(error).splitlines()[0]) from None

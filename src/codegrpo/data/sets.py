@@ -53,6 +53,7 @@ def load_hub_problems(cfg: ProblemsConfig) -> list[Problem]:
     except Exception as error:  # the datasets library raises many kinds; all mean "cannot load"
         raise ProblemError(f"cannot load dataset {cfg.hub_path!r} (split {cfg.hub_split!r}): {error}") from None
     problems = []
+    seen: dict[str, str] = {}
     for number, row in enumerate(rows):
         where = f"{cfg.hub_path}[{cfg.hub_split}] row {number}"
         record = {field: row[column] for field, column in cfg.columns.items() if column in row}
@@ -60,7 +61,12 @@ def load_hub_problems(cfg: ProblemsConfig) -> list[Problem]:
             record |= _checks_from_asserts(list(row[cfg.assert_list_column]), record.get("reference", ""), where)
         if "id" in record:
             record["task_id" if "entry_point" in record else "id"] = str(record.pop("id"))
-        problems.append(parse_problem(record, where))
+        problem = parse_problem(record, where, cfg.language)
+        # The Scorer knows a problem by its id: a second row of one id would score the first's prompt on its tests.
+        if problem.id in seen:
+            raise ProblemError(f"{where}: duplicate id {problem.id!r} (first at {seen[problem.id]})")
+        seen[problem.id] = where
+        problems.append(problem)
     return problems
 
 
@@ -132,7 +138,7 @@ def load_problem_set(cfg: ProblemsConfig) -> list[Problem]:
     if cfg.loader:  # a public code-RL dataset in its own schema (apps, taco, ...)
         problems = public_datasets.load(cfg)
     else:
-        problems = load_hub_problems(cfg) if cfg.hub_path else load_problems(cfg.path)
+        problems = load_hub_problems(cfg) if cfg.hub_path else load_problems(cfg.path, language=cfg.language)
     problems = filter_problems(problems, cfg)
     chosen = select_split(problems, cfg.split, cfg.eval_fraction)
     return chosen[: cfg.limit] if cfg.limit else chosen

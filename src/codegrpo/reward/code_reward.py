@@ -43,7 +43,7 @@ from codegrpo.config.schema import (
     check_tolerance,
 )
 from codegrpo.data.files import load_problems
-from codegrpo.data.problems import Problem, parse_problem
+from codegrpo.data.problems import Problem, json_text, parse_problem
 from codegrpo.errors import ProblemError, UsageError
 from codegrpo.reward.explain import code_head, reason
 from codegrpo.reward.metric_names import CODE_REWARD
@@ -251,7 +251,7 @@ class CodeReward:
         self.tolerance = tolerance
         self.cache_rows, self.cache_bytes = cache_rows, cache_bytes
         if isinstance(problems, (str, os.PathLike)):
-            problems = load_problems(os.fspath(problems))
+            problems = load_problems(os.fspath(problems), language=self.language)
         self.problems = {p.id: p for p in problems or ()}  # the given problems; rows are in _rows
         self._bound: Scorer | None = None
         self._init_state()
@@ -352,7 +352,7 @@ class CodeReward:
             records = [{"task_id": "", "prompt": "", "test": test, "entry_point": entry}
                        for test, entry in zip(columns["test"], columns["entry_point"], strict=True)]
         elif {"test", "expected"} <= given:
-            records = [{"prompt": "", "test": columns["test"][n], "expected": _json_text(columns["expected"][n])}
+            records = [{"prompt": "", "test": columns["test"][n], "expected": _json_text(columns["expected"][n], n)}
                        for n in range(count)]
         else:
             have = ", ".join(sorted(given)) or "none of them"
@@ -361,16 +361,17 @@ class CodeReward:
         return [self._add(record, number, problems) for number, record in enumerate(records)], problems
 
     def _add(self, record: dict[str, Any], number: int, problems: dict[str, Problem]) -> str:
-        key = json.dumps(record, sort_keys=True, default=str)
+        key = _row_key(record, number)
         problem_id = "row-" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
         if problem_id not in problems:
             problem = self._rows.get(problem_id)
-            if problem is None:
+            if problem is None:  # a row is checked (its test compiled) once, while the cache keeps it
                 id_field = "task_id" if "task_id" in record else "id"
+                language = self._bound.language.name if self._bound is not None else self.language
                 try:
-                    problem = parse_problem(record | {id_field: problem_id}, f"code_reward: row {number}")
+                    problem = parse_problem(record | {id_field: problem_id}, f"code_reward: row {number}", language)
                 except ProblemError as error:
-                    raise UsageError(str(error)) from None
+                    raise UsageError(str(error).replace(f"problem {problem_id!r}: ", "")) from None
                 self._rows.put(problem_id, problem, len(key))
             problems[problem_id] = problem
         return problem_id
@@ -445,9 +446,28 @@ def _tests(value: Any, number: int) -> Any:
     return value
 
 
-def _json_text(value: Any) -> str:
-    """The guide's ``expected`` is JSON text; a value already decoded (a list, a number) is taken as is."""
-    return value if isinstance(value, str) else json.dumps(value)
+def _json_text(value: Any, number: int) -> str:
+    """The guide's ``expected`` is JSON text; a value already decoded (a list, a number) is encoded as a
+    problem file's is (data.problems.json_text), and one JSON cannot encode is one error naming its row."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json_text(value)
+    except ValueError as error:
+        raise UsageError(f"code_reward: row {number}: column 'expected' is not JSON data ({error})") from None
+
+
+def _row_key(record: dict[str, Any], number: int) -> str:
+    """A row's cache key: its columns as JSON text (a value of a type JSON has none for, as its str)."""
+    try:
+        return json_text(record, sort_keys=True, default=str)
+    except ValueError:
+        for name, value in record.items():  # the column JSON cannot encode, and why
+            try:
+                json_text(value, sort_keys=True, default=str)
+            except ValueError as error:
+                raise UsageError(f"code_reward: row {number}: column {name!r} is not JSON data ({error})") from None
+        raise
 
 
 _DEFAULT: CodeReward | None = None

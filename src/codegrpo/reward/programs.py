@@ -9,7 +9,7 @@ from importlib import resources
 from typing import Any
 
 from codegrpo.config.choices import Form
-from codegrpo.data.problems import PREAMBLES, Problem
+from codegrpo.data.problems import PREAMBLES, Problem, compile_error
 from codegrpo.errors import ProblemError
 from codegrpo.reward.verdict import CheckKind, ValueCheck
 from codegrpo.sandbox.base import Program
@@ -153,10 +153,10 @@ def humaneval_check(problem: Problem) -> HumanEvalCheck:
     becomes a value record: what it must be never enters the sandbox. Other asserts are decided in the
     harness's parent, out of the completion's reach.
     """
+    if (why := compile_error(problem.test, Form.humaneval)) is not None:  # a Problem built, not loaded
+        raise ProblemError(f"problem {problem.id}: field 'test' {why}")
     module = ast.parse(problem.test)
-    check = next((n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "check"), None)
-    if check is None or not check.args.args:
-        raise ProblemError(f"problem {problem.id}: test does not define check(candidate)")
+    check = next(n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "check")
     param = check.args.args[0].arg
     body: list[str] = [f"{param} = _guard({problem.entry_point})"]
     expected: list[ValueCheck | None] = []
