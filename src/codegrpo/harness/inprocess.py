@@ -9,7 +9,9 @@ import gc
 import importlib
 import importlib.machinery
 import io
+import operator
 import os
+import re
 import signal
 import sys
 import threading
@@ -24,6 +26,7 @@ PRELOAD = (
 # File objects that may hold output at exit (a TextIOWrapper's flush flushes its buffer too).
 BUFFERED = (io.TextIOWrapper, io.BufferedWriter, io.BufferedRandom)
 _preludes: dict[tuple[str, str], object] = {}
+C_INT_MAX = (1 << 31) - 1  # the recursion limit is a C int (32 bits wherever CPython runs)
 
 
 def preload():
@@ -63,11 +66,15 @@ def run_as_main(path, source, prelude=None, prelude_chars=0):
     sys.modules["__main__"] = main
     status = 0
     try:
+        # Compiled from the file's bytes, as the interpreter compiles a file: a UTF-8 BOM at its top and a
+        # PEP 263 coding line (`# -*- coding: latin-1 -*-`) mean what they mean there. The source came here
+        # as the file's text (read back with surrogatepass), so encoding it gives the file's bytes again.
         if prelude is None:
-            exec(compile(source, path, "exec"), main.__dict__)
+            exec(compile(source.encode("utf-8", "surrogatepass"), path, "exec"), main.__dict__)
         else:
             # Compiled before anything runs, as the whole file would be, with the same line numbers.
-            rest = compile("\n" * source.count("\n", 0, prelude_chars) + source[prelude_chars:], path, "exec")
+            rest = "\n" * source.count("\n", 0, prelude_chars) + source[prelude_chars:]
+            rest = compile(rest.encode("utf-8", "surrogatepass"), path, "exec")
             exec(prelude, main.__dict__)
             exec(rest, main.__dict__)
     except SystemExit as error:
@@ -148,14 +155,45 @@ def _fresh_stdio():
 
 def _match_cold_recursion_limit():
     """The program's module code runs a few frames deep here, one frame deep in a cold interpreter: raise
-    the limit by the difference, and show the program the limit a cold interpreter would have."""
+    the limit by the difference, and show the program the limit a cold interpreter would have, with its
+    errors: every value `python3 -I` accepts is accepted (up to the C int maximum, 2147483647, the first
+    line of AtCoder's template, where the real limit stops at that maximum), and every value it refuses
+    is refused by the interpreter's own function, with its own exception and message."""
     frame, offset = sys._getframe(1), 1  # exec() counts as a frame too
     while frame is not None:
         frame, offset = frame.f_back, offset + 1
-    get, set_ = sys.getrecursionlimit, sys.setrecursionlimit
-    set_(get() + offset)
-    sys.getrecursionlimit = lambda: get() - offset
-    sys.setrecursionlimit = lambda limit: set_(limit + offset)
+    get, set_, index = sys.getrecursionlimit, sys.setrecursionlimit, operator.index
+    shown = [get()]  # what the program set: a cold interpreter's getrecursionlimit() reads back just that
+    set_(shown[0] + offset)
+
+    def getrecursionlimit(*args, **kwargs):
+        if args or kwargs:
+            get(*args, **kwargs)  # the interpreter's own TypeError
+        return shown[0]
+
+    def setrecursionlimit(*args, **kwargs):
+        if len(args) != 1 or kwargs:
+            set_(*args, **kwargs)  # the interpreter's own TypeError; nothing is set
+        try:
+            limit = int.__index__(index(args[0]))  # an exact int, as the interpreter converts it (True is 1)
+        except TypeError:
+            set_(args[0])  # the interpreter's own TypeError, as it converts the argument
+            raise
+        if not 1 <= limit <= C_INT_MAX:
+            set_(limit)  # the interpreter's own OverflowError or ValueError; nothing is set
+        try:
+            set_(min(limit + offset, C_INT_MAX))
+        except RecursionError:
+            # Refused at this depth, which is one frame deeper than the program's (this function's frame):
+            # one more frame then, and refused only where a cold interpreter refuses, with its numbers.
+            try:
+                set_(limit + offset + 1)
+            except RecursionError as error:
+                cold = re.sub(r"\d+", lambda number: str(int(number[0]) - offset - 1), str(error))
+                raise RecursionError(cold) from None
+        shown[0] = limit
+
+    sys.getrecursionlimit, sys.setrecursionlimit = getrecursionlimit, setrecursionlimit
 
 
 def exit_status(code):

