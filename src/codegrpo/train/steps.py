@@ -38,7 +38,7 @@ from codegrpo.evaluation.results import Comparison, Evaluation, load_evaluation,
 from codegrpo.sandbox.base import SandboxBackend, format_limits
 from codegrpo.tracking import console, secrets
 from codegrpo.tracking import wandb_run as tracking
-from codegrpo.tracking.runinfo import write_run_info
+from codegrpo.tracking.runinfo import record_in_run_info, write_run_info
 from codegrpo.tracking.secrets import mask_text
 from codegrpo.train import checkpoints
 from codegrpo.train.devices import check_devices
@@ -158,7 +158,7 @@ def prepare(cfg: TrainConfig, stack: ExitStack, guard: Guard) -> Prepared:
     """The checks, then every piece of the run (through codegrpo.build). Raises before loading the model
     if the model is out of reach, or the problems, the resume, the sandbox or the credentials are wrong."""
     from codegrpo.models.hub import check_hub_model, check_push
-    from codegrpo.models.loading import build_peft_config, resolve_model
+    from codegrpo.models.loading import build_peft_config, describe_model, resolve_model
     from codegrpo.models.saving import check_save_dtype
 
     check_devices(cfg)  # the GPU path: no GPU, no bf16 on it, no vLLM: one line, before anything loads
@@ -198,6 +198,8 @@ def prepare(cfg: TrainConfig, stack: ExitStack, guard: Guard) -> Prepared:
     assert args.generation_batch_size is not None and args.num_generations is not None  # GRPOConfig sets both
     check_batch(cfg.sampler, len(problems), args.generation_batch_size // args.num_generations)
     model, tokenizer = build.model(cfg.model, bf16=bool(args.bf16))
+    if is_main_process():
+        record_in_run_info(run_dir, {"model": describe_model(cfg.model, model)})  # what loaded, not what was asked
     run = start_tracking(cfg, run_dir, checkpoint)
     stack.callback(tracking.finish_run, run)  # flushed on every way out, a preemption included
     trainer = build.trainer(cfg, model, tokenizer, problems, reward_funcs, args, guard,
