@@ -206,6 +206,62 @@ def test_an_override_hydras_grammar_cannot_read_is_one_line_that_says_to_quote_i
         "grammar reserves (~ = , [ ] { } ( ) ' \" \\ and spaces), e.g. 'key=\"~/my dir\"'"]
 
 
+def _recorded_run(run_dir: Path, overrides: list[str]) -> Path:
+    """A run dir's record as Hydra writes it (.hydra/overrides.yaml and hydra.yaml)."""
+    (run_dir / ".hydra").mkdir(parents=True)
+    (run_dir / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
+    (run_dir / ".hydra" / "hydra.yaml").write_text("hydra:\n  job:\n    config_name: train\n  runtime:\n"
+                                                    "    config_sources: []\n")
+    return run_dir
+
+
+@pytest.mark.parametrize("form", ["rerun", "config-dir"])
+def test_a_run_is_repeated_from_its_record_with_new_overrides_on_top(tmp_path, form):
+    """rerun=<run dir>, and the older documented --config-dir <run>/.hydra --config-name config, compose the
+    run's own overrides (which used to crash on a schema-less config and write FAILED into the source run)."""
+    source = _recorded_run(tmp_path / "source", ["reward=partial", "trainer.max_steps=3", "seed=7"])
+    how = [f"rerun={source}"] if form == "rerun" else ["--config-dir", f"{source}/.hydra", "--config-name", "config"]
+    done = subprocess.run([sys.executable, "train.py", *how, "seed=8", "--cfg", "job"], cwd=PROJECT_ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "kind: partial" in done.stdout and "max_steps: 3" in done.stdout and "seed: 8" in done.stdout
+
+
+def test_a_rerun_of_a_dir_that_is_no_run_or_into_itself_is_one_line(tmp_path):
+    done = _train(tmp_path / "new", f"rerun={tmp_path}")
+    assert done.returncode == 2 and done.stderr.startswith(f"error: rerun={tmp_path}: not a run dir")
+    source = _recorded_run(tmp_path / "source", ["seed=7"])
+    done = _train(source, f"rerun={source}")  # hydra.run.dir=<the source>
+    assert done.returncode == 2 and "hydra.run.dir is the run being repeated" in done.stderr
+    assert sorted(p.name for p in source.rglob("*")) == [".hydra", "hydra.yaml", "overrides.yaml"]
+
+
+@pytest.mark.slow
+def test_a_rerun_repeats_a_finished_run_exactly_and_only_reads_the_source(tmp_path):
+    """Identical metrics and completions on the CPU (but for timings), into a new dir; the source untouched."""
+    import pandas as pd
+
+    first, again = tmp_path / "first", tmp_path / "again"
+    done = _train(first, *FAST, "logger=none", "save_model=false")
+    assert done.returncode == 0, done.stderr[-3000:]
+    before = {p: p.read_bytes() for p in first.rglob("*") if p.is_file()}
+    done = _train(again, f"rerun={first}", "logger=none")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert {p: p.read_bytes() for p in first.rglob("*") if p.is_file()} == before
+    assert json.loads((again / "run_info.json").read_text())["rerun_of"] == str(first)
+
+    def steps(run: Path) -> list[dict]:
+        rows = json.loads((run / "log_history.json").read_text())
+        timed = ("timing/", "sandbox/", "step_time", "runtime", "per_second")
+        return [{k: v for k, v in row.items() if not any(t in k for t in timed)} for row in rows]
+
+    assert steps(again) == steps(first) and len(steps(first)) >= 2
+    tables = [sorted((run / "completions").glob("*.parquet")) for run in (first, again)]
+    assert len(tables[0]) == 2 and [t.name for t in tables[0]] == [t.name for t in tables[1]]
+    for mine, theirs in zip(*tables, strict=True):
+        assert pd.read_parquet(mine)["completion"].tolist() == pd.read_parquet(theirs)["completion"].tolist()
+
+
 def test_bad_override_fails_at_compose_time(tmp_path):
     done = _train(tmp_path / "run", "trainer.learnig_rate=1")
     assert done.returncode == 1

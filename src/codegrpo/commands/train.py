@@ -17,6 +17,7 @@ from codegrpo.commands import CONFIG_DIR, entry_point, run
 from codegrpo.config.requirements import check_dependencies
 from codegrpo.config.schema import register_configs
 from codegrpo.errors import UsageError
+from codegrpo.tracking.runinfo import rerun_arguments
 
 # register_configs reads trl's GRPOConfig when the field cache is for other versions, so an out-of-range trl
 # or transformers could fail inside it: the one-line version check (also in run()) comes first.
@@ -37,7 +38,17 @@ def train_command(cfg: DictConfig) -> float | None:
     return run(train, cfg, on_failure=partial(settle_failed_run, Path(cfg.run_dir))).get("final_reward_mean")
 
 
-main = entry_point(train_command)
+_train_main = entry_point(train_command)
+
+
+def main() -> None:
+    """``rerun=<run dir>`` repeats a recorded run into a new dir (tracking.runinfo.rerun_arguments)."""
+    try:
+        sys.argv = [sys.argv[0], *rerun_arguments(sys.argv[1:])]
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
+    _train_main()
 
 if __name__ == "__main__":
     main()
