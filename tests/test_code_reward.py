@@ -34,41 +34,42 @@ SUB = "```python\ndef add(a, b):\n    return a - b\n```"
 SLEEPS = "import time\ntime.sleep(1000)"  # never finishes, and costs the shared machine no CPU while it waits
 
 
-def _readme_block() -> str:
+def _readme_blocks() -> list[str]:
     readme = (PROJECT_ROOT / "README.md").read_text()
     section = readme[readme.index("## Use the reward in your own TRL script") :]
-    return re.search(r"```python\n(.*?)```\n", section, re.DOTALL).group(1)
+    return re.findall(r"```python\n(.*?)```\n", section, re.DOTALL)[:2]
 
 
 def test_the_readme_script_is_the_guides_with_one_import_changed():
-    script = _readme_block()
-    assert "from codegrpo import code_reward" in script and "reward_funcs=code_reward" in script
-    assert "code_reward.py" not in script and "def code_reward" not in script  # nothing of the guide's module
+    script, laptop = _readme_blocks()
+    for block in (script, laptop):
+        assert "from codegrpo import code_reward" in block and "reward_funcs=code_reward" in block
+        assert "code_reward.py" not in block and "def code_reward" not in block  # nothing of the guide's module
+    assert 'model="Qwen/Qwen2.5-0.5B-Instruct"' in script and "model=codegrpo.offline_model()" in laptop
 
 
 @pytest.mark.slow
-def test_the_guides_train_py_trains_with_codegrpos_code_reward(tmp_path, compose_cfg):
-    from codegrpo.models.conversion import convert_gguf
-
-    model_dir = convert_gguf(compose_cfg("model=smollm2-135m").model)  # the offline model, converted once
-    script = _readme_block()
-    script = script.replace('model="Qwen/Qwen2.5-0.5B-Instruct"', f"model={str(model_dir)!r}")
-    script = script.replace("max_steps=50", "max_steps=2, use_cpu=True").replace('output_dir="grpo-code"',
-                                                                              f"output_dir={str(tmp_path)!r}")
-    # CPU time, not behaviour: the claims are about the reward's plumbing, not what the completions say.
-    script = script.replace("max_completion_length=256", "max_completion_length=16")
-    script = script.replace("num_generations=4, per_device_train_batch_size=4",
-                            "num_generations=2, per_device_train_batch_size=2")
-    script += "\nimport json\nprint('HISTORY', json.dumps(trainer.state.log_history))\n"
+def test_the_readmes_laptop_script_trains_as_it_is_written(tmp_path):
+    """The README's offline CPU version of the guide's train.py, run verbatim in an empty dir."""
+    script = _readme_blocks()[1] + "\nimport json\nprint('HISTORY', json.dumps(trainer.state.log_history))\n"
     (tmp_path / "train.py").write_text(script)
     done = subprocess.run([sys.executable, "train.py"], cwd=tmp_path, capture_output=True, text=True, timeout=1200,
-                          env=os.environ | {"WANDB_MODE": "disabled", "PYTHONPATH": str(PROJECT_ROOT / "src")})
+                          env=os.environ | {"PYTHONPATH": str(PROJECT_ROOT / "src")})
     assert done.returncode == 0, done.stderr[-3000:]
     history = json.loads(done.stdout.split("HISTORY ", 1)[1])
     steps = [entry for entry in history if "rewards/code_reward/mean" in entry]
     assert len(steps) == 2, history
     assert all(0.0 <= entry["rewards/code_reward/mean"] <= 1.0 for entry in steps)
     assert all("status/passed" in entry and "sandbox/batch_s" in entry for entry in steps)  # the template's metrics
+
+
+def test_the_offline_models_path_is_a_function_and_a_command():
+    import codegrpo
+
+    path = codegrpo.offline_model()
+    assert (Path(path) / "config.json").is_file() and (Path(path) / "tokenizer_config.json").is_file()
+    done = command("codegrpo.models.conversion")
+    assert done.returncode == 0 and done.stdout.strip() == path
 
 
 def test_each_form_reads_its_own_columns():

@@ -133,7 +133,7 @@ def test_the_wheel_ships_every_module_config_and_problem_set(wheel):
     scripts = zipfile.ZipFile(wheel).read("codegrpo-0.1.0.dist-info/entry_points.txt").decode()
     for command in (
         "codegrpo-train", "codegrpo-evaluate", "codegrpo-score", "codegrpo-validate", "codegrpo-limits", "codegrpo-env",
-        "codegrpo-pass-rates",
+        "codegrpo-pass-rates", "codegrpo-model-path",
     ):
         assert f"{command} = " in scripts
 
@@ -207,4 +207,6 @@ def test_the_console_scripts_run_from_a_non_editable_install(installed, tmp_path
     for command in ("codegrpo-evaluate", "codegrpo-score"):
         done = _run_installed(installed, tmp_path, str(bin_dir / command), "--cfg", "job")
         assert done.returncode == 0, f"{command}: {done.stderr[-3000:]}"
+    done = _run_installed(installed, tmp_path, str(bin_dir / "codegrpo-model-path"))  # the packaged conf/model
+    assert done.returncode == 0 and (Path(done.stdout.strip()) / "config.json").is_file(), done.stderr[-3000:]
     assert not (tmp_path / "outputs").exists()

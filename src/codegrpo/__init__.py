@@ -5,6 +5,7 @@ The reward as a library, for any TRL script::
     from codegrpo import code_reward            # the guide's reward function, sandboxed
     from codegrpo import CodeReward             # the same, configured: CodeReward(kind="partial", sandbox="superserve")
     import codegrpo; codegrpo.score(code, test="add(2, 3)", expected="5")   # one program, one verdict
+    GRPOTrainer(model=codegrpo.offline_model(), ...)   # the offline model's dir, on a laptop without the Hub
 
 Importing the package imports nothing heavy: each name loads on first use, and none of them imports torch,
 transformers or trl (tests/test_code_reward.py checks it).
@@ -17,13 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["AsyncCodeReward", "CodeReward", "Problem", "Scored", "Status", "Verdict", "code_reward", "score"]
+__all__ = ["AsyncCodeReward", "CodeReward", "Problem", "Scored", "Status", "Verdict", "code_reward", "offline_model",
+           "score"]
 
 _WHERE = {
     "AsyncCodeReward": "codegrpo.reward.code_reward",
     "CodeReward": "codegrpo.reward.code_reward",
     "code_reward": "codegrpo.reward.code_reward",
     "score": "codegrpo.reward.code_reward",
+    "offline_model": "codegrpo.models.conversion",
     "Problem": "codegrpo.data.problems",
     "Scored": "codegrpo.reward.verdict",
     "Status": "codegrpo.reward.verdict",
@@ -32,6 +35,7 @@ _WHERE = {
 
 if TYPE_CHECKING:
     from codegrpo.data.problems import Problem
+    from codegrpo.models.conversion import offline_model
     from codegrpo.reward.code_reward import AsyncCodeReward, CodeReward, code_reward, score
     from codegrpo.reward.verdict import Scored, Status, Verdict
 

@@ -9,6 +9,7 @@ import importlib.util
 import logging
 import os
 import shutil
+import sys
 from pathlib import Path
 
 from codegrpo.config.schema import ModelConfig
@@ -87,3 +88,37 @@ def _convert(source: Path, target: Path) -> None:
         raise ModelNotFoundError(f"converting {source.name} wrote no weights in this process (a distributed rank "
                                  "other than 0?): resolve_model must run before torch.distributed starts")
     staging.replace(target)  # atomic: a reader sees no checkpoint or a whole one
+
+
+OFFLINE_GROUP = "smollm2-135m"  # conf/model/<this>.yaml names the offline model's package and file
+
+
+def offline_model() -> str:
+    """The offline model (model=smollm2-135m) as a directory from_pretrained reads, converted on first use
+    into model.cache_dir: ``GRPOTrainer(model=codegrpo.offline_model(), ...)`` on a laptop without the Hub.
+    Its package and file are read from conf/model/, the cache dir from the schema's default
+    ($CODEGRPO_CACHE, else ~/.cache/codegrpo): no Hydra."""
+    import yaml  # type: ignore[import-untyped]
+    from omegaconf import OmegaConf
+
+    from codegrpo.resources import config_dir
+
+    group = yaml.safe_load((Path(config_dir()) / "model" / f"{OFFLINE_GROUP}.yaml").read_text())
+    fields = {key: value for key, value in group.items() if key != "defaults"}
+    cfg = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(ModelConfig), fields))
+    assert isinstance(cfg, ModelConfig)
+    return str(convert_gguf(cfg))
+
+
+def main() -> None:
+    """codegrpo-model-path: print the offline model's directory (converting it on first use)."""
+    logging.basicConfig(level=logging.INFO, format="%(message)s")  # the one-time conversion says so
+    try:
+        print(offline_model())
+    except ModelNotFoundError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()
