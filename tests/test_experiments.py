@@ -26,6 +26,13 @@ def test_guide_experiment_has_the_guides_settings(compose_cfg):
     assert (trainer.max_completion_length, trainer.max_steps, trainer.logging_steps) == (256, 50, 1)
 
 
+@pytest.mark.parametrize("trainer", ["cpu", "gpu"])
+@pytest.mark.parametrize("name", DEBUGS)
+def test_a_smoke_config_saves_no_model_and_no_checkpoint_on_any_trainer(compose_cfg, name, trainer):
+    cfg = compose_cfg(f"debug={name}", f"trainer={trainer}")
+    assert cfg.save_model is False and cfg.trainer.save_strategy == "no"
+
+
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_experiment_composes_and_its_problems_load(compose_cfg, name):
     cfg = compose_cfg(f"experiment={name}")

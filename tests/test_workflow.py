@@ -62,6 +62,7 @@ def test_same_seed_same_first_step_reproducibility_record_and_resume_auto(tmp_pa
     assert "max_completion_length: 32" in again.stdout and "limit: 2" in again.stdout
 
     assert (run_dir / "checkpoint-1" / "optimizer.pt").is_file()
+    assert not (run_dir / "README.md").exists()  # TRL's boilerplate card ("a fine-tuned version of [None]")
     run_id = (run_dir / "wandb_run_id.txt").read_text()
     second = launch("train.py", f"hydra.run.dir={run_dir}", "logger=wandb", *TINY[1:], *saving,
                     "trainer.max_steps=2", "resume=auto")

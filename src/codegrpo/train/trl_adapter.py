@@ -273,6 +273,10 @@ class CodeGRPOTrainer(GRPOTrainer):
             self.online.rates.end_generation(gather_object if many else None)
         return output
 
+    def create_model_card(self, *args: Any, **kwargs: Any) -> None:
+        """None: TRL writes its card into the run dir at every checkpoint, and it is boilerplate ("a
+        fine-tuned version of [None]"); a push writes codegrpo's own (codegrpo.models.hub.model_card)."""
+
     def _get_output_dir(self, trial: Any) -> str:
         # While a checkpoint is saved, the trainer writes it into the staging dir.
         run_dir = super()._get_output_dir(trial)
