@@ -227,3 +227,16 @@ def test_livecodebench_completions_get_its_graders_imports_and_keep_their_line_n
     assert (kept["status"], kept["flags"], stdio["status"], stdio["flags"]) == ("passed", [], "passed", [])
     assert broken["reason"].endswith("SyntaxError: '[' was never closed (<completion>, line 3)")
     assert indented["reason"].endswith("IndentationError: expected an indented block after 'if' statement on line 1")
+
+
+@pytest.mark.parametrize("name", ["evaluate", "score", "validate", "limits", "pass_rates"])
+def test_each_companion_commands_help_is_its_own(name):
+    """What it does, its input with an example, its main options and the groups it reads, as train.py's
+    --help is written for it (Hydra's generic "is powered by Hydra" page before)."""
+    done = command(f"codegrpo.commands.{name}", "--help")
+    assert done.returncode == 0, done.stderr
+    script = f"codegrpo-{name.replace('_', '-')}"
+    assert done.stdout.startswith(f"{script}: ") and "powered by Hydra" not in done.stdout
+    assert "\nInput: " in done.stdout and "\nMain options: " in done.stdout and f"    {script} " in done.stdout
+    groups = done.stdout.split("== Groups it reads (group=option, the default first) ==\n")[1]
+    assert "  sandbox    local, superserve\n" in groups and f"{script} --cfg job" in groups

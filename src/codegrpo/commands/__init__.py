@@ -35,6 +35,37 @@ register_configs(trainer=False)
 # hands out a deep copy of each node it loads), so a copy of the singleton may be the singleton itself.
 ConfigStore.__deepcopy__ = lambda self, memo: self  # type: ignore[attr-defined]
 
+
+
+def command_help(name: str) -> str:
+    """``codegrpo-<name> --help``: the command's docstring (what it does, its input with an example, its
+    main options), then the groups its config reads with their options, the default first, read from
+    conf/<name>.yaml's defaults list and the group folders. The commands' configs set
+    ``hydra.help.template: ${codegrpo_help:<name>}``."""
+    import importlib
+    import inspect
+
+    import yaml  # type: ignore[import-untyped]
+
+    doc = inspect.cleandoc(importlib.import_module(f"codegrpo.commands.{name}").__doc__ or "")
+    defaults = yaml.safe_load((Path(CONFIG_DIR) / f"{name}.yaml").read_text())["defaults"]
+    lines = [doc, "", "== Groups it reads (group=option, the default first) =="]
+    for item in defaults:
+        for group, default in (item.items() if isinstance(item, dict) else ()):
+            if group.startswith(("override ", "optional ")):
+                continue
+            found = (Path(CONFIG_DIR) / group).glob("*.yaml")
+            options = sorted(p.stem for p in found if not p.stem.startswith("base_"))  # base_*: schemas
+            ordered = ([str(default)] if default else ["(none)"]) + [o for o in options if o != default]
+            lines.append(f"  {group:<10} {', '.join(ordered)}")
+    script = f"codegrpo-{name.replace('_', '-')}"
+    lines += ["", f"  {script} --cfg job      every setting of the composed config (key=value overrides any)",
+              f"  {script} --hydra-help   Hydra's own flags", "  Docs: README.md and docs/"]
+    return "\n".join(lines).replace("$", "$$") + "\n"  # Hydra's help is a string.Template
+
+
+OmegaConf.register_new_resolver("codegrpo_help", command_help, replace=True)
+
 if TYPE_CHECKING:
     from codegrpo.data.problems import Problem
     from codegrpo.reward.verdict import Scored

@@ -10,8 +10,15 @@ paired comparison of two.
     codegrpo-evaluate problems=code_contests rollout=feedback evaluation.num_samples=4 evaluation.temperature=0.7
         # episodes that revise on the public tests: pass@k after the first turn and after the last
 
-Results go to eval.json (or eval_a.json, eval_b.json and comparison.json, comparison.png) in the run dir,
-and to W&B with logger=wandb.
+Input: a model (the model group, or checkpoint=<a run's final_model or checkpoint-N dir>) and a problem set
+(the problems group, with evaluation.split; or evaluation.problems_path=FILE).
+
+Results go to eval.json (pass@k, status counts, per problem, every sample with its reason; or eval_a.json,
+eval_b.json, comparison.json and comparison.png) in the run dir (outputs/evals/<time>), and to W&B with
+logger=wandb.
+
+Main options: checkpoint=DIR, compare=[a,b], evaluation.num_samples, evaluation.k=[1,...],
+evaluation.temperature (0: greedy, one sample), evaluation.max_new_tokens, evaluation.limit, evaluation.split.
 """
 
 from __future__ import annotations

@@ -1,10 +1,13 @@
 """codegrpo-limits: the configured sandbox's limits, and what enforces each one on this machine.
 
     codegrpo-limits                          # the default local sandbox
-    codegrpo-limits sandbox.use_cgroups=false
+    codegrpo-limits sandbox.use_cgroups=false sandbox.memory_mb=1024
 
-It opens the sandbox as training does, so the table is the one a run gets; the trainer logs the same
-table at start and keeps it in run_info.json.
+Input: none but the sandbox group's settings. It opens the sandbox as training does, so the table is the
+one a run gets; the trainer logs the same table at start and keeps it in run_info.json.
+
+Main options: sandbox=local|superserve, sandbox.memory_mb, sandbox.timeout_s, sandbox.use_cgroups,
+sandbox.max_concurrency.
 """
 
 from __future__ import annotations

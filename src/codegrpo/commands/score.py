@@ -1,12 +1,19 @@
-"""Score a JSONL file of completions:
+"""codegrpo-score: score a JSONL file of completions in the sandbox: reward, status, why.
 
-    codegrpo-score completions=PATH problems=NAME reward=partial sandbox=local [--reasons]
+    codegrpo-score completions=completions.jsonl problems=basics reward=partial --reasons
 
-Each input line is {"problem_id": ..., "completion": ...}. Each output line (stdout, input order) is
-{"problem_id": ..., "reward": <float or null>, "status": ..., "flags": [...]} (the reward-hack monitor's
-categories, docs/reward-design.md; [] when clean); with --reasons (or reasons=true) also
-"reason" (the exception, or got vs expected, truncated) and "code" (the first lines of the scored code).
-Progress and a summary go to stderr.
+Input: one JSON object a line, {"problem_id": ..., "completion": ...}; the completion is a model's reply
+(the code in a ```python block) or bare code, for a problem of the problems group:
+
+    {"problem_id": "is_prime", "completion": "```python\ndef is_prime(n): ...\n```"}
+
+Output (stdout, input order): {"problem_id": ..., "reward": <float or null>, "status": ..., "flags":
+[...]} a line (flags: the reward-hack monitor's categories, docs/reward-design.md; [] when clean); with
+--reasons (or reasons=true) also "reason" (the exception, or got vs expected, truncated) and "code" (the
+first lines of the scored code). Progress and a summary go to stderr.
+
+Main options: completions=FILE (required), problems=NAME (or problems=jsonl problems.path=FILE),
+reward=binary|partial, reasons=true, batch_size=64 (completions per sandbox batch), sandbox.*.
 """
 
 from __future__ import annotations
