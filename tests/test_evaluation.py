@@ -176,3 +176,15 @@ def test_an_evaluation_records_the_tokens_it_generated_per_second(compose_cfg, l
     assert result.metrics()["tokens_per_s"] == rate and result.summary().endswith(f"; {rate:.1f} generated tokens/s")
     loaded = load_evaluation(save(result, tmp_path / "eval.json"))
     assert loaded == result and loaded.tokens_per_s == rate
+
+
+def test_a_missing_checkpoint_is_one_line_naming_it_and_leaves_no_dir(tmp_path):
+    """It blamed the Hub for a mistyped local path, and left outputs/evals/<time> behind."""
+    out = tmp_path / "o"
+    done = subprocess.run([sys.executable, "-m", "codegrpo.commands.evaluate", f"hydra.run.dir={out}",
+                           f"checkpoint={tmp_path / 'no' / 'such' / 'dir'}"],
+                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr[-3000:]
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith(f"error: checkpoint={tmp_path / 'no' / 'such' / 'dir'}: ") and "does not exist" in line
+    assert "Hub" not in line.split(";")[0] and not out.exists()

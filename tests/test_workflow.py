@@ -86,6 +86,16 @@ def test_evaluate_command_writes_pass_at_k(tmp_path):
     assert results["num_problems"] == 2 and results["num_samples"] == 2
     assert 0.0 <= results["pass@1"] <= results["pass@2"] <= 1.0
     assert sum(results["status_counts"].values()) == 4
+    # The record to repeat it: the model that loaded, the problem set and its hash, sampling, k, the commit.
+    record = results["record"]
+    assert record["model"]["source"] == "gguf" and record["model"]["parameters"] > 1e8
+    assert record["problems"]["name"] == "humaneval" and record["problems"]["count"] == 2
+    assert len(record["problems"]["sha256"]) == 64 and record["checkpoint"] is None
+    assert record["sampling"] == {"num_samples": 2, "k": [1, 2], "temperature": 0.8, "max_new_tokens": 48,
+                                  "seed": 0, "limit": 2}
+    assert record["rollout"] == "single" and "codegrpo_commit" in record
+    log = (tmp_path / "evaluate.log").read_text()
+    assert f"results in {tmp_path / 'eval.json'}" in log and "pass@1 " in log  # what the console showed
 
 
 @pytest.mark.slow

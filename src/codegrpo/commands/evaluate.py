@@ -31,11 +31,12 @@ import hydra
 from omegaconf import DictConfig
 
 from codegrpo import build
-from codegrpo.commands import CONFIG_DIR, entry_point, run
+from codegrpo.commands import CONFIG_DIR, check_checkpoint, discard_empty_run_dir, entry_point, run, tell
 from codegrpo.config.choices import RewardKind
 from codegrpo.config.schema import EvaluateConfig
 from codegrpo.errors import UsageError
 from codegrpo.tracking import wandb_run as tracking
+from codegrpo.tracking.runinfo import evaluation_record
 
 if TYPE_CHECKING:
     from codegrpo.evaluation.results import Comparison, Evaluation
@@ -55,6 +56,8 @@ def evaluate(cfg: EvaluateConfig) -> Evaluation | Comparison:
         if item is not None and item.endswith(".json") and not Path(item).is_file():
             raise UsageError(f"compare: no such eval file {item}")
     checkpoints = [item for item in items if not str(item).endswith(".json")]
+    for item in checkpoints:
+        check_checkpoint(item)  # a mistyped dir is one line naming it, not the Hub's error
     if any(not item or item == "base" for item in checkpoints):
         check_hub_model(cfg.model)
     evaluations = []
@@ -69,6 +72,7 @@ def evaluate(cfg: EvaluateConfig) -> Evaluation | Comparison:
                 scorer = build.scorer(cfg, build.scored_problems(cfg, problems), sandbox, kind=RewardKind.binary)
                 results = evaluate_model(model, tokenizer, scorer, problems, cfg.problems, cfg.evaluation,
                                          cfg.rollout)
+                results.record = evaluation_record(cfg, item, problems, model)
             run_dir.mkdir(parents=True, exist_ok=True)
             save(results, run_dir / f"eval{'_' * bool(label)}{label}.json")
             evaluations.append(results)
@@ -78,13 +82,13 @@ def evaluate(cfg: EvaluateConfig) -> Evaluation | Comparison:
             [results] = evaluations
             if wandb_run is not None:
                 wandb_run.log({f"eval/{k}": v for k, v in results.metrics().items()})
-            print(f"{results.summary()} on {results.num_problems} problems; results in {run_dir / 'eval.json'}")
+            tell(f"{results.summary()} on {results.num_problems} problems; results in {run_dir / 'eval.json'}")
             return results
         before, after = evaluations
         comparison = compare(before, after, resamples=cfg.evaluation.bootstrap, seed=cfg.seed)
         comparison.compared = list(cfg.compare)
         write_comparison(comparison, run_dir, wandb_run)
-        print(f"{comparison_summary(comparison)}\nresults in {run_dir / 'comparison.json'}")
+        tell(f"{comparison_summary(comparison)}\nresults in {run_dir / 'comparison.json'}")
         return comparison
     finally:
         tracking.finish_run(wandb_run)
@@ -92,7 +96,8 @@ def evaluate(cfg: EvaluateConfig) -> Evaluation | Comparison:
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="evaluate")
 def evaluate_command(cfg: DictConfig) -> None:
-    run(evaluate, cfg)
+    # A failed evaluation leaves no dir: only Hydra's record and the log of a run that wrote nothing.
+    run(evaluate, cfg, on_failure=lambda _: discard_empty_run_dir(Path(cfg.run_dir), "evaluate.log"))
 
 
 main = entry_point(evaluate_command)

@@ -30,7 +30,7 @@ import hydra
 from omegaconf import DictConfig
 
 from codegrpo import build
-from codegrpo.commands import CONFIG_DIR, entry_point, run
+from codegrpo.commands import CONFIG_DIR, check_checkpoint, entry_point, run
 from codegrpo.config.choices import RewardKind
 from codegrpo.config.schema import PassRatesConfig
 from codegrpo.data.files import write_problems
@@ -66,6 +66,7 @@ def pass_rates(cfg: PassRatesConfig) -> list[Problem]:
     rates = read_rates(path, sha256)
     todo = [p for p in problems if p.id not in rates]
     if todo:
+        check_checkpoint(cfg.checkpoint)
         if not cfg.checkpoint or cfg.checkpoint == "base":
             check_hub_model(cfg.model)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -62,6 +62,9 @@ class Evaluation:
     # The model's tokens generated (every turn's, under rollout=feedback) and the seconds generating them took.
     generated_tokens: int | None = None
     generation_s: float | None = None
+    # What was evaluated, to repeat it: the model, the problem set and its hash, the sampling settings, the
+    # commit (codegrpo.tracking.runinfo.evaluation_record); None in files written before it existed.
+    record: dict[str, Any] | None = None
 
     @property
     def tokens_per_s(self) -> float | None:
@@ -111,6 +114,8 @@ class Evaluation:
             data |= {"generated_tokens": self.generated_tokens, "generation_s": self.generation_s}
         if self.first_turn is not None:
             data |= {"first_turn": self.first_turn.to_json(), "turn_gain": self.turn_gain, "feedback": self.feedback}
+        if self.record is not None:
+            data["record"] = self.record
         return data
 
     @classmethod
@@ -125,7 +130,8 @@ class Evaluation:
         return cls(pass_at, int(data.get("num_problems", len(data["per_problem"]))), data["num_samples"],
                    dict(data.get("status_counts", {})), dict(data["per_problem"]), list(data.get("samples", [])),
                    data.get("wall_s"), None if first is None else cls.from_json(first, f"{where} (first_turn)"),
-                   data.get("turn_gain"), data.get("feedback"), data.get("generated_tokens"), data.get("generation_s"))
+                   data.get("turn_gain"), data.get("feedback"), data.get("generated_tokens"), data.get("generation_s"),
+                   data.get("record"))
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ Secrets masked (codegrpo.tracking.secrets): the command line, the extra entries,
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -10,11 +11,15 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codegrpo.errors import UsageError
 from codegrpo.resources import PROJECT_ROOT
 from codegrpo.tracking import secrets
+
+if TYPE_CHECKING:
+    from codegrpo.config.schema import EvaluateConfig
+    from codegrpo.data.problems import Problem
 
 PACKAGES = ("codegrpo", "torch", "transformers", "trl", "datasets", "accelerate", "hydra-core", "omegaconf",
             "superserve", "wandb")
@@ -130,3 +135,28 @@ def _drop_config_name(args: list[str]) -> list[str]:
         elif not arg.startswith("--config-name="):
             out.append(arg)
     return out
+
+
+def evaluation_record(cfg: EvaluateConfig, checkpoint: str | None, problems: Sequence[Problem],
+                      model: Any) -> dict[str, Any]:
+    """What an eval file records so the evaluation can be repeated: the model that loaded (or the checkpoint),
+    the problem set (name, split, count and hash), the sampling settings and k, the rollout, the commit."""
+    from codegrpo.data.sets import problem_set_hash
+    from codegrpo.models.loading import describe_model
+
+    settings = cfg.evaluation
+    model_cfg = cfg.model
+    if checkpoint and checkpoint != "base":  # as build.model loads it
+        model_cfg = dataclasses.replace(cfg.model, name_or_path=checkpoint, gguf_package="")
+    return secrets.mask({
+        "model": describe_model(model_cfg, model),
+        "checkpoint": checkpoint,
+        "problems": {"name": cfg.problems.name, "path": settings.problems_path or cfg.problems.path,
+                     "split": settings.split.value, "count": len(problems),
+                     "sha256": problem_set_hash(problems)},
+        "sampling": {"num_samples": settings.num_samples, "k": list(settings.k), "temperature": settings.temperature,
+                     "max_new_tokens": settings.max_new_tokens, "seed": settings.seed, "limit": settings.limit},
+        "rollout": cfg.rollout.kind.value,
+        "codegrpo_commit": _git("rev-parse", "HEAD").strip() or None,
+        "command": secrets.mask_argv(sys.argv),
+    })
