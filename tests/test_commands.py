@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -240,3 +241,39 @@ def test_each_companion_commands_help_is_its_own(name):
     assert "\nInput: " in done.stdout and "\nMain options: " in done.stdout and f"    {script} " in done.stdout
     groups = done.stdout.split("== Groups it reads (group=option, the default first) ==\n")[1]
     assert "  sandbox    local, superserve\n" in groups and f"{script} --cfg job" in groups
+
+
+def test_relative_paths_are_taken_from_where_the_user_stands_and_shipped_sets_still_load(tmp_path):
+    """cd ~/data && codegrpo-validate problems=jsonl problems.path=mine.jsonl read <checkout>/mine.jsonl."""
+    (tmp_path / "mine.jsonl").write_text('{"id": "mine", "prompt": "add(a, b).", "test": "add(2, 3)", '
+                                         '"expected": "5", "reference": "def add(a, b):\\n    return a + b"}\n')
+    env = os.environ | {"PYTHONPATH": str(PROJECT_ROOT / "src")}
+    for overrides, says in ((["problems=jsonl", "problems.path=mine.jsonl"], "1/1 references pass"),
+                            (["problems=seed"], "seed: 4/4")):
+        done = subprocess.run([sys.executable, "-m", "codegrpo.commands.validate", *overrides, "weak_tests=false"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+        assert done.returncode == 0 and says in done.stdout, done.stdout + done.stderr[-2000:]
+
+
+def test_run_info_records_the_users_own_project_where_it_is_a_git_repo(tmp_path, monkeypatch):
+    from codegrpo.tracking.runinfo import write_run_info
+
+    subprocess.run(["git", "init", "-q", str(tmp_path / "project")], check=True)
+    subprocess.run(["git", "-C", str(tmp_path / "project"), "-c", "user.name=a", "-c", "user.email=a@b",
+                    "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    monkeypatch.chdir(tmp_path / "project")
+    info = json.loads(write_run_info(tmp_path / "run", 1, "0" * 64).read_text())
+    assert info["project"]["dir"] == str((tmp_path / "project").resolve()) and len(info["project"]["git_commit"]) == 40
+    assert info["project"]["git_dirty"] is False and info["git_commit"] != info["project"]["git_commit"]
+
+
+def test_an_experiment_of_the_users_own_project_is_found_from_where_they_stand(tmp_path):
+    (tmp_path / "conf" / "experiment").mkdir(parents=True)
+    (tmp_path / "conf" / "experiment" / "mine.yaml").write_text("# @package _global_\nseed: 1234\n")
+    env = os.environ | {"PYTHONPATH": str(PROJECT_ROOT / "src"), "PWD": "/"}  # a stale PWD is not read
+    done = subprocess.run([sys.executable, str(PROJECT_ROOT / "train.py"), "experiment=mine", "--cfg", "job"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0 and "\nseed: 1234\n" in done.stdout, done.stderr[-2000:]
+    elsewhere = subprocess.run([sys.executable, str(PROJECT_ROOT / "train.py"), "--cfg", "job"], cwd=tmp_path.parent,
+                               capture_output=True, text=True, timeout=300, env=env)
+    assert elsewhere.returncode == 0 and "\nseed: 42\n" in elsewhere.stdout and not elsewhere.stderr.strip()

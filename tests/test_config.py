@@ -32,7 +32,8 @@ def test_mission_example_composes(compose_cfg):
 def test_every_grpo_field_is_settable(compose_cfg):
     from trl import GRPOConfig
 
-    cfg = compose_cfg("trainer.learning_rate=1e-5", "trainer.num_generations=8", "trainer.beta=0.1")
+    cfg = compose_cfg("trainer.learning_rate=1e-5", "trainer.num_generations=8", "trainer.beta=0.1",
+                      "trainer.per_device_train_batch_size=8")  # a generation batch num_generations divides
     assert cfg.trainer.learning_rate == 1e-5 and cfg.trainer.num_generations == 8 and cfg.trainer.beta == 0.1
     settable = {f.name for f in dataclasses.fields(cfg.trainer)}
     expected = {f for f in GRPOConfig.__dataclass_fields__ if GRPOConfig.__dataclass_fields__[f].init}

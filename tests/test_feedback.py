@@ -638,3 +638,33 @@ def test_one_grpo_step_trains_on_the_feedback_rollout(tokenizer, local_sandbox, 
     assert log["feedback/tokens"] == pytest.approx(sum(out["feedback_tokens"]) / 2) and "pass_rate" in log
     seen = [tokenizer.decode(p + c) for p, c in zip(out["prompt_ids"], out["completion_ids"], strict=True)]
     assert not [planted for planted in PLANTED for text in seen if planted in text]
+
+
+# -- episodes cut before their second turn (issue 40, item 4) ------------------------------------------------------
+
+
+def test_an_episode_cut_before_its_second_turn_is_counted_and_a_step_of_them_warns(tokenizer, local_sandbox, caplog):
+    """The README's rollout=feedback with the CPU trainer's 128 tokens never got past turn 1: `turns 1.0`,
+    `cut 100%`, and nothing said why. Now the cut-before-turn-2 share is a metric, and a step where most
+    episodes are cut warns in one line naming the budget."""
+    from codegrpo.train.feedback import CUT_FIRST_TURN
+
+    with caplog.at_level("WARNING", logger="codegrpo.train.feedback"):
+        trainer, _, _, out = _run(tokenizer, local_sandbox, "A", RolloutConfig(), max_completion_length=40)
+    assert out["feedback_turns"] == [1] and trainer._metrics["train"][CUT_FIRST_TURN] == [1.0]
+    [warning] = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warning.startswith("rollout=feedback: 1 of 1 episodes were cut before their second turn: "
+                              "trainer.max_completion_length=40 ") and "generation_kwargs.max_new_tokens" in warning
+
+
+def test_a_step_where_few_episodes_are_cut_early_counts_them_without_a_warning(caplog):
+    from codegrpo.train.feedback import CUT_FIRST_TURN, log_metrics
+
+    def episode(turns: int, cut: bool) -> Any:
+        return SimpleNamespace(codes=["x"] * turns, public=[], feedback_tokens=0, cut=cut)
+
+    trainer = SimpleNamespace(_metrics=defaultdict(lambda: defaultdict(list)), model=None, max_completion_length=600)
+    with caplog.at_level("WARNING", logger="codegrpo.train.feedback"):
+        log_metrics(trainer, [episode(1, True), episode(3, True), episode(2, False), episode(3, False)], 3)
+        log_metrics(trainer, [episode(2, False)], 3)  # no cut: no share (the step's metrics are as before)
+    assert trainer._metrics["train"][CUT_FIRST_TURN] == [0.25] and not caplog.records

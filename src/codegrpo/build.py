@@ -188,7 +188,10 @@ def grpo_config(cfg: TrainConfig, run_dir: Path, reward_weights: list[float] | N
     args["hub_token"] = None  # TRL never pushes, and would pickle a token into every training_args.bin
     if reward_weights is not None:
         args["reward_weights"] = reward_weights
-    return GRPOConfig(output_dir=str(run_dir), seed=cfg.seed, **current_names(args, GRPOConfig))
+    try:
+        return GRPOConfig(output_dir=str(run_dir), seed=cfg.seed, **current_names(args, GRPOConfig))
+    except ValueError as error:  # a check of TRL's that codegrpo.config.schema.check_trainer does not mirror
+        raise UsageError(f"trainer: {' '.join(str(error).split())}") from None
 
 
 def rollout(cfg: TrainConfig, problem_set: list[Problem], scorer: Scorer | None) -> Callable[..., object] | None:

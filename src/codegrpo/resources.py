@@ -29,16 +29,16 @@ def config_dir() -> Path:
 
 
 def project_path(relative: str | Path) -> Path:
-    """A path the configs give relative to the project (``problems/seed.jsonl``).
+    """A relative path a user or a config gives (``mine.jsonl``, ``problems/seed.jsonl``).
 
-    In a checkout it is taken from the repo root, whatever the working directory. Installed, a file
-    that exists under the working directory wins (the user's own ``problems/x.jsonl``); otherwise a
-    path under conf/ or problems/ maps onto the copy shipped in the package.
+    A file that exists under the working directory wins: the user's own, wherever they stand (``cd
+    ~/data && python ~/codegrpo/train.py problems=jsonl problems.path=mine.jsonl``). Otherwise a shipped
+    path (conf/..., problems/...) is taken from the checkout this package runs from, or installed, from the
+    copy inside the package; anything else stays under the working directory, where the error names it.
     """
     relative = Path(relative)
+    here = Path.cwd() / relative
+    if here.exists() or not relative.parts or relative.parts[0] not in PACKAGED:
+        return here
     root = source_root()
-    if root:
-        return root / relative
-    if relative.exists() or not relative.parts or relative.parts[0] not in PACKAGED:
-        return Path.cwd() / relative
-    return PACKAGE_DIR / PACKAGED[relative.parts[0]] / Path(*relative.parts[1:])
+    return root / relative if root else PACKAGE_DIR / PACKAGED[relative.parts[0]] / Path(*relative.parts[1:])

@@ -780,3 +780,19 @@ def test_opening_a_sandbox_runs_its_trivial_program_once():
         box.runtimes = ("node",)
         with box:
             assert box.stats()["sandbox/runs"] == 1  # another runtime is still checked on opening
+
+
+@pytest.mark.parametrize("limits", ["cgroups", "rlimits"])
+def test_the_least_limits_the_config_admits_still_run_a_program(limits):
+    """sandbox.memory_mb, max_processes and open_files are refused below these (issue 40: memory_mb=4 was
+    `the worker did not start: None:`); at them, a worker starts and a program runs."""
+    from codegrpo.config.schema import MIN_MEMORY_MB, MIN_OPEN_FILES, MIN_PROCESSES
+
+    box = make_sandbox(use_cgroups=limits == "cgroups", max_concurrency=1, memory_mb=MIN_MEMORY_MB,
+                       max_processes=MIN_PROCESSES, open_files=MIN_OPEN_FILES)
+    try:
+        result = asyncio.run(box.run(Program("import json, re\nprint(json.dumps(re.findall('a', 'banana')))",
+                                             "python", 10, "s.py")))
+    finally:
+        asyncio.run(box.aclose())
+    assert result.outcome is Outcome.EXITED and result.stdout == '["a", "a", "a"]\n', result

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, cast
@@ -65,6 +66,10 @@ def command_help(name: str) -> str:
 
 
 OmegaConf.register_new_resolver("codegrpo_help", command_help, replace=True)
+# train.yaml's hydra.searchpath: the conf/ of the directory the user stands in (their own experiments), read
+# at the call (the shell's PWD can be stale in a child process); where there is none, Hydra's warning says nothing.
+OmegaConf.register_new_resolver("codegrpo_cwd", os.getcwd, replace=True)
+warnings.filterwarnings("ignore", message=r"provider=hydra\.searchpath in main, path=.* is not available")
 
 if TYPE_CHECKING:
     from codegrpo.data.problems import Problem

@@ -10,6 +10,8 @@ import copy
 import dataclasses
 import functools
 import math
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional, cast
 
@@ -39,6 +41,14 @@ from codegrpo.errors import UsageError
 MAX_TIMEOUT_S = 60.0
 MAX_SHOWN_CHARS = 4096  # of each public run's output and error the host keeps for rollout=feedback
 MAX_BUDGET_S = 3600.0  # reward.time_budget_s: all the tests of one completion together
+# The least each sandbox limit may be, measured with the local sandbox (cgroup v1, Python 3.11): a worker
+# started at 12 MiB and not at 10 (32 leaves room for other Pythons and cgroup v2's accounting); a program
+# started with 3 processes and 7 open files, not 2 and 6.
+MIN_MEMORY_MB = 32
+MIN_PROCESSES = 3
+MIN_OPEN_FILES = 8
+MIN_STDOUT_BYTES = 64
+MAX_ID = (1 << 32) - 2  # the largest uid or gid; -1 (2**32 - 1) means "unchanged" to the kernel
 
 
 def check_seconds(name: str, value: float, maximum: float) -> None:
@@ -46,6 +56,26 @@ def check_seconds(name: str, value: float, maximum: float) -> None:
     the sandbox's worker crash, or every completion infra."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= maximum:
         raise UsageError(f"{name}={value} must be a number of seconds above 0 and at most {maximum:g}")
+
+
+def host_memory_mb() -> int:
+    """This machine's memory in MiB (the most one sandbox may be given)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")) >> 20
+    except (ValueError, OSError, AttributeError):  # not POSIX: no upper bound
+        return 1 << 40
+
+
+def check_at_least(name: str, value: int, minimum: int, why: str = "") -> None:
+    """A count or a size in bytes: an integer of at least ``minimum``; ``why`` says what needs the minimum."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise UsageError(f"{name}={value} must be an integer of at least {minimum}" + (f" ({why})" if why else ""))
+
+
+def check_positive(name: str, value: float, why: str = "") -> None:
+    """A finite number above 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+        raise UsageError(f"{name}={value} must be a finite number above 0" + (f" ({why})" if why else ""))
 
 
 def check_tolerance(name: str, value: float) -> None:
@@ -161,10 +191,25 @@ class SandboxConfig:
     open_files: int = 64
 
     def __post_init__(self) -> None:
-        # Checked here, for every backend (codegrpo's and a user's), when the config is read.
+        # Checked here, for every backend (codegrpo's and a user's), when the config is read: each with its
+        # range, where a bad value would fail later as an OS error or a worker that never starts.
         if self.max_concurrency < 1:
             raise UsageError(f"sandbox.max_concurrency must be at least 1, not {self.max_concurrency}")
         check_seconds("sandbox.timeout_s", self.timeout_s, MAX_TIMEOUT_S)
+        check_at_least("sandbox.max_processes", self.max_processes, MIN_PROCESSES,
+                       "the runner and the program it starts; 2 cannot start one")
+        check_at_least("sandbox.open_files", self.open_files, MIN_OPEN_FILES,
+                       "a Python program needs 7 to start")
+        check_at_least("sandbox.stdout_limit_bytes", self.stdout_limit_bytes, MIN_STDOUT_BYTES,
+                       "a program's answer is its output")
+        check_at_least("sandbox.stderr_limit_bytes", self.stderr_limit_bytes, 0)
+        check_at_least("sandbox.file_size_limit_bytes", self.file_size_limit_bytes, 0, "0: no file may be written")
+        check_at_least("sandbox.tmpfs_limit_bytes", self.tmpfs_limit_bytes, 1, "the size of the program's /tmp")
+        for name in ("allow_out", "deny_out"):
+            for rule in getattr(self, name):
+                if not isinstance(rule, str) or not rule.strip():
+                    raise UsageError(f"sandbox.{name}={list(getattr(self, name))}: each rule is an address or a "
+                                     "network such as 10.0.0.0/8, not an empty string")
 
 
 @dataclass
@@ -182,6 +227,28 @@ class LocalSandboxConfig(SandboxConfig):
     use_cgroups: bool = True  # memory and process limits through a writable cgroup; rlimits when false or absent
     warm: bool = True  # Python programs run in long-lived sandboxes, a fresh process each (docs/security.md)
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        most = host_memory_mb()
+        if isinstance(self.memory_mb, bool) or not isinstance(self.memory_mb, int) or not (
+                MIN_MEMORY_MB <= self.memory_mb <= max(most, MIN_MEMORY_MB)):
+            raise UsageError(f"sandbox.memory_mb={self.memory_mb} must be from {MIN_MEMORY_MB} (a sandbox's worker "
+                             f"needs it to start) to {most} (this machine's memory)")
+        for name in ("uid", "gid"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_ID:
+                raise UsageError(f"sandbox.{name}={value} must be a host {name} from 0 to {MAX_ID}")
+        if self.python:
+            path = self.python
+            if not os.path.isabs(path) or not os.path.isfile(path) or not os.access(path, os.X_OK):
+                why = ("is not an absolute path" if not os.path.isabs(path) else
+                       "does not exist" if not os.path.exists(path) else "is not an executable file")
+                raise UsageError(f"sandbox.python={path} {why}: name a python3 executable every user can run (its "
+                                 "tree is bound read-only into the sandbox), or leave it empty for this Python's own")
+        if self.allow_out:
+            raise UsageError(f"sandbox.allow_out={list(self.allow_out)}: sandbox=local gives programs no network at "
+                             "all (a network namespace of their own); allow_out applies to sandbox=superserve")
+
 
 @dataclass
 class SuperserveSandboxConfig(SandboxConfig):
@@ -197,6 +264,18 @@ class SuperserveSandboxConfig(SandboxConfig):
     backoff_max_s: float = 8.0
     # Programs run one after another in one sandbox by a trusted runner (1: a fresh sandbox per program).
     programs_per_sandbox: int = 16
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_at_least("sandbox.programs_per_sandbox", self.programs_per_sandbox, 1)
+        check_at_least("sandbox.max_retries", self.max_retries, 0)
+        check_at_least("sandbox.sandbox_timeout_s", self.sandbox_timeout_s, 1)
+        check_seconds("sandbox.command_timeout_s", self.command_timeout_s, MAX_BUDGET_S)
+        check_positive("sandbox.backoff_base_s", self.backoff_base_s)
+        check_positive("sandbox.backoff_max_s", self.backoff_max_s)
+        if self.backoff_max_s < self.backoff_base_s:
+            raise UsageError(f"sandbox.backoff_max_s={self.backoff_max_s} must be at least sandbox.backoff_base_s="
+                             f"{self.backoff_base_s} (the longest wait between retries)")
 
 
 @dataclass
@@ -240,6 +319,135 @@ class TrainerConfig:
     hub_token: Optional[str] = MISSING
     hub_private_repo: Optional[bool] = MISSING
     hub_revision: Optional[str] = MISSING
+
+    def __post_init__(self) -> None:
+        if hasattr(self, "num_generations"):  # the schema with every GRPOConfig field (trainer_schema)
+            check_trainer(self)
+
+
+def _world_size() -> int:
+    try:
+        return max(1, int(os.environ.get("WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
+
+
+# TRL 1.16's choices for its string fields (GRPOTrainer refuses another value mid-training, or ignores it).
+TRAINER_CHOICES = {
+    "loss_type": ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo"),
+    "scale_rewards": ("group", "batch", "none"),
+    "importance_sampling_level": ("token", "sequence"),
+    "vllm_importance_sampling_mode": ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask"),
+    "multi_objective_aggregation": ("sum_then_normalize", "normalize_then_sum"),
+}
+
+
+def turn_cap(generation_kwargs: Any) -> int | None:
+    """The most tokens one generate() call makes by trainer.generation_kwargs (max_new_tokens, or vLLM's
+    max_tokens); None where it does not say."""
+    if isinstance(generation_kwargs, Mapping):
+        for key in ("max_new_tokens", "max_tokens"):
+            value = generation_kwargs.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+    return None
+
+
+def check_trainer(t: Any) -> None:
+    """GRPO's own constraints on the trainer group, checked when the config is read (one line each), not as a
+    traceback from GRPOConfig, from GRPOTrainer after the model loads, or from the first generation: the ones
+    TRL checks (trl 1.16's GRPOConfig.__post_init__ and GRPOTrainer.__init__) and the ones it leaves to torch
+    and transformers (a learning rate or a temperature that cannot train)."""
+    get = functools.partial(getattr, t)
+    check_positive("trainer.learning_rate", get("learning_rate", 1e-6),
+                   "a negative one climbs the loss, 0 trains nothing")
+    check_positive("trainer.temperature", get("temperature", 1.0),
+                   "GRPO samples each prompt's completions; at 0 they would all be one greedy completion")
+    top_p = get("top_p", 1.0)
+    if not isinstance(top_p, (int, float)) or not 0 < top_p <= 1:
+        raise UsageError(f"trainer.top_p={top_p} must be above 0 and at most 1")
+    min_p = get("min_p", None)
+    if min_p is not None and not 0 <= min_p <= 1:
+        raise UsageError(f"trainer.min_p={min_p} must be from 0 to 1")
+    check_at_least("trainer.top_k", get("top_k", 0), 0, "0: no top-k cut")
+    check_positive("trainer.repetition_penalty", get("repetition_penalty", 1.0), "1.0: none")
+    beta = get("beta", 0.0)
+    if not isinstance(beta, (int, float)) or not 0 <= beta < math.inf:
+        raise UsageError(f"trainer.beta={beta} must be a finite number at least 0 (the KL coefficient; 0: none)")
+    check_at_least("trainer.num_iterations", get("num_iterations", 1), 1)
+    generations = get("num_generations", 8)
+    if generations is None or isinstance(generations, bool) or not isinstance(generations, int) or generations < 2:
+        raise UsageError(f"trainer.num_generations={generations} must be at least 2: GRPO's advantage compares "
+                         "each completion with the others of its prompt")
+    per_device = get("per_device_train_batch_size", 8)
+    check_at_least("trainer.per_device_train_batch_size", per_device, 1)
+    accumulation = get("gradient_accumulation_steps", 1)
+    check_at_least("trainer.gradient_accumulation_steps", accumulation, 1)
+    world = _world_size()
+    processes = f"{world} process{'es' if world != 1 else ''}"
+    batch_size, steps = get("generation_batch_size", None), get("steps_per_generation", None)
+    if batch_size is not None and steps is not None:
+        raise UsageError(f"trainer.generation_batch_size={batch_size} and trainer.steps_per_generation={steps}: "
+                         "set one of them (the other follows from it)")
+    if batch_size is None:
+        steps = accumulation if steps is None else steps
+        check_at_least("trainer.steps_per_generation", steps, 1)
+        batch_size = per_device * world * steps
+        made = (f"trainer.per_device_train_batch_size={per_device} x {processes} x "
+                + (f"steps_per_generation={steps}" if get("steps_per_generation", None) is not None
+                   else f"gradient_accumulation_steps={steps}"))
+    else:
+        check_at_least("trainer.generation_batch_size", batch_size, 1)
+        if batch_size % (per_device * world):
+            raise UsageError(f"trainer.generation_batch_size={batch_size} must be a multiple of the global batch, "
+                             f"trainer.per_device_train_batch_size={per_device} x {processes}")
+        made = f"trainer.generation_batch_size={batch_size}"
+    if batch_size % generations:
+        raise UsageError(f"trainer.num_generations={generations} must divide the generation batch of {batch_size} "
+                         f"completions ({made}): each prompt's completions are one group of a batch")
+    if get("do_eval", False) and str(get("eval_strategy", "no")) != "no":
+        eval_generations = get("num_generations_eval", None) or generations
+        eval_batch = get("per_device_eval_batch_size", 8) * world
+        if eval_batch % eval_generations:
+            raise UsageError(f"trainer.per_device_eval_batch_size x {processes} = {eval_batch} must be a multiple of "
+                             f"the evaluation's num_generations ({eval_generations})")
+    length = get("max_completion_length", None)
+    if length is not None:
+        check_at_least("trainer.max_completion_length", length, 1)
+        model_length = get("vllm_max_model_length", None)
+        if model_length is not None and model_length <= length:
+            raise UsageError(f"trainer.vllm_max_model_length={model_length} must be above trainer.max_completion_length"
+                             f"={length}: the prompt and its completion share it")
+    cap = turn_cap(get("generation_kwargs", None))
+    if cap is not None:
+        check_at_least("trainer.generation_kwargs.max_new_tokens", cap, 1)
+    for name, choices in TRAINER_CHOICES.items():
+        value = get(name, None)
+        if value is not None and str(value) not in choices:
+            raise UsageError(f"trainer.{name}={value} must be one of {', '.join(choices)}")
+    if get("auto_find_batch_size", False):
+        raise UsageError("trainer.auto_find_batch_size=true: GRPO cannot shrink its batch on out-of-memory (each "
+                         "batch holds whole groups of num_generations); lower trainer.per_device_train_batch_size")
+    if get("log_completions_hub_repo", None) is not None and not get("log_completions", False):
+        raise UsageError("trainer.log_completions_hub_repo is set but trainer.log_completions=false: enable it, or "
+                         "unset the repo")
+    low, high = get("vllm_importance_sampling_clip_min", None), get("vllm_importance_sampling_clip_max", None)
+    if get("vllm_importance_sampling_cap", None) is not None:
+        high = get("vllm_importance_sampling_cap", None)
+    if low is not None and high is not None and low >= high:
+        raise UsageError(f"trainer.vllm_importance_sampling_clip_min={low} must be below "
+                         f"trainer.vllm_importance_sampling_clip_max={high}")
+    if (get("vllm_importance_sampling_correction", False) and low is None and high is None
+            and str(get("vllm_importance_sampling_mode", "")).endswith("_truncate")):
+        raise UsageError(f"trainer.vllm_importance_sampling_mode={get('vllm_importance_sampling_mode', '')} needs "
+                         "trainer.vllm_importance_sampling_clip_min or _clip_max")
+    if get("sync_ref_model", False) and get("beta", 0.0) == 0:
+        raise UsageError("trainer.sync_ref_model=true with trainer.beta=0: there is no reference model to sync; "
+                         "set trainer.beta above 0, or sync_ref_model=false")
+    liger = get("liger_kernel_config", None)
+    if isinstance(liger, Mapping) and liger.get("fused_linear_cross_entropy"):
+        raise UsageError("trainer.liger_kernel_config.fused_linear_cross_entropy=true is not supported by "
+                         "GRPOTrainer (it replaces the model's forward, which GRPO patches)")
 
 
 def _field_default(value: Any) -> Any:
@@ -343,6 +551,64 @@ class RolloutConfig:
             raise UsageError(f"rollout.truncate_chars={self.truncate_chars}: at most {MAX_SHOWN_CHARS}")
 
 
+# The tokens one feedback message takes, at the least, in an episode's budget: its fixed text and one short
+# failing test (113 to 153 tokens measured for problems=feedback with SmolLM2's tokenizer).
+FEEDBACK_TOKENS = 112
+
+
+def episode_budget(max_turns: int, turn: int) -> int:
+    """The completion tokens an episode of ``max_turns`` turns of at most ``turn`` tokens needs: every turn and
+    a feedback message between each two (rollout=feedback; trainer.max_completion_length bounds it)."""
+    return max_turns * turn + (max_turns - 1) * FEEDBACK_TOKENS
+
+
+def check_episode_budget(trainer: TrainerConfig, rollout: RolloutConfig) -> None:
+    """rollout=feedback: trainer.max_completion_length bounds a whole episode, so it must hold rollout.max_turns
+    turns of trainer.generation_kwargs.max_new_tokens and the feedback between them; else every episode would
+    be cut at its first turn and the run would train single turns, silently."""
+    if rollout.kind is not RolloutKind.feedback or rollout.max_turns < 2 or trainer.max_completion_length is None:
+        return
+    budget = trainer.max_completion_length
+    cap = turn_cap(getattr(trainer, "generation_kwargs", None))
+    if cap is None:
+        raise UsageError(f"rollout=feedback: trainer.max_completion_length={budget} is an episode's budget, every "
+                         f"turn and the feedback between them, and no turn is capped, so the first can take it all: "
+                         f"set trainer.generation_kwargs.max_new_tokens (a turn's tokens; 'max_tokens' with vLLM)")
+    needed = episode_budget(rollout.max_turns, cap)
+    if budget < needed:
+        raise UsageError(f"rollout=feedback: trainer.max_completion_length={budget} cannot hold rollout.max_turns="
+                         f"{rollout.max_turns} turns of trainer.generation_kwargs.max_new_tokens={cap} and the "
+                         f"feedback between them ({FEEDBACK_TOKENS} tokens each): set it to at least {needed}, or "
+                         f"lower rollout.max_turns or the turn's tokens")
+
+
+def _feedback_root(root: Any) -> Any:
+    """The composed config's rollout group when it is rollout=feedback, else None."""
+    rollout = OmegaConf.select(root, "rollout", default=None)
+    kind = OmegaConf.select(root, "rollout.kind", default=None) if rollout is not None else None
+    return rollout if str(getattr(kind, "value", kind)) == RolloutKind.feedback.value else None
+
+
+def episode_tokens(tokens: int, *, _root_: Any) -> int:
+    """``${episode_tokens:N}`` (a trainer's max_completion_length): N, one completion's tokens; under
+    rollout=feedback an episode's, rollout.max_turns turns of a turn's cap (trainer.generation_kwargs'
+    max_new_tokens, else N) and the feedback between them."""
+    rollout = _feedback_root(_root_)
+    if rollout is None:
+        return int(tokens)
+    cap = turn_cap(OmegaConf.select(_root_, "trainer.generation_kwargs", default=None))
+    return episode_budget(int(rollout.max_turns), cap if cap is not None else int(tokens))
+
+
+def turn_limit(tokens: int, *, _root_: Any) -> dict[str, int] | None:
+    """``${turn_limit:N}`` (a trainer's generation_kwargs): None, or under rollout=feedback a cap of N tokens
+    on each turn (max_new_tokens; vLLM's max_tokens under trainer.use_vllm)."""
+    if _feedback_root(_root_) is None:
+        return None
+    vllm = bool(OmegaConf.select(_root_, "trainer.use_vllm", default=False))
+    return {"max_tokens" if vllm else "max_new_tokens": int(tokens)}
+
+
 @dataclass
 class PreemptionConfig:
     """What a signal during training does (codegrpo.train.preemption): finish the optimizer step, save a
@@ -377,6 +643,10 @@ class TrainConfig:
     peft: Optional[LoraSchema] = None  # peft=lora: LoRA adapters; None trains every weight
     # With trainer.log_completions: a completions table (parquet, W&B) every N optimizer steps.
     completions_every: int = 1
+
+    def __post_init__(self) -> None:
+        if isinstance(self.trainer, TrainerConfig) and isinstance(self.rollout, RolloutConfig):
+            check_episode_budget(self.trainer, self.rollout)
 
 
 @dataclass
@@ -457,6 +727,8 @@ def register_configs(trainer: bool = True) -> None:
     for other versions, codegrpo.config.trainer_fields): the commands that compose no trainer group (score,
     validate, limits, evaluate) then never start torch."""
     OmegaConf.register_new_resolver("auto_concurrency", auto_concurrency, replace=True)
+    OmegaConf.register_new_resolver("episode_tokens", episode_tokens, replace=True)
+    OmegaConf.register_new_resolver("turn_limit", turn_limit, replace=True)
     _store_schemas()
     if trainer:
         _store_trainer_schema()

@@ -61,6 +61,7 @@ from superserve import (
 )
 
 from codegrpo.config.schema import SuperserveSandboxConfig
+from codegrpo.errors import UsageError
 from codegrpo.harness.protocol import KILLED_EXIT, NO_NAMESPACES_EXIT, OutputCap
 from codegrpo.sandbox import seccomp
 from codegrpo.sandbox.base import (
@@ -98,6 +99,11 @@ class SuperserveSandbox(SandboxBackend):
     """Runs each program in its own Superserve sandbox, at most ``max_concurrency`` alive at once."""
 
     def __init__(self, cfg: SuperserveSandboxConfig) -> None:
+        least = math.ceil(cfg.timeout_s + SANDBOX_MARGIN_S + RUNNER_START_S)
+        if cfg.sandbox_timeout_s < least:
+            raise UsageError(f"sandbox.sandbox_timeout_s={cfg.sandbox_timeout_s} must be at least {least}: a program "
+                             f"of sandbox.timeout_s={cfg.timeout_s:g}, the runner's start ({RUNNER_START_S:g} s) and "
+                             f"the margin before the sandbox's own timeout ({SANDBOX_MARGIN_S:g} s)")
         api_key = os.environ.get(cfg.api_key_env, "").strip()
         if not api_key:
             raise SandboxFatalError(

@@ -25,9 +25,9 @@ PACKAGES = ("codegrpo", "torch", "transformers", "trl", "datasets", "accelerate"
             "superserve", "wandb")
 
 
-def _git(*args: str) -> str:
+def _git(*args: str, where: Path = PROJECT_ROOT) -> str:
     try:
-        done = subprocess.run(["git", *args], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=10)
+        done = subprocess.run(["git", *args], cwd=where, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return done.stdout if done.returncode == 0 else ""
@@ -41,6 +41,16 @@ def package_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             versions[name] = "not installed"
     return versions
+
+
+def _project_state() -> dict[str, Any]:
+    """The git state of the user's own project, the repo the command runs in, when it is not codegrpo's
+    checkout: its files (problems, configs) are the run's too."""
+    top = _git("rev-parse", "--show-toplevel", where=Path.cwd()).strip()
+    if not top or Path(top).resolve() == PROJECT_ROOT.resolve():
+        return {}
+    return {"project": {"dir": top, "git_commit": _git("rev-parse", "HEAD", where=Path(top)).strip() or None,
+                        "git_dirty": bool(_git("status", "--porcelain", where=Path(top)).strip())}}
 
 
 def write_run_info(run_dir: Path, seed: int, problems_hash: str, extra: dict[str, Any] | None = None) -> Path:
@@ -57,6 +67,7 @@ def write_run_info(run_dir: Path, seed: int, problems_hash: str, extra: dict[str
         "packages": package_versions(),
         "command": secrets.mask_argv(sys.argv),  # the model card quotes it
         **({"rerun_of": os.environ[RERUN_OF]} if os.environ.get(RERUN_OF) else {}),
+        **_project_state(),
         **(extra or {}),
     }
     path = run_dir / "run_info.json"

@@ -39,6 +39,7 @@ import dataclasses
 import inspect
 import itertools
 import json
+import logging
 import re
 import statistics
 from collections.abc import Callable, Coroutine, Iterable, Sequence
@@ -60,6 +61,7 @@ from codegrpo.sandbox.base import Outcome, RunResult
 from codegrpo.train import timing
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 FINAL_CODE = "final_code"  # the extra field code_reward scores under rollout=feedback
 FAULT = "feedback_fault"  # a sandbox failure stopped the episode: its reward is None
@@ -525,9 +527,32 @@ def episode_metrics(stats: Sequence[EpisodeStats], max_turns: int) -> dict[str, 
     return metrics
 
 
+CUT_FIRST_TURN = "feedback/cut_first_turn"  # the share of episodes cut before their second turn (steps with cuts)
+
+
+def cut_first_turn(stats: Sequence[EpisodeStats], max_turns: int) -> float | None:
+    """The share of episodes cut by the budget before their second turn (None: no episode was cut, or one turn
+    is all an episode may have): they trained as single turns."""
+    if max_turns < 2 or not any(s.cut for s in stats):
+        return None
+    return sum(s.cut and s.turns == 1 for s in stats) / len(stats)
+
+
+def warn_if_mostly_cut(stats: Sequence[EpisodeStats], max_turns: int, budget: Any) -> None:
+    """One warning line for a step where most episodes were cut before their second turn."""
+    share = cut_first_turn(stats, max_turns)
+    if share is not None and share > 0.5:
+        cut = round(share * len(stats))
+        log.warning("rollout=feedback: %d of %d episodes were cut before their second turn: trainer."
+                    "max_completion_length=%s (an episode's budget: every turn and the feedback between them) holds "
+                    "one turn and no feedback; raise it, or cap a turn lower with trainer.generation_kwargs."
+                    "max_new_tokens", cut, len(stats), budget)
+
+
 def log_metrics(trainer: Any, episodes: Sequence[Episode], max_turns: int) -> None:
     """The episodes' metrics into the trainer's (TRL averages each key's values at its next log), over
-    every process's episodes."""
+    every process's episodes; on a step with cuts, the share cut before their second turn
+    (``feedback/cut_first_turn``), and a warning when that is most of them."""
     store = getattr(trainer, "_metrics", None)
     if store is None:
         return
@@ -541,6 +566,11 @@ def log_metrics(trainer: Any, episodes: Sequence[Episode], max_turns: int) -> No
     mode = "train" if model is None or model.training else "eval"
     for name, value in episode_metrics(stats, max_turns).items():
         store[mode][name].append(value)
+    share = cut_first_turn(stats, max_turns)
+    if share is not None:
+        store[mode][CUT_FIRST_TURN].append(share)
+    if getattr(accelerator, "is_main_process", True):
+        warn_if_mostly_cut(stats, max_turns, getattr(trainer, "max_completion_length", None))
 
 
 # -- the reward on the final code -----------------------------------------------------------------------------------

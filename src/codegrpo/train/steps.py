@@ -28,7 +28,7 @@ from omegaconf import OmegaConf
 
 from codegrpo import build
 from codegrpo.config.choices import RewardKind
-from codegrpo.config.schema import TrainConfig, to_plain
+from codegrpo.config.schema import TrainConfig, check_episode_budget, check_trainer, to_plain
 from codegrpo.data.problems import Problem
 from codegrpo.data.sets import problem_set_hash
 from codegrpo.errors import UsageError
@@ -161,6 +161,9 @@ def prepare(cfg: TrainConfig, stack: ExitStack, guard: Guard) -> Prepared:
     from codegrpo.models.loading import build_peft_config, describe_model, resolve_model
     from codegrpo.models.saving import check_save_dtype
 
+    # GRPO's own constraints (checked when the config is read; again here for a config changed since)
+    check_trainer(cfg.trainer)
+    check_episode_budget(cfg.trainer, cfg.rollout)
     check_devices(cfg)  # the GPU path: no GPU, no bf16 on it, no vLLM: one line, before anything loads
     check_hub_model(cfg.model)  # one connection attempt, before anything heavy
     if world_size() > 1 and not os.environ.get("CODEGRPO_RUN_DIR"):
