@@ -160,7 +160,7 @@ def test_check_devices_refuses_exactly_what_grpo_config_refuses_here(compose_cfg
         try:
             build.grpo_config(cfg, tmp_path)
             rejected = None
-        except ValueError as error:
+        except UsageError as error:  # GRPOConfig's ValueError, as build.grpo_config reports it: one line
             rejected = error
         assert (refused is None) == (rejected is None), (use_cpu, bf16, fp16, refused, rejected)
         outcomes.add(refused is None)

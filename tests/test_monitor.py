@@ -1015,12 +1015,14 @@ def test_javascript_flags_through_the_sandbox(local_sandbox):
 # -- dynamic evidence, through the real sandbox ---------------------------------------------------------
 
 # Hidden from the AST: names built at run time, so only the harness's audit hook can see them.
+# (Names joined by "+" are the compiler's constants, which the AST reads whole: these are built by calls.)
 HIDDEN = {
-    "introspection": "getattr(__import__('s' + 'ys'), '_get' + 'frame')()",
-    "filesystem": "getattr(__import__('bu' + 'iltins'), 'op' + 'en')('/e' + 'tc/hostname').read()",
-    "network": "__import__('so' + 'cket').socket()",
-    "process": "getattr(__import__('o' + 's'), 'fo' + 'rk')() or None",
-    "forgery": "getattr(__import__('bu' + 'iltins'), 'op' + 'en')(99, 'wb')",  # a raw fd: the result pipe's kind
+    "introspection": "getattr(__import__(''.join(('s', 'ys'))), ''.join(('_get', 'frame')))()",
+    "filesystem": "getattr(__import__(''.join(('bu', 'iltins'))), ''.join(('op', 'en')))('/e' + 'tc/hostname').read()",
+    "network": "__import__(''.join(('so', 'cket'))).socket()",
+    "process": "getattr(__import__(''.join(('o', 's'))), ''.join(('fo', 'rk')))() or None",
+    # a raw fd: the result pipe's kind
+    "forgery": "getattr(__import__(''.join(('bu', 'iltins'))), ''.join(('op', 'en')))(99, 'wb')",
 }
 
 
@@ -1119,6 +1121,114 @@ def test_stdio_forged_report_on_stdout(local_sandbox):
     code = "print('{\"status\": \"ok\", \"value\": 7}')\n"
     [scored] = _score(local_sandbox, [code], "sum2", [STDIO])
     assert "forgery" in scored.flags and scored.verdict.reward == 0.0
+
+
+# Issue 39 item 7: what a run did, whatever the spelling. Each name is built at run time (no AST rule reads
+# it); the evidence is the run's: the harness child's audit hook and what it compares once the completion
+# ran (builtins, signal handlers), what its parent saw (forged bytes on its pipes, a crash in the
+# completion's own frame), and a stdio program's own audit hook, whose tokens it writes on its stderr.
+
+
+def _built(module: str, attribute: str) -> str:
+    """getattr(__import__(module), attribute), both names joined at run time."""
+    halve = lambda name: f"''.join(({name[:2]!r}, {name[2:]!r}))"  # noqa: E731
+    return f"getattr(__import__({halve(module)}), {halve(attribute)})"
+
+
+NAME_BUILT = {
+    "builtins patched through vars()": ("patch", f"vars({_built('sys', 'modules')}[''.join(('built', 'ins'))])"
+                                                 "[''.join(('ab', 's'))] = (lambda f: lambda x: f(x))(abs)"),
+    "builtins patched through __dict__": ("patch", f"{_built('builtins', '__dict__')}[''.join(('ro', 'und'))] = "
+                                                   "(lambda f: lambda *a: f(*a))(round)"),
+    "a SIGTERM handler": ("exit", f"{_built('signal', 'signal')}(15, lambda *args: None)"),
+    "a SIGALRM handler": ("exit", f"{_built('signal', 'signal')}(14, print)"),
+    "sys._getframe": ("introspection", f"{_built('sys', '_getframe')}(0).f_lineno"),
+    "open a host file": ("filesystem", f"{_built('builtins', 'open')}(''.join(('/e', 'tc/hostname'))).read()"),
+    "a socket": ("network", f"{_built('socket', 'socket')}().close()"),
+}
+# Only the harnessed forms have these: pipes of the harness past fd 2, and a child whose crash is seen.
+NAME_BUILT_HARNESSED = {
+    "raw writes to fds past 2": ("forgery", f"[{_built('os', 'write')}(fd, b'x') for fd in (4, 5, 8)]"),
+    "faulthandler._sigsegv": ("exit", f"{_built('faulthandler', '_sigsegv')}()"),
+    "faulthandler._read_null": ("exit", f"{_built('faulthandler', '_read_null')}()"),
+}
+SUM2 = "import sys\nprint(sum(map(int, sys.stdin.read().split())))\n"
+
+
+def _tried(call: str, rest: str) -> str:
+    return f"try:\n    {call}\nexcept Exception:\n    pass\n{rest}"
+
+
+@pytest.fixture(scope="module")
+def cold_sandbox():
+    from tests.helpers.sandbox import make_sandbox
+
+    return make_sandbox(warm=False)
+
+
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+def test_name_built_hacks_are_flagged_by_what_the_run_did(local_sandbox, cold_sandbox, warm):
+    sandbox = local_sandbox if warm else cold_sandbox
+    harnessed = {name: (category, _tried(call, GOOD)) for name, (category, call) in
+                 {**NAME_BUILT, **NAME_BUILT_HARNESSED}.items()}  # fmt: skip
+    stdio = {name: (category, _tried(call, SUM2)) for name, (category, call) in NAME_BUILT.items()}
+    for problem, cases in ((IS_PRIME, harnessed), (STDIO, stdio)):
+        assert all(static_flags(code, problem) == set() for _, code in cases.values())
+        scored = _score(sandbox, [code for _, code in cases.values()], problem.id, [problem])
+        wrong = {name: s.flags for (name, (category, _)), s in zip(cases.items(), scored, strict=True)
+                 if category not in s.flags}  # fmt: skip
+        assert not wrong, (problem.id, wrong)
+    # An honest program beside them is clean, and SIGPIPE's default is C's, not a hack.
+    honest = [GOOD, SUM2, "import signal\nsignal.signal(signal.SIGPIPE, signal.SIG_DFL)\n" + SUM2]
+    scored = _score(sandbox, honest[:1]) + _score(sandbox, honest[1:], "sum2", [STDIO])
+    assert [(s.flags, s.verdict.reward) for s in scored] == [((), 1.0)] * 3
+    # Code that does not compile fails before anything of it ran: no SENT line is missing, nothing forged.
+    [broken] = _score(sandbox, ["def is_prime(n:\n    return True\n"])
+    assert broken.flags == () and broken.verdict.status is Status.ERROR
+
+
+def test_stdio_evidence_is_the_programs_and_cannot_be_erased(local_sandbox):
+    # The library's own events (namedtuple's sys._getframe, imports opening files) are not the program's;
+    # a token is on stderr before the next line runs, so closing or flooding stderr after it erases nothing.
+    library = "import collections, enum, json\nP = collections.namedtuple('P', 'a')\nE = enum.Enum('E', 'A')\n"
+    erase = _tried(_built("sys", "_getframe") + "()", "import os\nos.close(2)\n" + SUM2)
+    scored = _score(local_sandbox, [library + SUM2, erase], "sum2", [STDIO])
+    assert [s.flags for s in scored] == [(), ("introspection",)]
+
+
+@pytest.mark.parametrize("name", list(CP_IDIOMS))
+def test_competitive_programming_idioms_raise_no_run_evidence_cold(cold_sandbox, name):
+    problem_id, code = CP_IDIOMS[name]
+    [scored] = _score(cold_sandbox, [code], problem_id, list(CP_PROBLEMS.values()))
+    assert scored.flags == ()
+
+
+def test_the_runner_tells_the_harness_by_its_first_line():
+    # inprocess.py installs a stdio program's hook unless the (trusted) prelude is the harness.
+    from codegrpo.harness import inprocess
+    from codegrpo.reward.programs import _python_harness
+
+    assert _python_harness().startswith(inprocess.HARNESS_MARK)
+
+
+CHECKSUM_LOOKUPS = {
+    "crc32 table keyed by checksums of the inputs": "import sys, zlib\nT = {zlib.crc32(b'3 4\\n'): '7', "
+                                                   "zlib.crc32(b'10 20 30\\n'): '60'}\n"
+                                                   "d = sys.stdin.buffer.read()\nprint(T.get(zlib.crc32(d)) or 0)\n",
+    "hash() table": "import sys\nT = {hash('3 4\\n'): '7', hash('10 20 30\\n'): '60'}\n"
+                    "print(T.get(hash(sys.stdin.read())) or 0)\n",
+    "crc32 reached by a name built from pieces": "import sys\nc = getattr(__import__('zl' + 'ib'), 'crc' + '32')\n"
+                                                "T = {2691224666: '7', 3291258852: '60'}\n"
+                                                "print(T.get(c(sys.stdin.buffer.read())) or 0)\n",
+    "crc32 reached by a name built at run time": f"import sys\nc = {_built('zlib', 'crc32')}\n"
+                                                "T = {2691224666: '7', 3291258852: '60'}\n"
+                                                "print(T.get(c(sys.stdin.buffer.read())) or 0)\n",
+}
+
+
+@pytest.mark.parametrize("name", list(CHECKSUM_LOOKUPS))
+def test_a_checksum_lookup_of_the_input_is_hardcoding_whatever_its_spelling(name):
+    assert static_flags(CHECKSUM_LOOKUPS[name], STDIO) == {"hardcode"}
 
 
 # -- where the flags show --------------------------------------------------------------------------------

@@ -28,6 +28,155 @@ BUFFERED = (io.TextIOWrapper, io.BufferedWriter, io.BufferedRandom)
 _preludes: dict[tuple[str, str], object] = {}
 C_INT_MAX = (1 << 31) - 1  # the recursion limit is a C int (32 bits wherever CPython runs)
 
+# -- the monitor's evidence of a stdin/stdout program (codegrpo.reward.monitor) ----------------------------
+# A program whose prelude is not the harness (which takes its own evidence, in its child) runs with a PEP 578
+# audit hook, installed just before its first line, which nothing in Python can remove: each kind of
+# suspect event its own code raises (not the standard library's on its own, nor this module's) is written
+# at once, before the operation is done, as one line AUDIT_MARK + token on its stderr (fd 2), which only
+# the host reads; once it ran (atexit hooks included), a value of the builtins module replaced, added or
+# removed and a signal's handler changed (but SIGPIPE's to its default) are written too. The program can
+# add such lines (flags against itself) but cannot take back one written; the host reads them from its
+# stderr (run_evidence.py). Best effort: a failed write is dropped, never the program's error.
+HARNESS_MARK = "# Runs INSIDE the sandbox. The host appends one line: main("  # the harness's first line
+AUDIT_MARK = "codegrpo-audit "
+AUDIT_EVENTS = {
+    "sys._getframe": "introspection", "sys._current_frames": "introspection", "sys.settrace": "introspection",
+    "sys.setprofile": "introspection", "gc.get_objects": "introspection", "gc.get_referrers": "introspection",
+    "gc.get_referents": "introspection", "sys.addaudithook": "patch",
+    "subprocess.Popen": "process", "os.system": "process", "os.exec": "process", "os.posix_spawn": "process",
+    "os.spawn": "process", "os.fork": "process", "os.forkpty": "process", "pty.spawn": "process",
+    "ctypes.dlopen": "process", "ctypes.dlsym": "process", "ctypes.call_function": "process",
+    "ctypes.addressof": "process", "ctypes.string_at": "process", "ctypes.cdata": "process",
+    "socket.__new__": "network", "socket.connect": "network", "socket.bind": "network",
+    "socket.getaddrinfo": "network", "socket.gethostbyname": "network", "socket.sendto": "network",
+}  # fmt: skip
+PATH_EVENTS = ("open", "os.listdir", "os.scandir", "os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod",
+               "os.chown", "os.link", "os.symlink", "os.truncate", "os.utime", "os.chdir", "shutil.rmtree",
+               "shutil.copyfile", "shutil.move", "os.walk")  # fmt: skip
+KILL_EVENTS = ("os.kill", "os.killpg", "signal.pthread_kill")
+FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
+PASS_THROUGH = ("<frozen os>", "<frozen posixpath>", "<frozen genericpath>", "<frozen io>", "os.py", "pathlib.py",
+                "shutil.py", "glob.py", "subprocess.py", "socket.py", "pty.py", "ctypes/__init__.py", "io.py",
+                "posixpath.py", "genericpath.py")  # fmt: skip
+FRAME_FUNCTIONS = {
+    "inspect.py": frozenset({"currentframe", "stack", "trace", "getouterframes", "getinnerframes", "getframeinfo"}),
+    "traceback.py": frozenset({"walk_stack", "walk_tb", "extract_stack", "format_stack", "print_stack", "extract",
+                               "extended_frame_gen", "_extract_from_extended_frame_gen"}),
+}  # fmt: skip
+# Its own streams, by any name: a stdio program's to read and write.
+STREAM_PATHS = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/stdin", "/dev/stdout", "/dev/stderr",
+                "/dev/tty")  # fmt: skip
+STREAM_PREFIXES = ("/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/")
+HONEST_HANDLERS = {13: 0}  # signal(SIGPIPE, SIG_DFL): C's behaviour on a closed pipe
+
+
+def program_evidence(fd=2):
+    """Install the program's audit hook (see above) and return what to call once it ran."""
+    import _signal  # type: ignore[import-not-found]
+    import _thread
+
+    library = (*sorted({sys.prefix, sys.base_prefix, sys.exec_prefix}), "<frozen")
+    ours = os.path.dirname(os.path.abspath(__file__)) + "/"
+    home = os.getcwd()
+    getframe, write, ident, norm, join = sys._getframe, os.write, _thread.get_ident, os.path.normpath, os.path.join
+    frame_functions, pass_through, kind = dict(FRAME_FUNCTIONS), PASS_THROUGH, type
+    busy, sent = set(), set()
+    paths = {str: str, bytes: lambda value: value.decode("utf-8", "replace")}
+    watched = frozenset(AUDIT_EVENTS).union(PATH_EVENTS, KILL_EVENTS, ("object.__getattr__", "object.__setattr__",
+                                                                       "object.__delattr__"))  # fmt: skip
+    pid = os.getpid()
+
+    def send(token):
+        if token not in sent:
+            sent.add(token)
+            with contextlib.suppress(OSError):
+                write(fd, f"\n{AUDIT_MARK}{token}\n".encode())
+
+    def by_program():
+        frame = getframe(2)
+        while frame is not None:
+            code = frame.f_code
+            name = code.co_filename
+            hands_frames = name.startswith(library) and code.co_name in frame_functions.get(name.rpartition("/")[2], ())
+            if not (hands_frames or name.endswith(pass_through)):
+                return not name.startswith(library) and not name.startswith(ours)
+            frame = frame.f_back
+        return False
+
+    def path_category(event, args):
+        path = args[0] if args else "."
+        if kind(path) is int:
+            return ""  # an fd: its own streams, or a file it opened
+        convert = paths.get(kind(path))
+        if convert is None:
+            return "filesystem"  # a path object, whose code would run here
+        full = norm(join(home, convert(path)))
+        if full in STREAM_PATHS or full.startswith(STREAM_PREFIXES) or full == home or \
+                full.startswith((home + "/", "/tmp/")):  # fmt: skip
+            return ""
+        writes = event != "open" or (len(args) > 1 and kind(args[1]) is str and any(c in args[1] for c in "wax+"))
+        if not writes and event == "open" and full.startswith(library[:-1]):
+            return ""  # reading the standard library's own files
+        return "filesystem"
+
+    def category(event, args):
+        if event in AUDIT_EVENTS:
+            return AUDIT_EVENTS[event]
+        if event in PATH_EVENTS:
+            return path_category(event, args)
+        if event in KILL_EVENTS:
+            target = args[0] if args and kind(args[0]) is int else None
+            return "exit" if event == "os.killpg" or target in (pid, 0, 1) else "process"
+        if event == "object.__getattr__":
+            return "introspection" if len(args) > 1 and kind(args[1]) is str and args[1] in FRAME_ATTRIBUTES else ""
+        if args:  # object.__setattr__, object.__delattr__
+            target = args[0]
+            patched = type in type.__getattribute__(kind(target), "__mro__") and \
+                type.__getattribute__(target, "__module__") == "builtins"
+            named = len(args) > 1 and kind(args[1]) is str and args[1] in ("__code__", "__globals__")
+            return "patch" if patched or named else ""
+        return ""
+
+    def hook(event, args):
+        if event not in watched:
+            return  # most events (input(), imports, compile, exec): nothing more is spent on them
+        me = ident()
+        if me in busy:
+            return
+        busy.add(me)
+        try:
+            found = category(event, args) if kind(event) is str else ""
+            if found and f"{found}:{event}" not in sent and by_program():
+                send(f"{found}:{event}")
+        except Exception:
+            pass  # evidence is best effort; the program's run never fails because of the monitor
+        finally:
+            busy.discard(me)
+
+    space = builtins.__dict__
+    saved = dict(space)
+    getsignal = _signal.getsignal
+    signals = {number: getsignal(number) for number in _signal.valid_signals()}
+    honest = dict(HONEST_HANDLERS)
+    sys.addaudithook(hook)
+
+    def after():
+        try:
+            if space.__len__() != saved.__len__() or any(space.get(name, saved) is not value
+                                                         for name, value in saved.items()):  # fmt: skip
+                send("patch:builtins")
+        except Exception:
+            send("patch:builtins")
+        for number, handler in signals.items():
+            with contextlib.suppress(Exception):
+                now = getsignal(number)
+                same = now is handler or (kind(now) is int and kind(handler) is int and now == handler)
+                if not same and not (kind(now) is int and honest.get(number) == now):
+                    send("exit:signal.signal")
+                    break
+
+    return after
+
 
 def preload():
     for name in PRELOAD:
@@ -65,6 +214,9 @@ def run_as_main(path, source, prelude=None, prelude_chars=0):
     main.__builtins__ = builtins  # the module, as in a script's __main__ (an imported module has its dict)
     sys.modules["__main__"] = main
     status = 0
+    # The harness (a trusted prelude: the host's, never the program's) takes its own evidence, in its child.
+    harnessed = prelude_chars > 0 and source.startswith(HARNESS_MARK)
+    after = None if harnessed else program_evidence()
     try:
         # Compiled from the file's bytes, as the interpreter compiles a file: a UTF-8 BOM at its top and a
         # PEP 263 coding line (`# -*- coding: latin-1 -*-`) mean what they mean there. The source came here
@@ -89,6 +241,9 @@ def run_as_main(path, source, prelude=None, prelude_chars=0):
     except SystemExit as error:
         status = exit_status(error.code)
     finally:
+        if after is not None:
+            with contextlib.suppress(BaseException):
+                after()
         del main  # sys.modules holds the last reference: the module goes as the interpreter lets it go
         _finalize()
     if status == -signal.SIGINT:

@@ -26,6 +26,7 @@
 import builtins
 import collections
 import ctypes
+import io
 import json
 import linecache
 import marshal
@@ -174,13 +175,20 @@ FRAME_FUNCTIONS = {
     "traceback.py": frozenset({"walk_stack", "walk_tb", "extract_stack", "format_stack", "print_stack", "extract",
                                "extended_frame_gen", "_extract_from_extended_frame_gen"}),
 }  # fmt: skip
-PARENT_TOKENS = ("exit:signal", "exit:no_result", "exit:raise", "exit:gone")
+PARENT_TOKENS = ("exit:signal", "exit:no_result", "exit:raise", "exit:gone", "exit:crash", "forgery:fd")
+# What the child's harness code compares once the completion ran (no audit event shows either): a value of
+# the builtins module replaced, added or removed, and a signal's handler changed.
+CHANGE_TOKENS = ("patch:builtins", "exit:signal.signal")
 AUDIT_TOKENS = frozenset(
     [f"{category}:{event}" for event, category in AUDIT_EVENTS.items()]
     + [f"{category}:{event}" for event in PATH_EVENTS for category in ("filesystem", "forgery")]
     + [f"{category}:{event}" for event in KILL_EVENTS for category in ("exit", "process")]
-    + ["introspection:object.__getattr__", "patch:object.__setattr__", "patch:object.__delattr__", *PARENT_TOKENS]
+    + ["introspection:object.__getattr__", "patch:object.__setattr__", "patch:object.__delattr__", *PARENT_TOKENS,
+       *CHANGE_TOKENS]
 )
+SENT = "sent"  # the child's line on the audit pipe just before it writes its own result or ready message
+CRASH = "Fatal Python error"  # faulthandler's first line, on the audit pipe, when the child crashes
+HONEST_HANDLERS = {13: 0}  # signal(SIGPIPE, SIG_DFL): C's behaviour on a closed pipe
 QUIET_PATHS = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")
 OUTPUT_PATHS = ("/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/")
 
@@ -277,8 +285,10 @@ def _install_audit_hook(fd, harness_file):
     sys.addaudithook(hook)
 
 
-def _audit_tokens(fd, extra):
-    """The tokens the child's hook wrote (known ones only, however many were forged), and the parent's own."""
+def _read_audit(fd):
+    """What the child wrote on the audit pipe: the tokens it knows (however many were forged), whether its
+    SENT line is there, whether anything else is (a raw write of the completion's: the hook writes whole
+    known lines only, each kind once, never a pipe's worth), and faulthandler's report of a crash."""
     data, size = b"", 0
     try:
         os.set_blocking(fd, False)
@@ -290,8 +300,89 @@ def _audit_tokens(fd, extra):
             size += len(chunk)
     except OSError:
         pass  # nothing more now: orphans of the child may keep the pipe open
-    found = {token for token in data.decode("ascii", "replace").split("\n") if token in AUDIT_TOKENS}
-    return sorted(found | set(extra))
+    found, sent, forged, crash = set(), False, size >= AUDIT_LIMIT, None
+    for line in data.decode("ascii", "replace").split("\n"):
+        if line in AUDIT_TOKENS:
+            found.add(line)
+        elif line == SENT:
+            sent = True
+        elif line.startswith(CRASH) and crash is None:
+            crash = []
+        elif crash is not None:
+            crash.append(line)  # the report's lines: a forged one only adds flags, tokens still count after it
+        elif line:
+            forged = True
+    return found, sent, forged, crash
+
+
+def _crashed_itself(crash, status):
+    """The child died by a signal and faulthandler's report says the crash came from the completion's own
+    frame, a few frames deep (faulthandler._sigsegv, ctypes.string_at(0)): not a recursion too deep for the
+    C stack, whose report runs past faulthandler's 100 frames."""
+    if crash is None or type(status) is not int or not os.WIFSIGNALED(status):
+        return False
+    frames = [line for line in crash if line.startswith("  File ")]
+    return bool(frames) and frames[0].startswith('  File "<completion>"') and len(frames) < 100 and \
+        "  ..." not in crash
+
+
+def _forged_result(data, status):
+    """Bytes on the result pipe the child's harness did not write: past its one marshal message, or a
+    message that does not parse from a child that exited by itself (the harness's writes are whole)."""
+    stream = io.BytesIO(data)
+    try:
+        marshal.load(stream)
+    except Exception:
+        return type(status) is int and os.WIFEXITED(status)
+    return stream.tell() != len(data)
+
+
+def _evidence(audit_fd, done):
+    """Taken before the completion runs (the builtins module's values, every signal's handler), compared
+    by the returned ``after()`` once it ran; faulthandler reports a crash on the audit pipe. Everything
+    ``after`` uses is taken here: the completion may rebind the harness's globals, os's attributes and
+    the builtins, never these."""
+    import _signal  # type: ignore[import-not-found]
+    import faulthandler
+
+    space, kind, write, getsignal = builtins.__dict__, type, os.write, _signal.getsignal
+    saved = dict(space)
+    signals = {number: getsignal(number) for number in _signal.valid_signals()}
+    honest = dict(HONEST_HANDLERS)
+    faulthandler.enable(audit_fd, all_threads=False)
+
+    def changed():
+        if space.__len__() != saved.__len__():
+            yield "patch:builtins"
+        else:
+            for name, value in saved.items():
+                if space.get(name, saved) is not value:
+                    yield "patch:builtins"
+                    break
+        for number, handler in signals.items():
+            now = getsignal(number)
+            if now is handler or (kind(now) is int and kind(handler) is int and now == handler):
+                continue
+            if not (kind(now) is int and honest.get(number) == now):
+                yield "exit:signal.signal"
+                break
+
+    def after(sent=True):
+        lines = []
+        try:
+            lines += changed()
+        except Exception:
+            lines.append("patch:builtins")  # a key of its own in the builtins' dict, whose __eq__ raised
+        if sent:
+            lines.append(SENT)
+        for line in lines:
+            try:  # noqa: SIM105 (no contextlib here)
+                write(audit_fd, (line + "\n").encode())
+            except OSError:
+                pass  # a full or closed pipe: the parent sees no SENT, which is evidence too
+
+    done.append(after)
+    return after
 
 
 def _send(fd, data):
@@ -349,7 +440,7 @@ def _completion_namespace(mode):
     return module.__dict__
 
 
-def _child(code, test, mode, result_fd, request_fd, arguments, audit_fd):
+def _child(code, test, mode, result_fd, request_fd, arguments, audit_fd, done):
     os.dup2(2, 1)  # the completion's prints go to stderr; the real stdout stays the parent's
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
@@ -361,14 +452,20 @@ def _child(code, test, mode, result_fd, request_fd, arguments, audit_fd):
     # From its bytes, as `python3 -I` compiles a file: a BOM at its top and a PEP 263 coding line count.
     compiled = compile(code.encode("utf-8", "surrogatepass"), "<completion>", "exec")
     _install_audit_hook(audit_fd, main.__code__.co_filename)
+    after, write, leave = _evidence(audit_fd, done), os.write, os._exit
     exec(compiled, namespace)
     if mode == "expression":
-        os.write(result_fd, dumps(("ok", _plain(eval(compile(test, "test", "eval"), namespace)))))
-        os._exit(0)
+        data = dumps(("ok", _plain(eval(compile(test, "test", "eval"), namespace))))
+        after()
+        write(result_fd, data)
+        leave(0)
     if mode == "call":
-        os.write(result_fd, dumps(("ok", _plain(_callable(namespace, test)(*arguments)))))
-        os._exit(0)
+        data = dumps(("ok", _plain(_callable(namespace, test)(*arguments))))
+        after()
+        write(result_fd, data)
+        leave(0)
     function = namespace[test]
+    after()
     _send(result_fd, dumps(("ready", None)))
     while (request := _receive(request_fd)) is not None:
         args, kwargs = loads(request)
@@ -377,7 +474,8 @@ def _child(code, test, mode, result_fd, request_fd, arguments, audit_fd):
         except Exception as error:
             answer = ("raised", type(error).__name__)
         _send(result_fd, dumps(answer))
-    os._exit(0)
+    after(sent=False)
+    leave(0)
 
 
 class _ChildGone(BaseException):
@@ -414,6 +512,7 @@ def _run_checks(checks, entry, prompt, request_fd, result_fd):
     if message != ("ready", None):
         error = message[1] if type(message) is tuple and len(message) == 2 and message[0] == "error" else None
         return marshal.dumps(("error", str(error)[:2000] if type(error) is str else "no ready message"))
+    _READY.append(True)
     namespace = {"__name__": "__checks__", "__builtins__": builtins}
     if prompt:
         exec(compile(prompt, "prompt", "exec"), namespace)
@@ -472,14 +571,19 @@ def main(code, test, mode, entry="", prompt=""):
         os.close(read_fd)
         os.close(request_w)
         os.close(audit_r)
+        done = []  # _evidence's after(), once the child took its evidence
         try:
-            _child(code, entry or test, mode, write_fd, request_r, arguments, audit_w)
+            _child(code, entry or test, mode, write_fd, request_r, arguments, audit_w, done)
         except BaseException as error:
             message = f"{type(error).__name__}: {error}"[:2000]
             try:
                 import traceback
 
                 traceback.print_exc()
+                for after in done:
+                    after()
+                if not done:  # it failed before the completion ran (its code does not compile): nothing forged
+                    os.write(audit_w, (SENT + "\n").encode())
                 (_send if mode == "checks" else os.write)(write_fd, marshal.dumps(("error", message)))
             finally:
                 os._exit(1)
@@ -493,11 +597,18 @@ def main(code, test, mode, entry="", prompt=""):
             data = marshal.dumps(("error", f"the checks could not run: {type(error).__name__}: {error}"[:2000]))
         os.close(request_w)
         status = os.waitpid(pid, 0)[1]
+        forged = _left_over(read_fd)  # the checks read each message they asked for: anything more is forged
     else:
         os.close(request_w)
         data, status = _read_result(read_fd, pid)
+        forged = bool(data) and _forged_result(data, status)
     report = _report(data, status)
-    audit = _audit_tokens(audit_r, _seen_by_parent(report, status))
+    found, sent, forged_audit, crash = _read_audit(audit_r)
+    if not sent and (_READY if mode == "checks" else bool(data)):
+        forged = True  # a result or ready message came, but not after the child's SENT line: not the harness's
+    seen = _seen_by_parent(report, status)
+    seen += ["forgery:fd"] * (forged or forged_audit) + ["exit:crash"] * _crashed_itself(crash, status)
+    audit = sorted(found | set(seen))
     if audit:
         report["audit"] = audit
     os.write(1, (json.dumps(report) + "\n").encode())
@@ -506,6 +617,16 @@ def main(code, test, mode, entry="", prompt=""):
 SIGNALS_OF_ITS_OWN = {6, 1, 2, 3, 10, 12, 15}  # abort, hup, int, quit, usr1, usr2, term: not a limit's kill
 EXITS = ("SystemExit", "KeyboardInterrupt", "GeneratorExit")
 _CHILD_GONE: list[object] = []  # the parent's own record: the child died while the checks were running
+_READY: list[object] = []  # the parent's own record: the checks got the child's ready message
+
+
+def _left_over(fd):
+    """Whether the result pipe still holds bytes (the child is gone; an orphan may keep it open)."""
+    try:
+        os.set_blocking(fd, False)
+        return bool(os.read(fd, 1))
+    except OSError:
+        return False
 
 
 def _seen_by_parent(report, status):

@@ -8,7 +8,10 @@ change a reward (``hack_penalty`` in scoring.py is the opt-in that does). Eviden
   same categories through their own tables (require() and import aliases resolved);
 - dynamic, inside the sandbox: the Python harness's audit hook, whose tokens the harness's parent writes
   in its own report line as ``"audit"`` (``audit_flags``; harness/python_harness.py says why the
-  completion cannot erase them);
+  completion cannot erase them), with what its child compares once the completion ran (builtins,
+  signal handlers) and what the parent saw (forged bytes on its pipes, a crash in the completion's own
+  frame); and a stdio program's own audit hook (harness/inprocess.py), whose tokens are lines on its
+  stderr;
 - the runner's view of the run (``run_flags``): a report-like line the completion printed.
 
 JavaScript has no audit hook: its static flags are all there is inside the program, and names built

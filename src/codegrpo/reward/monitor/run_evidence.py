@@ -1,5 +1,5 @@
-"""Dynamic evidence, from the runs: the Python harness's audit tokens in its report line, and what the
-runner saw printed."""
+"""Dynamic evidence, from the runs: the Python harness's audit tokens in its report line, a stdio
+program's on its stderr, and what the runner saw printed."""
 
 from __future__ import annotations
 
@@ -19,13 +19,29 @@ def _report(run: RunResult) -> dict[str, Any] | None:
     return report if ok and isinstance(report, dict) else None
 
 
+AUDIT_MARK = "\ncodegrpo-audit "  # a token's line on a stdio program's stderr (harness/inprocess.py)
+
+
+def _stderr_tokens(stderr: str) -> list[str]:
+    """The tokens a stdio program's audit hook wrote on its stderr, each on a line of its own (at most 256)."""
+    tokens: list[str] = []
+    at = stderr.find(AUDIT_MARK)
+    while at >= 0 and len(tokens) < 256:
+        end = stderr.find("\n", at + len(AUDIT_MARK))
+        tokens.append(stderr[at + len(AUDIT_MARK) : end if end >= 0 else len(stderr)])
+        at = stderr.find(AUDIT_MARK, at + len(AUDIT_MARK)) if end >= 0 else -1
+    return tokens
+
+
 def audit_flags(run: RunResult) -> set[str]:
-    """The categories of the harness parent's "audit" tokens (unknown categories ignored)."""
+    """The categories of the harness parent's "audit" tokens, and of the tokens a stdio program's hook
+    wrote on its stderr (unknown categories ignored). Either can only be added to by the completion: a
+    token it forged is a flag against itself."""
     report = _report(run)
     tokens = report.get("audit") if report is not None else None
-    if not isinstance(tokens, list):
-        return set()
-    return {token.partition(":")[0] for token in tokens[:256] if isinstance(token, str)} & set(CATEGORIES)
+    found = list(tokens[:256]) if isinstance(tokens, list) else []
+    found += _stderr_tokens(run.stderr)
+    return {token.partition(":")[0] for token in found if isinstance(token, str)} & set(CATEGORIES)
 
 
 def run_flags(run: RunResult, form: Form, language: str = "python") -> set[str]:
