@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from codegrpo.data.files import load_problems
@@ -108,6 +110,36 @@ def test_humaneval_eq_override_scores_zero(local_sandbox):
            "def has_close_elements(numbers, threshold):\n    return Any()\n"
     [scored] = score(local_sandbox, [hack], problem.id, "partial", problems=HUMANEVAL)
     assert scored.verdict.reward == 0.0
+
+
+def test_humaneval_verdicts_quote_the_exception_as_the_expression_form_does(local_sandbox):
+    # The candidate raises on the first check: the verdict said "check 1: assert failed" and hid why.
+    problem = HUMANEVAL[0]
+    raising = "    return numbers + threshold\n"
+    [scored] = score(local_sandbox, [raising], problem.id, problems=HUMANEVAL)
+    assert scored.verdict.detail.startswith("0/7 checks pass; check 1: TypeError: can only concatenate list")
+    own = "    class Refused(Exception):\n        pass\n    raise Refused('no threshold ' + 'x' * 500)\n"
+    [scored] = score(local_sandbox, [own], problem.id, problems=HUMANEVAL)
+    assert scored.verdict.detail == "0/7 checks pass; check 1: Refused: no threshold " + "x" * 287  # cut at 300
+    hostile = ("    class Loud(Exception):\n        def __str__(self):\n            raise SystemExit(9)\n"
+               "    raise Loud()\n")
+    [scored] = score(local_sandbox, [hostile], problem.id, problems=HUMANEVAL)
+    assert scored.verdict.detail == "0/7 checks pass; check 1: Loud"
+    assert (scored.verdict.status, scored.verdict.reward) == (Status.FAILED, 0.0)
+
+
+def test_a_humaneval_check_that_expects_an_exception_still_catches_it(tmp_path, local_sandbox):
+    path = tmp_path / "raises.jsonl"
+    path.write_text(json.dumps({
+        "task_id": "H/raises", "prompt": 'def root(x):\n    """Its square root; ValueError below 0."""\n', "entry_point": "root",
+        "test": "def check(candidate):\n    try:\n        candidate(-1)\n    except ValueError:\n        pass\n"
+                "    else:\n        assert False\n    assert candidate(4) == 2\n"}) + "\n")
+    problems = load_problems(str(path))
+    good = "    if x < 0:\n        raise ValueError('negative')\n    return int(x ** 0.5)\n"
+    right, wrong = score(local_sandbox, [good, "    return int(abs(x) ** 0.5)\n"], "H/raises", "partial",
+                         problems=problems)
+    assert right.verdict.reward == 1.0
+    assert (wrong.verdict.reward, wrong.verdict.detail) == (0.5, "1/2 checks pass; check 1: assert failed")
 
 
 def test_javascript_problems_run_on_node_in_the_local_sandbox(tmp_path, local_sandbox):

@@ -472,10 +472,26 @@ def _child(code, test, mode, result_fd, request_fd, arguments, audit_fd, done):
         try:
             answer = ("ok", _plain(function(*args, **kwargs)))
         except Exception as error:
-            answer = ("raised", type(error).__name__)
+            answer = ("raised", *_raised(error))
         _send(result_fd, dumps(answer))
     after(sent=False)
     leave(0)
+
+
+# How much of an exception's message the HumanEval verdict quotes, as the other forms quote stderr's last line.
+MESSAGE_LIMIT = 300
+
+
+def _raised(error):
+    """What the parent needs to raise it again: the exception's name, its message (cut; "" where its
+    __str__ raises or returns no plain str, being the completion's code) and its nearest builtin class,
+    so a check's `except ValueError:` still catches the completion's own ValueError subclass."""
+    try:
+        text = str(error)
+        base = next(k.__name__ for k in type(error).__mro__ if getattr(builtins, k.__name__, None) is k)
+    except BaseException:  # a __str__ that raises SystemExit is still an answer, not a dead child
+        text, base = "", "Exception"
+    return str(type(error).__name__), text[:MESSAGE_LIMIT] if type(text) is str else "", str(base)
 
 
 class _ChildGone(BaseException):
@@ -489,13 +505,21 @@ def _candidate(request_fd, result_fd):
         if data is None:
             raise _ChildGone("the candidate's process died")
         try:
-            tag, value = marshal.loads(data)
+            tag, value, *rest = marshal.loads(data)
         except Exception:
             raise _ChildGone("a malformed answer") from None
         if tag == "ok":
             return value
-        kind = getattr(builtins, str(value), None)
-        raise kind() if isinstance(kind, type) and issubclass(kind, Exception) else RuntimeError(str(value))
+        # Under its own name, of its builtin class: a check that expects an exception still catches it.
+        name, message, base = str(value), *(str(part)[:MESSAGE_LIMIT] for part in [*rest, "", ""][:2])
+        kind = getattr(builtins, base, None)
+        error = None
+        if isinstance(kind, type) and issubclass(kind, Exception):
+            try:
+                error = kind(message) if name == base else type(name, (kind,), {})(message)
+            except TypeError:  # a constructor that wants more (UnicodeDecodeError)
+                pass
+        raise error if error is not None else RuntimeError(f"{name}: {message}" if message else name)
 
     return candidate
 

@@ -229,7 +229,7 @@ def _attempt(thunk):
     try:
         return thunk()
     except Exception as error:
-        return ('raised', type(error).__name__)
+        return ('raised', type(error).__name__, str(error)[:300])
 
 
 def _attempt_block(source, scope, module_scope):
@@ -239,6 +239,6 @@ def _attempt_block(source, scope, module_scope):
         exec(source, namespace)
         namespace['_block']()
     except Exception as error:
-        return ('raised', type(error).__name__)
+        return ('raised', type(error).__name__, str(error)[:300])
     return ('assert', True)
 '''

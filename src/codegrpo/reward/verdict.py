@@ -273,7 +273,13 @@ def score_checks(records: Any, expected: Sequence[ValueCheck | None], partial: b
 
 
 def _check_failure(number: int, record: Any, want: ValueCheck | None) -> str:
-    """Why check ``number`` failed, judged on the host: got vs what the check wants."""
+    """Why check ``number`` failed, judged on the host: got vs what the check wants, or the exception the
+    candidate raised, quoted as the other forms quote it (``TypeError: ...``)."""
+    if isinstance(record, (list, tuple)) and len(record) in (2, 3) and record[0] == "raised":
+        name, message = str(record[1]), str(record[2]) if len(record) == 3 else ""
+        if name == "AssertionError" and not message:
+            return f"check {number}: assert failed"
+        return f"check {number}: {name}: {message}" if message else f"check {number}: {name}"
     is_value = isinstance(record, (list, tuple)) and len(record) == 2 and record[0] == "value"
     if want is None or not is_value:
         return f"check {number}: assert failed"
