@@ -51,6 +51,16 @@ def test_cfg_job_prints_the_trainer_keys_without_torch():
     assert not heavy_imports(done)
 
 
+def test_cfg_job_resolve_shows_the_run_dir_a_run_would_get(tmp_path):
+    # The README's `--cfg job --resolve` failed: no job runs, so Hydra has no output dir to interpolate.
+    done = train_py("--cfg", "job", "--resolve")
+    assert done.returncode == 0, "\n".join(messages(done))
+    assert yaml.safe_load(done.stdout)["run_dir"].startswith("outputs/runs/")
+    done = train_py("--cfg", "job", "--resolve", f"hydra.run.dir={tmp_path}/run")
+    assert yaml.safe_load(done.stdout)["run_dir"] == f"{tmp_path}/run"
+    assert not (tmp_path / "run").exists() and not heavy_imports(done)
+
+
 @pytest.mark.parametrize(("override", "named"), [
     ("trainer.learning_rte=1", "'trainer.learning_rte'"),
     ("trainer.num_generations=many", "trainer.num_generations=many"),

@@ -49,6 +49,8 @@ MIN_PROCESSES = 3
 MIN_OPEN_FILES = 8
 MIN_STDOUT_BYTES = 64
 MAX_ID = (1 << 32) - 2  # the largest uid or gid; -1 (2**32 - 1) means "unchanged" to the kernel
+# Each command's run dir: Hydra's output dir, or under `--cfg job --resolve` the one a run would get (run_dir).
+RUN_DIR = "${codegrpo_run_dir:${hydra:runtime.output_dir},${hydra:run.dir}}"
 
 
 def check_seconds(name: str, value: float, maximum: float) -> None:
@@ -630,7 +632,7 @@ class TrainConfig:
     logger: LoggerConfig = MISSING
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
     seed: int = 42
-    run_dir: str = "${hydra:runtime.output_dir}"
+    run_dir: str = RUN_DIR
     save_model: bool = True
     # "auto": continue from the newest checkpoint-* in run_dir (hydra.run.dir=<that run>); or a checkpoint path.
     resume: Optional[str] = None
@@ -665,7 +667,7 @@ class EvaluateConfig:
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     # Compare two evaluations: two eval JSON files, or two checkpoints (evaluated first); "base" is the model group.
     compare: Optional[list[str]] = None
-    run_dir: str = "${hydra:runtime.output_dir}"
+    run_dir: str = RUN_DIR
     seed: int = 42
 
 
@@ -701,11 +703,17 @@ class PassRatesConfig:
     filtered: str = "${run_dir}/filtered.jsonl"  # the problems with lo < pass rate < hi
     lo: float = 0.0
     hi: float = 1.0
-    run_dir: str = "${hydra:runtime.output_dir}"
+    run_dir: str = RUN_DIR
 
     def __post_init__(self) -> None:
         if self.lo >= self.hi:
             raise UsageError(f"lo={self.lo} >= hi={self.hi}: no pass rate is kept (the filter keeps lo < rate < hi)")
+
+
+def run_dir(output_dir: str | None, planned: str) -> str:
+    """``${codegrpo_run_dir:...}`` (RUN_DIR): Hydra's output dir for this job; under ``--cfg job --resolve``, where no job runs
+    and Hydra has none, the dir a run would get (hydra.run.dir)."""
+    return output_dir if output_dir is not None else planned
 
 
 def auto_concurrency() -> int:
@@ -727,6 +735,7 @@ def register_configs(trainer: bool = True) -> None:
     for other versions, codegrpo.config.trainer_fields): the commands that compose no trainer group (score,
     validate, limits, evaluate) then never start torch."""
     OmegaConf.register_new_resolver("auto_concurrency", auto_concurrency, replace=True)
+    OmegaConf.register_new_resolver("codegrpo_run_dir", run_dir, replace=True)
     OmegaConf.register_new_resolver("episode_tokens", episode_tokens, replace=True)
     OmegaConf.register_new_resolver("turn_limit", turn_limit, replace=True)
     _store_schemas()
