@@ -249,7 +249,7 @@ def test_every_command_refuses_a_secret_on_its_command_line_and_never_echoes_it(
     assert refused.returncode == 2 and HF not in refused.stdout + refused.stderr, refused.stderr[-2000:]
     assert refused.stderr.startswith("error: sandbox.api_key would be written to") and "Traceback" not in refused.stderr
     misspelt = command(f"codegrpo.commands.{name}", f"hydra.run.dir={tmp_path / 'run'}", "sandbox.timout_s=5")
-    assert misspelt.returncode == 1 and misspelt.stderr.startswith("error: Could not override 'sandbox.timout_s'")
+    assert misspelt.returncode == 2 and misspelt.stderr.startswith("error: Could not override 'sandbox.timout_s'")
     assert len(misspelt.stderr.strip().splitlines()) == 1, misspelt.stderr
     assert not (tmp_path / "run").exists()
 

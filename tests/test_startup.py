@@ -64,10 +64,11 @@ def test_cfg_job_resolve_shows_the_run_dir_a_run_would_get(tmp_path):
 @pytest.mark.parametrize(("override", "named"), [
     ("trainer.learning_rte=1", "'trainer.learning_rte'"),
     ("trainer.num_generations=many", "trainer.num_generations=many"),
+    ("reward=nope", "Available options in 'reward': binary, partial"),  # not the schema node base_reward
 ])  # fmt: skip
 def test_a_config_that_does_not_compose_is_one_line_without_torch(override, named):
     done = train_py(override)
-    assert done.returncode == 1  # Hydra's status for a config that does not compose
+    assert done.returncode == 2  # a usage error's status, as codegrpo's own (Hydra's would be 1)
     [line] = messages(done)
     assert line.startswith("error: ") and named in line, line
     assert done.stdout == ""

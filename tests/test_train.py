@@ -201,7 +201,7 @@ def test_a_named_model_directory_that_is_missing_is_one_line_before_anything_loa
 
 def test_an_override_hydras_grammar_cannot_read_is_one_line_that_says_to_quote_it(tmp_path):
     done = _train(tmp_path / "run", "model.name_or_path=~/models/mine", "logger=none")
-    assert done.returncode == 1 and done.stderr.strip().splitlines() == [
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
         "error: cannot read the override model.name_or_path=~/models/mine: quote a value with characters Hydra's "
         "grammar reserves (~ = , [ ] { } ( ) ' \" \\ and spaces), e.g. 'key=\"~/my dir\"'"]
 
@@ -264,7 +264,7 @@ def test_a_rerun_repeats_a_finished_run_exactly_and_only_reads_the_source(tmp_pa
 
 def test_bad_override_fails_at_compose_time(tmp_path):
     done = _train(tmp_path / "run", "trainer.learnig_rate=1")
-    assert done.returncode == 1
+    assert done.returncode == 2  # codegrpo's usage status, not Hydra's 1
     assert "learnig_rate" in done.stderr and "Loading weights" not in done.stderr
 
 

@@ -186,8 +186,8 @@ def entry_point(hydra_main: Callable[[], object]) -> Callable[[], None]:
     """A command's console script: its ``@hydra.main`` function, with a config that does not compose (a
     misspelt key, a wrong type, an unknown option) reported as one line on stderr, as ``run`` reports a
     CodegrpoError, in place of Hydra's five or more (the override, a hint, the key's full name and types,
-    how to see a traceback); the exit status stays Hydra's, 1. HYDRA_FULL_ERROR=1 still shows Hydra's own
-    traceback.
+    how to see a traceback), with codegrpo's status for a usage error, 2 (Hydra's is 1, which a failed
+    run also gives). HYDRA_FULL_ERROR=1 still shows Hydra's own traceback.
 
     Hydra prints a composition error itself unless HYDRA_FULL_ERROR is set, so it is set until the task
     starts, and ``run`` takes it off: the task's own errors are reported as before."""
@@ -208,10 +208,10 @@ def entry_point(hydra_main: Callable[[], object]) -> Callable[[], None]:
             hydra_main()
         except (ConfigCompositionException, OmegaConfBaseException) as error:
             print(f"error: {secrets.mask_text(compose_error_line(error))}", file=sys.stderr)
-            sys.exit(1)
+            sys.exit(2)
         except OverrideParseException as error:
             print(f"error: {parse_error_line(error)}", file=sys.stderr)
-            sys.exit(1)
+            sys.exit(2)
         finally:
             _report_errors_to_hydra()
 
@@ -257,6 +257,8 @@ def compose_error_line(error: BaseException) -> str:
                 kept.append(line.rstrip())
         text = re.sub(r"\n[ \t]+", ", ", "\n".join(kept)).replace(":, ", ": ")  # an indented line is a list item
         text = " ".join(text.split())
+        # The schema nodes Hydra lists among a group's options (base_reward) are not choices.
+        text = re.sub(r"(Available options in '[^']*': .*)", lambda m: re.sub(r"\bbase_\w+(, )?", "", m[1]), text)
         if text and text not in parts:
             parts.append(text.rstrip("."))
         cause = cause.__cause__
