@@ -87,6 +87,14 @@ def test_unknown_option_fails(compose_cfg):
 @pytest.mark.parametrize(("overrides", "message"), [
     (["evaluation.temperature=0", "evaluation.num_samples=2"], "temperature=0 is greedy"),
     (["evaluation.num_samples=2", "evaluation.k=[1,5]"], r"needs evaluation.num_samples >= 5"),
+    (["evaluation.k=[0]"], r"evaluation.k=\[0\] must be integers of at least 1"),
+    (["evaluation.limit=0"], "evaluation.limit=0 must be an integer of at least 1"),
+    (["evaluation.batch_size=0"], "evaluation.batch_size=0 must be an integer of at least 1"),
+    # A slice took -1 as "all but the last problem", silently.
+    (["problems.limit=-1"], r"problems.limit=-1 must be an integer of at least 1 \(the first N problems; null: all\)"),
+    (["problems.max_tests=0"], "problems.max_tests=0 must be an integer of at least 1"),
+    (["problems.min_tests=0"], "problems.min_tests=0 must be an integer of at least 1"),
+    (["problems.eval_fraction=1.0"], "problems.eval_fraction=1.0 must be a fraction between 0 and 1"),
 ])  # fmt: skip
 def test_evaluation_settings_that_cannot_sample_fail_when_the_config_is_read(compose_cfg, overrides, message):
     from codegrpo.errors import UsageError

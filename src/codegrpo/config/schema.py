@@ -74,6 +74,12 @@ def check_at_least(name: str, value: int, minimum: int, why: str = "") -> None:
         raise UsageError(f"{name}={value} must be an integer of at least {minimum}" + (f" ({why})" if why else ""))
 
 
+def check_count(name: str, value: int | None, what: str) -> None:
+    """An optional count: null (no limit) or an integer of at least 1; ``what`` says what it counts."""
+    if value is not None:
+        check_at_least(name, value, 1, what)
+
+
 def check_positive(name: str, value: float, why: str = "") -> None:
     """A finite number above 0."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
@@ -152,6 +158,15 @@ class ProblemsConfig:
         "of each test and its return value is checked. Reply with only the code in one ```python block."
         "\n\n{prompt}\n\n{starter_code}"
     )
+
+    def __post_init__(self) -> None:
+        # A slice would take -1 as "all but the last": a count of problems or tests is at least 1.
+        check_count("problems.limit", self.limit, "the first N problems; null: all")
+        check_count("problems.max_tests", self.max_tests, "the tests kept of each problem; null: all")
+        check_at_least("problems.min_tests", self.min_tests, 1, "a problem needs a test to be scored")
+        if isinstance(self.eval_fraction, bool) or not 0 < self.eval_fraction < 1:
+            raise UsageError(f"problems.eval_fraction={self.eval_fraction} must be a fraction between 0 and 1 "
+                             "(the share of problem ids held out for evaluation)")
 
 
 @dataclass
@@ -507,6 +522,11 @@ class EvaluationConfig:
 
     def __post_init__(self) -> None:
         # Found when the config is read, not after the model has loaded.
+        check_count("evaluation.limit", self.limit, "the first N problems; null: all")
+        for name in ("num_samples", "max_new_tokens", "batch_size"):
+            check_at_least(f"evaluation.{name}", getattr(self, name), 1)
+        if any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in self.k):
+            raise UsageError(f"evaluation.k={list(self.k)} must be integers of at least 1 (pass@k)")
         if self.temperature == 0 and self.num_samples > 1:
             raise UsageError(f"evaluation.temperature=0 is greedy: it draws one sample, not num_samples="
                              f"{self.num_samples} (set evaluation.num_samples=1, or a temperature above 0)")
