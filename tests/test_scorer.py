@@ -131,7 +131,8 @@ def test_humaneval_verdicts_quote_the_exception_as_the_expression_form_does(loca
 def test_a_humaneval_check_that_expects_an_exception_still_catches_it(tmp_path, local_sandbox):
     path = tmp_path / "raises.jsonl"
     path.write_text(json.dumps({
-        "task_id": "H/raises", "prompt": 'def root(x):\n    """Its square root; ValueError below 0."""\n', "entry_point": "root",
+        "task_id": "H/raises", "entry_point": "root",
+        "prompt": 'def root(x):\n    """Its square root; ValueError below 0."""\n',
         "test": "def check(candidate):\n    try:\n        candidate(-1)\n    except ValueError:\n        pass\n"
                 "    else:\n        assert False\n    assert candidate(4) == 2\n"}) + "\n")
     problems = load_problems(str(path))

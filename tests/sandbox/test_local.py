@@ -7,6 +7,7 @@ reward; these tests look at the RunResult itself. Shared helpers are in tests/he
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import os
 import platform
@@ -14,6 +15,7 @@ import random
 import shutil
 import signal
 import string
+import sys
 import textwrap
 import time
 import uuid
@@ -796,3 +798,22 @@ def test_the_least_limits_the_config_admits_still_run_a_program(limits):
     finally:
         asyncio.run(box.aclose())
     assert result.outcome is Outcome.EXITED and result.stdout == '["a", "a", "a"]\n', result
+
+
+def test_the_unreachable_python_warning_is_said_once_on_a_machine(tmp_path, monkeypatch, caplog):
+    # A trainer's Python under /root: the sandbox's uid falls back to /usr/bin/python3. Said on every command,
+    # the warning was noise; now once, then only in the job's log.
+    if os.geteuid() != 0:
+        pytest.skip("only a root trainer runs the sandbox as another uid")
+    private = tmp_path / "root-python"
+    private.mkdir(mode=0o700)
+    monkeypatch.setattr(sys, "base_prefix", str(private))
+    monkeypatch.setenv("CODEGRPO_CACHE", str(tmp_path / "cache"))
+    levels = []
+    for _ in range(2):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="codegrpo.sandbox.local"), make_sandbox():
+            pass
+        [record] = [r for r in caplog.records if "cannot reach this Python" in r.getMessage()]
+        levels.append(record.levelno)
+    assert levels == [logging.WARNING, logging.INFO]

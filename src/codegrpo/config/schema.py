@@ -731,8 +731,8 @@ class PassRatesConfig:
 
 
 def run_dir(output_dir: str | None, planned: str) -> str:
-    """``${codegrpo_run_dir:...}`` (RUN_DIR): Hydra's output dir for this job; under ``--cfg job --resolve``, where no job runs
-    and Hydra has none, the dir a run would get (hydra.run.dir)."""
+    """``${codegrpo_run_dir:...}`` (RUN_DIR): Hydra's output dir for this job; under ``--cfg job --resolve``,
+    where no job runs and Hydra has none, the dir a run would get (hydra.run.dir)."""
     return output_dir if output_dir is not None else planned
 
 

@@ -513,13 +513,13 @@ def _candidate(request_fd, result_fd):
         # Under its own name, of its builtin class: a check that expects an exception still catches it.
         name, message, base = str(value), *(str(part)[:MESSAGE_LIMIT] for part in [*rest, "", ""][:2])
         kind = getattr(builtins, base, None)
-        error = None
+        error = RuntimeError(f"{name}: {message}" if message else name)
         if isinstance(kind, type) and issubclass(kind, Exception):
             try:
                 error = kind(message) if name == base else type(name, (kind,), {})(message)
-            except TypeError:  # a constructor that wants more (UnicodeDecodeError)
-                pass
-        raise error if error is not None else RuntimeError(f"{name}: {message}" if message else name)
+            except TypeError:  # a constructor that wants more (UnicodeDecodeError): the RuntimeError
+                error = RuntimeError(f"{name}: {message}" if message else name)
+        raise error
 
     return candidate
 

@@ -53,6 +53,16 @@ _JOIN_EXIT = 125  # the launcher's exit status when it cannot move itself into t
 _PREFLIGHT = Program("print('ok')", "python", _PREFLIGHT_TIMEOUT_S, "preflight.py")
 
 
+def _warn_once(key: str, message: str, *args: object) -> None:
+    """A warning about this machine's setup: shown the first time, then only in the job's log (INFO), not on
+    every command. Remembered under $CODEGRPO_CACHE (~/.cache/codegrpo)/notices/."""
+    marker = Path(os.environ.get("CODEGRPO_CACHE") or Path.home() / ".cache" / "codegrpo", "notices", key[:200])
+    log.log(logging.INFO if marker.exists() else logging.WARNING, message, *args)
+    with contextlib.suppress(OSError):
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+
+
 def _interpreter_prefix(python: str) -> Path:
     """The directory tree that holds the interpreter and its standard library."""
     if python:
@@ -131,8 +141,10 @@ class LocalSandbox(SandboxBackend):
             return prefix
         system = Path("/usr/bin/python3")
         if not self.cfg.python and system.exists() and _reachable_by_others(_interpreter_prefix(str(system))):
-            log.warning("the sandbox runs as uid %d, which cannot reach this Python's %s: programs run with %s "
-                        "(set sandbox.python to choose another)", self.cfg.uid, prefix, system)  # fmt: skip
+            _warn_once(f"sandbox-python-{self.cfg.uid}-{prefix}".replace("/", "_"),
+                       "the sandbox runs as uid %d, which cannot reach this Python's %s: programs run with %s (set "
+                       "sandbox.python to choose another; said once on this machine, the job's log keeps it)",
+                       self.cfg.uid, prefix, system)  # fmt: skip
             return _interpreter_prefix(str(system))
         raise SandboxFatalError(
             f"the sandbox runs as uid {self.cfg.uid} (sandbox.uid), which cannot reach the interpreter under "
