@@ -41,6 +41,36 @@ def test_final_summary_says_where_everything_is(tmp_path):
     text = final_summary(tmp_path, history)
     assert text.startswith("run finished after 2 logged steps: final reward 0.500, pass rate 50% (first step 0%)")
     assert f"log:         {tmp_path / 'train.log'}" in text and f"model:       {tmp_path / 'final_model'}" in text
+    assert "plots" not in text and "evaluation" not in text  # only what the run wrote
+    one = final_summary(tmp_path, history[-1:])
+    assert one.startswith("run finished after 1 logged step: final reward 0.500")  # not "1 logged steps"
+
+
+def test_final_summary_names_the_plots_and_the_evaluation_files(tmp_path):
+    from codegrpo.tracking.plots import write_plots
+
+    history = [{"step": 1, "rewards/code_reward/mean": 0.25, "pass_rate": 0.0},
+               {"step": 2, "rewards/code_reward/mean": 0.5, "pass_rate": 0.5}]
+    write_plots(history, tmp_path)
+    for name in ("eval_before.json", "eval_after.json", "comparison.json", "comparison.png"):
+        (tmp_path / name).write_text("{}")
+    text = final_summary(tmp_path, history)
+    assert f"plots:       {tmp_path / 'reward_curve.png'}, pass_rate.png, comparison.png" in text
+    assert f"evaluation:  {tmp_path / 'eval_before.json'}, eval_after.json, comparison.json" in text
+
+
+def test_plots_have_a_title_and_whole_step_ticks(tmp_path, monkeypatch):
+    import matplotlib.figure
+
+    from codegrpo.tracking.plots import write_plots
+
+    figures = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda self, *a, **k: figures.append(self))
+    write_plots([{"step": 1, "rewards/code_reward/mean": 0.0}, {"step": 2, "rewards/code_reward/mean": 1.0}], tmp_path)
+    [axes] = figures[0].axes
+    assert axes.get_title() == f"mean reward by training step: {tmp_path.name}"
+    ticks = [t for t in axes.get_xticks() if 1 <= t <= 2]
+    assert ticks and all(float(t).is_integer() for t in ticks), ticks  # a 2-step run had ticks at 1.25, 1.5, ...
 
 
 def test_completions_table_columns_say_why_and_show_the_code(local_sandbox):

@@ -15,6 +15,9 @@ import numpy as np
 from codegrpo.errors import UsageError
 from codegrpo.reward.verdict import Status
 
+# What train.py's evaluation.before / evaluation.after write into the run dir (steps.evaluate_phase, compare).
+EVAL_FILES = ("eval_before.json", "eval_after.json", "comparison.json")
+
 
 def pass_at_k(n: int, c: int, k: int) -> float:
     """Unbiased pass@k (Chen et al., 2021): 1 - C(n-c, k) / C(n, k), computed stably."""

@@ -25,6 +25,7 @@ import yaml  # type: ignore[import-untyped]
 
 from codegrpo.config.schema import ModelConfig, TrainConfig, to_plain
 from codegrpo.errors import ModelNotFoundError, UsageError
+from codegrpo.evaluation.results import EVAL_FILES
 from codegrpo.models.loading import ModelSource, model_choice
 from codegrpo.tracking import secrets
 
@@ -36,7 +37,6 @@ MODEL_FILES = (
     "adapter_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
     "added_tokens.json", "chat_template.jinja", "chat_template.json", "vocab.json", "merges.txt", "*.model",
 )
-EVAL_FILES = ("eval_before.json", "eval_after.json", "comparison.json")
 
 
 def check_push(cfg: TrainConfig) -> None:

@@ -146,22 +146,29 @@ def announce_tracking() -> None:
 
 
 def final_summary(run_dir: Path, history: list[dict[str, Any]], run=None) -> str:
-    """The end-of-run summary (logged, and returned for tests)."""
+    """The end-of-run summary (logged, and returned for tests): the last step's numbers, then where each
+    file the run wrote is."""
+    from codegrpo.evaluation.results import EVAL_FILES
+    from codegrpo.tracking.plots import CURVES
+
     steps = [row for row in history if REWARD_MEAN in row]
     lines = ["run finished"]
     if steps:
         last = steps[-1]
         first_pass = steps[0].get("pass_rate")
         pass_text = f", pass rate {last.get('pass_rate', 0.0):.0%}" if "pass_rate" in last else ""
-        lines[0] += f" after {len(steps)} logged steps: final reward {last[REWARD_MEAN]:.3f}{pass_text}"
+        count = f"{len(steps)} logged step{'s' if len(steps) != 1 else ''}"
+        lines[0] += f" after {count}: final reward {last[REWARD_MEAN]:.3f}{pass_text}"
         if first_pass is not None and len(steps) > 1:
             lines[0] += f" (first step {first_pass:.0%})"
-    places = [("run dir", run_dir), ("config", run_dir / "config.yaml"), ("log", run_dir / "train.log"),
-              ("metrics", run_dir / "log_history.json"), ("completions", run_dir / "completions"),
-              ("model", run_dir / "final_model")]
-    for label, path in places:
-        if path.exists():
-            lines.append(f"  {label + ':':<13}{path}")
+    places = [("run dir", [run_dir]), ("config", [run_dir / "config.yaml"]), ("log", [run_dir / "train.log"]),
+              ("metrics", [run_dir / "log_history.json"]), ("completions", [run_dir / "completions"]),
+              ("plots", [run_dir / name for name in (*CURVES, "comparison.png")]),
+              ("evaluation", [run_dir / name for name in EVAL_FILES]), ("model", [run_dir / "final_model"])]
+    for label, paths in places:
+        found = [path for path in paths if path.exists()]
+        if found:
+            lines.append(f"  {label + ':':<13}{found[0]}" + "".join(f", {path.name}" for path in found[1:]))
     if run is not None:
         location = wandb_location(run)
         lines.append(f"  {'W&B:':<13}{location}")

@@ -18,6 +18,7 @@ def write_plots(history: list[dict], run_dir: Path) -> list[Path]:
 
     matplotlib.use("Agg")  # no display on training machines
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     written = []
     for filename, (key, label) in CURVES.items():
@@ -26,6 +27,8 @@ def write_plots(history: list[dict], run_dir: Path) -> list[Path]:
             continue
         figure, axes = plt.subplots(figsize=(6, 3.5))
         axes.plot(*zip(*points, strict=True), marker="o")
+        axes.set_title(f"{label} by training step: {run_dir.name}")
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole: no 0.5 ticks on a short run
         axes.set_xlabel("step")
         axes.set_ylabel(label)
         axes.set_ylim(-0.02, 1.02)
