@@ -70,7 +70,41 @@ STREAM_PREFIXES = ("/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/")
 HONEST_HANDLERS = {13: 0}  # signal(SIGPIPE, SIG_DFL): C's behaviour on a closed pipe
 
 
-def program_evidence(fd=2):
+def _evidence_channel():
+    """Where the tokens go: the stderr pipe the host reads, whatever the program then makes of fd 2. A
+    program that points fd 2 at its stdout (``os.dup2(1, 2)``) would otherwise get tokens in its answer and
+    fail (red team 6). A copy of fd 2 on the highest fd its limit allows, close-on-exec, where there is room;
+    each write checks that the fd is still that pipe, else tries fd 2 the same way, else is dropped."""
+    import fcntl
+
+    fstat = os.fstat
+
+    def identity(fd):
+        try:
+            found = fstat(fd)
+        except OSError:
+            return None
+        return found.st_dev, found.st_ino
+
+    stderr = identity(2)
+    candidates = [2]
+    with contextlib.suppress(OSError, ValueError):
+        import resource
+
+        highest = min(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 1024) - 1  # a table of 1024 at most
+        if highest > 2:
+            candidates.insert(0, fcntl.fcntl(2, fcntl.F_DUPFD_CLOEXEC, highest))
+
+    def write(data):
+        for fd in candidates:
+            if stderr is not None and identity(fd) == stderr:
+                os.write(fd, data)
+                return
+
+    return write
+
+
+def program_evidence():
     """Install the program's audit hook (see above) and return what to call once it ran."""
     import _signal  # type: ignore[import-not-found]
     import _thread
@@ -78,7 +112,8 @@ def program_evidence(fd=2):
     library = (*sorted({sys.prefix, sys.base_prefix, sys.exec_prefix}), "<frozen")
     ours = os.path.dirname(os.path.abspath(__file__)) + "/"
     home = os.getcwd()
-    getframe, write, ident, norm, join = sys._getframe, os.write, _thread.get_ident, os.path.normpath, os.path.join
+    getframe, write, ident, norm, join = sys._getframe, _evidence_channel(), _thread.get_ident, os.path.normpath, \
+        os.path.join
     frame_functions, pass_through, kind = dict(FRAME_FUNCTIONS), PASS_THROUGH, type
     busy, sent = set(), set()
     paths = {str: str, bytes: lambda value: value.decode("utf-8", "replace")}
@@ -90,7 +125,7 @@ def program_evidence(fd=2):
         if token not in sent:
             sent.add(token)
             with contextlib.suppress(OSError):
-                write(fd, f"\n{AUDIT_MARK}{token}\n".encode())
+                write(f"\n{AUDIT_MARK}{token}\n".encode())
 
     def by_program():
         frame = getframe(2)

@@ -581,6 +581,21 @@ def _read_result(fd, pid):
     return b"".join(chunks), status
 
 
+def _leave_root():
+    """The completion's process, where it is root (a lone program in a Superserve VM runs as the exec's
+    command, as the VM's root with every capability): no capability from here, nor any to be had again by
+    an exec (bounding and ambient sets emptied), so it cannot open this harness's stdout through
+    /proc/<ppid>/fd, which takes CAP_SYS_PTRACE, and forge the report after it (red team 6). It stays uid
+    0, so it reads what root's files it could. Elsewhere (the runner already dropped them) a no-op."""
+    if os.geteuid() != 0:
+        return
+    libc = ctypes.CDLL(None)
+    libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
+    for capability in range(64):
+        libc.prctl(24, capability, 0, 0, 0)  # PR_CAPBSET_DROP: fails past the last capability, harmlessly
+    libc.capset(struct.pack("Ii", 0x20080522, 0), bytes(24))  # _LINUX_CAPABILITY_VERSION_3: all sets empty
+
+
 def main(code, test, mode, entry="", prompt=""):
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
     # Trusted input (the test's arguments), read before the completion's process exists.
@@ -595,6 +610,7 @@ def main(code, test, mode, entry="", prompt=""):
         os.close(read_fd)
         os.close(request_w)
         os.close(audit_r)
+        _leave_root()
         done = []  # _evidence's after(), once the child took its evidence
         try:
             _child(code, entry or test, mode, write_fd, request_r, arguments, audit_w, done)

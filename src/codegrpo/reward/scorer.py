@@ -16,7 +16,7 @@ from codegrpo.config.choices import Checker, Extract, Form, RewardKind
 from codegrpo.data.problems import IOTest, Problem
 from codegrpo.reward.checker import compare_output
 from codegrpo.reward.extraction import completion_text, extract
-from codegrpo.reward.monitor import CATEGORIES, audit_flags, flags_of, run_flags
+from codegrpo.reward.monitor import CATEGORIES, audit_flags, flags_of, run_flags, without_audit_lines
 from codegrpo.reward.programs import Language, build_program, humaneval_check
 from codegrpo.reward.verdict import (
     Failure,
@@ -158,9 +158,10 @@ class _Judged:
         self.room = KEPT_OUTPUT_CHARS
 
     def digest(self, index: int, run: RunResult) -> RunResult:
-        self.verdicts[index] = self.scorer.judge_run(self.problem, index, run)
         with contextlib.suppress(Exception):  # one unreadable run adds nothing; the others still count
             self.evidence |= audit_flags(run) | run_flags(run, self.problem.form, self.scorer.language.name)
+        run = without_audit_lines(run)  # read: from here on its stderr is the program's own
+        self.verdicts[index] = self.scorer.judge_run(self.problem, index, run)
         stdout = run.stdout if len(run.stdout) <= self.room else ""
         stderr = run.stderr[-max(0, self.room - len(stdout)) :] if self.room > len(stdout) else ""
         self.room -= len(stdout) + len(stderr)

@@ -54,6 +54,7 @@ from codegrpo.errors import UsageError
 from codegrpo.reward.checker import same_test
 from codegrpo.reward.explain import code_head
 from codegrpo.reward.extraction import extract_code
+from codegrpo.reward.monitor import without_audit_lines
 from codegrpo.reward.programs import build_program
 from codegrpo.reward.scorer import Scorer
 from codegrpo.reward.verdict import Status, Verdict, clean_text, envelope, score_io, show_value
@@ -108,6 +109,7 @@ class _Collected:
         self.runs: dict[int, PublicRun] = {}
 
     def digest(self, index: int, run: RunResult) -> RunResult:
+        run = without_audit_lines(run)  # the monitor's tokens are never shown to the model
         verdict = self.scorer.judge_run(self.problem, index, run)
         try:
             got = _got(self.problem, run)

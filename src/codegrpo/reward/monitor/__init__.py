@@ -35,8 +35,8 @@ docs/reward-design.md explains each category with an example, and the limits.
 from codegrpo.reward.monitor.categories import CATEGORIES
 from codegrpo.reward.monitor.flags import flags_of, joined, static_flags
 from codegrpo.reward.monitor.javascript_rules import JS_MAX_CHARS
-from codegrpo.reward.monitor.run_evidence import audit_flags, run_flags
+from codegrpo.reward.monitor.run_evidence import audit_flags, run_flags, without_audit_lines
 from codegrpo.reward.monitor.trend import HackTrend, hack_metrics, warn
 
 __all__ = ["CATEGORIES", "JS_MAX_CHARS", "HackTrend", "audit_flags", "flags_of", "hack_metrics", "joined", "run_flags",
-           "static_flags", "warn"]  # fmt: skip
+           "static_flags", "warn", "without_audit_lines"]  # fmt: skip

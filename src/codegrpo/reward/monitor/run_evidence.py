@@ -3,6 +3,8 @@ program's on its stderr, and what the runner saw printed."""
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from typing import Any
 
 from codegrpo.config.choices import Form
@@ -31,6 +33,18 @@ def _stderr_tokens(stderr: str) -> list[str]:
         tokens.append(stderr[at + len(AUDIT_MARK) : end if end >= 0 else len(stderr)])
         at = stderr.find(AUDIT_MARK, at + len(AUDIT_MARK)) if end >= 0 else -1
     return tokens
+
+
+_TOKEN_LINE = re.compile(re.escape(AUDIT_MARK) + r"[^\n]*\n?")
+
+
+def without_audit_lines(run: RunResult) -> RunResult:
+    """The run as the program wrote it: its audit hook's token lines (each written as ``\n`` + mark + token +
+    ``\n``) taken out of its stderr, once audit_flags has read them. They are the monitor's evidence, never
+    an error's reason or a feedback message (red team 6: the last stderr line was the token)."""
+    if AUDIT_MARK not in run.stderr:
+        return run
+    return dataclasses.replace(run, stderr=_TOKEN_LINE.sub("", run.stderr))
 
 
 def audit_flags(run: RunResult) -> set[str]:
