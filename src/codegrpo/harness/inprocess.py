@@ -18,6 +18,17 @@ import threading
 import traceback
 import types
 
+from codegrpo.harness.audit_events import (  # in a sandbox: that file's text, inlined (sandbox_source)
+    AUDIT_EVENTS,
+    FRAME_ATTRIBUTES,
+    FRAME_FUNCTIONS,
+    HONEST_HANDLERS,
+    KILL_EVENTS,
+    PASS_THROUGH,
+    PATH_EVENTS,
+    SPECIAL_EVENTS,
+)
+
 PRELUDE_CACHE = 8
 # What programs and the harness import, imported once in the warm parent so that forks find them.
 PRELOAD = (
@@ -32,74 +43,37 @@ C_INT_MAX = (1 << 31) - 1  # the recursion limit is a C int (32 bits wherever CP
 # A program whose prelude is not the harness (which takes its own evidence, in its child) runs with a PEP 578
 # audit hook, installed just before its first line, which nothing in Python can remove: each kind of
 # suspect event its own code raises (not the standard library's on its own, nor this module's) is written
-# at once, before the operation is done, as one line AUDIT_MARK + token on its stderr (fd 2), which only
+# at once, before the operation is done, as one line AUDIT_MARK + token on its stderr pipe, which only
 # the host reads; once it ran (atexit hooks included), a value of the builtins module replaced, added or
 # removed and a signal's handler changed (but SIGPIPE's to its default) are written too. The program can
 # add such lines (flags against itself) but cannot take back one written; the host reads them from its
 # stderr (run_evidence.py). Best effort: a failed write is dropped, never the program's error.
 HARNESS_MARK = "# Runs INSIDE the sandbox. The host appends one line: main("  # the harness's first line
 AUDIT_MARK = "codegrpo-audit "
-AUDIT_EVENTS = {
-    "sys._getframe": "introspection", "sys._current_frames": "introspection", "sys.settrace": "introspection",
-    "sys.setprofile": "introspection", "gc.get_objects": "introspection", "gc.get_referrers": "introspection",
-    "gc.get_referents": "introspection", "sys.addaudithook": "patch",
-    "subprocess.Popen": "process", "os.system": "process", "os.exec": "process", "os.posix_spawn": "process",
-    "os.spawn": "process", "os.fork": "process", "os.forkpty": "process", "pty.spawn": "process",
-    "ctypes.dlopen": "process", "ctypes.dlsym": "process", "ctypes.call_function": "process",
-    "ctypes.addressof": "process", "ctypes.string_at": "process", "ctypes.cdata": "process",
-    "socket.__new__": "network", "socket.connect": "network", "socket.bind": "network",
-    "socket.getaddrinfo": "network", "socket.gethostbyname": "network", "socket.sendto": "network",
-}  # fmt: skip
-PATH_EVENTS = ("open", "os.listdir", "os.scandir", "os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod",
-               "os.chown", "os.link", "os.symlink", "os.truncate", "os.utime", "os.chdir", "shutil.rmtree",
-               "shutil.copyfile", "shutil.move", "os.walk")  # fmt: skip
-KILL_EVENTS = ("os.kill", "os.killpg", "signal.pthread_kill")
-FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
-PASS_THROUGH = ("<frozen os>", "<frozen posixpath>", "<frozen genericpath>", "<frozen io>", "os.py", "pathlib.py",
-                "shutil.py", "glob.py", "subprocess.py", "socket.py", "pty.py", "ctypes/__init__.py", "io.py",
-                "posixpath.py", "genericpath.py")  # fmt: skip
-FRAME_FUNCTIONS = {
-    "inspect.py": frozenset({"currentframe", "stack", "trace", "getouterframes", "getinnerframes", "getframeinfo"}),
-    "traceback.py": frozenset({"walk_stack", "walk_tb", "extract_stack", "format_stack", "print_stack", "extract",
-                               "extended_frame_gen", "_extract_from_extended_frame_gen"}),
-}  # fmt: skip
 # Its own streams, by any name: a stdio program's to read and write.
 STREAM_PATHS = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/stdin", "/dev/stdout", "/dev/stderr",
                 "/dev/tty")  # fmt: skip
 STREAM_PREFIXES = ("/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/")
-HONEST_HANDLERS = {13: 0}  # signal(SIGPIPE, SIG_DFL): C's behaviour on a closed pipe
 
 
 def _evidence_channel():
-    """Where the tokens go: the stderr pipe the host reads, whatever the program then makes of fd 2. A
-    program that points fd 2 at its stdout (``os.dup2(1, 2)``) would otherwise get tokens in its answer and
-    fail (red team 6). A copy of fd 2 on the highest fd its limit allows, close-on-exec, where there is room;
-    each write checks that the fd is still that pipe, else tries fd 2 the same way, else is dropped."""
-    import fcntl
-
+    """Where the tokens go: fd 2 while it is still the stderr pipe the host reads, else nowhere. A program
+    that points fd 2 at its stdout (``os.dup2(1, 2)``) would otherwise get tokens in its answer and fail (red
+    team 6); a copy of the pipe on an fd of its own would show in the program's /proc/self/fd."""
     fstat = os.fstat
 
-    def identity(fd):
+    def identity():
         try:
-            found = fstat(fd)
+            found = fstat(2)
         except OSError:
             return None
         return found.st_dev, found.st_ino
 
-    stderr = identity(2)
-    candidates = [2]
-    with contextlib.suppress(OSError, ValueError):
-        import resource
-
-        highest = min(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 1024) - 1  # a table of 1024 at most
-        if highest > 2:
-            candidates.insert(0, fcntl.fcntl(2, fcntl.F_DUPFD_CLOEXEC, highest))
+    stderr = identity()
 
     def write(data):
-        for fd in candidates:
-            if stderr is not None and identity(fd) == stderr:
-                os.write(fd, data)
-                return
+        if stderr is not None and identity() == stderr:
+            os.write(2, data)
 
     return write
 
@@ -117,8 +91,7 @@ def program_evidence():
     frame_functions, pass_through, kind = dict(FRAME_FUNCTIONS), PASS_THROUGH, type
     busy, sent = set(), set()
     paths = {str: str, bytes: lambda value: value.decode("utf-8", "replace")}
-    watched = frozenset(AUDIT_EVENTS).union(PATH_EVENTS, KILL_EVENTS, ("object.__getattr__", "object.__setattr__",
-                                                                       "object.__delattr__"))  # fmt: skip
+    watched = frozenset(AUDIT_EVENTS).union(PATH_EVENTS, KILL_EVENTS, SPECIAL_EVENTS)
     pid = os.getpid()
 
     def send(token):

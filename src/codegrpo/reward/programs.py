@@ -5,12 +5,12 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from codegrpo.config.choices import Form
 from codegrpo.data.problems import PREAMBLES, Problem, compile_error
 from codegrpo.errors import ProblemError
+from codegrpo.harness import sandbox_source
 from codegrpo.reward.verdict import CheckKind, ValueCheck
 from codegrpo.sandbox.base import Program
 
@@ -36,10 +36,8 @@ def get_language(name: str) -> Language:
         raise ProblemError(f"unknown language {name!r}; choose one of {sorted(LANGUAGES)}") from None
 
 
-@cache
 def _python_harness() -> str:
-    text = resources.files("codegrpo.harness").joinpath("python_harness.py").read_text()
-    return text if text.endswith("\n") else text + "\n"  # whole lines: the program's prelude
+    return sandbox_source("python_harness")  # whole lines: the program's prelude
 
 
 def build_program(

@@ -9,11 +9,10 @@ import enum
 import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 
 from codegrpo.config.schema import SandboxConfig
 from codegrpo.errors import SandboxFatalError, UsageError
-from codegrpo.harness import protocol
+from codegrpo.harness import protocol, sandbox_source
 
 # How each runtime runs a program's file. A "python" program may run in a warm interpreter, forked per
 # program (codegrpo.harness.runner), exactly as this command would run it.
@@ -139,8 +138,7 @@ def classify(
 
 def runner_sources() -> dict[str, str]:
     """The runner's modules (harness/protocol.py's MODULES) by name, as text for a sandbox."""
-    harness = resources.files("codegrpo.harness")
-    return {name: harness.joinpath(f"{name}.py").read_text(encoding="utf-8") for name in protocol.MODULES}
+    return {name: sandbox_source(name) for name in protocol.MODULES}
 
 
 def program_limits(cfg: SandboxConfig, processes: int | None = None, memory_bytes: int | None = None) -> dict:
