@@ -71,6 +71,9 @@ PRIVATE_OVERRIDES: dict[str, Override] = {
     "_save_checkpoint": Override(
         "trl.GRPOTrainer", ("self", "model", "trial"),
         "it writes one checkpoint-<global_step> and nothing else into the output dir"),
+    "_issue_warnings_after_load": Override(
+        "transformers.Trainer", ("self", "load_result"),
+        "a resume calls it with load_state_dict's result (missing_keys, unexpected_keys) and only warns"),
 }
 
 
@@ -276,6 +279,15 @@ class CodeGRPOTrainer(GRPOTrainer):
     def create_model_card(self, *args: Any, **kwargs: Any) -> None:
         """None: TRL writes its card into the run dir at every checkpoint, and it is boilerplate ("a
         fine-tuned version of [None]"); a push writes codegrpo's own (codegrpo.models.hub.model_card)."""
+
+    def _issue_warnings_after_load(self, load_result: Any) -> None:
+        # A model whose output layer is its embeddings (SmolLM2, Qwen2.5-0.5B) saves the tensor once: on
+        # resume the other name is missing by design, and transformers warned `missing keys ['lm_head.weight']`.
+        tied = getattr(self.model, "all_tied_weights_keys", None) or {}
+        if load_result.missing_keys and set(load_result.missing_keys) <= set(tied):
+            self.model.tie_weights()
+            load_result = load_result._replace(missing_keys=[])
+        super()._issue_warnings_after_load(load_result)
 
     def _get_output_dir(self, trial: Any) -> str:
         # While a checkpoint is saved, the trainer writes it into the staging dir.
