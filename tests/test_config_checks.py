@@ -35,6 +35,10 @@ def _message(compose_cfg, *overrides: str) -> str:
      "would all be one greedy completion)"),
     (["trainer.learning_rate=-1"],
      "trainer.learning_rate=-1.0 must be a finite number above 0 (a negative one climbs the loss, 0 trains nothing)"),
+    (["trainer.max_steps=-3"],  # read by transformers as "train the epochs": hours, not 3 steps
+     "trainer.max_steps=-3 must be an integer of at least 1 (or -1 to train trainer.num_train_epochs epochs)"),
+    (["trainer.max_steps=0"],
+     "trainer.max_steps=0 must be an integer of at least 1 (or -1 to train trainer.num_train_epochs epochs)"),
     (["trainer.num_generations=1", "trainer.per_device_train_batch_size=1"],
      "trainer.num_generations=1 must be at least 2: GRPO's advantage compares each completion with the others of "
      "its prompt"),

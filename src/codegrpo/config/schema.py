@@ -392,6 +392,9 @@ def check_trainer(t: Any) -> None:
     if not isinstance(beta, (int, float)) or not 0 <= beta < math.inf:
         raise UsageError(f"trainer.beta={beta} must be a finite number at least 0 (the KL coefficient; 0: none)")
     check_at_least("trainer.num_iterations", get("num_iterations", 1), 1)
+    max_steps = get("max_steps", -1)
+    if max_steps != -1:  # -1: transformers trains num_train_epochs; any other negative did the same, silently
+        check_at_least("trainer.max_steps", max_steps, 1, "or -1 to train trainer.num_train_epochs epochs")
     generations = get("num_generations", 8)
     if generations is None or isinstance(generations, bool) or not isinstance(generations, int) or generations < 2:
         raise UsageError(f"trainer.num_generations={generations} must be at least 2: GRPO's advantage compares "
