@@ -54,10 +54,17 @@ _PREFLIGHT = Program("print('ok')", "python", _PREFLIGHT_TIMEOUT_S, "preflight.p
 
 
 def _warn_once(key: str, message: str, *args: object) -> None:
-    """A warning about this machine's setup: shown the first time, then only in the job's log (INFO), not on
-    every command. Remembered under $CODEGRPO_CACHE (~/.cache/codegrpo)/notices/."""
+    """A warning about this machine's setup: on the console the first time, then only in the job's log file
+    (train.log, evaluate.log), not on every command. Remembered under $CODEGRPO_CACHE
+    (~/.cache/codegrpo)/notices/."""
     marker = Path(os.environ.get("CODEGRPO_CACHE") or Path.home() / ".cache" / "codegrpo", "notices", key[:200])
-    log.log(logging.INFO if marker.exists() else logging.WARNING, message, *args)
+    if not marker.exists():
+        log.warning(message, *args)
+    else:
+        record = log.makeRecord(log.name, logging.INFO, __file__, 0, message, args, None)
+        for handler in logging.getLogger().handlers:
+            if isinstance(handler, logging.FileHandler):
+                handler.handle(record)
     with contextlib.suppress(OSError):
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.touch()
