@@ -491,7 +491,8 @@ def _candidate(request_fd, result_fd):
         if tag == "ok":
             return value
         # Under its own name, of its builtin class: a check that expects an exception still catches it.
-        name, message, base = str(value), *(str(part)[:MESSAGE_LIMIT] for part in [*rest, "", ""][:2])
+        message, base = (str(part)[:MESSAGE_LIMIT] for part in [*rest, "", ""][:2])
+        name = str(value)
         kind = getattr(builtins, base, None)
         error = RuntimeError(f"{name}: {message}" if message else name)
         if isinstance(kind, type) and issubclass(kind, Exception):

@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import torch
 from accelerate.utils import gather_object
@@ -285,7 +285,7 @@ class CodeGRPOTrainer(GRPOTrainer):
         # resume the other name is missing by design, and transformers warned `missing keys ['lm_head.weight']`.
         tied = getattr(self.model, "all_tied_weights_keys", None) or {}
         if load_result.missing_keys and set(load_result.missing_keys) <= set(tied):
-            self.model.tie_weights()
+            cast(PreTrainedModel, self.model).tie_weights()
             load_result = load_result._replace(missing_keys=[])
         super()._issue_warnings_after_load(load_result)
 
