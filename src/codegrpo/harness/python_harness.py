@@ -562,19 +562,50 @@ def _read_result(fd, pid):
     return b"".join(chunks), status
 
 
+NOBODY = 65534
+
+
 def _leave_root():
     """The completion's process, where it is root (a lone program in a Superserve VM runs as the exec's
-    command, as the VM's root with every capability): no capability from here, nor any to be had again by
-    an exec (bounding and ambient sets emptied), so it cannot open this harness's stdout through
-    /proc/<ppid>/fd, which takes CAP_SYS_PTRACE, and forge the report after it (red team 6). It stays uid
-    0, so it reads what root's files it could. Elsewhere (the runner already dropped them) a no-op."""
+    command, as the VM's root with every capability). Capabilities alone are not enough (red team 6): without
+    them root still owns root's files, so a completion could plant a module in the standard library that
+    this harness's parent imports for the checks. So it becomes nobody (which also empties its capability
+    sets), with the bounding set emptied and no new privileges from an exec, wherever nobody can still run
+    this Python (a VM's /usr); where it cannot (an interpreter under /root, a developer's machine) it keeps
+    uid 0 without capabilities. Elsewhere (the runner already dropped them) a no-op."""
     if os.geteuid() != 0:
         return
     libc = ctypes.CDLL(None)
     libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
     for capability in range(64):
         libc.prctl(24, capability, 0, 0, 0)  # PR_CAPBSET_DROP: fails past the last capability, harmlessly
+    if _others_can_run_python():
+        try:
+            os.setgroups([])
+            os.setresgid(NOBODY, NOBODY, NOBODY)
+            os.setresuid(NOBODY, NOBODY, NOBODY)
+        except OSError:  # a root without CAP_SETUID (a user namespace's): it has no capability to drop
+            pass
     libc.capset(struct.pack("Ii", 0x20080522, 0), bytes(24))  # _LINUX_CAPABILITY_VERSION_3: all sets empty
+    libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+
+
+def _others_can_run_python():
+    """Whether a user who is no owner can read this interpreter's standard library (every directory above
+    it searchable, the library readable)."""
+    path = os.path.dirname(os.__file__)
+    try:
+        if not os.stat(path).st_mode & 0o004:
+            return False
+        while True:
+            if not os.stat(path).st_mode & 0o001:
+                return False
+            parent = os.path.dirname(path)
+            if parent == path:
+                return True
+            path = parent
+    except OSError:
+        return False
 
 
 def main(code, test, mode, entry="", prompt=""):
