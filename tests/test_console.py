@@ -91,3 +91,24 @@ def test_completions_table_columns_say_why_and_show_the_code(local_sandbox):
     assert extra["error"][1] == "no code: no ```python block, and the reply does not read as Python"
     assert extra["error"][2].startswith("no code")
     assert extra["code"] == ["def is_prime(n):\n    return n > 1", "", ""]
+
+
+def test_a_step_line_clears_the_progress_bar_and_draws_it_again_below(capsys, caplog):
+    import logging
+    import sys
+
+    from tqdm import tqdm
+
+    from codegrpo.tracking.console import log_over_bars
+
+    bar = tqdm(total=8, file=sys.stderr, mininterval=0, ascii=True)
+    bar.update(1)
+    capsys.readouterr()
+    with caplog.at_level(logging.INFO, logger="codegrpo.tracking.console"):
+        log_over_bars("step 1/8  reward 0.500")
+    bar.close()
+    err = capsys.readouterr().err
+    cleared, _, drawn = err.partition("\r" + " " * 10)  # the bar's line blanked before the step line
+    assert cleared == "" or cleared.endswith("\r"), err
+    assert "1/8" in drawn, err  # and drawn again after it
+    assert caplog.messages == ["step 1/8  reward 0.500"]

@@ -100,6 +100,16 @@ def step_line(logs: dict[str, Any], step: int, max_steps: int, seconds: float) -
     return "  ".join(p for p in parts if p)
 
 
+def log_over_bars(text: str) -> None:
+    """Log ``text`` with the progress bars on the console cleared while it is written, then drawn again below
+    it: on a terminal the trainer's bar and the step line shared a line (`12%|█▎ | 1/8 [00:19<02:14][...] -
+    step 1/8 ...`)."""
+    from tqdm import tqdm  # type: ignore[import-untyped]
+
+    with tqdm.external_write_mode():
+        log.info("%s", text)
+
+
 def install(trainer: Trainer) -> None:
     """Replace the trainer's dict-printing progress output with one story line per logged step. (Which
     steps write a completions table is the trainer's: codegrpo.train.trl_adapter.)"""
@@ -121,7 +131,7 @@ def install(trainer: Trainer) -> None:
             logs = logs or {}
             if REWARD_MEAN in logs and state.is_world_process_zero:
                 now = time.monotonic()
-                log.info("%s", step_line(logs, state.global_step, state.max_steps, now - self.last))
+                log_over_bars(step_line(logs, state.global_step, state.max_steps, now - self.last))
                 self.last = now
 
     quiet_library_deprecations()

@@ -50,7 +50,9 @@ def _project_state() -> dict[str, Any]:
     if not top or Path(top).resolve() == PROJECT_ROOT.resolve():
         return {}
     return {"project": {"dir": top, "git_commit": _git("rev-parse", "HEAD", where=Path(top)).strip() or None,
-                        "git_dirty": bool(_git("status", "--porcelain", where=Path(top)).strip())}}
+                        # Tracked files only: the run's own outputs/ and the user's data files are untracked.
+                        "git_dirty": bool(_git("status", "--porcelain", "--untracked-files=no",
+                                               where=Path(top)).strip())}}
 
 
 def write_run_info(run_dir: Path, seed: int, problems_hash: str, extra: dict[str, Any] | None = None) -> Path:
