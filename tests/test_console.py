@@ -105,7 +105,7 @@ def test_a_step_line_clears_the_progress_bar_and_draws_it_again_below(capsys, ca
     bar.update(1)
     capsys.readouterr()
     with caplog.at_level(logging.INFO, logger="codegrpo.tracking.console"):
-        log_over_bars("step 1/8  reward 0.500")
+        log_over_bars("step 1/8  reward 0.500", [bar])
     bar.close()
     err = capsys.readouterr().err
     cleared, _, drawn = err.partition("\r" + " " * 10)  # the bar's line blanked before the step line

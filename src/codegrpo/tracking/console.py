@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import time
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -100,14 +101,17 @@ def step_line(logs: dict[str, Any], step: int, max_steps: int, seconds: float) -
     return "  ".join(p for p in parts if p)
 
 
-def log_over_bars(text: str) -> None:
-    """Log ``text`` with the progress bars on the console cleared while it is written, then drawn again below
+def log_over_bars(text: str, bars: Sequence[Any] = ()) -> None:
+    """Log ``text`` with the progress ``bars`` (tqdm's) cleared while it is written, then drawn again below
     it: on a terminal the trainer's bar and the step line shared a line (`12%|█▎ | 1/8 [00:19<02:14][...] -
     step 1/8 ...`)."""
-    from tqdm import tqdm  # type: ignore[import-untyped]
-
-    with tqdm.external_write_mode():
+    for bar in bars:
+        bar.clear()
+    try:
         log.info("%s", text)
+    finally:
+        for bar in bars:
+            bar.refresh()
 
 
 def install(trainer: Trainer) -> None:
@@ -120,8 +124,9 @@ def install(trainer: Trainer) -> None:
             pass  # the step line below says it; the raw dict only repeated log_history.json
 
     class StoryLine(TrainerCallback):
-        def __init__(self) -> None:
+        def __init__(self, progress: ProgressCallback | None) -> None:
             self.last = time.monotonic()
+            self.progress = progress
 
         def on_train_begin(self, args, state, control, **kwargs) -> None:
             self.last = time.monotonic()
@@ -131,14 +136,18 @@ def install(trainer: Trainer) -> None:
             logs = logs or {}
             if REWARD_MEAN in logs and state.is_world_process_zero:
                 now = time.monotonic()
-                log_over_bars(step_line(logs, state.global_step, state.max_steps, now - self.last))
+                bar = getattr(self.progress, "training_bar", None)  # ProgressCallback's, while it trains
+                log_over_bars(step_line(logs, state.global_step, state.max_steps, now - self.last),
+                              [bar] if bar is not None else [])
                 self.last = now
 
     quiet_library_deprecations()
+    progress = None
     if trainer.pop_callback(ProgressCallback) is not None:
-        trainer.add_callback(QuietProgress)
+        progress = QuietProgress()
+        trainer.add_callback(progress)
     trainer.pop_callback(PrinterCallback)
-    trainer.add_callback(StoryLine())
+    trainer.add_callback(StoryLine(progress))
 
 
 def announce_tracking() -> None:
