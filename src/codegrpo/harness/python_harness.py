@@ -571,8 +571,10 @@ def _leave_root():
     them root still owns root's files, so a completion could plant a module in the standard library that
     this harness's parent imports for the checks. So it becomes nobody (which also empties its capability
     sets), with the bounding set emptied and no new privileges from an exec, wherever nobody can still run
-    this Python (a VM's /usr); where it cannot (an interpreter under /root, a developer's machine) it keeps
-    uid 0 without capabilities. Elsewhere (the runner already dropped them) a no-op."""
+    this Python (a VM's /usr). Where it cannot (an interpreter under /root, a 0750 standard library), it
+    fails closed: a uid 0 that still owns or can write the library it imports from runs nothing (red team 6's
+    third pass planted random.py that way). A user namespace's root (the Superserve fake's VM) owns none of
+    it. Elsewhere (the runner already dropped them) a no-op."""
     if os.geteuid() != 0:
         return
     libc = ctypes.CDLL(None)
@@ -588,6 +590,20 @@ def _leave_root():
             pass
     libc.capset(struct.pack("Ii", 0x20080522, 0), bytes(24))  # _LINUX_CAPABILITY_VERSION_3: all sets empty
     libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+    if os.geteuid() == 0:
+        for path in {os.path.dirname(os.__file__), *sys.path}:
+            if _can_change(path):
+                raise PermissionError(f"the completion would run as root, which can change {path}: run the "
+                                      "sandbox's python3 from a path every user can read (/usr/bin/python3)")
+
+
+def _can_change(path):
+    """Whether this process can write ``path``, or owns it on a writable mount (and so could chmod it)."""
+    try:
+        owned = os.stat(path).st_uid == os.geteuid()
+        return os.access(path, os.W_OK) or (owned and not os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def _others_can_run_python():
@@ -622,9 +638,9 @@ def main(code, test, mode, entry="", prompt=""):
         os.close(read_fd)
         os.close(request_w)
         os.close(audit_r)
-        _leave_root()
         done = []  # _evidence's after(), once the child took its evidence
         try:
+            _leave_root()
             _child(code, entry or test, mode, write_fd, request_r, arguments, audit_w, done)
         except BaseException as error:
             message = f"{type(error).__name__}: {error}"[:2000]
