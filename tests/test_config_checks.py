@@ -191,12 +191,18 @@ def test_the_shortest_superserve_sandbox_must_fit_one_program(monkeypatch):
      "error: rollout=feedback: trainer.max_completion_length=128 cannot hold rollout.max_turns=3 turns"),
     (["sandbox.memory_mb=4"], f"error: sandbox.memory_mb=4 must be from {MIN_MEMORY_MB} "),
     (["sandbox.python=/nope/python3"], "error: sandbox.python=/nope/python3 does not exist: "),
+    # Found before the run dir is named or the sandbox starts (the second day's trial printed both first).
+    (["problems.path=/nope/problems.jsonl"], "error: problem file /nope/problems.jsonl does not exist"),
+    (["model.name_or_path=/"], "error: / holds no model (no config.json"),
+    (["model.name_or_path=./no-such-model"], f"error: model.name_or_path=./no-such-model: {PROJECT_ROOT}/no-such-model "
+                                             "does not exist"),
+    (["reward.functions=[code_reward,nosuch:fn]"], "error: reward.functions: 'nosuch:fn': cannot import 'nosuch'"),
 ])  # fmt: skip
 def test_a_setting_that_cannot_work_is_one_line_and_exit_2_before_anything_loads(tmp_path, overrides, prefix):
     run_dir = tmp_path / "run"
     done = subprocess.run([sys.executable, "train.py", f"hydra.run.dir={run_dir}", "logger=none", *overrides],
                           cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-3000:]
-    [line] = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    [line] = (done.stdout + done.stderr).strip().splitlines()  # nothing else: no run dir, no sandbox table
     assert line.startswith(prefix), line
     assert "Loading weights" not in done.stderr and not Path(run_dir).exists()

@@ -9,6 +9,7 @@
     tracking(cfg, run_dir, job_type)  the W&B run, or None
     dataset(problems, cfg.problems)   the prompts and test columns GRPOTrainer samples from
     scored_problems(cfg, problems)    what the reward scores: each problem's hidden tests under rollout=feedback
+    check_reward_functions(cfg)       reward.functions, their args and weights, checked before the run starts
     reward_functions(cfg, scorer)     reward.functions and their weights (codegrpo.reward.functions resolves each)
     rollout(cfg, problems, scorer)    rollout=feedback's rollout_func (codegrpo.train.feedback), or None
     grpo_config(cfg, run_dir)         trl.GRPOConfig from the trainer group
@@ -143,14 +144,26 @@ def scored_problems(cfg: TrainConfig | EvaluateConfig, problem_set: list[Problem
     return [hidden(p, same) for p in problem_set]
 
 
-def reward_functions(cfg: TrainConfig, scorer: Scorer) -> tuple[list[Callable[..., object]], list[float] | None]:
-    """The reward functions of ``reward.functions`` and their weights (None: TRL's default, all 1.0)."""
+def check_reward_functions(cfg: TrainConfig) -> None:
+    """``reward.functions``, ``reward.args`` and ``reward.weights``: one line each, before the run starts."""
     entries = list(cfg.reward.functions)
     if not entries:
         raise UsageError("reward.functions is empty: list at least one reward, e.g. [code_reward]")
     unknown_args = set(cfg.reward.args) - {rewards.args_key(e) for e in entries}
     if unknown_args:
         raise UsageError(f"reward.args names {sorted(unknown_args)}, which reward.functions does not list")
+    for entry in entries:
+        rewards.check(entry, cfg)
+    weights = cfg.reward.weights if cfg.reward.weights is not None else cfg.trainer.reward_weights
+    if weights is not None and len(weights) != len(entries):
+        raise UsageError(f"reward.weights has {len(weights)} values for {len(entries)} reward functions "
+                         f"({', '.join(entries)})")
+
+
+def reward_functions(cfg: TrainConfig, scorer: Scorer) -> tuple[list[Callable[..., object]], list[float] | None]:
+    """The reward functions of ``reward.functions`` and their weights (None: TRL's default, all 1.0)."""
+    check_reward_functions(cfg)
+    entries = list(cfg.reward.functions)
     functions = [rewards.resolve(entry, cfg, scorer) for entry in entries]
     if cfg.rollout.kind is RolloutKind.feedback:  # codegrpo's rewards score each episode's final code
         from codegrpo.train.feedback import score_final_code
@@ -165,12 +178,7 @@ def reward_functions(cfg: TrainConfig, scorer: Scorer) -> tuple[list[Callable[..
     if duplicates:
         raise UsageError(f"reward.functions: two functions log under the same name {duplicates}")
     weights = cfg.reward.weights if cfg.reward.weights is not None else cfg.trainer.reward_weights
-    if weights is not None:
-        weights = [float(w) for w in weights]
-        if len(weights) != len(functions):
-            raise UsageError(f"reward.weights has {len(weights)} values for {len(functions)} reward functions "
-                             f"({', '.join(entries)})")
-    return functions, weights
+    return functions, None if weights is None else [float(w) for w in weights]
 
 
 def grpo_config(cfg: TrainConfig, run_dir: Path, reward_weights: list[float] | None = None) -> GRPOConfig:

@@ -53,13 +53,29 @@ def model_choice(cfg: ModelConfig) -> ModelChoice:
         if local.exists() or not _HUB_ID.fullmatch(name) or name.startswith((".", "~")):
             if not local.is_dir():
                 what = "is not a directory" if local.exists() else "does not exist"
-                raise ModelNotFoundError(f"model.name_or_path={name}: {local} {what}; name a directory holding a "
+                raise ModelNotFoundError(f"model.name_or_path={name}: {local.absolute()} {what}; name a directory holding a "
                                          "model (a run's final_model or checkpoint-N) or a Hub id (owner/name)")
             return ModelChoice(ModelSource.local, str(local))
         return ModelChoice(ModelSource.hub, name)
     if cfg.gguf_package:
         return ModelChoice(ModelSource.gguf, f"{cfg.gguf_package}/{cfg.gguf_file}")
     raise ModelNotFoundError("set model.name_or_path (a Hub id or a local directory) or model.gguf_package")
+
+
+def check_model(cfg: ModelConfig) -> None:
+    """The model a config names is one (model_choice; a directory holds a model): one line, before a run
+    starts. A Hub id is models.hub.check_hub_model's to check."""
+    choice = model_choice(cfg)
+    if choice.source is ModelSource.local:
+        _check_holds_model(choice.name)
+
+
+def _check_holds_model(path: str) -> None:
+    local = Path(path).expanduser()
+    if local.is_dir() and not (local / "config.json").is_file() and not is_adapter_dir(path):
+        # transformers would fail on the tokenizer with a ValueError about sentencepiece.
+        raise ModelNotFoundError(f"{local.absolute()} holds no model (no config.json or {ADAPTER_CONFIG}): name a "
+                                 "run's final_model or checkpoint-N directory, or a Hub id")
 
 
 def resolve_model(cfg: ModelConfig) -> str:
@@ -105,11 +121,7 @@ def load_model_and_tokenizer(cfg: ModelConfig, bf16: bool = False) -> tuple[PreT
 
     if bf16 and cfg.dtype is Dtype.auto:
         log.info("Mixed precision: fp32 weights and optimizer state, bf16 autocast for compute")
-    local = Path(path).expanduser()
-    if local.is_dir() and not (local / "config.json").is_file() and not is_adapter_dir(path):
-        # transformers would fail on the tokenizer with a ValueError about sentencepiece.
-        raise ModelNotFoundError(f"{path} holds no model (no config.json or {ADAPTER_CONFIG}): name a run's "
-                                 "final_model or checkpoint-N directory, or a Hub id")
+    _check_holds_model(path)
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=cfg.trust_remote_code)
         if is_adapter_dir(path):  # a LoRA run's final_model: the adapter and its tokenizer

@@ -70,18 +70,19 @@ def args_key(entry: str) -> str:
     return entry.rpartition(":")[2]
 
 
-def resolve(entry: str, cfg: TrainConfig, scorer: Scorer) -> Callable[..., Any]:
-    """The reward function for one reward.functions entry."""
+def check(entry: str, cfg: TrainConfig) -> Callable[..., Any] | None:
+    """One reward.functions entry and its reward.args, checked before a sandbox or model starts: the
+    function it names, or None for the two a scorer serves (code_reward, hack_penalty)."""
     key = args_key(entry)
     args = dict(cfg.reward.args.get(key) or {})
     if entry == CODE_REWARD:
         if args:
             raise UsageError("reward.args.code_reward: code_reward is set up by reward.kind and reward.extract")
-        return CodeReward.of_scorer(scorer)
+        return None
     if entry == HACK_PENALTY:  # the reward-hack monitor's opt-in penalty (scoring.py), on code_reward's batch
         if args:
             raise UsageError("reward.args.hack_penalty: its weight is its reward.weights entry")
-        return make_hack_penalty(scorer)
+        return None
     attr, obj = _lookup(entry)
     if not callable(obj):
         raise UsageError(f"reward.functions: {entry!r} is not a function")
@@ -95,6 +96,14 @@ def resolve(entry: str, cfg: TrainConfig, scorer: Scorer) -> Callable[..., Any]:
     elif args:
         raise UsageError(f"reward.args.{key}: only get_* factories take arguments")
     return obj
+
+
+def resolve(entry: str, cfg: TrainConfig, scorer: Scorer) -> Callable[..., Any]:
+    """The reward function for one reward.functions entry."""
+    function = check(entry, cfg)
+    if function is not None:
+        return function
+    return CodeReward.of_scorer(scorer) if entry == CODE_REWARD else make_hack_penalty(scorer)
 
 
 def reward_name(function: Callable[..., Any]) -> str:

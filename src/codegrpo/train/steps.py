@@ -158,26 +158,29 @@ def prepare(cfg: TrainConfig, stack: ExitStack, guard: Guard) -> Prepared:
     """The checks, then every piece of the run (through codegrpo.build). Raises before loading the model
     if the model is out of reach, or the problems, the resume, the sandbox or the credentials are wrong."""
     from codegrpo.models.hub import check_hub_model, check_push
-    from codegrpo.models.loading import build_peft_config, describe_model, resolve_model
+    from codegrpo.models.loading import build_peft_config, check_model, describe_model, resolve_model
     from codegrpo.models.saving import check_save_dtype
 
     # GRPO's own constraints (checked when the config is read; again here for a config changed since)
     check_trainer(cfg.trainer)
     check_episode_budget(cfg.trainer, cfg.rollout)
     check_devices(cfg)  # the GPU path: no GPU, no bf16 on it, no vLLM: one line, before anything loads
+    check_model(cfg.model)  # a directory that holds no model: one line
     check_hub_model(cfg.model)  # one connection attempt, before anything heavy
     if world_size() > 1 and not os.environ.get("CODEGRPO_RUN_DIR"):
         raise UsageError(
             "a distributed launch needs one run dir for every rank: set CODEGRPO_RUN_DIR, e.g. "
             "CODEGRPO_RUN_DIR=outputs/runs/$(date +%F_%H-%M-%S) accelerate launch ... train.py"
         )
-    run_dir = Path(cfg.run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    console.announce_run_dir(run_dir)
     check_save_dtype(cfg.model)
     check_push(cfg)
     build_peft_config(cfg.peft)  # peft=lora without peft installed fails here, not after the model loads
+    build.check_reward_functions(cfg)
     problems = build.problems(cfg.problems)
+    # Every mistake above is the run's only line: the run dir is named once the run can start.
+    run_dir = Path(cfg.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    console.announce_run_dir(run_dir)
     checkpoint = resume_checkpoint(cfg, run_dir)
     if checkpoint is not None:
         checkpoints.check_resume(checkpoint, to_plain(cfg), problem_set_hash(problems), cfg.resume_force)
