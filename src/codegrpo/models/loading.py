@@ -53,8 +53,9 @@ def model_choice(cfg: ModelConfig) -> ModelChoice:
         if local.exists() or not _HUB_ID.fullmatch(name) or name.startswith((".", "~")):
             if not local.is_dir():
                 what = "is not a directory" if local.exists() else "does not exist"
-                raise ModelNotFoundError(f"model.name_or_path={name}: {local.absolute()} {what}; name a directory holding a "
-                                         "model (a run's final_model or checkpoint-N) or a Hub id (owner/name)")
+                raise ModelNotFoundError(f"model.name_or_path={name}: {local.absolute()} {what}; name a directory "
+                                         "holding a model (a run's final_model or checkpoint-N) or a Hub id "
+                                         "(owner/name)")
             return ModelChoice(ModelSource.local, str(local))
         return ModelChoice(ModelSource.hub, name)
     if cfg.gguf_package:
