@@ -89,6 +89,7 @@ def test_every_shipped_trainer_and_experiment_passes_the_checks(compose_cfg):
     (["rollout=feedback"], 128, "max_new_tokens"),
     (["rollout=feedback", "trainer=gpu"], 512, "max_new_tokens"),
     (["rollout=feedback", "trainer=gpu", "vllm=colocate"], 512, "max_tokens"),
+    (["rollout=feedback", "debug=fast"], 32, "max_new_tokens"),  # it refused: a 32-token episode, 128-token turns
     (["rollout=feedback", "rollout.max_turns=5", "trainer.generation_kwargs={max_new_tokens:64}"], 64,
      "max_new_tokens"),
 ])  # fmt: skip

@@ -59,6 +59,11 @@ def test_cfg_job_resolve_shows_the_run_dir_a_run_would_get(tmp_path):
     done = train_py("--cfg", "job", "--resolve", f"hydra.run.dir={tmp_path}/run")
     assert yaml.safe_load(done.stdout)["run_dir"] == f"{tmp_path}/run"
     assert not (tmp_path / "run").exists() and not heavy_imports(done)
+    # rollout=feedback's turn cap is an interpolation that yields a dict; resolving it in place failed
+    # ("Value 'dict' is not a supported primitive type").
+    done = train_py("rollout=feedback", "--cfg", "job", "--resolve")
+    assert done.returncode == 0, "\n".join(messages(done))
+    assert yaml.safe_load(done.stdout)["trainer"]["generation_kwargs"] == {"max_new_tokens": 128}
 
 
 @pytest.mark.parametrize(("override", "named"), [

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional, cast
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING, OmegaConf
+from omegaconf import MISSING, DictConfig, OmegaConf
 
 from codegrpo.config.cgroupfs import usable_cores
 from codegrpo.config.choices import (
@@ -625,13 +625,14 @@ def episode_tokens(tokens: int, *, _root_: Any) -> int:
     return episode_budget(int(rollout.max_turns), cap if cap is not None else int(tokens))
 
 
-def turn_limit(tokens: int, *, _root_: Any) -> dict[str, int] | None:
+def turn_limit(tokens: int, *, _root_: Any) -> DictConfig | None:
     """``${turn_limit:N}`` (a trainer's generation_kwargs): None, or under rollout=feedback a cap of N tokens
-    on each turn (max_new_tokens; vLLM's max_tokens under trainer.use_vllm)."""
+    on each turn (max_new_tokens; vLLM's max_tokens under trainer.use_vllm). A DictConfig, not a dict: an
+    Any field takes only a node in place (OmegaConf.resolve, as --cfg job --resolve does)."""
     if _feedback_root(_root_) is None:
         return None
     vllm = bool(OmegaConf.select(_root_, "trainer.use_vllm", default=False))
-    return {"max_tokens" if vllm else "max_new_tokens": int(tokens)}
+    return OmegaConf.create({"max_tokens" if vllm else "max_new_tokens": int(tokens)})
 
 
 @dataclass
