@@ -241,6 +241,11 @@ def test_each_companion_commands_help_is_its_own(name):
     assert "\nInput: " in done.stdout and "\nMain options: " in done.stdout and f"    {script} " in done.stdout
     groups = done.stdout.split("== Groups it reads (group=option, the default first) ==\n")[1]
     assert "  sandbox    local, superserve\n" in groups and f"{script} --cfg job" in groups
+    assert ("  problems " in groups) is (name != "limits")  # limits composes problems for its schema, unread
+    # The examples as they are typed: a JSON string's \n escapes and a shell line's continuation kept.
+    kept = {"score": '"```python\\ndef is_prime(n): ...\\n```"}\n', "validate": '"def add(a, b):\\n    return a + b"',
+            "evaluate": "evaluation.num_samples=8 \\\n"}
+    assert kept.get(name, "") in done.stdout
 
 
 def test_relative_paths_are_taken_from_where_the_user_stands_and_shipped_sets_still_load(tmp_path):

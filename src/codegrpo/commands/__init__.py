@@ -48,12 +48,14 @@ def command_help(name: str) -> str:
 
     import yaml  # type: ignore[import-untyped]
 
-    doc = inspect.cleandoc(importlib.import_module(f"codegrpo.commands.{name}").__doc__ or "")
+    module = importlib.import_module(f"codegrpo.commands.{name}")
+    doc = inspect.cleandoc(module.__doc__ or "")
     defaults = yaml.safe_load((Path(CONFIG_DIR) / f"{name}.yaml").read_text())["defaults"]
+    reads = getattr(module, "GROUPS_READ", None)  # where its config composes groups only its schema needs
     lines = [doc, "", "== Groups it reads (group=option, the default first) =="]
     for item in defaults:
         for group, default in (item.items() if isinstance(item, dict) else ()):
-            if group.startswith(("override ", "optional ")):
+            if group.startswith(("override ", "optional ")) or (reads is not None and group not in reads):
                 continue
             found = (Path(CONFIG_DIR) / group).glob("*.yaml")
             options = sorted(p.stem for p in found if not p.stem.startswith("base_"))  # base_*: schemas

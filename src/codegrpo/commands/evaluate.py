@@ -1,4 +1,4 @@
-"""codegrpo-evaluate: pass@k of a model or checkpoint on an eval problem set, in the sandbox, or the
+r"""codegrpo-evaluate: pass@k of a model or checkpoint on an eval problem set, in the sandbox, or the
 paired comparison of two.
 
     codegrpo-evaluate                                   # the default model on HumanEval

@@ -22,6 +22,8 @@ from codegrpo.commands import CONFIG_DIR, entry_point, run
 from codegrpo.config.schema import ScoreConfig
 from codegrpo.sandbox.base import format_limits
 
+GROUPS_READ = ("sandbox",)  # --help: its config composes problems and reward for ScoreConfig, unread
+
 
 def limits(cfg: ScoreConfig) -> int:
     with build.sandbox(cfg.sandbox) as sandbox:

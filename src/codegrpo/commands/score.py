@@ -1,4 +1,4 @@
-"""codegrpo-score: score a JSONL file of completions in the sandbox: reward, status, why.
+r"""codegrpo-score: score a JSONL file of completions in the sandbox: reward, status, why.
 
     codegrpo-score completions=completions.jsonl problems=basics reward=partial --reasons
 

@@ -1,4 +1,4 @@
-"""codegrpo-validate: check a problem set: every problem's reference solution must pass in the sandbox.
+r"""codegrpo-validate: check a problem set: every problem's reference solution must pass in the sandbox.
 
     codegrpo-validate problems=basics
     codegrpo-validate problems=jsonl problems.path=mine.jsonl keep_passing=mine_ok.jsonl
