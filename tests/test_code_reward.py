@@ -88,8 +88,12 @@ def test_each_form_reads_its_own_columns():
 
 
 def test_bad_columns_are_one_error_naming_them_before_anything_runs():
-    with pytest.raises(UsageError, match=r"columns of one form: test \+ expected .* it has test$"):
+    with pytest.raises(UsageError, match=r"one form: test \+ expected .* it has test \(its columns: test\)$"):
         code_reward([ADD], test=["add(2, 3)"])
+    # A misspelt column is named, beside TRL's own arguments, which are not.
+    with pytest.raises(UsageError, match=r"it has none of them \(its columns: expected_output, tset\)$"):
+        code_reward([ADD], prompts=["p"], tset=["add(2, 3)"], expected_output=["5"], completion_ids=[[1]],
+                    trainer_state=None, log_extra=print)
     with pytest.raises(UsageError, match="column 'expected' must be a list with one entry per completion"):
         code_reward([ADD], test=["add(2, 3)"], expected="5")
     with pytest.raises(UsageError, match="row 0: field 'expected' is not valid JSON text"):

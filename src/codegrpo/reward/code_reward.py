@@ -59,6 +59,7 @@ FORMS = (
     "test + expected (the guide's expression form), tests (+ fn_name for call-based tests), "
     "test + entry_point (HumanEval), or problem_id (with CodeReward(problems=...))"
 )
+TRL_ARGUMENTS = frozenset({"prompts", "completions", "completion_ids", "trainer_state"})  # beside the columns
 SANDBOXES = {"local": LocalSandboxConfig, "superserve": SuperserveSandboxConfig}
 # The rows a CodeReward keeps parsed, for the completions of the same prompt and the epochs after: a
 # public dataset's row can hold megabytes of tests, and a long run sees many thousands of rows.
@@ -356,7 +357,10 @@ class CodeReward:
                        for n in range(count)]
         else:
             have = ", ".join(sorted(given)) or "none of them"
-            raise UsageError(f"code_reward: the dataset needs the columns of one form: {FORMS}; it has {have}")
+            # Named so that a misspelt column shows: TRL's own arguments and log_* callbacks are none.
+            got = sorted(n for n in columns if n not in TRL_ARGUMENTS and not n.startswith("log_"))
+            raise UsageError(f"code_reward: the dataset needs the columns of one form: {FORMS}; it has {have} "
+                             f"(its columns: {', '.join(got) or 'none'})")
         problems: dict[str, Problem] = {}
         return [self._add(record, number, problems) for number, record in enumerate(records)], problems
 
