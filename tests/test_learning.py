@@ -111,7 +111,7 @@ def test_first_error_line_names_the_exception():
 @pytest.mark.slow
 def test_train_evaluates_before_and_after_and_compares_with_the_breakdown(compose_cfg):
     from codegrpo.evaluation.results import load_evaluation
-    from codegrpo.train.steps import train
+    from codegrpo.tasks.train import train
 
     cfg = compose_cfg("debug=fast", "problems=trivial", "evaluation.before=true", "evaluation.after=true",
                       "evaluation.limit=2", "evaluation.num_samples=2", "evaluation.max_new_tokens=32",

@@ -27,7 +27,7 @@ def length_reward(completions, **_) -> list[float]:
 def test_lora_trains_only_the_adapter_saves_it_pushes_it_and_evaluate_loads_it(compose_cfg, tmp_path, monkeypatch):
     import torch
 
-    import codegrpo.train.steps as train_module
+    import codegrpo.tasks.train as train_module
     import codegrpo.train.trl_adapter as trainer_module
     from codegrpo.commands.evaluate import evaluate
     from codegrpo.models.loading import load_model_and_tokenizer

@@ -25,9 +25,9 @@ from codegrpo.data.sets import load_problem_set, problem_set_hash
 from codegrpo.errors import UsageError
 from codegrpo.models.conversion import _cache_dir_for, gguf_source
 from codegrpo.resources import PROJECT_ROOT
+from codegrpo.tasks.train import finalize, fit, prepare, settle_failed_run, train
 from codegrpo.train import checkpoints
 from codegrpo.train.preemption import PREEMPTED_EXIT, Guard, parse_signals
-from codegrpo.train.steps import finalize, fit, prepare, settle_failed_run, train
 from tests.helpers.sandbox import child_pids, run_cgroups
 
 TINY = ["logger=none", "plots=false", "problems.limit=2", "trainer.num_generations=2",

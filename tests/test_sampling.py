@@ -121,8 +121,8 @@ def test_bad_sampler_settings_are_one_line_at_compose_time(compose_cfg):
 
 
 def test_a_problem_set_smaller_than_one_batch_is_refused_before_the_model_loads(compose_cfg):
+    from codegrpo.tasks.train import prepare
     from codegrpo.train.preemption import Guard
-    from codegrpo.train.steps import prepare
 
     cfg = compose_cfg("sampler=difficulty", "logger=none", "problems.limit=3", "trainer.num_generations=2",
                       "trainer.per_device_train_batch_size=8")
@@ -139,8 +139,8 @@ TINY = ["logger=none", "plots=false", "save_model=false", "problems.limit=6", "t
 
 @pytest.mark.slow
 def test_training_with_the_difficulty_sampler_logs_sampler_metrics_and_resumes_exactly(compose_cfg, tmp_path):
+    from codegrpo.tasks.train import finalize, fit, prepare
     from codegrpo.train.preemption import Guard
-    from codegrpo.train.steps import finalize, fit, prepare
 
     def train_run(name: str, *overrides: str):
         cfg = dataclasses.replace(compose_cfg(*TINY, *overrides), run_dir=str(tmp_path / name))

@@ -45,7 +45,7 @@ def test_train_in_process_runs_steps_and_saves_the_model(compose_cfg, tmp_path):
     """Also: a model named by model.name_or_path is the one that loads, on the offline model's group too
     (whose GGUF package used to win), and run_info.json records what loaded."""
     from codegrpo.models.loading import resolve_model
-    from codegrpo.train.steps import train
+    from codegrpo.tasks.train import train
 
     named = tmp_path / "my model"  # a local copy of the offline model's weights, under a name of its own
     named.mkdir()

@@ -14,7 +14,7 @@ TACO = "tests/data/code_datasets/taco.arrow"
 
 @pytest.mark.slow
 def test_four_cpu_steps_on_taco_from_a_local_file_log_rewards_with_reasons(compose_cfg):
-    from codegrpo.train.steps import train
+    from codegrpo.tasks.train import train
 
     cfg = compose_cfg(
         "problems=taco", "problems.hub_path=arrow", f"problems.data_files={TACO}", "logger=none", "plots=false",

@@ -11,8 +11,8 @@ import pytest
 
 from codegrpo.errors import UsageError
 from codegrpo.reward.functions import reward_name
+from codegrpo.tasks.train import Fitted, finalize, prepare
 from codegrpo.train.preemption import Guard, parse_signals
-from codegrpo.train.steps import Fitted, finalize, prepare
 from tests.helpers.sandbox import child_pids, run_cgroups
 
 TINY = ["logger=none", "plots=false", "problems.limit=2", "trainer.num_generations=2",

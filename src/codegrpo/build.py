@@ -11,7 +11,7 @@
     scored_problems(cfg, problems)    what the reward scores: each problem's hidden tests under rollout=feedback
     check_reward_functions(cfg)       reward.functions, their args and weights, checked before the run starts
     reward_functions(cfg, scorer)     reward.functions and their weights (codegrpo.reward.functions resolves each)
-    rollout(cfg, problems, scorer)    rollout=feedback's rollout_func (codegrpo.train.feedback), or None
+    rollout(cfg, problems, scorer)    rollout=feedback's rollout_func (codegrpo.train.rollout_func), or None
     grpo_config(cfg, run_dir)         trl.GRPOConfig from the trainer group
     trainer(cfg, ...)                 the GRPOTrainer over all of the above (codegrpo.train.trl_adapter: TRL's adapter)
 
@@ -166,7 +166,7 @@ def reward_functions(cfg: TrainConfig, scorer: Scorer) -> tuple[list[Callable[..
     entries = list(cfg.reward.functions)
     functions = [rewards.resolve(entry, cfg, scorer) for entry in entries]
     if cfg.rollout.kind is RolloutKind.feedback:  # codegrpo's rewards score each episode's final code
-        from codegrpo.train.feedback import score_final_code
+        from codegrpo.train.rollout_func import score_final_code
 
         # code_reward's wrapper writes each turn's columns of the completions table (one writer: a column twice
         # would be twice as long as the table).
@@ -207,7 +207,7 @@ def rollout(cfg: TrainConfig, problem_set: list[Problem], scorer: Scorer | None)
     ``scorer``'s sandbox), or None for TRL's own single-turn generation."""
     if cfg.rollout.kind is not RolloutKind.feedback:
         return None
-    from codegrpo.train.feedback import make_feedback_rollout
+    from codegrpo.train.rollout_func import make_feedback_rollout
 
     if scorer is None:
         raise UsageError("rollout=feedback needs the run's scorer")

@@ -89,7 +89,7 @@ def test_an_error_reason_is_the_programs_own_not_an_audit_token(box):
 
 
 def test_feedback_never_shows_the_monitors_tokens(box):
-    from codegrpo.train.feedback import feedback_message, run_public
+    from codegrpo.rollout.feedback import feedback_message, run_public
 
     problem = dataclasses.replace(SUM, public_tests=(SUM.tests[0],))
     shown = public(problem, same_test())

@@ -35,8 +35,8 @@ from codegrpo.commands import CONFIG_DIR, check_checkpoint, discard_empty_run_di
 from codegrpo.config.choices import RewardKind
 from codegrpo.config.schema import EvaluateConfig
 from codegrpo.errors import UsageError
+from codegrpo.evaluation.results import evaluation_record
 from codegrpo.tracking import wandb_run as tracking
-from codegrpo.tracking.runinfo import evaluation_record
 
 if TYPE_CHECKING:
     from codegrpo.evaluation.results import Comparison, Evaluation

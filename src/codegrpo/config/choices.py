@@ -77,7 +77,7 @@ class SamplerKind(enum.StrEnum):
 
 class RolloutKind(enum.StrEnum):
     single = "single"  # one turn: the completion is the code (the default)
-    feedback = "feedback"  # turns with the public tests' results as feedback (codegrpo.train.feedback)
+    feedback = "feedback"  # turns with the public tests' results as feedback (codegrpo.rollout.feedback)
 
 
 class Form(enum.StrEnum):

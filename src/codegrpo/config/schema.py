@@ -560,7 +560,7 @@ class SamplerConfig:
 @dataclass
 class RolloutConfig:
     """rollout=single | feedback: one turn, or turns that show the model its code's results on the public
-    tests and score its last code on the hidden ones (codegrpo.train.feedback)."""
+    tests and score its last code on the hidden ones (codegrpo.rollout.feedback)."""
 
     kind: RolloutKind = RolloutKind.single
     max_turns: int = 3  # model turns per episode (feedback)

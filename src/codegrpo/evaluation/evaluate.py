@@ -2,7 +2,7 @@
 and pass@k (results.py). The evaluate command and training's before/after evaluations both run this; the
 paired comparison of two evaluations is compare.py.
 
-Under rollout=feedback each sample is an episode (codegrpo.train.feedback.play, the loop training runs): the
+Under rollout=feedback each sample is an episode (codegrpo.rollout.feedback.play, the loop training runs): the
 model sees its code's results on the public tests and revises, up to ``rollout.max_turns`` turns of at most
 ``evaluation.max_new_tokens`` tokens each, within the model's context. The first turn's code and the last
 turn's are both scored on the hidden tests: the Evaluation is the last turn's, with the first turn's inside it
@@ -186,7 +186,7 @@ def evaluate_feedback(model, tokenizer, scorer: Scorer, problems: list[Problem],
     from codegrpo.data.public_tests import public
     from codegrpo.evaluation.compare import compare
     from codegrpo.reward.checker import same_test
-    from codegrpo.train.feedback import Chat, Episode, EpisodeStats, episode_metrics, play
+    from codegrpo.rollout.feedback import Chat, Episode, EpisodeStats, episode_metrics, play
 
     started = time.monotonic()
     set_torch_threads()

@@ -5,19 +5,23 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from codegrpo.errors import UsageError
 from codegrpo.reward.verdict import Status
+from codegrpo.tracking import secrets
+from codegrpo.tracking.runinfo import codegrpo_commit
 
-# What train.py's evaluation.before / evaluation.after write into the run dir (steps.evaluate_phase, compare).
-EVAL_FILES = ("eval_before.json", "eval_after.json", "comparison.json")
-
+if TYPE_CHECKING:
+    from codegrpo.config.schema import EvaluateConfig
+    from codegrpo.data.problems import Problem
 
 def pass_at_k(n: int, c: int, k: int) -> float:
     """Unbiased pass@k (Chen et al., 2021): 1 - C(n-c, k) / C(n, k), computed stably."""
@@ -66,7 +70,7 @@ class Evaluation:
     generated_tokens: int | None = None
     generation_s: float | None = None
     # What was evaluated, to repeat it: the model, the problem set and its hash, the sampling settings, the
-    # commit (codegrpo.tracking.runinfo.evaluation_record); None in files written before it existed.
+    # commit (evaluation_record, below); None in files written before it existed.
     record: dict[str, Any] | None = None
 
     @property
@@ -196,3 +200,28 @@ def load_evaluation(path: Path) -> Evaluation:
     except (OSError, ValueError) as error:
         raise UsageError(f"cannot read eval file {path}: {error}") from None
     return Evaluation.from_json(data, str(path))
+
+
+def evaluation_record(cfg: EvaluateConfig, checkpoint: str | None, problems: Sequence[Problem],
+                      model: Any) -> dict[str, Any]:
+    """What an eval file records so the evaluation can be repeated: the model that loaded (or the checkpoint),
+    the problem set (name, split, count and hash), the sampling settings and k, the rollout, the commit."""
+    from codegrpo.data.sets import problem_set_hash
+    from codegrpo.models.loading import describe_model
+
+    settings = cfg.evaluation
+    model_cfg = cfg.model
+    if checkpoint and checkpoint != "base":  # as build.model loads it
+        model_cfg = dataclasses.replace(cfg.model, name_or_path=checkpoint, gguf_package="")
+    return secrets.mask({
+        "model": describe_model(model_cfg, model),
+        "checkpoint": checkpoint,
+        "problems": {"name": cfg.problems.name, "path": settings.problems_path or cfg.problems.path,
+                     "split": settings.split.value, "count": len(problems),
+                     "sha256": problem_set_hash(problems)},
+        "sampling": {"num_samples": settings.num_samples, "k": list(settings.k), "temperature": settings.temperature,
+                     "max_new_tokens": settings.max_new_tokens, "seed": settings.seed, "limit": settings.limit},
+        "rollout": cfg.rollout.kind.value,
+        "codegrpo_commit": codegrpo_commit(),
+        "command": secrets.mask_argv(sys.argv),
+    })

@@ -25,9 +25,9 @@ import yaml  # type: ignore[import-untyped]
 
 from codegrpo.config.schema import ModelConfig, TrainConfig, to_plain
 from codegrpo.errors import ModelNotFoundError, UsageError
-from codegrpo.evaluation.results import EVAL_FILES
 from codegrpo.models.loading import ModelSource, model_choice
 from codegrpo.tracking import secrets
+from codegrpo.tracking.runinfo import EVAL_FILES
 
 log = logging.getLogger(__name__)
 

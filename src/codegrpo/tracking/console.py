@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codegrpo.reward.metric_names import REWARD_MEAN
+from codegrpo.tracking.runinfo import EVAL_FILES
 
 if TYPE_CHECKING:
     from transformers import Trainer
@@ -167,7 +168,6 @@ def announce_tracking() -> None:
 def final_summary(run_dir: Path, history: list[dict[str, Any]], run=None) -> str:
     """The end-of-run summary (logged, and returned for tests): the last step's numbers, then where each
     file the run wrote is."""
-    from codegrpo.evaluation.results import EVAL_FILES
     from codegrpo.tracking.plots import CURVES
 
     steps = [row for row in history if REWARD_MEAN in row]

@@ -3,7 +3,6 @@ Secrets masked (codegrpo.tracking.secrets): the command line, the extra entries,
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
@@ -11,15 +10,11 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from codegrpo.errors import UsageError
 from codegrpo.resources import PROJECT_ROOT
 from codegrpo.tracking import secrets
-
-if TYPE_CHECKING:
-    from codegrpo.config.schema import EvaluateConfig
-    from codegrpo.data.problems import Problem
 
 PACKAGES = ("codegrpo", "torch", "transformers", "trl", "datasets", "accelerate", "hydra-core", "omegaconf",
             "superserve", "wandb")
@@ -31,6 +26,15 @@ def _git(*args: str, where: Path = PROJECT_ROOT) -> str:
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return done.stdout if done.returncode == 0 else ""
+
+
+def codegrpo_commit() -> str | None:
+    """The commit of the codegrpo checkout this runs from (None outside a git checkout)."""
+    return _git("rev-parse", "HEAD").strip() or None
+
+
+# What train.py's evaluation.before / evaluation.after write into the run dir (steps.evaluate_phase, compare).
+EVAL_FILES = ("eval_before.json", "eval_after.json", "comparison.json")
 
 
 def package_versions() -> dict[str, str]:
@@ -62,7 +66,7 @@ def write_run_info(run_dir: Path, seed: int, problems_hash: str, extra: dict[str
     if diff:
         (run_dir / "git.diff").write_text(secrets.mask_text(diff))  # an edited .env stays home
     info = {
-        "git_commit": _git("rev-parse", "HEAD").strip() or None,
+        "git_commit": codegrpo_commit(),
         "git_dirty": bool(diff),
         "seed": seed,
         "problems_sha256": problems_hash,
@@ -148,28 +152,3 @@ def _drop_config_name(args: list[str]) -> list[str]:
         elif not arg.startswith("--config-name="):
             out.append(arg)
     return out
-
-
-def evaluation_record(cfg: EvaluateConfig, checkpoint: str | None, problems: Sequence[Problem],
-                      model: Any) -> dict[str, Any]:
-    """What an eval file records so the evaluation can be repeated: the model that loaded (or the checkpoint),
-    the problem set (name, split, count and hash), the sampling settings and k, the rollout, the commit."""
-    from codegrpo.data.sets import problem_set_hash
-    from codegrpo.models.loading import describe_model
-
-    settings = cfg.evaluation
-    model_cfg = cfg.model
-    if checkpoint and checkpoint != "base":  # as build.model loads it
-        model_cfg = dataclasses.replace(cfg.model, name_or_path=checkpoint, gguf_package="")
-    return secrets.mask({
-        "model": describe_model(model_cfg, model),
-        "checkpoint": checkpoint,
-        "problems": {"name": cfg.problems.name, "path": settings.problems_path or cfg.problems.path,
-                     "split": settings.split.value, "count": len(problems),
-                     "sha256": problem_set_hash(problems)},
-        "sampling": {"num_samples": settings.num_samples, "k": list(settings.k), "temperature": settings.temperature,
-                     "max_new_tokens": settings.max_new_tokens, "seed": settings.seed, "limit": settings.limit},
-        "rollout": cfg.rollout.kind.value,
-        "codegrpo_commit": _git("rev-parse", "HEAD").strip() or None,
-        "command": secrets.mask_argv(sys.argv),
-    })

@@ -184,7 +184,7 @@ class CodeGRPOTrainer(GRPOTrainer):
                  checkpoint_state: dict[str, Any] | None = None, online: Online | None = None,
                  **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.clock = Clock()  # timing/*; rollout=feedback books its public tests as reward here (train/feedback.py)
+        self.clock = Clock()  # timing/*; rollout=feedback books its public tests as reward here (train/rollout_func.py)
         self._timed_optimizer: torch.optim.Optimizer | None = None
         self.add_callback(StepClock(self.clock))
         self.online = online  # the pass rates and the sampler= choice (codegrpo.train.sampling)
@@ -269,7 +269,7 @@ class CodeGRPOTrainer(GRPOTrainer):
 
     def _generate_and_score_completions(self, inputs: list[dict[str, torch.Tensor | Any]]
                                         ) -> dict[str, torch.Tensor | Any]:
-        self.rollout_inputs = inputs  # rollout=feedback reads each prompt's problem_id here (train/feedback.py)
+        self.rollout_inputs = inputs  # rollout=feedback reads each prompt's problem_id here (train/rollout_func.py)
         output = super()._generate_and_score_completions(inputs)
         if self.online is not None and self.model.training:  # one generation batch scored on every rank
             many = self.accelerator.num_processes > 1

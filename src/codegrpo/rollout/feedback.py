@@ -9,63 +9,34 @@ gets one turn, as rollout=single. The last turn's code is scored on the HIDDEN t
 hack_penalty) through ``score_final_code``: the same verdict, statuses, partial credit and monitor as a
 single turn. The rollout never holds a hidden test: it is built from ``public(problem)`` alone.
 
-TRL's mechanism (GRPOTrainer 1.16, ``rollout_func``): TRL calls ``rollout(prompts, trainer)`` with this
-process's prompts (chat messages, each repeated num_generations times by TRL's sampler) and expects a dict
-with one entry per prompt in each of
-
-    prompt_ids      list[list[int]]            the chat-templated prompt
-    completion_ids  list[list[int]]            every turn's model tokens and the feedback between them
-    logprobs        list[list[float]] | None   the sampling logprob of each completion token (0.0 on
-                                               feedback), None where the backend gives none (transformers)
-    env_mask        list[list[int]]            1 on model tokens, 0 on feedback: the loss never trains on
-                                               feedback (TRL pops it into its tool_mask)
-
-and any other key (a list, one entry per completion) is added to the inputs TRL gives the reward functions
-as keyword arguments: ``final_code`` (the code scored), ``feedback_turns``, ``feedback_public`` (each
-turn's public status), ``feedback_messages`` and ``feedback_tokens``.
-
-Generation is TRL's own: ``trainer._generate_single_turn(prompt_ids, None, {}, 1)``, the call TRL's tool
-loop makes for each later turn (vLLM server or colocate, transformers' continuous batching or plain
-``generate``), on token ids: the turns are concatenated, never re-tokenized. Feedback is a plain user
-message rendered by the model's own chat template, so any chat model works without a tool-calling template.
-CodeGRPOTrainer books the rollout as generation time, less the public tests' runs between turns, which go to
-its ``clock`` as reward time (codegrpo.train.timing): ``timing/generation_s`` is the model's alone.
+The engine is the trainer's and evaluation's alike: ``play`` takes a ``generate`` function (token-id
+prompts -> completions); codegrpo.train.rollout_func binds it to TRL's GRPOTrainer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import inspect
 import itertools
-import json
 import logging
 import re
 import statistics
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from codegrpo.config.choices import Form
 from codegrpo.config.schema import MAX_SHOWN_CHARS, RolloutConfig
 from codegrpo.data.problems import IOTest, Problem
-from codegrpo.data.public_tests import public
 from codegrpo.errors import UsageError
-from codegrpo.reward.checker import same_test
-from codegrpo.reward.explain import code_head
 from codegrpo.reward.extraction import extract_code
 from codegrpo.reward.monitor import without_audit_lines
 from codegrpo.reward.programs import build_program
 from codegrpo.reward.scorer import Scorer
 from codegrpo.reward.verdict import Status, Verdict, clean_text, envelope, score_io, show_value
 from codegrpo.sandbox.base import Outcome, RunResult
-from codegrpo.train import timing
 
-T = TypeVar("T")
 log = logging.getLogger(__name__)
-
-FINAL_CODE = "final_code"  # the extra field code_reward scores under rollout=feedback
-FAULT = "feedback_fault"  # a sandbox failure stopped the episode: its reward is None
 
 
 # -- the public tests, run --------------------------------------------------------------------------------------
@@ -220,18 +191,6 @@ def feedback_message(tests: Sequence[IOTest], result: PublicResult, settings: Ro
 Generate = Callable[[list[list[int]]], tuple[list[list[int]], list[list[float]] | None]]
 
 
-def trainer_generate(trainer: Any) -> Generate:
-    """Generation as TRL does it for a turn after the first (its tool loop): one completion per token-id
-    prompt, by vLLM (server or colocate) or transformers, with the trainer's sampling settings and
-    max_completion_length as max new tokens."""
-
-    def generate(prompt_ids: list[list[int]]) -> tuple[list[list[int]], list[list[float]] | None]:
-        completion_ids, logprobs = trainer._generate_single_turn(prompt_ids, None, {}, 1)
-        return [list(ids) for ids in completion_ids], logprobs
-
-    return generate
-
-
 @dataclass
 class Episode:
     """One completion's turns: its tokens (model and feedback), and what each turn's code did."""
@@ -370,121 +329,6 @@ def play(episodes: Sequence[Episode], generate: Generate, scorer: Scorer, settin
     return sampled
 
 
-def _prompt_key(prompt: Any) -> str:
-    return json.dumps(prompt, sort_keys=True, default=str)
-
-
-def _context_limit(trainer: Any) -> int | None:
-    if getattr(trainer, "use_vllm", False) and getattr(trainer, "vllm_mode", None) == "colocate":
-        try:
-            return int(trainer.vllm_generation.llm.llm_engine.model_config.max_model_len)
-        except AttributeError:
-            pass
-    config = getattr(getattr(trainer, "model", None), "config", None)
-    if config is not None and hasattr(config, "get_text_config"):
-        config = config.get_text_config()
-    limit = getattr(config, "max_position_embeddings", None)
-    return int(limit) if isinstance(limit, int) else None
-
-
-def _run_async(trainer: Any, coroutine: Coroutine[Any, Any, T]) -> T:
-    """On TRL's async loop where it has one (the async reward runs there, on the same sandbox), else here."""
-    loop = getattr(trainer, "async_loop", None)
-    if isinstance(loop, asyncio.AbstractEventLoop) and loop.is_running():
-        return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
-    return asyncio.run(coroutine)
-
-
-def _widest(trainer: Any, count: int) -> int:
-    """The most episodes still going on any process (``count`` here; with one process, ``count``)."""
-    accelerator = getattr(trainer, "accelerator", None)
-    if accelerator is None or accelerator.num_processes <= 1:
-        return count
-    from accelerate.utils import gather_object
-
-    return max(gather_object([count]))
-
-
-RolloutFunc = Callable[[list[Any], Any], dict[str, Any]]
-
-
-def make_feedback_rollout(
-    problems: Sequence[Problem],
-    scorer: Scorer,
-    settings: RolloutConfig | None = None,
-    *,
-    prompt_of: Callable[[Problem], Any] | None = None,
-    generate: Callable[[Any], Generate] = trainer_generate,
-) -> RolloutFunc:
-    """TRL's ``rollout_func`` for rollout=feedback.
-
-    Args:
-        problems: the training problems (with their public tests); the rollout keeps ``public(problem)`` only.
-        scorer: the sandbox and how a run is judged (language, checker, tolerance, limits, extract).
-        settings: the rollout group's settings.
-        prompt_of: the chat prompt each problem is posed with (build.dataset's ``prompt``): which problem a
-            prompt is, where the trainer does not give its inputs (CodeGRPOTrainer's ``rollout_inputs``).
-        generate: ``generate(trainer)`` -> a function from token-id prompts to (completion ids, logprobs or
-            None); TRL's generation by default.
-    """
-    settings = settings or RolloutConfig()
-    same = same_test(scorer.checker, scorer.tolerance)  # the split build.scored_problems made for the reward
-    publics = {problem.id: public(problem, same) for problem in problems}
-    by_prompt: dict[str, str | None] = {}
-    for problem in problems:
-        if prompt_of is not None:
-            key = _prompt_key(prompt_of(problem))
-            by_prompt[key] = problem.id if key not in by_prompt else None  # None: two problems share this prompt
-
-    def problem_ids(prompts: list[Any], trainer: Any) -> list[str]:
-        inputs = getattr(trainer, "rollout_inputs", None)
-        if (inputs is not None and len(inputs) == len(prompts)
-                and all("problem_id" in x and x.get("prompt") == p for x, p in zip(inputs, prompts, strict=True))):
-            return [str(x["problem_id"]) for x in inputs]
-        ids = [by_prompt.get(_prompt_key(p), "") for p in prompts]
-        if not all(ids):
-            raise UsageError("rollout=feedback: a prompt matches no problem, or several: build the rollout with "
-                             "prompt_of=, and give each problem its own prompt, or train with CodeGRPOTrainer")
-        return [str(i) for i in ids]
-
-    def rollout(prompts: list[Any], trainer: Any) -> dict[str, Any]:
-        if not prompts or not all(isinstance(p, list) for p in prompts):
-            raise UsageError("rollout=feedback needs chat prompts (lists of messages)")
-        tokenizer = getattr(trainer, "_tokenizer", None) or trainer.processing_class
-        template = {"chat_template": getattr(trainer, "chat_template", None),
-                    **(getattr(trainer, "chat_template_kwargs", None) or {})}
-        eos = getattr(trainer, "eos_token_ids", None) or [tokenizer.eos_token_id]
-        chat = Chat(tokenizer, eos, int(trainer.max_completion_length), _context_limit(trainer), template)
-        episodes = []
-        for pid, prompt in zip(problem_ids(prompts, trainer), prompts, strict=True):
-            if pid not in publics:
-                raise UsageError(f"rollout=feedback: problem_id {pid!r} is not in the rollout's problems")
-            episodes.append(Episode(publics[pid], chat.prompt_ids(prompt)))
-        clock = getattr(trainer, "clock", None)  # CodeGRPOTrainer's timing/*: the public tests are reward time
-
-        def run_tests(coroutine: Coroutine[Any, Any, T]) -> T:
-            with timing.phase(clock, timing.REWARD):
-                return _run_async(trainer, coroutine)
-
-        sampled = play(episodes, generate(trainer), scorer, settings, chat, widest=lambda n: _widest(trainer, n),
-                       run=run_tests)
-        log_metrics(trainer, episodes, settings.max_turns)
-        return {
-            "prompt_ids": [e.prompt_ids for e in episodes],
-            "completion_ids": [e.completion_ids for e in episodes],
-            "logprobs": [e.logprobs for e in episodes] if sampled else None,
-            "env_mask": [e.env_mask for e in episodes],
-            FINAL_CODE: [e.codes[-1] for e in episodes],
-            FAULT: [e.fault for e in episodes],
-            "feedback_turns": [len(e.codes) for e in episodes],
-            "feedback_codes": [list(e.codes) for e in episodes],
-            "feedback_public": [[None if r is None else r.verdict.status.value for r in e.public] for e in episodes],
-            "feedback_messages": [list(e.messages) for e in episodes],
-            "feedback_tokens": [e.feedback_tokens for e in episodes],
-        }
-
-    return rollout
-
 
 # -- metrics ------------------------------------------------------------------------------------------------------
 
@@ -549,85 +393,3 @@ def warn_if_mostly_cut(stats: Sequence[EpisodeStats], max_turns: int, budget: An
                     "max_completion_length=%s (an episode's budget: every turn and the feedback between them) holds "
                     "one turn and no feedback; raise it, or cap a turn lower with trainer.generation_kwargs."
                     "max_new_tokens", cut, len(stats), budget)
-
-
-def log_metrics(trainer: Any, episodes: Sequence[Episode], max_turns: int) -> None:
-    """The episodes' metrics into the trainer's (TRL averages each key's values at its next log), over
-    every process's episodes; on a step with cuts, the share cut before their second turn
-    (``feedback/cut_first_turn``), and a warning when that is most of them."""
-    store = getattr(trainer, "_metrics", None)
-    if store is None:
-        return
-    stats = [EpisodeStats.of(e) for e in episodes]
-    accelerator = getattr(trainer, "accelerator", None)
-    if accelerator is not None and accelerator.num_processes > 1:
-        from accelerate.utils import gather_object
-
-        stats = list(gather_object(stats))
-    model = getattr(trainer, "model", None)
-    mode = "train" if model is None or model.training else "eval"
-    for name, value in episode_metrics(stats, max_turns).items():
-        store[mode][name].append(value)
-    share = cut_first_turn(stats, max_turns)
-    if share is not None:
-        store[mode][CUT_FIRST_TURN].append(share)
-    if getattr(accelerator, "is_main_process", True):
-        warn_if_mostly_cut(stats, max_turns, getattr(trainer, "max_completion_length", None))
-
-
-# -- the reward on the final code -----------------------------------------------------------------------------------
-
-
-def _is_async(function: Callable[..., Any]) -> bool:
-    return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(type(function).__call__)
-
-
-def turn_columns(columns: dict[str, Any], max_turns: int) -> dict[str, list[Any]]:
-    """The completions table's columns of each turn, ``max_turns`` of them in every batch (a table's columns
-    stay the same from step to step): ``turns``, and per turn t its code (its head), its public verdict and
-    the feedback the model saw after it; "" where an episode did not get that far."""
-    codes, public, messages = columns["feedback_codes"], columns["feedback_public"], columns["feedback_messages"]
-
-    def at(values: Sequence[Any], turn: int) -> Any:
-        return values[turn] if turn < len(values) and values[turn] is not None else ""
-
-    table: dict[str, list[Any]] = {"turns": [len(c) for c in codes]}
-    for turn in range(max_turns):
-        table[f"turn_{turn + 1}_code"] = [code_head(at(c, turn)) for c in codes]
-        table[f"turn_{turn + 1}_public"] = [at(p, turn) for p in public]
-        if turn < max_turns - 1:
-            table[f"turn_{turn + 1}_feedback"] = [at(m, turn) for m in messages]
-    return table
-
-
-def score_final_code(function: Callable[..., Any], max_turns: int = 0) -> Callable[..., Any]:
-    """``function`` (code_reward, hack_penalty) scoring each episode's final code (the ``final_code`` field)
-    in place of its whole multi-turn completion, logged under the same name; None for an episode a sandbox
-    failure stopped (``feedback_fault``), as for a single turn's; unchanged where the fields are absent
-    (rollout=single). With ``max_turns`` (one reward function of a run has it), each turn's columns go to the
-    completions table (``turn_columns``)."""
-
-    def split(completions: Any, columns: dict[str, Any]) -> tuple[Any, list[bool]]:
-        final, faults = columns.pop(FINAL_CODE, None), columns.pop(FAULT, None)
-        if max_turns and final is not None and (log_extra := columns.get("log_extra")) is not None:
-            for name, values in turn_columns(columns, max_turns).items():
-                log_extra(name, values)
-        return (completions if final is None else list(final)), list(faults or [])
-
-    def unscored(rewards: Any, faults: list[bool]) -> Any:
-        return [None if fault else reward for reward, fault in zip(rewards, faults, strict=True)] if faults else rewards
-
-    if _is_async(function):
-
-        async def reward(completions: Any, **columns: Any) -> Any:
-            scored, faults = split(completions, columns)
-            return unscored(await function(scored, **columns), faults)
-    else:
-
-        def reward(completions: Any, **columns: Any) -> Any:  # type: ignore[misc]
-            scored, faults = split(completions, columns)
-            return unscored(function(scored, **columns), faults)
-
-    reward.__name__ = getattr(function, "__name__", type(function).__name__)
-    reward.__qualname__ = reward.__name__
-    return reward
