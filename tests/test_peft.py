@@ -29,8 +29,8 @@ def test_lora_trains_only_the_adapter_saves_it_pushes_it_and_evaluate_loads_it(c
 
     import codegrpo.tasks.train as train_module
     import codegrpo.train.trl_adapter as trainer_module
-    from codegrpo.commands.evaluate import evaluate
     from codegrpo.models.loading import load_model_and_tokenizer
+    from codegrpo.tasks.evaluate import evaluate
 
     cfg = compose_cfg(*TINY, "peft=lora", "peft.r=4", "peft.lora_alpha=8", "completions_every=2",
                       "reward.functions=[code_reward,think_format_reward,get_soft_overlong_punishment,"

@@ -120,17 +120,6 @@ def run(task: Callable[[C], T], cfg: DictConfig, on_failure: Callable[[BaseExcep
         sys.exit(2)
 
 
-def tell(text: str) -> None:
-    """Print ``text`` for the user, and keep it in the job's log file (evaluate.log) beside what was logged."""
-    print(text)
-    import logging
-
-    for handler in logging.getLogger().handlers:
-        if isinstance(handler, logging.FileHandler) and handler.stream is not None:
-            handler.stream.write(secrets.mask_text(text) + "\n")
-            handler.flush()
-
-
 def discard_empty_run_dir(run_dir: Path, log_name: str) -> None:
     """Remove a command's run dir that holds only what Hydra wrote (.hydra/ and the job's log): a failed
     command leaves nothing behind."""
@@ -138,19 +127,6 @@ def discard_empty_run_dir(run_dir: Path, log_name: str) -> None:
 
     if run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= {".hydra", log_name}:
         shutil.rmtree(run_dir, ignore_errors=True)
-
-
-def check_checkpoint(checkpoint: str | None) -> None:
-    """``checkpoint=`` names a model dir (or "base", the model group's): one line if it is missing."""
-    from codegrpo.config.schema import ModelConfig
-    from codegrpo.errors import ModelNotFoundError
-    from codegrpo.models.loading import model_choice
-
-    if checkpoint and checkpoint != "base":
-        try:
-            model_choice(ModelConfig(name_or_path=checkpoint))
-        except ModelNotFoundError as error:
-            raise UsageError(str(error).replace("model.name_or_path=", "checkpoint=", 1)) from None
 
 
 def _scrub_hydra_outputs() -> list[str]:

@@ -30,13 +30,14 @@ import hydra
 from omegaconf import DictConfig
 
 from codegrpo import build
-from codegrpo.commands import CONFIG_DIR, check_checkpoint, entry_point, run
+from codegrpo.commands import CONFIG_DIR, entry_point, run
 from codegrpo.config.choices import RewardKind
 from codegrpo.config.schema import PassRatesConfig
 from codegrpo.data.files import write_problems
 from codegrpo.data.problems import Problem
 from codegrpo.data.sets import problem_set_hash
 from codegrpo.errors import UsageError
+from codegrpo.models.loading import check_checkpoint
 
 
 def read_rates(path: Path, sha256: str) -> dict[str, dict[str, Any]]:

@@ -71,6 +71,15 @@ def check_model(cfg: ModelConfig) -> None:
         _check_holds_model(choice.name)
 
 
+def check_checkpoint(checkpoint: str | None) -> None:
+    """``checkpoint=`` names a model dir (or "base", the model group's): one line if it is missing."""
+    if checkpoint and checkpoint != "base":
+        try:
+            model_choice(ModelConfig(name_or_path=checkpoint))
+        except ModelNotFoundError as error:
+            raise UsageError(str(error).replace("model.name_or_path=", "checkpoint=", 1)) from None
+
+
 def _check_holds_model(path: str) -> None:
     local = Path(path).expanduser()
     if local.is_dir() and not (local / "config.json").is_file() and not is_adapter_dir(path):

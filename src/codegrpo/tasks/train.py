@@ -27,15 +27,14 @@ from typing import TYPE_CHECKING, Any
 from omegaconf import OmegaConf
 
 from codegrpo import build
-from codegrpo.config.choices import RewardKind
 from codegrpo.config.schema import TrainConfig, check_episode_budget, check_trainer, to_plain
 from codegrpo.data.problems import Problem
 from codegrpo.data.sets import problem_set_hash
 from codegrpo.errors import UsageError
 from codegrpo.evaluation.compare import compare, comparison_summary, write_comparison
-from codegrpo.evaluation.evaluate import evaluate_model
 from codegrpo.evaluation.results import Comparison, Evaluation, load_evaluation, save
 from codegrpo.sandbox.base import SandboxBackend, format_limits
+from codegrpo.tasks.evaluate import evaluate_loaded
 from codegrpo.tracking import console, secrets
 from codegrpo.tracking import wandb_run as tracking
 from codegrpo.tracking.runinfo import record_in_run_info, write_run_info
@@ -135,9 +134,7 @@ def start_tracking(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> 
 
 def evaluate_phase(cfg: TrainConfig, model: PreTrainedModel | nn.Module, tokenizer: PreTrainedTokenizerBase,
                    sandbox: SandboxBackend, phase: str, run: Run | None) -> Evaluation:
-    problems = build.eval_problems(cfg)
-    scorer = build.scorer(cfg, build.scored_problems(cfg, problems), sandbox, kind=RewardKind.binary)
-    results = evaluate_model(model, tokenizer, scorer, problems, cfg.problems, cfg.evaluation, cfg.rollout)
+    results = evaluate_loaded(cfg, model, tokenizer, sandbox, build.eval_problems(cfg))
     save(results, Path(cfg.run_dir, f"eval_{phase}.json"))
     log.info("eval %s: %s", phase, results.summary())
     if run is not None:

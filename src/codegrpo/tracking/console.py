@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codegrpo.reward.metric_names import REWARD_MEAN
+from codegrpo.tracking import secrets
 from codegrpo.tracking.runinfo import EVAL_FILES
 
 if TYPE_CHECKING:
@@ -37,6 +38,15 @@ def quiet_library_deprecations() -> None:
     warnings.filterwarnings("ignore", message=r"`(is_)?gradient_checkpointing(_enable|_disable)?` is deprecated",
                             category=FutureWarning)
     logging.captureWarnings(True)
+
+
+def tell(text: str) -> None:
+    """Print ``text`` for the user, and keep it in the job's log file (evaluate.log) beside what was logged."""
+    print(text)
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler) and handler.stream is not None:
+            handler.stream.write(secrets.mask_text(text) + "\n")
+            handler.flush()
 
 
 def announce_run_dir(run_dir: Path) -> None:
