@@ -264,7 +264,35 @@ def test_a_vm_root_whose_python_nobody_can_read_runs_no_completion(tmp_path):
                                                                        problem.prompt + probe + problem.reference]))
         for result in (right, planting):
             assert result.verdict.status is Status.ERROR and result.verdict.reward == 0.0, result.verdict
-            assert "the completion would run as root, which can change" in result.verdict.detail, result.verdict
+            assert "the completion would run as root: nobody cannot read" in result.verdict.detail, result.verdict
         assert list(plant.iterdir()) == []
     finally:
         shutil.rmtree(plant, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="simulates a VM's root: needs root")
+@pytest.mark.skipif(not os.access("/usr/bin/python3", os.X_OK), reason="needs a system python3 nobody can run")
+def test_a_library_dir_the_completions_user_can_write_fails_closed():
+    # Fourth pass: with a world-writable site-packages (some templates pip-install without root) the child,
+    # as nobody, planted org/python/core.py, which the root parent's `import copy` looks for, and a wrong
+    # HumanEval/50 scored 1.0. A directory the harness imports from that its user can change stops the run;
+    # and still as root in the machine's namespace (whatever the layout: a third-uid library with root's
+    # files in it broke the directory check), it runs nothing.
+    from codegrpo.harness import sandbox_source
+
+    base = Path(tempfile.mkdtemp(prefix="codegrpo-site-", dir="/tmp"))
+    try:
+        base.chmod(0o755)
+        writable = base / "site"
+        writable.mkdir()
+        writable.chmod(0o1777)
+        probe = ("\ntry:\n    _leave_root()\nexcept PermissionError as error:\n    print('refused:', error)\n"
+                 "else:\n    print('runs as', os.geteuid())\n")  # fmt: skip
+        runs = [subprocess.run(["/usr/bin/python3", "-I", "-c", sandbox_source("python_harness") + extra + probe],
+                               capture_output=True, text=True, timeout=60).stdout.strip()
+                for extra in ("", f"\nsys.path.append({str(writable)!r})")]  # fmt: skip
+        assert runs[0] == "runs as 65534"
+        assert runs[1] == (f"refused: the completion's user (uid 65534) can change {writable}, which the harness "
+                           "imports from: make it read-only to other users")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -571,10 +571,11 @@ def _leave_root():
     them root still owns root's files, so a completion could plant a module in the standard library that
     this harness's parent imports for the checks. So it becomes nobody (which also empties its capability
     sets), with the bounding set emptied and no new privileges from an exec, wherever nobody can still run
-    this Python (a VM's /usr). Where it cannot (an interpreter under /root, a 0750 standard library), it
-    fails closed: a uid 0 that still owns or can write the library it imports from runs nothing (red team 6's
-    third pass planted random.py that way). A user namespace's root (the Superserve fake's VM) owns none of
-    it. Elsewhere (the runner already dropped them) a no-op."""
+    this Python (a VM's /usr). It fails closed, running nothing, where it is still the machine's root (an
+    interpreter under /root, a 0750 standard library: red team 6's third pass planted random.py there), or
+    where its user can still change a directory the parent imports from (a world-writable site-packages:
+    a planted package the checks' imports look for). A user namespace's root (the Superserve fake's VM)
+    owns none of the host's files, and runs. Elsewhere (the runner already dropped them) a no-op."""
     if os.geteuid() != 0:
         return
     libc = ctypes.CDLL(None)
@@ -588,13 +589,27 @@ def _leave_root():
             os.setresuid(NOBODY, NOBODY, NOBODY)
         except OSError:  # a root without CAP_SETUID (a user namespace's): it has no capability to drop
             pass
-    libc.capset(struct.pack("Ii", 0x20080522, 0), bytes(24))  # _LINUX_CAPABILITY_VERSION_3: all sets empty
-    libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
-    if os.geteuid() == 0:
-        for path in {os.path.dirname(os.__file__), *sys.path}:
-            if _can_change(path):
-                raise PermissionError(f"the completion would run as root, which can change {path}: run the "
-                                      "sandbox's python3 from a path every user can read (/usr/bin/python3)")
+    # _LINUX_CAPABILITY_VERSION_3, every set empty; then no new privileges from an exec
+    if libc.capset(struct.pack("Ii", 0x20080522, 0), bytes(24)) != 0 or libc.prctl(38, 1, 0, 0, 0) != 0:
+        raise PermissionError("the completion's process could not drop its capabilities")
+    library = os.path.dirname(os.__file__)
+    if os.geteuid() == 0 and _the_machines_root():
+        raise PermissionError(f"the completion would run as root: nobody cannot read this Python's library "
+                              f"{library}; run the sandbox's python3 from a path every user can read "
+                              "(/usr/bin/python3)")
+    for path in {library, *sys.path}:
+        if _can_change(path):
+            raise PermissionError(f"the completion's user (uid {os.geteuid()}) can change {path}, which the "
+                                  "harness imports from: make it read-only to other users")
+
+
+def _the_machines_root():
+    """Whether uid 0 here is the initial user namespace's (owner of the machine's files); unknown counts as yes."""
+    try:
+        with open("/proc/self/uid_map") as handle:
+            return handle.read().split()[:2] == ["0", "0"]
+    except OSError:
+        return True
 
 
 def _can_change(path):
