@@ -19,7 +19,7 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf, open_dict
 
 from codegrpo.commands import CONFIG_DIR
-from codegrpo.config.schema import register_configs
+from codegrpo.config.registration import register_configs
 
 register_configs()  # the trainer schema too: tests compose train.yaml (commands.train registers it)
 

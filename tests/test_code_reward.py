@@ -342,10 +342,15 @@ def test_a_javascript_reward_leaves_its_test_expressions_to_node():
     assert problems[ids[0]].test == "[1, 2].map(x => x * 2)" and problems[ids[0]].expected == "[2, 4]"
 
 
-def test_import_codegrpo_imports_no_torch_transformers_or_trl():
+def test_the_library_imports_no_torch_transformers_trl_hydra_or_omegaconf():
+    # Every public name, and a program scored through it in the real sandbox: the config machinery is the
+    # commands' (codegrpo.config.registration), and the heavy libraries are training's.
     probe = ("import sys, codegrpo; [getattr(codegrpo, name) for name in codegrpo.__all__]; "
-             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'trl')))")
+             "print(codegrpo.score('def add(a, b):\\n    return a + b\\n', test='add(2, 3)', expected='5')"
+             ".verdict.reward); "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'trl', 'hydra', "
+             "'omegaconf')))")  # fmt: skip
     done = subprocess.run([sys.executable, "-c", probe], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
-    assert (done.returncode, done.stdout) == (0, "[]\n"), done.stderr[-2000:]
+    assert (done.returncode, done.stdout) == (0, "1.0\n[]\n"), done.stderr[-2000:]
     documented = [n for n in codegrpo.__all__ if not (getattr(codegrpo, n).__doc__ or f"{n}(").startswith(f"{n}(")]
     assert sorted(codegrpo.__all__) == codegrpo.__all__ == documented  # a docstring of its own, not the signature

@@ -165,7 +165,7 @@ from pathlib import Path
 from hydra import compose, initialize_config_dir
 from codegrpo import resources
 from codegrpo.commands import CONFIG_DIR
-from codegrpo.config.schema import register_configs
+from codegrpo.config.registration import register_configs
 
 register_configs()
 with initialize_config_dir(CONFIG_DIR, version_base="1.3"):

@@ -17,7 +17,8 @@ from hydra import compose, initialize_config_dir
 
 from codegrpo.commands import CONFIG_DIR
 from codegrpo.config.choices import LoggerBackend, WandbMode
-from codegrpo.config.schema import LoggerConfig, register_configs
+from codegrpo.config.registration import register_configs
+from codegrpo.config.schema import LoggerConfig
 from codegrpo.errors import UsageError
 from codegrpo.tracking import wandb_run as tracking
 from tests import wandb_offline

@@ -20,7 +20,8 @@ from hydra.errors import ConfigCompositionException, OverrideParseException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from codegrpo.config.schema import EvaluateConfig, PassRatesConfig, ScoreConfig, TrainConfig, register_configs
+from codegrpo.config.registration import register_configs
+from codegrpo.config.schema import EvaluateConfig, PassRatesConfig, ScoreConfig, TrainConfig
 from codegrpo.errors import CodegrpoError, UsageError
 from codegrpo.resources import config_dir
 from codegrpo.tracking import secrets

@@ -14,8 +14,8 @@ import hydra
 from omegaconf import DictConfig
 
 from codegrpo.commands import CONFIG_DIR, entry_point, run
+from codegrpo.config.registration import register_configs
 from codegrpo.config.requirements import check_dependencies
-from codegrpo.config.schema import register_configs
 from codegrpo.errors import UsageError
 from codegrpo.tracking.runinfo import rerun_arguments
 

@@ -1,4 +1,5 @@
-"""Typed schemas for every config group, registered in Hydra's ConfigStore.
+"""Typed schemas for every config group: plain dataclasses, which codegrpo.config.registration stores in
+Hydra's ConfigStore for the commands (the library builds them directly, without Hydra or OmegaConf).
 
 Each YAML option in conf/<group>/ starts from one of these schemas (``defaults: [base_<name>]``),
 so a misspelt key or a wrong type fails at compose time, before any model is loaded.
@@ -14,9 +15,6 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional, cast
-
-from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING, DictConfig, OmegaConf
 
 from codegrpo.config.cgroupfs import usable_cores
 from codegrpo.config.choices import (
@@ -49,6 +47,7 @@ MIN_PROCESSES = 3
 MIN_OPEN_FILES = 8
 MIN_STDOUT_BYTES = 64
 MAX_ID = (1 << 32) - 2  # the largest uid or gid; -1 (2**32 - 1) means "unchanged" to the kernel
+MISSING: Any = "???"  # OmegaConf's mark of a value the config must set (omegaconf.MISSING), without importing it
 # Each command's run dir: Hydra's output dir, or under `--cfg job --resolve` the one a run would get (run_dir).
 RUN_DIR = "${codegrpo_run_dir:${hydra:runtime.output_dir},${hydra:run.dir}}"
 
@@ -607,34 +606,6 @@ def check_episode_budget(trainer: TrainerConfig, rollout: RolloutConfig) -> None
                          f"lower rollout.max_turns or the turn's tokens")
 
 
-def _feedback_root(root: Any) -> Any:
-    """The composed config's rollout group when it is rollout=feedback, else None."""
-    rollout = OmegaConf.select(root, "rollout", default=None)
-    kind = OmegaConf.select(root, "rollout.kind", default=None) if rollout is not None else None
-    return rollout if str(getattr(kind, "value", kind)) == RolloutKind.feedback.value else None
-
-
-def episode_tokens(tokens: int, *, _root_: Any) -> int:
-    """``${episode_tokens:N}`` (a trainer's max_completion_length): N, one completion's tokens; under
-    rollout=feedback an episode's, rollout.max_turns turns of a turn's cap (trainer.generation_kwargs'
-    max_new_tokens, else N) and the feedback between them."""
-    rollout = _feedback_root(_root_)
-    if rollout is None:
-        return int(tokens)
-    cap = turn_cap(OmegaConf.select(_root_, "trainer.generation_kwargs", default=None))
-    return episode_budget(int(rollout.max_turns), cap if cap is not None else int(tokens))
-
-
-def turn_limit(tokens: int, *, _root_: Any) -> DictConfig | None:
-    """``${turn_limit:N}`` (a trainer's generation_kwargs): None, or under rollout=feedback a cap of N tokens
-    on each turn (max_new_tokens; vLLM's max_tokens under trainer.use_vllm). A DictConfig, not a dict: an
-    Any field takes only a node in place (OmegaConf.resolve, as --cfg job --resolve does)."""
-    if _feedback_root(_root_) is None:
-        return None
-    vllm = bool(OmegaConf.select(_root_, "trainer.use_vllm", default=False))
-    return OmegaConf.create({"max_tokens" if vllm else "max_new_tokens": int(tokens)})
-
-
 @dataclass
 class PreemptionConfig:
     """What a signal during training does (codegrpo.train.preemption): finish the optimizer step, save a
@@ -734,12 +705,6 @@ class PassRatesConfig:
             raise UsageError(f"lo={self.lo} >= hi={self.hi}: no pass rate is kept (the filter keeps lo < rate < hi)")
 
 
-def run_dir(output_dir: str | None, planned: str) -> str:
-    """``${codegrpo_run_dir:...}`` (RUN_DIR): Hydra's output dir for this job; under ``--cfg job --resolve``,
-    where no job runs and Hydra has none, the dir a run would get (hydra.run.dir)."""
-    return output_dir if output_dir is not None else planned
-
-
 def auto_concurrency() -> int:
     """``${auto_concurrency:}``: programs at once for the local sandbox, the usable cores less one for the
     trainer (at least 2)."""
@@ -748,44 +713,6 @@ def auto_concurrency() -> int:
 
 def to_plain(cfg: Any) -> dict[str, Any]:
     """A typed config as plain data (enums as strings): for W&B, model cards and YAML."""
+    from omegaconf import OmegaConf  # the tasks' and the run records' alone: the library path has no OmegaConf
+
     return cast(dict[str, Any], OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True, enum_to_str=True))
-
-
-def register_configs(trainer: bool = True) -> None:
-    """Register every schema and resolver. Idempotent, so tests and commands may call it freely (each
-    schema is stored once).
-
-    ``trainer=False`` leaves out the trainer schema, which may import trl (when the trainer field cache is
-    for other versions, codegrpo.config.trainer_fields): the commands that compose no trainer group (score,
-    validate, limits, evaluate) then never start torch."""
-    OmegaConf.register_new_resolver("auto_concurrency", auto_concurrency, replace=True)
-    OmegaConf.register_new_resolver("codegrpo_run_dir", run_dir, replace=True)
-    OmegaConf.register_new_resolver("episode_tokens", episode_tokens, replace=True)
-    OmegaConf.register_new_resolver("turn_limit", turn_limit, replace=True)
-    _store_schemas()
-    if trainer:
-        _store_trainer_schema()
-
-
-@functools.cache
-def _store_schemas() -> None:
-    cs = ConfigStore.instance()
-    cs.store(name="base_train", node=TrainConfig)
-    cs.store(name="base_score", node=ScoreConfig)
-    cs.store(name="base_evaluate", node=EvaluateConfig)
-    cs.store(name="base_pass_rates", node=PassRatesConfig)
-    cs.store(group="model", name="base_model", node=ModelConfig)
-    cs.store(group="problems", name="base_problems", node=ProblemsConfig)
-    cs.store(group="reward", name="base_reward", node=RewardConfig)
-    cs.store(group="sandbox", name="base_sandbox", node=SandboxConfig)
-    cs.store(group="sandbox", name="base_local", node=LocalSandboxConfig)
-    cs.store(group="sandbox", name="base_superserve", node=SuperserveSandboxConfig)
-    cs.store(group="logger", name="base_logger", node=LoggerConfig)
-    cs.store(group="peft", name="base_lora", node=LoraSchema)
-    cs.store(group="sampler", name="base_sampler", node=SamplerConfig)
-    cs.store(group="rollout", name="base_rollout", node=RolloutConfig)
-
-
-@functools.cache
-def _store_trainer_schema() -> None:
-    ConfigStore.instance().store(group="trainer", name="base_trainer", node=trainer_schema())
