@@ -266,6 +266,26 @@ def test_the_async_reward_is_awaited_and_logs_the_templates_metrics():
     assert extra["status"] == ["passed", "failed"] and set(extra) == {"problem_id", "status", "error", "code", "flags"}
 
 
+def test_the_templates_reward_carries_its_scorers_settings_and_scores_through_it(compose_cfg, local_sandbox):
+    # CodeReward.of_scorer was built through __new__: its kind, checker and sandbox were never set.
+    from codegrpo import build
+
+    cfg = compose_cfg("reward=partial", "reward.checker=lines", "problems=seed")
+    scorer = build.scorer(cfg, build.problems(cfg.problems), local_sandbox)
+    reward = CodeReward.of_scorer(scorer)
+    assert (reward.kind, reward.checker, reward.extract, reward.language) == ("partial", "lines", "first", "python")
+    assert reward.timeout_s == cfg.sandbox.timeout_s and reward.time_budget_s == cfg.reward.time_budget_s
+    assert reward.sandbox is local_sandbox.cfg and set(reward.problems) == set(scorer.problems)
+    assert asyncio.run(reward([GOOD], problem_id=["is_prime"])) == [1.0]
+
+
+def test_the_sandbox_kinds_are_the_sandbox_groups_options():
+    from codegrpo.config.schema import SANDBOX_KINDS
+
+    assert sorted(SANDBOX_KINDS) == sorted(p.stem for p in (PROJECT_ROOT / "conf" / "sandbox").glob("*.yaml"))
+    assert [type(CodeReward(sandbox=kind).sandbox) for kind in SANDBOX_KINDS] == list(SANDBOX_KINDS.values())
+
+
 def test_score_gives_the_verdicts_of_codegrpo_score(tmp_path):
     corpus = [GOOD, "def is_prime(n):\n    return n > 1", "def is_prime(n):\n    raise ValueError()",
               "```bash\nls\n```", "def is_prime(n):\n    while True: pass", *HACKS.values()]

@@ -294,6 +294,11 @@ class SuperserveSandboxConfig(SandboxConfig):
                              f"{self.backoff_base_s} (the longest wait between retries)")
 
 
+# The sandbox kinds, by the name of their conf/sandbox/ option (CodeReward(sandbox="local") takes the same names;
+# tests/test_config.py checks the folder against it).
+SANDBOX_KINDS: dict[str, type[SandboxConfig]] = {"local": LocalSandboxConfig, "superserve": SuperserveSandboxConfig}
+
+
 @dataclass
 class LoggerConfig:
     backend: LoggerBackend = LoggerBackend.none  # wandb | none

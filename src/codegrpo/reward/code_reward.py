@@ -35,10 +35,9 @@ from codegrpo.config.choices import Checker, Extract, LanguageName, RewardKind
 from codegrpo.config.schema import (
     MAX_BUDGET_S,
     MAX_TIMEOUT_S,
-    LocalSandboxConfig,
+    SANDBOX_KINDS,
     RewardConfig,
     SandboxConfig,
-    SuperserveSandboxConfig,
     check_seconds,
     check_tolerance,
 )
@@ -60,7 +59,6 @@ FORMS = (
     "test + entry_point (HumanEval), or problem_id (with CodeReward(problems=...))"
 )
 TRL_ARGUMENTS = frozenset({"prompts", "completions", "completion_ids", "trainer_state"})  # beside the columns
-SANDBOXES = {"local": LocalSandboxConfig, "superserve": SuperserveSandboxConfig}
 # The rows a CodeReward keeps parsed, for the completions of the same prompt and the epochs after: a
 # public dataset's row can hold megabytes of tests, and a long run sees many thousands of rows.
 CACHE_ROWS = 1024
@@ -84,10 +82,10 @@ def _whole(name: str, value: Any, least: int) -> None:
 def _sandbox_config(sandbox: str | SandboxConfig, timeout_s: float, max_concurrency: int) -> SandboxConfig:
     if isinstance(sandbox, SandboxConfig):
         return sandbox
-    if sandbox not in SANDBOXES:
-        raise UsageError(f"CodeReward(sandbox={sandbox!r}): use 'local' (bubblewrap), 'superserve' (cloud "
-                         f"microVMs) or a codegrpo.config.schema.SandboxConfig")
-    return SANDBOXES[sandbox](timeout_s=timeout_s, max_concurrency=max_concurrency)
+    if sandbox not in SANDBOX_KINDS:
+        raise UsageError(f"CodeReward(sandbox={sandbox!r}): use one of {', '.join(map(repr, SANDBOX_KINDS))} or a "
+                         f"codegrpo.config.schema.SandboxConfig")
+    return SANDBOX_KINDS[sandbox](timeout_s=timeout_s, max_concurrency=max_concurrency)
 
 
 class _Loop:
@@ -268,10 +266,13 @@ class CodeReward:
     def of_scorer(cls, scorer: Scorer) -> AsyncCodeReward:
         """The template's reward: the Scorer ``build.scorer`` made from the config, its problems looked up by
         the ``problem_id`` column, scored once per batch with the other reward functions that share it."""
-        reward = AsyncCodeReward.__new__(AsyncCodeReward)
-        reward.problems, reward._bound = scorer.problems, scorer
-        reward.cache_rows, reward.cache_bytes = CACHE_ROWS, CACHE_BYTES
-        reward._init_state()
+        sandbox = getattr(scorer.sandbox, "cfg", None)  # a backend of the user's own may keep no config
+        reward = AsyncCodeReward(
+            sandbox if isinstance(sandbox, SandboxConfig) else "local", kind=scorer.kind, checker=scorer.checker,
+            extract=scorer.extract, timeout_s=scorer.timeout_s,
+            time_budget_s=RewardConfig.time_budget_s if scorer.budget_s is None else scorer.budget_s,
+            tolerance=scorer.tolerance, language=scorer.language.name, problems=list(scorer.problems.values()))
+        reward._bound = scorer  # scores through it: its sandbox, its problems
         return reward
 
     # -- pickling: the configuration travels, the open sandbox does not ------------------------------------

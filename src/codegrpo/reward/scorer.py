@@ -55,6 +55,7 @@ class Scorer:
         self.problems = {problem.id: problem for problem in problems}
         self.sandbox = sandbox
         self.language = language
+        self.kind = kind
         self.partial = kind == RewardKind.partial
         self.extract = extract
         self.timeout_s = timeout_s
