@@ -977,6 +977,47 @@ def print_table(title: str, rows: list[tuple[str, float, str]]) -> None:
         print(f"| {name} | {value:.2f} | {note} |")
 
 
+def _ints(text: str) -> list[int]:
+    return [int(part) for part in text.split(",")]
+
+
+def _in_scratch(run: Callable[[Path], list]) -> list:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as scratch:
+        return run(Path(scratch))
+
+
+def _superserve(args: argparse.Namespace) -> list:
+    from tests.fakes.superserve_bench import bench_superserve
+
+    return bench_superserve()
+
+
+TRAINING_GENERATION = ("e2. TRL's training generation (tokens/s)", lambda a: bench_training_generation(
+    a.generation_model, a.generation_backends.split(","), a.generation_batches, a.generation_tokens))
+# --only's names: each one's tables (a title and how it runs), in the order they print.
+SECTIONS: dict[str, list[tuple[str, Callable[[argparse.Namespace], list]]]] = {
+    "local": [("a. local scoring throughput (completions/s)", lambda a: bench_local(_ints(a.workers)))],
+    "io": [("h. stdin problems, 10 tests each (programs/s)", lambda a: bench_io(_ints(a.workers)))],
+    "superserve": [("b. superserve path vs the guide (completions/s)", _superserve)],
+    "train": [("c. training overhead", lambda a: _in_scratch(
+        lambda scratch: bench_train(a.train_steps, a.train_rounds, scratch)))],
+    "memory": [("d. memory under output floods", lambda a: bench_memory() + bench_hostile_memory())],
+    "generation": [("e. batched generation (tokens/s)", lambda a: bench_generation()), TRAINING_GENERATION],
+    "training_generation": [TRAINING_GENERATION],
+    "logging": [("f. logging overhead per step", lambda a: _in_scratch(
+        lambda scratch: bench_logging(a.train_steps, a.train_rounds, scratch)))],
+    "hacks": [("i. reward-hack monitor (recall, false flags, overhead)", lambda a: bench_hacks())],
+    "feedback": [("k. rollout=feedback's own overhead per step", lambda a: bench_feedback())],
+    "sampler": [("j. sampler=uniform vs sampler=difficulty (trivial + basics)", lambda a: _in_scratch(
+        lambda scratch: bench_sampler(a.sampler_steps, _ints(a.sampler_seeds), a.sampler_eval_limit,
+                                      a.sampler_eval_samples, a.sampler_generations, a.sampler_prompts, scratch)))],
+    "startup": [("g. startup: companion commands, train.py without training (s)", lambda a: _in_scratch(
+        lambda scratch: bench_startup(STARTUP_ROUNDS, scratch)))],
+}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", default="local,superserve,train,memory,generation,logging",
@@ -999,50 +1040,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--generation-tokens", type=int, help="new tokens each (default 32 on the CPU, 256 on CUDA)")
     parser.add_argument("--json", help="also write the results to this JSON file")
     args = parser.parse_args(argv)
-    sections = set(args.only.split(","))
+    sections = args.only.split(",")
+    unknown = [name for name in sections if name not in SECTIONS]
+    if unknown:
+        parser.error(f"--only: no section {', '.join(map(repr, unknown))}; the sections: {', '.join(SECTIONS)}")
     results: dict[str, list] = {}
-    if "local" in sections:
-        results["a. local scoring throughput (completions/s)"] = bench_local([int(w) for w in args.workers.split(",")])
-    if "io" in sections:
-        results["h. stdin problems, 10 tests each (programs/s)"] = bench_io([int(w) for w in args.workers.split(",")])
-    if "superserve" in sections:
-        from tests.fakes.superserve_bench import bench_superserve
-
-        results["b. superserve path vs the guide (completions/s)"] = bench_superserve()
-    if "train" in sections:
-        import tempfile
-
-        with tempfile.TemporaryDirectory() as scratch:
-            results["c. training overhead"] = bench_train(args.train_steps, args.train_rounds, Path(scratch))
-    if "memory" in sections:
-        results["d. memory under output floods"] = bench_memory() + bench_hostile_memory()
-    if "generation" in sections:
-        results["e. batched generation (tokens/s)"] = bench_generation()
-    if sections & {"generation", "training_generation"}:
-        results["e2. TRL's training generation (tokens/s)"] = bench_training_generation(
-            args.generation_model, args.generation_backends.split(","), args.generation_batches, args.generation_tokens)
-    if "logging" in sections:
-        import tempfile
-
-        with tempfile.TemporaryDirectory() as scratch:
-            results["f. logging overhead per step"] = bench_logging(args.train_steps, args.train_rounds, Path(scratch))
-    if "hacks" in sections:
-        results["i. reward-hack monitor (recall, false flags, overhead)"] = bench_hacks()
-    if "feedback" in sections:
-        results["k. rollout=feedback's own overhead per step"] = bench_feedback()
-    if "sampler" in sections:
-        import tempfile
-
-        with tempfile.TemporaryDirectory() as scratch:
-            results["j. sampler=uniform vs sampler=difficulty (trivial + basics)"] = bench_sampler(
-                args.sampler_steps, [int(s) for s in args.sampler_seeds.split(",")], args.sampler_eval_limit,
-                args.sampler_eval_samples, args.sampler_generations, args.sampler_prompts, Path(scratch))
-    if "startup" in sections:
-        import tempfile
-
-        with tempfile.TemporaryDirectory() as scratch:
-            results["g. startup: companion commands, train.py without training (s)"] = bench_startup(
-                STARTUP_ROUNDS, Path(scratch))
+    for name, parts in SECTIONS.items():  # in the registry's order, each table once
+        if name in sections:
+            for title, run in parts:
+                if title not in results:
+                    results[title] = run(args)
     for title, rows in results.items():
         print_table(title, rows)
     if args.json:
