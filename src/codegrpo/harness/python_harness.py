@@ -639,10 +639,48 @@ def _others_can_run_python():
         return False
 
 
+def _preload(*sources):
+    """As root, before the completion's process exists: import every module the trusted prompt and checks
+    name, for the parent imports nothing once the completion has run (_NoImports). Its process, as nobody,
+    may have written files the parent would load (red team 6's fifth pass: a 0666 random.py, a 0777
+    __pycache__, a world-writable directory above site-packages: a wrong HumanEval/50 scored 1.0)."""
+    import ast
+    import contextlib
+
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+            else:
+                continue
+            for name in names:
+                with contextlib.suppress(Exception):  # a name that is no module (from m import function)
+                    __import__(name)
+
+
+class _NoImports:
+    """First on sys.meta_path in a root parent once the completion has run: an import the checks did not
+    name is refused (their verdict an error), not loaded from files the completion may have written."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        raise ImportError(f"the checks import {name}, which they do not name: after the completion ran, the "
+                          "harness imports nothing")
+
+
 def main(code, test, mode, entry="", prompt=""):
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
     # Trusted input (the test's arguments), read before the completion's process exists.
     arguments = json.loads(sys.stdin.buffer.read()) if mode == "call" else None
+    root = os.geteuid() == 0
+    if root:
+        _preload(prompt, test if mode == "checks" else "")
     read_fd, write_fd = os.pipe()
     request_r, request_w = os.pipe()
     audit_r, audit_w = os.pipe()
@@ -673,6 +711,8 @@ def main(code, test, mode, entry="", prompt=""):
     os.close(write_fd)
     os.close(request_r)
     os.close(audit_w)
+    if root:
+        sys.meta_path.insert(0, _NoImports)
     if mode == "checks":
         try:
             data = _run_checks(test, entry, prompt, request_w, read_fd)
