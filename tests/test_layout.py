@@ -29,6 +29,13 @@ def test_every_module_is_on_the_maps(doc):
     assert not missing, f"{doc} does not name: {', '.join(missing)}"
 
 
+def test_every_problem_file_is_on_the_readmes_layout():
+    layout = _readme_layout()
+    missing = [p.name for p in (PROJECT_ROOT / "problems").iterdir() if p.suffix in (".jsonl", ".py")
+               and p.name not in layout]  # fmt: skip
+    assert not missing, f"README.md's Layout does not name problems/{', problems/'.join(missing)}"
+
+
 def test_every_config_option_is_in_help():
     help_text = (CONF / "hydra" / "help" / "codegrpo.yaml").read_text()
     groups = [d for d in CONF.iterdir() if d.is_dir() and d.name not in ("hydra", "local")]

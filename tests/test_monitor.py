@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import json
-import shutil
 import textwrap
 import time
 from importlib import resources
@@ -23,6 +22,7 @@ from codegrpo.reward.scorer import Scorer, make_hack_penalty
 from codegrpo.reward.verdict import Status
 from codegrpo.tracking.console import step_line
 from tests.helpers.commands import command
+from tests.helpers.run_if import run_if
 from tests.helpers.sandbox import run
 
 SEED = {p.id: p for p in load_problems("problems/seed.jsonl")}
@@ -999,7 +999,7 @@ def test_deep_javascript_nesting_is_flagged_like_pythons_too_deep_visitor():
     assert static_flags("x = " + "(" * 20 + "1" + ")" * 20, JS_PRIME, "javascript") == set()
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+@run_if(node=True)
 def test_javascript_flags_through_the_sandbox(local_sandbox):
     # The JavaScript program shares stdout with its report (the last line): a debugging print is not a
     # forgery, a report-like one is; a deep attack the static pass sees scores 0 and is flagged.

@@ -46,6 +46,7 @@ from codegrpo.data.sets import load_problem_set, problem_set_hash, select_split
 from codegrpo.errors import UsageError
 from codegrpo.reward import functions as rewards
 from codegrpo.reward.checker import same_test
+from codegrpo.reward.metric_names import CODE_REWARD
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import HACK_PENALTY, Scorer
 from codegrpo.sandbox.base import SandboxBackend, make_backend
@@ -170,7 +171,7 @@ def reward_functions(cfg: TrainConfig, scorer: Scorer) -> tuple[list[Callable[..
 
         # code_reward's wrapper writes each turn's columns of the completions table (one writer: a column twice
         # would be twice as long as the table).
-        turns = {rewards.CODE_REWARD: cfg.rollout.max_turns, HACK_PENALTY: 0}
+        turns = {CODE_REWARD: cfg.rollout.max_turns, HACK_PENALTY: 0}
         functions = [score_final_code(f, turns[entry]) if entry in turns else f
                      for entry, f in zip(entries, functions, strict=True)]
     names = [rewards.reward_name(f) for f in functions]

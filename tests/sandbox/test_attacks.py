@@ -14,7 +14,6 @@ import json
 import os
 import random
 import select
-import shutil
 import socket
 import string
 import sys
@@ -32,6 +31,7 @@ from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import KEPT_OUTPUT_CHARS, Scorer
 from codegrpo.reward.verdict import Status
 from codegrpo.sandbox.base import Outcome, Program, RunResult
+from tests.helpers.run_if import run_if
 from tests.helpers.sandbox import (
     FORK_UNTIL_REFUSED,
     PROBLEMS,
@@ -50,7 +50,7 @@ from tests.helpers.sandbox import (
     score,
 )
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the local sandbox needs bubblewrap")
+pytestmark = run_if(bwrap=True)
 
 SECRET_NAMES = ("WANDB_API_KEY", "SUPERSERVE_API_KEY", "HF_TOKEN")
 SECRET = f"sekret-{uuid.uuid4().hex}"  # the sandbox searches for the "sekret-" prefix, never the value

@@ -7,15 +7,15 @@ tb_frame) for the library's. Through the real reward, warm and cold, and in Supe
 from __future__ import annotations
 
 import json
-import shutil
 import textwrap
 
 import pytest
 
 from codegrpo.reward.verdict import Status
+from tests.helpers.run_if import run_if
 from tests.helpers.sandbox import PROBLEMS, backend_in, score
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the sandboxes need bubblewrap")
+pytestmark = run_if(bwrap=True)
 
 CORRECT = PROBLEMS["is_prime"].reference
 TOKEN = "introspection:sys._getframe"

@@ -7,8 +7,6 @@ stdout), then through the real reward as a stdin/stdout problem, warm and cold, 
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
 import subprocess
 import textwrap
 from pathlib import Path
@@ -18,11 +16,10 @@ import pytest
 from codegrpo.data.problems import IOTest, Problem
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer
+from tests.helpers.run_if import run_if
 from tests.helpers.sandbox import Recording, backend_in
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("bwrap") is None or not os.path.exists("/usr/bin/python3"), reason="needs bubblewrap and python3"
-)
+pytestmark = run_if(bwrap=True, system_python=True)
 
 INPUT = "21\n"
 FORMS = {

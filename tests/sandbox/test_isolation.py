@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
-import shutil
 import subprocess
 import textwrap
 import uuid
@@ -28,9 +26,10 @@ from codegrpo.reward.verdict import Status
 from codegrpo.sandbox.base import Program, RunResult, program_limits
 from codegrpo.sandbox.superserve import KEY_ENV as BUNDLE_KEY_ENV
 from codegrpo.sandbox.superserve import CommandResult, _chunk_results, chunk_script
+from tests.helpers.run_if import run_if
 from tests.helpers.sandbox import Recording, backend_in
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the sandboxes need bubblewrap")
+pytestmark = run_if(bwrap=True)
 
 MODES = ["warm-cgroups", "cold-cgroups", "warm-rlimits", "cold-rlimits", "superserve"]
 PREFIX = f"needle-{uuid.uuid4().hex}-"
@@ -266,7 +265,7 @@ def test_a_vm_gives_each_run_a_uid_that_tells_nothing_of_its_position():
     assert len({uid for uids in draws for uid in uids}) > 1990
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/usr/bin/python3"), reason="a VM's root: needs root")
+@run_if(root=True, system_python=True)
 def test_a_chunk_run_as_a_vms_root_does_gives_no_run_its_position_as_its_uid(tmp_path):
     # As in a real VM (the fake's VM root cannot change uid): the chunk's runner is real root.
     programs = [Program("import os\nprint(os.getuid())", inputs=("",) * 6), Program("import os\nprint(os.getuid())")]

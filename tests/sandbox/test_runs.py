@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-import shutil
 import socket
 import textwrap
 import time
@@ -18,6 +17,7 @@ import pytest
 
 from codegrpo.sandbox.base import Outcome, Program, RunResult
 from tests.fakes import FAKE_API_KEY, FakeSuperserve
+from tests.helpers.run_if import run_if
 from tests.helpers.sandbox import (
     FAKE_KEY_ENV,
     FORK_UNTIL_REFUSED,
@@ -30,7 +30,7 @@ from tests.helpers.sandbox import (
     processes_with,
 )
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the sandboxes need bubblewrap")
+pytestmark = run_if(bwrap=True)
 
 MODES = ["warm", "cold", "warm-rlimits", "cold-rlimits", "superserve"]
 SECRET = f"sekret-{uuid.uuid4().hex}"

@@ -12,7 +12,6 @@ import json
 import logging
 import os
 import re
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -44,8 +43,9 @@ from codegrpo.sandbox.superserve import SuperserveSandbox, _chunk_results, _Runn
 from tests.fakes import FAKE_API_KEY, FakeSuperserve, Fault
 from tests.fakes.superserve_api import VM_FILES
 from tests.fakes.superserve_bench import run_as_the_guide
+from tests.helpers.run_if import run_if
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the fake runs programs with bubblewrap")
+pytestmark = run_if(bwrap=True)
 
 KEY_ENV = "CODEGRPO_TEST_SUPERSERVE_KEY"
 PYTHON = ("python3", "-I", "/tmp/solution.py")
@@ -119,7 +119,7 @@ def test_runs_each_program_in_a_fresh_sandbox_like_the_guide(make_backend) -> No
     assert commands[0] == "timeout -s KILL 1 python3 -I /tmp/solution.py"
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+@run_if(node=True)
 def test_runs_javascript(make_backend) -> None:
     program = Program("console.log(6 * 7)", "node", filename="solution.js")
     with FakeSuperserve() as fake:
@@ -524,7 +524,7 @@ def test_forked_python_programs_behave_as_a_fresh_interpreter(make_backend) -> N
     assert by_name["interpreter state"].stdout.endswith("True\n[]\n")
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/usr/bin/python3"), reason="a VM's root: needs root")
+@run_if(root=True, system_python=True)
 def test_a_chunk_runs_as_a_vms_root_does_from_a_process_that_is_not_pid_1(tmp_path: Path) -> None:
     # As in a real VM, unlike the fake: the runner is real root and not pid 1 (here: this machine's root,
     # each program still in namespaces of its own, as nobody, under the program seccomp filter).

@@ -2,8 +2,8 @@
 (codegrpo.build.reward_functions makes the list, with `reward.weights`).
 
 An entry is one of:
-  - ``code_reward``: the sandboxed test reward (scoring.py), set up by ``reward.kind`` and ``reward.extract``;
-  - ``hack_penalty``: -1.0 for a completion the reward-hack monitor flagged, 0.0 otherwise (scoring.py);
+  - ``code_reward``: the sandboxed test reward (code_reward.py), set up by ``reward.kind`` and ``reward.extract``;
+  - ``hack_penalty``: -1.0 for a completion the reward-hack monitor flagged, 0.0 otherwise (scorer.py);
   - a name from ``trl.rewards`` (``think_format_reward``, ``get_soft_overlong_punishment``,
     ``get_repetition_penalty_reward``, ...);
   - ``pkg.module:function``, a function of the user's (TRL's reward signature:
@@ -25,9 +25,8 @@ from typing import Any
 from codegrpo.config.schema import TrainConfig
 from codegrpo.errors import UsageError
 from codegrpo.reward.code_reward import CodeReward
+from codegrpo.reward.metric_names import CODE_REWARD
 from codegrpo.reward.scorer import HACK_PENALTY, Scorer, make_hack_penalty
-
-CODE_REWARD = "code_reward"
 
 
 def _factory_defaults(name: str, cfg: TrainConfig) -> dict[str, Any]:
@@ -79,7 +78,7 @@ def check(entry: str, cfg: TrainConfig) -> Callable[..., Any] | None:
         if args:
             raise UsageError("reward.args.code_reward: code_reward is set up by reward.kind and reward.extract")
         return None
-    if entry == HACK_PENALTY:  # the reward-hack monitor's opt-in penalty (scoring.py), on code_reward's batch
+    if entry == HACK_PENALTY:  # the reward-hack monitor's opt-in penalty (scorer.py), on code_reward's batch
         if args:
             raise UsageError("reward.args.hack_penalty: its weight is its reward.weights entry")
         return None

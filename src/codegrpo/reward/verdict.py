@@ -57,7 +57,7 @@ class Scored:
     code: str
     verdict: Verdict
     latency_s: float
-    flags: tuple[str, ...] = ()  # the reward-hack monitor's categories (monitor.py); never part of the verdict
+    flags: tuple[str, ...] = ()  # the reward-hack monitor's categories (reward/monitor/); never part of the verdict
 
 
 def strict_equal(a: Any, b: Any) -> bool:

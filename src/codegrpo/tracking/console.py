@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codegrpo.reward.metric_names import REWARD_MEAN
+from codegrpo.reward.verdict import Status
 from codegrpo.tracking import secrets
 from codegrpo.tracking.runinfo import EVAL_FILES
 
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STATUSES = ("passed", "failed", "error", "timeout", "no_code", "infra")
 
 
 def quiet_library_deprecations() -> None:
@@ -100,7 +100,8 @@ def step_line(logs: dict[str, Any], step: int, max_steps: int, seconds: float) -
     reward 0.02 s, update 1.1 s)`: the statuses that occurred, the completions the reward-hack monitor flagged
     when there were any, rollout=feedback's turns (feedback_part), and where the step's time went (timing_part)."""
     split = timing_part(logs)
-    statuses = ", ".join(f"{s} {_count(logs[f'status/{s}'])}" for s in STATUSES if logs.get(f"status/{s}"))
+    counts = {s.value: logs.get(f"status/{s.value}") for s in Status}
+    statuses = ", ".join(f"{name} {_count(count)}" for name, count in counts.items() if count)
     pass_rate = logs.get("pass_rate")
     parts = [f"step {step}/{max_steps}" if max_steps > 0 else f"step {step}",
              f"reward {logs[REWARD_MEAN]:.3f}",
