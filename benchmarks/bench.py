@@ -903,6 +903,7 @@ def bench_feedback(episodes: int = 8, new_tokens: int = 96, rounds: int = 3) -> 
     from codegrpo.data.sets import select_split
     from codegrpo.evaluation.evaluate import generate_ids, set_torch_threads
     from codegrpo.models.loading import load_model_and_tokenizer
+    from codegrpo.reward.checker import same_test
     from codegrpo.rollout.feedback import Chat, Episode, play
 
     model_cfg = OmegaConf.merge(OmegaConf.structured(ModelConfig),
@@ -914,7 +915,8 @@ def bench_feedback(episodes: int = 8, new_tokens: int = 96, rounds: int = 3) -> 
     chosen = train[:: max(1, len(train) // episodes)][:episodes]  # every level: some pass at once, some revise
     settings = RolloutConfig(max_turns=3, truncate_chars=160)
     sandbox = LocalSandbox(LocalSandboxConfig(max_concurrency=2))
-    scorer = Scorer([hidden(p) for p in chosen], sandbox, get_language("python"), "binary", timeout_s=5.0)
+    same = same_test()  # the reward's defaults, as rollout=feedback splits the tests
+    scorer = Scorer([hidden(p, same) for p in chosen], sandbox, get_language("python"), "binary", timeout_s=5.0)
     eos = {tokenizer.eos_token_id}
     chat = Chat(tokenizer, eos, 576, None)
     sampling = OmegaConf.create({"num_samples": 1, "temperature": 0.7, "max_new_tokens": new_tokens,
@@ -922,7 +924,7 @@ def bench_feedback(episodes: int = 8, new_tokens: int = 96, rounds: int = 3) -> 
     set_torch_threads()
 
     def fresh() -> list[Episode]:
-        return [Episode(public(p), chat.prompt_ids(messages_for(p, problems_cfg))) for p in chosen]
+        return [Episode(public(p, same), chat.prompt_ids(messages_for(p, problems_cfg))) for p in chosen]
 
     live, recorded, generating = fresh(), [], generate_ids(model, tokenizer, sampling, eos)
     spent = {"generation": 0.0, "public": 0.0}
