@@ -344,3 +344,18 @@ def test_a_library_file_nobody_can_write_is_not_what_the_root_parent_imports(tmp
     rewards, planted = done.stdout.splitlines()[-2:]
     assert planted == "planted"  # the completion did write the file the parent would have imported
     assert json.loads(rewards) == [0.0, 0.0, 1.0]  # wrong, wrong and planting, right
+
+
+# -- was BROKEN (sixth pass): a candidate's StopIteration ended a check's map() early, as a pass --------------------
+
+MAPPED = Problem("positive", 'def positive(x):\n    """Whether x is above 0."""\n',
+                 "def check(candidate):\n    assert all(map(candidate, [1, 2, 3]))\n"
+                 "    assert not any(map(candidate, [-1, 0]))\n", "humaneval", entry_point="positive")
+
+
+def test_a_candidate_raising_stopiteration_does_not_end_a_checks_map_as_a_pass(box):
+    stops = "def positive(x):\n    raise StopIteration\n"
+    right, stopped = scored(box, [MAPPED], [("positive", "def positive(x):\n    return x > 0\n"),
+                                            ("positive", stops)])
+    assert right.verdict.reward == 1.0, right.verdict
+    assert stopped.verdict.reward == 0.0 and "StopIteration" in stopped.verdict.detail, stopped.verdict
