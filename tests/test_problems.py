@@ -86,6 +86,13 @@ def test_train_and_eval_splits_are_disjoint_stable_and_cover_the_set():
     # An unknown split is refused by the typed config itself (an Enum), naming the key.
     with pytest.raises(ValidationError, match="split"):
         load_problem_set(_cfg(split="test"))
+    # A config built without OmegaConf (the library's) may hold the split's name: the same split, or one line.
+    from codegrpo.config.schema import ProblemsConfig
+
+    plain = ProblemsConfig(name="t", path="problems/basics.jsonl", split="eval")  # type: ignore[arg-type]
+    assert [p.id for p in load_problem_set(plain)] == [p.id for p in evaluation]
+    with pytest.raises(ProblemError, match=r"problems\.split must be all, train or eval, not 'test'"):
+        load_problem_set(ProblemsConfig(name="t", path="problems/basics.jsonl", split="test"))  # type: ignore[arg-type]
 
 
 def test_dataset_rows_with_a_column_mapping_mbpp_style(tmp_path, local_sandbox):

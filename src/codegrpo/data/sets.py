@@ -10,7 +10,7 @@ import re
 import sys
 from collections.abc import Iterable
 
-from codegrpo.config.choices import TestSelection
+from codegrpo.config.choices import Split, TestSelection
 from codegrpo.config.schema import ProblemsConfig, SandboxConfig
 from codegrpo.data import public_datasets
 from codegrpo.data.files import load_problems
@@ -19,17 +19,19 @@ from codegrpo.data.public_tests import is_shown
 from codegrpo.errors import ProblemError
 
 
-def select_split(problems: list[Problem], split: str, eval_fraction: float) -> list[Problem]:
+def select_split(problems: list[Problem], split: Split, eval_fraction: float) -> list[Problem]:
     """A split that depends on each problem's id alone, so it never changes as a set grows."""
-    if split == "all":
+    try:
+        split = Split(split)  # a config built without OmegaConf may hold the name
+    except ValueError:
+        raise ProblemError(f"problems.split must be all, train or eval, not {split!r}") from None
+    if split is Split.all:
         return problems
-    if split not in ("train", "eval"):
-        raise ProblemError(f"problems.split must be all, train or eval, not {split!r}")
 
     def in_eval(problem: Problem) -> bool:
         return int(hashlib.sha256(problem.id.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF < eval_fraction
 
-    chosen = [p for p in problems if in_eval(p) == (split == "eval")]
+    chosen = [p for p in problems if in_eval(p) == (split is Split.eval)]
     if not chosen:
         raise ProblemError(f"the {split} split is empty (problems.eval_fraction={eval_fraction})")
     return chosen
