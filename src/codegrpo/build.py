@@ -10,7 +10,7 @@
     dataset(problems, cfg.problems)   the prompts and test columns GRPOTrainer samples from
     scored_problems(cfg, problems)    what the reward scores: each problem's hidden tests under rollout=feedback
     check_reward_functions(cfg)       reward.functions, their args and weights, checked before the run starts
-    reward_functions(cfg, scorer)     reward.functions and their weights (codegrpo.reward.functions resolves each)
+    reward_functions(cfg, scorer)     reward.functions and their weights (codegrpo.reward.functions checks each)
     rollout(cfg, problems, scorer)    rollout=feedback's rollout_func (codegrpo.train.rollout_func), or None
     grpo_config(cfg, run_dir)         trl.GRPOConfig from the trainer group
     trainer(cfg, ...)                 the GRPOTrainer over all of the above (codegrpo.train.trl_adapter: TRL's adapter)
@@ -145,27 +145,28 @@ def scored_problems(cfg: TrainConfig | EvaluateConfig, problem_set: list[Problem
     return [hidden(p, same) for p in problem_set]
 
 
-def check_reward_functions(cfg: TrainConfig) -> None:
-    """``reward.functions``, ``reward.args`` and ``reward.weights``: one line each, before the run starts."""
+def check_reward_functions(cfg: TrainConfig) -> list[Callable[..., object] | None]:
+    """``reward.functions``, ``reward.args`` and ``reward.weights``: one line each, before the run starts.
+    Each entry's function, or None for the two a scorer serves (code_reward, hack_penalty)."""
     entries = list(cfg.reward.functions)
     if not entries:
         raise UsageError("reward.functions is empty: list at least one reward, e.g. [code_reward]")
     unknown_args = set(cfg.reward.args) - {rewards.args_key(e) for e in entries}
     if unknown_args:
         raise UsageError(f"reward.args names {sorted(unknown_args)}, which reward.functions does not list")
-    for entry in entries:
-        rewards.check(entry, cfg)
+    checked = [rewards.check(entry, cfg) for entry in entries]
     weights = cfg.reward.weights if cfg.reward.weights is not None else cfg.trainer.reward_weights
     if weights is not None and len(weights) != len(entries):
         raise UsageError(f"reward.weights has {len(weights)} values for {len(entries)} reward functions "
                          f"({', '.join(entries)})")
+    return checked
 
 
 def reward_functions(cfg: TrainConfig, scorer: Scorer) -> tuple[list[Callable[..., object]], list[float] | None]:
     """The reward functions of ``reward.functions`` and their weights (None: TRL's default, all 1.0)."""
-    check_reward_functions(cfg)
     entries = list(cfg.reward.functions)
-    functions = [rewards.resolve(entry, cfg, scorer) for entry in entries]
+    functions = [f if f is not None else rewards.of_scorer(entry, scorer)
+                 for entry, f in zip(entries, check_reward_functions(cfg), strict=True)]
     if cfg.rollout.kind is RolloutKind.feedback:  # codegrpo's rewards score each episode's final code
         from codegrpo.train.rollout_func import score_final_code
 

@@ -97,11 +97,8 @@ def check(entry: str, cfg: TrainConfig) -> Callable[..., Any] | None:
     return obj
 
 
-def resolve(entry: str, cfg: TrainConfig, scorer: Scorer) -> Callable[..., Any]:
-    """The reward function for one reward.functions entry."""
-    function = check(entry, cfg)
-    if function is not None:
-        return function
+def of_scorer(entry: str, scorer: Scorer) -> Callable[..., Any]:
+    """The reward function of an entry a scorer serves (``check`` returned None for it)."""
     return CodeReward.of_scorer(scorer) if entry == CODE_REWARD else make_hack_penalty(scorer)
 
 
