@@ -71,8 +71,9 @@ test-transformers: ## debug=fast on trainer=cpu and trainer=gpu (on the CPU) wit
 	.venv-transformers/bin/python train.py trainer=gpu trainer.use_cpu=true trainer.bf16=false debug=fast \
 	  hydra.run.dir=outputs/runs/transformers-$(TRANSFORMERS)-gpu
 
-lint: setup ## ruff
+lint: setup ## ruff: the lint rules, and the formatter's check (run `ruff format` to apply it)
 	$(VENV)/bin/ruff check src tests benchmarks train.py problems
+	$(VENV)/bin/ruff format --check src tests benchmarks train.py problems
 
 types: setup ## mypy on src/codegrpo (pyproject's [tool.mypy])
 	$(VENV)/bin/mypy

@@ -41,8 +41,11 @@ def floors(pyproject: Path) -> dict[str, str]:
 def check(pinned: dict[str, str]) -> None:
     """Exit 1 naming each pinned package whose installed version is not its floor (a resolver that quietly
     picked another would make the run test nothing)."""
-    wrong = [f"{name} {importlib.metadata.version(name)} (floor {floor})" for name, floor in sorted(pinned.items())
-             if Version(importlib.metadata.version(name)) != Version(floor)]
+    wrong = [
+        f"{name} {importlib.metadata.version(name)} (floor {floor})"
+        for name, floor in sorted(pinned.items())
+        if Version(importlib.metadata.version(name)) != Version(floor)
+    ]
     if wrong:
         sys.exit(f"not at the declared floor: {', '.join(wrong)}")
     print("at the declared floors: " + ", ".join(f"{name} {floor}" for name, floor in sorted(pinned.items())))

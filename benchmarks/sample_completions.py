@@ -24,9 +24,17 @@ def _config(problem_set: str, samples: int, max_new_tokens: int):
     from omegaconf import OmegaConf
 
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-        cfg = compose(config_name="evaluate", overrides=[
-            f"problems={problem_set}", "evaluation.split=all", f"evaluation.num_samples={samples}",
-            "evaluation.temperature=0.8", f"evaluation.max_new_tokens={max_new_tokens}", "run_dir=outputs/samples"])
+        cfg = compose(
+            config_name="evaluate",
+            overrides=[
+                f"problems={problem_set}",
+                "evaluation.split=all",
+                f"evaluation.num_samples={samples}",
+                "evaluation.temperature=0.8",
+                f"evaluation.max_new_tokens={max_new_tokens}",
+                "run_dir=outputs/samples",
+            ],
+        )
     return OmegaConf.to_object(cfg)
 
 

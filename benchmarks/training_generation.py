@@ -59,9 +59,12 @@ class GpuBusy:
         if smi is None:
             yield self
             return
-        process = subprocess.Popen([smi, "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits",
-                                    "-lms", "100", "-i", "0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                   text=True)
+        process = subprocess.Popen(
+            [smi, "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits", "-lms", "100", "-i", "0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
         try:
             yield self
         finally:
@@ -80,17 +83,33 @@ def _trainer(model_path: str, backend: str, new_tokens: int, cuda: bool, scratch
 
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype="float32")
-    settings = dict(use_cpu=not cuda, bf16=cuda, num_generations=4, per_device_train_batch_size=4,
-                    max_completion_length=new_tokens, temperature=1.0, report_to="none", save_strategy="no",
-                    gradient_checkpointing=False, seed=0, **BACKENDS[backend])
+    settings = dict(
+        use_cpu=not cuda,
+        bf16=cuda,
+        num_generations=4,
+        per_device_train_batch_size=4,
+        max_completion_length=new_tokens,
+        temperature=1.0,
+        report_to="none",
+        save_strategy="no",
+        gradient_checkpointing=False,
+        seed=0,
+        **BACKENDS[backend],
+    )
     args = GRPOConfig(output_dir=scratch, **current_names(settings, GRPOConfig))
     dataset = Dataset.from_list([{"prompt": [{"role": "user", "content": "x"}]}] * 4)
-    return GRPOTrainer(model=model, reward_funcs=lambda completions, **_: [0.0] * len(completions), args=args,
-                       train_dataset=dataset, processing_class=tokenizer), tokenizer
+    return GRPOTrainer(
+        model=model,
+        reward_funcs=lambda completions, **_: [0.0] * len(completions),
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+    ), tokenizer
 
 
-def measure(model_path: str, backends: list[str], batches: list[int], new_tokens: int,
-            rounds: int = 1) -> list[Measured]:
+def measure(
+    model_path: str, backends: list[str], batches: list[int], new_tokens: int, rounds: int = 1
+) -> list[Measured]:
     """Best of ``rounds`` per (back-end, batch), after one warm-up call per back-end; a back-end that fails
     here is reported on stderr and skipped."""
     import torch
@@ -116,10 +135,16 @@ def measure(model_path: str, backends: list[str], batches: list[int], new_tokens
                 print(f"[generation] {backend}: failed: {type(error).__name__}: {error}", file=sys.stderr)
                 continue
             for batch in batches:
-                messages = [build_messages(problems[i % len(problems)], problems_cfg.prompt_template,
-                                           problems_cfg.humaneval_template) for i in range(batch)]
-                prompt_ids = [tokenizer.apply_chat_template(m, add_generation_prompt=True, tokenize=True,
-                                                            return_dict=False) for m in messages]
+                messages = [
+                    build_messages(
+                        problems[i % len(problems)], problems_cfg.prompt_template, problems_cfg.humaneval_template
+                    )
+                    for i in range(batch)
+                ]
+                prompt_ids = [
+                    tokenizer.apply_chat_template(m, add_generation_prompt=True, tokenize=True, return_dict=False)
+                    for m in messages
+                ]
                 best: Measured | None = None
                 for _ in range(rounds):
                     if cuda:
@@ -134,8 +159,9 @@ def measure(model_path: str, backends: list[str], batches: list[int], new_tokens
                                 torch.cuda.synchronize()
                             seconds = time.perf_counter() - started
                     except Exception as error:
-                        print(f"[generation] {backend} x{batch}: failed: {type(error).__name__}: {error}",
-                              file=sys.stderr)
+                        print(
+                            f"[generation] {backend} x{batch}: failed: {type(error).__name__}: {error}", file=sys.stderr
+                        )
                         break
                     peak = torch.cuda.max_memory_allocated() / 2**30 if cuda else None
                     row = Measured(backend, batch, sum(len(c) for c in completion_ids), seconds, busy.share, peak)
@@ -166,6 +192,11 @@ def rows(results: list[Measured], new_tokens: int) -> list[tuple[str, float, str
     base = min((r for r in results if r.backend == "generate"), key=lambda r: r.batch, default=results[0])
     for backend in dict.fromkeys(r.backend for r in results):
         top = max((r for r in results if r.backend == backend), key=lambda r: r.tokens_per_s)
-        table.append((f"ratio {backend} batch {top.batch} / {base.backend} batch {base.batch}",
-                      top.tokens_per_s / base.tokens_per_s, "tokens/s"))
+        table.append(
+            (
+                f"ratio {backend} batch {top.batch} / {base.backend} batch {base.batch}",
+                top.tokens_per_s / base.tokens_per_s,
+                "tokens/s",
+            )
+        )
     return table

@@ -14,9 +14,11 @@ import pytest
 from codegrpo.config.cgroupfs import usable_cores
 from codegrpo.config.schema import auto_concurrency
 
-PROBE = ("import json, os, sys; from codegrpo.config.cgroupfs import usable_cores; from codegrpo.config.schema import "
-         "auto_concurrency; os.sched_setaffinity(0, {int(sys.argv[1])}); "
-         "print(json.dumps([usable_cores(), auto_concurrency()]))")
+PROBE = (
+    "import json, os, sys; from codegrpo.config.cgroupfs import usable_cores; from codegrpo.config.schema import "
+    "auto_concurrency; os.sched_setaffinity(0, {int(sys.argv[1])}); "
+    "print(json.dumps([usable_cores(), auto_concurrency()]))"
+)
 
 
 def test_usable_cores_are_the_affinity_at_most():

@@ -53,8 +53,14 @@ def test_the_readmes_laptop_script_trains_as_it_is_written(tmp_path):
     """The README's offline CPU version of the guide's train.py, run verbatim in an empty dir."""
     script = _readme_blocks()[1] + "\nimport json\nprint('HISTORY', json.dumps(trainer.state.log_history))\n"
     (tmp_path / "train.py").write_text(script)
-    done = subprocess.run([sys.executable, "train.py"], cwd=tmp_path, capture_output=True, text=True, timeout=1200,
-                          env=os.environ | {"PYTHONPATH": str(PROJECT_ROOT / "src")})
+    done = subprocess.run(
+        [sys.executable, "train.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env=os.environ | {"PYTHONPATH": str(PROJECT_ROOT / "src")},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     history = json.loads(done.stdout.split("HISTORY ", 1)[1])
     steps = [entry for entry in history if "rewards/code_reward/mean" in entry]
@@ -73,12 +79,17 @@ def test_the_offline_models_path_is_a_function_and_a_command():
 
 
 def test_each_form_reads_its_own_columns():
-    rewards = code_reward([ADD, SUB, "no code at all", None, [{"role": "assistant", "content": ADD}], 42],
-                          test=["add(2, 3)"] * 6, expected=["5"] * 6)
+    rewards = code_reward(
+        [ADD, SUB, "no code at all", None, [{"role": "assistant", "content": ADD}], 42],
+        test=["add(2, 3)"] * 6,
+        expected=["5"] * 6,
+    )
     assert rewards == [1.0, 0.0, 0.0, 0.0, 1.0, 0.0]
     stdio = [{"input": "2 3\n", "output": "5\n"}, {"input": "1 1\n", "output": "2\n"}]
-    assert code_reward(["print(sum(map(int, input().split())))", "print(5)"], tests=[stdio, json.dumps(stdio)]) \
-        == [1.0, 0.0]
+    assert code_reward(["print(sum(map(int, input().split())))", "print(5)"], tests=[stdio, json.dumps(stdio)]) == [
+        1.0,
+        0.0,
+    ]
     call = [{"input": [2, 3], "output": 5}]
     assert code_reward([ADD, SUB], tests=[call, call], fn_name=["add", "add"]) == [1.0, 0.0]
     humaneval = "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(0, 0) == 0\n"
@@ -92,8 +103,15 @@ def test_bad_columns_are_one_error_naming_them_before_anything_runs():
         code_reward([ADD], test=["add(2, 3)"])
     # A misspelt column is named, beside TRL's own arguments, which are not.
     with pytest.raises(UsageError, match=r"it has none of them \(its columns: expected_output, tset\)$"):
-        code_reward([ADD], prompts=["p"], tset=["add(2, 3)"], expected_output=["5"], completion_ids=[[1]],
-                    trainer_state=None, log_extra=print)
+        code_reward(
+            [ADD],
+            prompts=["p"],
+            tset=["add(2, 3)"],
+            expected_output=["5"],
+            completion_ids=[[1]],
+            trainer_state=None,
+            log_extra=print,
+        )
     with pytest.raises(UsageError, match="column 'expected' must be a list with one entry per completion"):
         code_reward([ADD], test=["add(2, 3)"], expected="5")
     with pytest.raises(UsageError, match="row 0: field 'expected' is not valid JSON text"):
@@ -108,17 +126,20 @@ def test_bad_columns_are_one_error_naming_them_before_anything_runs():
         CodeReward(sandbox="docker")
 
 
-@pytest.mark.parametrize(("setting", "message"), [
-    ({"time_budget_s": 0}, "time_budget_s=0 must be a number of seconds above 0 and at most 3600"),
-    ({"time_budget_s": -5}, "time_budget_s=-5 must be a number of seconds above 0 and at most 3600"),
-    ({"time_budget_s": float("nan")}, "time_budget_s=nan must be a number of seconds above 0 and at most 3600"),
-    ({"timeout_s": 0}, "timeout_s=0 must be a number of seconds above 0 and at most 60"),
-    ({"tolerance": float("nan")}, "tolerance=nan must be a finite number at least 0"),
-    ({"tolerance": -1}, "tolerance=-1 must be a finite number at least 0"),
-    ({"max_concurrency": 0}, "max_concurrency must be at least 1, not 0"),
-    ({"cache_rows": -1}, "cache_rows must be a whole number at least 0, not -1"),
-    ({"cache_bytes": 1.5}, "cache_bytes must be a whole number at least 0, not 1.5"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ({"time_budget_s": 0}, "time_budget_s=0 must be a number of seconds above 0 and at most 3600"),
+        ({"time_budget_s": -5}, "time_budget_s=-5 must be a number of seconds above 0 and at most 3600"),
+        ({"time_budget_s": float("nan")}, "time_budget_s=nan must be a number of seconds above 0 and at most 3600"),
+        ({"timeout_s": 0}, "timeout_s=0 must be a number of seconds above 0 and at most 60"),
+        ({"tolerance": float("nan")}, "tolerance=nan must be a finite number at least 0"),
+        ({"tolerance": -1}, "tolerance=-1 must be a finite number at least 0"),
+        ({"max_concurrency": 0}, "max_concurrency must be at least 1, not 0"),
+        ({"cache_rows": -1}, "cache_rows must be a whole number at least 0, not -1"),
+        ({"cache_bytes": 1.5}, "cache_bytes must be a whole number at least 0, not 1.5"),
+    ],
+)
 def test_a_setting_the_template_would_refuse_is_one_error_naming_it(setting, message):
     # Today's main took time_budget_s=0 (every test timed out) and tolerance=nan (no number matched).
     with pytest.raises(UsageError) as raised:
@@ -174,8 +195,9 @@ def test_rows_are_kept_within_the_caches_bounds_however_many_come():
 def test_a_batch_larger_than_the_cache_is_judged_against_its_own_rows():
     # Each batch holds its rows itself: the cache dropping one (or another thread's rows) changes no verdict.
     reward = CodeReward(cache_rows=1)
-    assert reward([ADD, ADD, SUB, ADD], test=["add(2, 3)", "add(1, 1)", "add(2, 3)", "add(2, 3)"],
-                  expected=["5", "2", "5", "5"]) == [1.0, 1.0, 0.0, 1.0]
+    assert reward(
+        [ADD, ADD, SUB, ADD], test=["add(2, 3)", "add(1, 1)", "add(2, 3)", "add(2, 3)"], expected=["5", "2", "5", "5"]
+    ) == [1.0, 1.0, 0.0, 1.0]
     assert len(reward._rows) == 1 and reward.problems == {}  # the given problems, never the rows
     assert CodeReward(cache_rows=0)([ADD, SUB], test=["add(2, 3)"] * 2, expected=["5"] * 2) == [1.0, 0.0]
 
@@ -259,8 +281,15 @@ def test_the_async_reward_is_awaited_and_logs_the_templates_metrics():
     assert get_callable_name(reward) == get_callable_name(code_reward) == "code_reward"
     metrics: dict[str, float] = {}
     extra: dict[str, list] = {}
-    rewards = asyncio.run(reward([ADD, SUB], test=["add(2, 3)"] * 2, expected=["5"] * 2,
-                                 log_metric=metrics.__setitem__, log_extra=extra.__setitem__))
+    rewards = asyncio.run(
+        reward(
+            [ADD, SUB],
+            test=["add(2, 3)"] * 2,
+            expected=["5"] * 2,
+            log_metric=metrics.__setitem__,
+            log_extra=extra.__setitem__,
+        )
+    )
     assert rewards == [1.0, 0.0]
     assert metrics["status/passed"] == 1.0 and metrics["pass_rate"] == 0.5 and "hacks/any" in metrics
     assert extra["status"] == ["passed", "failed"] and set(extra) == {"problem_id", "status", "error", "code", "flags"}
@@ -287,20 +316,32 @@ def test_the_sandbox_kinds_are_the_sandbox_groups_options():
 
 
 def test_score_gives_the_verdicts_of_codegrpo_score(tmp_path):
-    corpus = [GOOD, "def is_prime(n):\n    return n > 1", "def is_prime(n):\n    raise ValueError()",
-              "```bash\nls\n```", "def is_prime(n):\n    while True: pass", *HACKS.values()]
+    corpus = [
+        GOOD,
+        "def is_prime(n):\n    return n > 1",
+        "def is_prime(n):\n    raise ValueError()",
+        "```bash\nls\n```",
+        "def is_prime(n):\n    while True: pass",
+        *HACKS.values(),
+    ]
     path = tmp_path / "completions.jsonl"
     path.write_text("".join(json.dumps({"problem_id": "is_prime", "completion": c}) + "\n" for c in corpus))
-    done = command("codegrpo.commands.score", f"completions={path}", "problems=seed", "sandbox.timeout_s=2",
-                   "--reasons")
+    done = command(
+        "codegrpo.commands.score", f"completions={path}", "problems=seed", "sandbox.timeout_s=2", "--reasons"
+    )
     assert done.returncode == 0, done.stderr
     cli = [json.loads(line) for line in done.stdout.splitlines()]
     reward = CodeReward(timeout_s=2.0)
     library = [codegrpo.score(c, problem=IS_PRIME, reward=reward) for c in corpus]
-    assert [(s.verdict.status.value, s.verdict.reward, sorted(s.flags)) for s in library] == \
-        [(line["status"], line["reward"], sorted(line["flags"])) for line in cli]
+    assert [(s.verdict.status.value, s.verdict.reward, sorted(s.flags)) for s in library] == [
+        (line["status"], line["reward"], sorted(line["flags"])) for line in cli
+    ]
     assert library[0].verdict.status is Status.PASSED and {s.verdict.status for s in library[1:]} <= {
-        Status.FAILED, Status.ERROR, Status.NO_CODE, Status.TIMEOUT}
+        Status.FAILED,
+        Status.ERROR,
+        Status.NO_CODE,
+        Status.TIMEOUT,
+    }
     one = codegrpo.score("def add(a, b):\n    return a + b", test="add(2, 3)", expected="5")
     assert (one.verdict.status, one.verdict.reward, one.verdict.detail) == (Status.PASSED, 1.0, "")
 
@@ -323,28 +364,50 @@ def _deep(depth: int) -> list:
     return value
 
 
-@pytest.mark.parametrize(("columns", "message"), [
-    # Today's main: each scored every completion 0, or failed the batch with a bare SyntaxError.
-    ({"test": ["add(2, 3"], "expected": ["5"]},
-     "code_reward: row 1: field 'test' does not parse as Python (line 1: '(' was never closed)"),
-    ({"test": ["def check(candidate):\n    assert candidate(2, 3) ==\n"], "entry_point": ["add"]},
-     "code_reward: row 1: field 'test' does not parse as Python (line 2: invalid syntax)"),
-    # Today's main: a raw TypeError, ValueError and RecursionError out of json.dumps.
-    ({"test": ["add(2, 3)"], "expected": [b"5"]},
-     "code_reward: row 1: column 'expected' is not JSON data (Object of type bytes is not JSON serializable)"),
-    ({"test": ["add(2, 3)"], "expected": [10**5000]},
-     "code_reward: row 1: column 'expected' is not JSON data (an integer of more than 4300 digits)"),
-    ({"test": ["add(2, 3)"], "expected": [_deep(5000)]},
-     "code_reward: row 1: column 'expected' is not JSON data (nested too deep)"),
-    ({"tests": [[{"input": [_deep(5000)], "output": 5}]], "fn_name": ["add"]},
-     "code_reward: row 1: column 'tests' is not JSON data (nested too deep)"),
-    ({"tests": [[{"input": [2, 3], "output": 10**5000}]], "fn_name": ["add"]},
-     "code_reward: row 1: column 'tests' is not JSON data (an integer of more than 4300 digits)"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("columns", "message"),
+    [
+        # Today's main: each scored every completion 0, or failed the batch with a bare SyntaxError.
+        (
+            {"test": ["add(2, 3"], "expected": ["5"]},
+            "code_reward: row 1: field 'test' does not parse as Python (line 1: '(' was never closed)",
+        ),
+        (
+            {"test": ["def check(candidate):\n    assert candidate(2, 3) ==\n"], "entry_point": ["add"]},
+            "code_reward: row 1: field 'test' does not parse as Python (line 2: invalid syntax)",
+        ),
+        # Today's main: a raw TypeError, ValueError and RecursionError out of json.dumps.
+        (
+            {"test": ["add(2, 3)"], "expected": [b"5"]},
+            "code_reward: row 1: column 'expected' is not JSON data (Object of type bytes is not JSON serializable)",
+        ),
+        (
+            {"test": ["add(2, 3)"], "expected": [10**5000]},
+            "code_reward: row 1: column 'expected' is not JSON data (an integer of more than 4300 digits)",
+        ),
+        (
+            {"test": ["add(2, 3)"], "expected": [_deep(5000)]},
+            "code_reward: row 1: column 'expected' is not JSON data (nested too deep)",
+        ),
+        (
+            {"tests": [[{"input": [_deep(5000)], "output": 5}]], "fn_name": ["add"]},
+            "code_reward: row 1: column 'tests' is not JSON data (nested too deep)",
+        ),
+        (
+            {"tests": [[{"input": [2, 3], "output": 10**5000}]], "fn_name": ["add"]},
+            "code_reward: row 1: column 'tests' is not JSON data (an integer of more than 4300 digits)",
+        ),
+    ],
+)
 def test_a_row_whose_test_does_not_compile_or_whose_values_json_cannot_encode_is_one_error(columns, message):
     reward = CodeReward()
-    good = {"test": "add(1, 1)", "expected": "2", "entry_point": "add", "fn_name": "add",
-            "tests": [{"input": [1, 1], "output": 2}]}  # row 0 of each column, and then the bad row
+    good = {
+        "test": "add(1, 1)",
+        "expected": "2",
+        "entry_point": "add",
+        "fn_name": "add",
+        "tests": [{"input": [1, 1], "output": 2}],
+    }  # row 0 of each column, and then the bad row
     if "entry_point" in columns:
         good["test"] = "def check(candidate):\n    assert candidate(1, 1) == 2\n"
     batch = {name: [good[name], *values] for name, values in columns.items()}
@@ -365,11 +428,13 @@ def test_a_javascript_reward_leaves_its_test_expressions_to_node():
 def test_the_library_imports_no_torch_transformers_trl_hydra_or_omegaconf():
     # Every public name, and a program scored through it in the real sandbox: the config machinery is the
     # commands' (codegrpo.config.registration), and the heavy libraries are training's.
-    probe = ("import sys, codegrpo; [getattr(codegrpo, name) for name in codegrpo.__all__]; "
-             "print(codegrpo.score('def add(a, b):\\n    return a + b\\n', test='add(2, 3)', expected='5')"
-             ".verdict.reward); "
-             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'trl', 'hydra', "
-             "'omegaconf')))")  # fmt: skip
+    probe = (
+        "import sys, codegrpo; [getattr(codegrpo, name) for name in codegrpo.__all__]; "
+        "print(codegrpo.score('def add(a, b):\\n    return a + b\\n', test='add(2, 3)', expected='5')"
+        ".verdict.reward); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'trl', 'hydra', "
+        "'omegaconf')))"
+    )
     done = subprocess.run([sys.executable, "-c", probe], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stdout) == (0, "1.0\n[]\n"), done.stderr[-2000:]
     documented = [n for n in codegrpo.__all__ if not (getattr(codegrpo, n).__doc__ or f"{n}(").startswith(f"{n}(")]

@@ -88,9 +88,11 @@ def test_limits_prints_what_enforces_each_limit():
 
 def test_score_reasons_say_why_each_completion_scored_what_it_did(tmp_path):
     path = tmp_path / "c.jsonl"
-    rows = [{"problem_id": "is_prime", "completion": "def is_prime(n):\n    return n > 1"},
-            {"problem_id": "median", "completion": "sorry"},
-            {"problem_id": "median", "completion": "```js\nx\n```"}]
+    rows = [
+        {"problem_id": "is_prime", "completion": "def is_prime(n):\n    return n > 1"},
+        {"problem_id": "median", "completion": "sorry"},
+        {"problem_id": "median", "completion": "```js\nx\n```"},
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     done = command("codegrpo.commands.score", f"completions={path}", "problems=seed", "--reasons")
     assert done.returncode == 0, done.stderr
@@ -122,15 +124,28 @@ def test_validate_names_weak_tests_and_keeps_the_problems_whose_reference_passes
     rows = [
         # A good stdin problem; one whose only test a program printing nothing passes; one that echoing the
         # input passes; a call-form one that returning the first argument passes; one whose reference fails.
-        {"id": "sum", "prompt": "Sum.", "reference": "a, b = map(int, input().split())\nprint(a + b)",
-         "tests": [{"input": "1 2\n", "output": "3\n"}, {"input": "2 2\n", "output": "4\n"}]},
+        {
+            "id": "sum",
+            "prompt": "Sum.",
+            "reference": "a, b = map(int, input().split())\nprint(a + b)",
+            "tests": [{"input": "1 2\n", "output": "3\n"}, {"input": "2 2\n", "output": "4\n"}],
+        },
         {"id": "empty", "prompt": "Nothing.", "tests": [{"input": "5\n", "output": ""}], "reference": "pass"},
         {"id": "echo", "prompt": "Echo.", "tests": [{"input": "7\n", "output": "7\n"}], "reference": "print(input())"},
-        {"id": "ident", "prompt": "Identity.", "fn_name": "same", "tests": [{"input": [3], "output": 3}],
-         "reference": "def same(x):\n    return x"},
-        {"id": "wrong", "prompt": "Double.", "reference": "print(int(input()) + 2)",
-         "tests": [{"input": "2\n", "output": "4\n"}, {"input": "3\n", "output": "6\n"}]},
-    ]  # fmt: skip
+        {
+            "id": "ident",
+            "prompt": "Identity.",
+            "fn_name": "same",
+            "tests": [{"input": [3], "output": 3}],
+            "reference": "def same(x):\n    return x",
+        },
+        {
+            "id": "wrong",
+            "prompt": "Double.",
+            "reference": "print(int(input()) + 2)",
+            "tests": [{"input": "2\n", "output": "4\n"}, {"input": "3\n", "output": "6\n"}],
+        },
+    ]
     path, kept = tmp_path / "io.jsonl", tmp_path / "kept.jsonl"
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     done = command("codegrpo.commands.validate", "problems=jsonl", f"problems.path={path}", f"keep_passing={kept}")
@@ -146,20 +161,29 @@ def test_validate_names_weak_tests_and_keeps_the_problems_whose_reference_passes
 def test_validate_names_the_tests_that_count_as_public_because_they_repeat_a_public_one(tmp_path):
     """A judge's copy of the example at another precision is not hidden: rollout=feedback showed its answer."""
     half = {"input": "1 2\n", "output": "0.5\n"}
-    rows = [{"id": "ratio", "prompt": "Print a / b.", "reference": "a, b = map(int, input().split())\nprint(a / b)",
-             "public_tests": [half], "tests": [half, {"input": "1 2", "output": "0.500000"},
-                                               {"input": "3 4\n", "output": "0.75\n"}]}]
+    rows = [
+        {
+            "id": "ratio",
+            "prompt": "Print a / b.",
+            "reference": "a, b = map(int, input().split())\nprint(a / b)",
+            "public_tests": [half],
+            "tests": [half, {"input": "1 2", "output": "0.500000"}, {"input": "3 4\n", "output": "0.75\n"}],
+        }
+    ]
     path = tmp_path / "p.jsonl"
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     done = command("codegrpo.commands.validate", "problems=jsonl", f"problems.path={path}")
     assert done.returncode == 0, done.stderr
-    assert ("MOVED    ratio: test 2 (as public test 1) of 3 count as public: reward.checker=tokens cannot tell them "
-            "from the public test they repeat") in done.stdout
+    assert (
+        "MOVED    ratio: test 2 (as public test 1) of 3 count as public: reward.checker=tokens cannot tell them "
+        "from the public test they repeat"
+    ) in done.stdout
     exact = command("codegrpo.commands.validate", "problems=jsonl", f"problems.path={path}", "reward.checker=exact")
     assert "MOVED" not in exact.stdout and 'expected "0.500000"' in exact.stdout  # exact tells them apart
 
 
 # -- hostile input files and settings: one line and exit status 2, before anything runs ---------------------
+
 
 def _one_error_line(done: subprocess.CompletedProcess) -> str:
     assert done.returncode == 2, done.stdout + done.stderr[-3000:]
@@ -174,55 +198,89 @@ def test_problem_and_completions_files_that_are_not_utf8_json_name_their_line(tm
     done = command("codegrpo.commands.validate", "problems=jsonl", f"problems.path={problems}")
     assert _one_error_line(done) == f"error: {problems}:2: not UTF-8 text (byte 9 of the line)"
     completions = tmp_path / "c.jsonl"
-    for line, why in ((b"[" * 50_000, "not valid JSON (nested too deep)"),
-                      (b'{"problem_id": "is_prime", "completion": "\xfe"}', "not UTF-8 text (byte 43 of the line)")):
+    for line, why in (
+        (b"[" * 50_000, "not valid JSON (nested too deep)"),
+        (b'{"problem_id": "is_prime", "completion": "\xfe"}', "not UTF-8 text (byte 43 of the line)"),
+    ):
         completions.write_bytes(b'{"problem_id": "is_prime", "completion": "x"}\n' + line + b"\n")
         done = command("codegrpo.commands.score", f"completions={completions}", "problems=seed")
         assert _one_error_line(done) == f"error: {completions}:2: {why}"
 
 
-@pytest.mark.parametrize(("override", "message"), [
-    ("sandbox.timeout_s=1e10", "sandbox.timeout_s=10000000000.0 must be a number of seconds above 0 and at most 60"),
-    ("sandbox.timeout_s=nan", "sandbox.timeout_s=nan must be"),
-    ("reward.time_budget_s=nan", "reward.time_budget_s=nan must be a number of seconds above 0 and at most 3600"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (
+            "sandbox.timeout_s=1e10",
+            "sandbox.timeout_s=10000000000.0 must be a number of seconds above 0 and at most 60",
+        ),
+        ("sandbox.timeout_s=nan", "sandbox.timeout_s=nan must be"),
+        ("reward.time_budget_s=nan", "reward.time_budget_s=nan must be a number of seconds above 0 and at most 3600"),
+    ],
+)
 def test_timeouts_that_are_not_seconds_stop_the_command_before_it_runs(override, message):
     assert message in _one_error_line(command("codegrpo.commands.validate", "problems=seed", override))
 
 
 def test_validate_refuses_more_tests_than_a_request_carries_and_names_outputs_no_program_prints(tmp_path):
-    rows = [{"id": "many", "prompt": "Many.", "reference": "print(1)",
-             "tests": [{"input": "", "output": "1\n"}] * 10_001},
-            {"id": "big", "prompt": "Big.", "reference": "print('x' * 2000)",
-             "tests": [{"input": "", "output": "x" * 2000}]}]
+    rows = [
+        {"id": "many", "prompt": "Many.", "reference": "print(1)", "tests": [{"input": "", "output": "1\n"}] * 10_001},
+        {
+            "id": "big",
+            "prompt": "Big.",
+            "reference": "print('x' * 2000)",
+            "tests": [{"input": "", "output": "x" * 2000}],
+        },
+    ]
     path = tmp_path / "p.jsonl"
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     done = command("codegrpo.commands.validate", "problems=jsonl", f"problems.path={path}")
-    assert _one_error_line(done) == ("error: problems: more than 10000 tests, which one sandbox request cannot carry, "
-                                     "in many: set problems.max_tests to at most 10000")
-    done = command("codegrpo.commands.validate", "problems=jsonl", f"problems.path={path}", "problems.max_tests=2",
-                   "sandbox.stdout_limit_bytes=1000")
+    assert _one_error_line(done) == (
+        "error: problems: more than 10000 tests, which one sandbox request cannot carry, "
+        "in many: set problems.max_tests to at most 10000"
+    )
+    done = command(
+        "codegrpo.commands.validate",
+        "problems=jsonl",
+        f"problems.path={path}",
+        "problems.max_tests=2",
+        "sandbox.stdout_limit_bytes=1000",
+    )
     assert done.returncode == 1, done.stdout + done.stderr
-    assert ("OUTPUT   big: test 1 expects 2000 bytes of output, more than sandbox.stdout_limit_bytes=1000: no program "
-            "passes it") in done.stdout
+    assert (
+        "OUTPUT   big: test 1 expects 2000 bytes of output, more than sandbox.stdout_limit_bytes=1000: no program "
+        "passes it"
+    ) in done.stdout
     assert "FAIL     big: error: test 1 of 1: output_limit" in done.stdout and "OUTPUT   many" not in done.stdout
     assert "problems: warning: " not in done.stderr  # 2000 bytes fit the default cap: only validate's own cap says
 
 
 def test_livecodebench_completions_get_its_graders_imports_and_keep_their_line_numbers(tmp_path):
     starter = "class Solution:\n    def twoSum(self, nums: List[int], target: int) -> List[int]:\n"
-    solution = "        seen = {}\n        for i, x in enumerate(nums):\n            if target - x in seen:\n" \
-               "                return [seen[target - x], i]\n            seen[x] = i\n"
-    rows = [{"problem_id": "livecodebench/two-sum", "completion": f"```python\n{starter}{solution}```"},
-            {"problem_id": "livecodebench/two-sum", "completion": f"```python\n{starter}        return [0, 1\n```"},
-            {"problem_id": "livecodebench/abc001_a", "completion": "a, b = map(int, stdin.readline().split())\n"
-                                                                    "print(a + b)"},
-            {"problem_id": "livecodebench/abc001_a", "completion": "if True:\nprint(1)"}]
+    solution = (
+        "        seen = {}\n        for i, x in enumerate(nums):\n            if target - x in seen:\n"
+        "                return [seen[target - x], i]\n            seen[x] = i\n"
+    )
+    rows = [
+        {"problem_id": "livecodebench/two-sum", "completion": f"```python\n{starter}{solution}```"},
+        {"problem_id": "livecodebench/two-sum", "completion": f"```python\n{starter}        return [0, 1\n```"},
+        {
+            "problem_id": "livecodebench/abc001_a",
+            "completion": "a, b = map(int, stdin.readline().split())\nprint(a + b)",
+        },
+        {"problem_id": "livecodebench/abc001_a", "completion": "if True:\nprint(1)"},
+    ]
     path = tmp_path / "c.jsonl"
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     data = PROJECT_ROOT / "tests" / "data" / "code_datasets" / "livecodebench.jsonl"
-    done = command("codegrpo.commands.score", f"completions={path}", "problems=livecodebench", "problems.hub_path=json",
-                   f"problems.data_files={data}", "--reasons")
+    done = command(
+        "codegrpo.commands.score",
+        f"completions={path}",
+        "problems=livecodebench",
+        "problems.hub_path=json",
+        f"problems.data_files={data}",
+        "--reasons",
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     kept, broken, stdio, indented = (json.loads(line) for line in done.stdout.splitlines())
     assert (kept["status"], kept["flags"], stdio["status"], stdio["flags"]) == ("passed", [], "passed", [])
@@ -243,20 +301,33 @@ def test_each_companion_commands_help_is_its_own(name):
     assert "  sandbox    local, superserve\n" in groups and f"{script} --cfg job" in groups
     assert ("  problems " in groups) is (name != "limits")  # limits composes problems for its schema, unread
     # The examples as they are typed: a JSON string's \n escapes and a shell line's continuation kept.
-    kept = {"score": '"```python\\ndef is_prime(n): ...\\n```"}\n', "validate": '"def add(a, b):\\n    return a + b"',
-            "evaluate": "evaluation.num_samples=8 \\\n"}
+    kept = {
+        "score": '"```python\\ndef is_prime(n): ...\\n```"}\n',
+        "validate": '"def add(a, b):\\n    return a + b"',
+        "evaluate": "evaluation.num_samples=8 \\\n",
+    }
     assert kept.get(name, "") in done.stdout
 
 
 def test_relative_paths_are_taken_from_where_the_user_stands_and_shipped_sets_still_load(tmp_path):
     """cd ~/data && codegrpo-validate problems=jsonl problems.path=mine.jsonl read <checkout>/mine.jsonl."""
-    (tmp_path / "mine.jsonl").write_text('{"id": "mine", "prompt": "add(a, b).", "test": "add(2, 3)", '
-                                         '"expected": "5", "reference": "def add(a, b):\\n    return a + b"}\n')
+    (tmp_path / "mine.jsonl").write_text(
+        '{"id": "mine", "prompt": "add(a, b).", "test": "add(2, 3)", '
+        '"expected": "5", "reference": "def add(a, b):\\n    return a + b"}\n'
+    )
     env = os.environ | {"PYTHONPATH": str(PROJECT_ROOT / "src")}
-    for overrides, says in ((["problems=jsonl", "problems.path=mine.jsonl"], "1/1 references pass"),
-                            (["problems=seed"], "seed: 4/4")):
-        done = subprocess.run([sys.executable, "-m", "codegrpo.commands.validate", *overrides, "weak_tests=false"],
-                              cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    for overrides, says in (
+        (["problems=jsonl", "problems.path=mine.jsonl"], "1/1 references pass"),
+        (["problems=seed"], "seed: 4/4"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "codegrpo.commands.validate", *overrides, "weak_tests=false"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+        )
         assert done.returncode == 0 and says in done.stdout, done.stdout + done.stderr[-2000:]
 
 
@@ -264,8 +335,23 @@ def test_run_info_records_the_users_own_project_where_it_is_a_git_repo(tmp_path,
     from codegrpo.tracking.runinfo import write_run_info
 
     subprocess.run(["git", "init", "-q", str(tmp_path / "project")], check=True)
-    subprocess.run(["git", "-C", str(tmp_path / "project"), "-c", "user.name=a", "-c", "user.email=a@b",
-                    "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(tmp_path / "project"),
+            "-c",
+            "user.name=a",
+            "-c",
+            "user.email=a@b",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "x",
+        ],
+        check=True,
+    )
     monkeypatch.chdir(tmp_path / "project")
     (tmp_path / "project" / "outputs" / "runs").mkdir(parents=True)  # the run's own dir, and a data file: untracked
     (tmp_path / "project" / "mine.jsonl").write_text("{}\n")
@@ -280,9 +366,21 @@ def test_an_experiment_of_the_users_own_project_is_found_from_where_they_stand(t
     (tmp_path / "conf" / "experiment").mkdir(parents=True)
     (tmp_path / "conf" / "experiment" / "mine.yaml").write_text("# @package _global_\nseed: 1234\n")
     env = os.environ | {"PYTHONPATH": str(PROJECT_ROOT / "src"), "PWD": "/"}  # a stale PWD is not read
-    done = subprocess.run([sys.executable, str(PROJECT_ROOT / "train.py"), "experiment=mine", "--cfg", "job"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    done = subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / "train.py"), "experiment=mine", "--cfg", "job"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert done.returncode == 0 and "\nseed: 1234\n" in done.stdout, done.stderr[-2000:]
-    elsewhere = subprocess.run([sys.executable, str(PROJECT_ROOT / "train.py"), "--cfg", "job"], cwd=tmp_path.parent,
-                               capture_output=True, text=True, timeout=300, env=env)
+    elsewhere = subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / "train.py"), "--cfg", "job"],
+        cwd=tmp_path.parent,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert elsewhere.returncode == 0 and "\nseed: 42\n" in elsewhere.stdout and not elsewhere.stderr.strip()

@@ -32,8 +32,12 @@ def test_mission_example_composes(compose_cfg):
 def test_every_grpo_field_is_settable(compose_cfg):
     from trl import GRPOConfig
 
-    cfg = compose_cfg("trainer.learning_rate=1e-5", "trainer.num_generations=8", "trainer.beta=0.1",
-                      "trainer.per_device_train_batch_size=8")  # a generation batch num_generations divides
+    cfg = compose_cfg(
+        "trainer.learning_rate=1e-5",
+        "trainer.num_generations=8",
+        "trainer.beta=0.1",
+        "trainer.per_device_train_batch_size=8",
+    )  # a generation batch num_generations divides
     assert cfg.trainer.learning_rate == 1e-5 and cfg.trainer.num_generations == 8 and cfg.trainer.beta == 0.1
     settable = {f.name for f in dataclasses.fields(cfg.trainer)}
     expected = {f for f in GRPOConfig.__dataclass_fields__ if GRPOConfig.__dataclass_fields__[f].init}
@@ -58,8 +62,14 @@ def test_wrong_type_fails_at_compose(compose_cfg, override):
 
 
 @pytest.mark.parametrize(
-    "override", ["model.dtype=fp32", "model.save_dtype=int8", "problems.language=rust", "logger.mode=onlien",
-                 "problems=apps problems.loader=appz"]
+    "override",
+    [
+        "model.dtype=fp32",
+        "model.save_dtype=int8",
+        "problems.language=rust",
+        "logger.mode=onlien",
+        "problems=apps problems.loader=appz",
+    ],
 )
 def test_a_closed_choice_outside_its_values_fails_at_compose(compose_cfg, override):
     with pytest.raises((ConfigCompositionException, ValidationError)) as raised:
@@ -70,8 +80,11 @@ def test_a_closed_choice_outside_its_values_fails_at_compose(compose_cfg, overri
 
 def test_the_closed_choices_compose_as_their_enums(compose_cfg):
     cfg = compose_cfg("model.dtype=bfloat16", "model.save_dtype=float32", "logger.mode=offline")
-    assert (cfg.model.dtype, cfg.model.save_dtype, cfg.logger.mode) == (Dtype.bfloat16, SaveDtype.float32,
-                                                                         WandbMode.offline)
+    assert (cfg.model.dtype, cfg.model.save_dtype, cfg.logger.mode) == (
+        Dtype.bfloat16,
+        SaveDtype.float32,
+        WandbMode.offline,
+    )
     assert cfg.problems.language is LanguageName.python
 
 
@@ -84,18 +97,24 @@ def test_unknown_option_fails(compose_cfg):
         compose_cfg("sandbox=docker")
 
 
-@pytest.mark.parametrize(("overrides", "message"), [
-    (["evaluation.temperature=0", "evaluation.num_samples=2"], "temperature=0 is greedy"),
-    (["evaluation.num_samples=2", "evaluation.k=[1,5]"], r"needs evaluation.num_samples >= 5"),
-    (["evaluation.k=[0]"], r"evaluation.k=\[0\] must be integers of at least 1"),
-    (["evaluation.limit=0"], "evaluation.limit=0 must be an integer of at least 1"),
-    (["evaluation.batch_size=0"], "evaluation.batch_size=0 must be an integer of at least 1"),
-    # A slice took -1 as "all but the last problem", silently.
-    (["problems.limit=-1"], r"problems.limit=-1 must be an integer of at least 1 \(the first N problems; null: all\)"),
-    (["problems.max_tests=0"], "problems.max_tests=0 must be an integer of at least 1"),
-    (["problems.min_tests=0"], "problems.min_tests=0 must be an integer of at least 1"),
-    (["problems.eval_fraction=1.0"], "problems.eval_fraction=1.0 must be a fraction between 0 and 1"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["evaluation.temperature=0", "evaluation.num_samples=2"], "temperature=0 is greedy"),
+        (["evaluation.num_samples=2", "evaluation.k=[1,5]"], r"needs evaluation.num_samples >= 5"),
+        (["evaluation.k=[0]"], r"evaluation.k=\[0\] must be integers of at least 1"),
+        (["evaluation.limit=0"], "evaluation.limit=0 must be an integer of at least 1"),
+        (["evaluation.batch_size=0"], "evaluation.batch_size=0 must be an integer of at least 1"),
+        # A slice took -1 as "all but the last problem", silently.
+        (
+            ["problems.limit=-1"],
+            r"problems.limit=-1 must be an integer of at least 1 \(the first N problems; null: all\)",
+        ),
+        (["problems.max_tests=0"], "problems.max_tests=0 must be an integer of at least 1"),
+        (["problems.min_tests=0"], "problems.min_tests=0 must be an integer of at least 1"),
+        (["problems.eval_fraction=1.0"], "problems.eval_fraction=1.0 must be a fraction between 0 and 1"),
+    ],
+)
 def test_evaluation_settings_that_cannot_sample_fail_when_the_config_is_read(compose_cfg, overrides, message):
     from codegrpo.errors import UsageError
 
@@ -132,7 +151,8 @@ def test_renamed_fields_are_read_from_the_installed_class():
     class Renamed:
         activation_checkpointing: bool | None = None
         gradient_checkpointing: bool | None = dataclasses.field(
-            default=None, metadata={"help": "Deprecated alias of `activation_checkpointing`, will be removed in v6."})
+            default=None, metadata={"help": "Deprecated alias of `activation_checkpointing`, will be removed in v6."}
+        )
 
     @dataclasses.dataclass
     class Redeclared(Renamed):  # as TRL's GRPOConfig redeclares gradient_checkpointing with its own default and help
@@ -145,9 +165,11 @@ def test_renamed_fields_are_read_from_the_installed_class():
     renamed = {"gradient_checkpointing": "activation_checkpointing"}
     assert renamed_fields(Renamed) == renamed_fields(Redeclared) == renamed
     assert current_names({"gradient_checkpointing": True, "activation_checkpointing": None}, Renamed) == {
-        "activation_checkpointing": True}
+        "activation_checkpointing": True
+    }
     assert current_names({"gradient_checkpointing": True, "activation_checkpointing": False}, Renamed) == {
-        "activation_checkpointing": False}  # the current name wins when set
+        "activation_checkpointing": False
+    }  # the current name wins when set
     assert renamed_fields(Before) == {}
     assert current_names({"gradient_checkpointing": True}, Before) == {"gradient_checkpointing": True}
 
@@ -228,13 +250,16 @@ def test_a_train_config_pickles(compose_cfg):
     assert again == cfg and type(again.trainer) is type(cfg.trainer)
 
 
-@pytest.mark.parametrize(("override", "message"), [
-    ("reward.float_tolerance=nan", "reward.float_tolerance=nan must be a finite number at least 0"),
-    ("reward.float_tolerance=-1", "reward.float_tolerance=-1.0 must be a finite number at least 0"),
-    ("reward.float_tolerance=inf", "reward.float_tolerance=inf must be a finite number at least 0"),
-    ("reward.time_budget_s=0", "reward.time_budget_s=0.0 must be a number of seconds above 0 and at most 3600"),
-    ("reward.time_budget_s=-5", "reward.time_budget_s=-5.0 must be a number of seconds above 0 and at most 3600"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("reward.float_tolerance=nan", "reward.float_tolerance=nan must be a finite number at least 0"),
+        ("reward.float_tolerance=-1", "reward.float_tolerance=-1.0 must be a finite number at least 0"),
+        ("reward.float_tolerance=inf", "reward.float_tolerance=inf must be a finite number at least 0"),
+        ("reward.time_budget_s=0", "reward.time_budget_s=0.0 must be a number of seconds above 0 and at most 3600"),
+        ("reward.time_budget_s=-5", "reward.time_budget_s=-5.0 must be a number of seconds above 0 and at most 3600"),
+    ],
+)
 def test_reward_settings_that_would_turn_a_check_off_fail_when_the_config_is_read(compose_cfg, override, message):
     # float_tolerance=nan or -1 matched no number within a tolerance, silently; 0 compares exactly.
     from codegrpo.errors import UsageError

@@ -21,8 +21,9 @@ from codegrpo.train import devices
 from codegrpo.train.devices import DeviceFacts, DeviceKind, check_devices, read_facts
 
 NO_GPU = DeviceFacts(DeviceKind.cpu, "", bf16=False, torch_version="2.13.0+cpu", cuda_build=False, vllm=False)
-GPU_WITHOUT_BF16 = DeviceFacts(DeviceKind.cuda, "Tesla P100-PCIE-16GB", bf16=False, torch_version="2.13.0+cu126",
-                               cuda_build=True, vllm=True)
+GPU_WITHOUT_BF16 = DeviceFacts(
+    DeviceKind.cuda, "Tesla P100-PCIE-16GB", bf16=False, torch_version="2.13.0+cu126", cuda_build=True, vllm=True
+)
 GPU_WITH_BF16 = dataclasses.replace(GPU_WITHOUT_BF16, name="NVIDIA H100 80GB HBM3", bf16=True)
 
 
@@ -100,8 +101,10 @@ def test_trainer_cpu_reads_no_device_facts(compose_cfg, unread):
 def test_fp16_and_bf16_together_are_refused_before_the_device(compose_cfg, unread):
     with pytest.raises(UsageError) as refused:
         check_devices(compose_cfg("trainer=gpu", "trainer.fp16=true"))
-    assert str(refused.value) == ("trainer.fp16=true and trainer.bf16=true: pick one precision "
-                                  "(trainer=gpu sets bf16; add trainer.bf16=false for fp16)")
+    assert str(refused.value) == (
+        "trainer.fp16=true and trainer.bf16=true: pick one precision "
+        "(trainer=gpu sets bf16; add trainer.bf16=false for fp16)"
+    )
 
 
 def test_fp16_on_the_cpu_warns_that_it_computes_in_fp32(compose_cfg, caplog):
@@ -170,8 +173,14 @@ def test_check_devices_refuses_exactly_what_grpo_config_refuses_here(compose_cfg
 def _train(run_dir: Path, *overrides: str) -> subprocess.CompletedProcess:
     # No GPU, whatever the machine has: CUDA_VISIBLE_DEVICES hides every CUDA device from torch.
     environment = os.environ | {"CUDA_VISIBLE_DEVICES": ""}
-    return subprocess.run([sys.executable, "train.py", f"hydra.run.dir={run_dir}", "debug=fast", "logger=none",
-                           *overrides], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300, env=environment)
+    return subprocess.run(
+        [sys.executable, "train.py", f"hydra.run.dir={run_dir}", "debug=fast", "logger=none", *overrides],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=environment,
+    )
 
 
 def test_train_py_trainer_gpu_without_a_gpu_is_one_line(tmp_path):

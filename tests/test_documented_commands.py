@@ -99,8 +99,9 @@ def extract(file: str, text: str | None = None) -> list[Snippet]:
             snippets.append(Snippet(file, first, "python", "\n".join(body)))
             continue
         content = [(first + i, line) for i, line in enumerate(body) if line.strip()]
-        if not content or (language not in SHELL_LANGUAGES and not (
-                language == "" and COMMAND_START.match(content[0][1]))):
+        if not content or (
+            language not in SHELL_LANGUAGES and not (language == "" and COMMAND_START.match(content[0][1]))
+        ):
             continue  # output, a layout, JSON, a config: not a command
         if content[0][1].startswith("#!"):
             snippets.append(Snippet(file, content[0][0], "script", "\n".join(body)))
@@ -137,10 +138,34 @@ def _words(text: str) -> list[str]:
 # -- the commands' parts ------------------------------------------------------------------------------------------
 
 # Hydra's own flags that take a value (hydra/_internal/utils.py get_args_parser), and those that print and exit.
-HYDRA_VALUE_FLAGS = {"--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name", "-cn",
-                     "--config-dir", "-cd", "--shell-completion", "-sc", "--info", "-i"}
-PRINTS_AND_EXITS = {"--cfg", "-c", "--help", "-h", "--hydra-help", "--info", "-i", "--shell-completion", "-sc",
-                    "--version"}
+HYDRA_VALUE_FLAGS = {
+    "--cfg",
+    "-c",
+    "--package",
+    "-p",
+    "--config-path",
+    "-cp",
+    "--config-name",
+    "-cn",
+    "--config-dir",
+    "-cd",
+    "--shell-completion",
+    "-sc",
+    "--info",
+    "-i",
+}
+PRINTS_AND_EXITS = {
+    "--cfg",
+    "-c",
+    "--help",
+    "-h",
+    "--hydra-help",
+    "--info",
+    "-i",
+    "--shell-completion",
+    "-sc",
+    "--version",
+}
 
 
 @dataclass
@@ -196,8 +221,11 @@ def program_argv(program: str) -> list[str]:
     if installed.is_file():
         return [str(installed)]
     module, _, function = SCRIPTS[program].partition(":")
-    return [sys.executable, "-c", f"import sys; sys.argv[0] = {program!r}; from {module} import {function}; "
-                                  f"{function}()"]
+    return [
+        sys.executable,
+        "-c",
+        f"import sys; sys.argv[0] = {program!r}; from {module} import {function}; {function}()",
+    ]
 
 
 def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -206,8 +234,9 @@ def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in dropped} | ENV | (extra or {})
 
 
-def launch(argv: list[str], cwd: Path, env: dict[str, str] | None = None,
-           timeout: int = 900) -> subprocess.CompletedProcess:
+def launch(
+    argv: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: int = 900
+) -> subprocess.CompletedProcess:
     return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=environment(env))
 
 
@@ -236,8 +265,10 @@ def _copy_problems(source: str, target: Path, limit: int | None = None) -> None:
 
 def _completions(target: Path) -> None:
     problem = json.loads((PROJECT_ROOT / "problems" / "basics.jsonl").read_text().splitlines()[0])
-    rows = [{"problem_id": problem["id"], "completion": f"```python\n{problem['reference']}\n```"},
-            {"problem_id": problem["id"], "completion": "print(1)"}]
+    rows = [
+        {"problem_id": problem["id"], "completion": f"```python\n{problem['reference']}\n```"},
+        {"problem_id": problem["id"], "completion": "print(1)"},
+    ]
     target.write_text("".join(json.dumps(row) + "\n" for row in rows))
 
 
@@ -245,16 +276,17 @@ def _reward_module(root: Path) -> None:
     (root / "mypkg").mkdir(exist_ok=True)
     (root / "mypkg" / "__init__.py").write_text("")
     (root / "mypkg" / "rewards.py").write_text(
-        "def brevity(completions, **columns):\n"
-        "    return [-len(str(c)) / 1000 for c in completions]\n")
+        "def brevity(completions, **columns):\n    return [-len(str(c)) / 1000 for c in completions]\n"
+    )
 
 
 def _recorded_run(run_dir: Path, overrides: list[str]) -> None:
     """A run dir's record as train.py writes it (.hydra/), for composing a command that names a run."""
     (run_dir / ".hydra").mkdir(parents=True, exist_ok=True)
     (run_dir / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(overrides))
-    (run_dir / ".hydra" / "hydra.yaml").write_text(yaml.safe_dump(
-        {"hydra": {"job": {"config_name": "train"}, "runtime": {"config_sources": []}}}))
+    (run_dir / ".hydra" / "hydra.yaml").write_text(
+        yaml.safe_dump({"hydra": {"job": {"config_name": "train"}, "runtime": {"config_sources": []}}})
+    )
 
 
 class Workspace:
@@ -324,17 +356,27 @@ PROPS: list[tuple[str, Any]] = [
     (r"outputs/pass_rates/<run>/pass_rates\.jsonl", lambda ws, m: _made(ws, ws.rates())),
     (r"(?:outputs/runs/)?<run>", lambda ws, m: _made(ws, ws.run_dir())),
     (r"outputs/runs/[\w.-]+/final_model", lambda ws, m: ws.final_model(m[0])),  # the run the line above trains
-    (r"<the run's overrides>", lambda ws, m: " ".join(
-        yaml.safe_load((ws.run_dir() / ".hydra" / "overrides.yaml").read_text()))),
+    (
+        r"<the run's overrides>",
+        lambda ws, m: " ".join(yaml.safe_load((ws.run_dir() / ".hydra" / "overrides.yaml").read_text())),
+    ),
     (r"(?<![\w/.])eval_(?:before|after)\.json", lambda ws, m: ws.eval_file(ws.root / m[0]) or m[0]),
-    (r"/data/my_problems\.jsonl", lambda ws, m: _copy_problems("trivial.jsonl", ws.root / "my_problems.jsonl") or
-     str(ws.root / "my_problems.jsonl")),  # an absolute path of the user's: one in the workspace
+    (
+        r"/data/my_problems\.jsonl",
+        lambda ws, m: (
+            _copy_problems("trivial.jsonl", ws.root / "my_problems.jsonl") or str(ws.root / "my_problems.jsonl")
+        ),
+    ),  # an absolute path of the user's: one in the workspace
     (r"(?<![\w/.])my\.jsonl", lambda ws, m: _copy_problems("trivial.jsonl", ws.root / m[0]) or m[0]),
     (r"(?<![\w/.])completions\.jsonl", lambda ws, m: _completions(ws.root / m[0]) or m[0]),
-    (r"problems/basics_learnable\.jsonl",
-     lambda ws, m: _copy_problems("basics.jsonl", ws.root / m[0], limit=4) or m[0]),
-    (r"mypkg\.rewards:brevity", lambda ws, m: _reward_module(ws.root) or ws.env.update(PYTHONPATH=str(ws.root)) or
-     m[0]),  # the user's own module, importable where they stand
+    (
+        r"problems/basics_learnable\.jsonl",
+        lambda ws, m: _copy_problems("basics.jsonl", ws.root / m[0], limit=4) or m[0],
+    ),
+    (
+        r"mypkg\.rewards:brevity",
+        lambda ws, m: _reward_module(ws.root) or ws.env.update(PYTHONPATH=str(ws.root)) or m[0],
+    ),  # the user's own module, importable where they stand
     (r"<p>", lambda ws, m: "debug"),  # a SLURM partition (composed only)
 ]
 # Files a command reads that only a command of NEEDS writes: it is composed, as that one is.
@@ -366,39 +408,62 @@ class Plan:
 # The check is what can be checked here: "make:<target>" (make -n knows it), "file:<path>" (it exists),
 # "compile" (a Python block compiles and its imports resolve).
 EXCEPTIONS: list[tuple[str, str, str]] = [
-    (r"^make (train|test)\b", "sets up a machine (apt-get bubblewrap as root, a venv, torch, the project): the suite "
-     "runs in what it builds; make test is this suite, and make train's training is python train.py (README)",
-     "make"),
+    (
+        r"^make (train|test)\b",
+        "sets up a machine (apt-get bubblewrap as root, a venv, torch, the project): the suite "
+        "runs in what it builds; make test is this suite, and make train's training is python train.py (README)",
+        "make",
+    ),
     (r"^make bench\b", "the benchmarks take tens of minutes; tests/ cover what each measures", "make"),
     (r"^pip install ", "installs from a package index; the venv this suite runs in is what it builds", ""),
-    (r"^export SUPERSERVE_API_KEY=", "a real Superserve key (sandbox=superserve is composed below; the sandbox runs "
-     "against the fake Superserve API in tests/sandbox/)", ""),
+    (
+        r"^export SUPERSERVE_API_KEY=",
+        "a real Superserve key (sandbox=superserve is composed below; the sandbox runs "
+        "against the fake Superserve API in tests/sandbox/)",
+        "",
+    ),
     (r"^from superserve import ", "the Superserve SDK against a real account (templates, live sandboxes)", "compile"),
 ]
 # Commands another test already runs verbatim (a Python block the test reads from the README).
 COVERED: list[tuple[str, str, str]] = [
-    (r'model="Qwen/Qwen2.5-0.5B-Instruct"', "the guide's script as it is: a Hub model trained 50 steps (a GPU's); the "
-     "test checks it is the guide's with one import changed, and runs the CPU version (the next block)",
-     "tests/test_code_reward.py::test_the_readme_script_is_the_guides_with_one_import_changed"),
-    (r"model=codegrpo\.offline_model\(\)", "run verbatim in an empty directory: the library on a laptop (slow)",
-     "tests/test_code_reward.py::test_the_readmes_laptop_script_trains_as_it_is_written"),
+    (
+        r'model="Qwen/Qwen2.5-0.5B-Instruct"',
+        "the guide's script as it is: a Hub model trained 50 steps (a GPU's); the "
+        "test checks it is the guide's with one import changed, and runs the CPU version (the next block)",
+        "tests/test_code_reward.py::test_the_readme_script_is_the_guides_with_one_import_changed",
+    ),
+    (
+        r"model=codegrpo\.offline_model\(\)",
+        "run verbatim in an empty directory: the library on a laptop (slow)",
+        "tests/test_code_reward.py::test_the_readmes_laptop_script_trains_as_it_is_written",
+    ),
 ]
 # Why a composed config cannot run here, read from the config itself: (what it needs, the test, if any, that
 # runs the same thing offline).
 NEEDS = {
-    "multirun": ("a sweep (Hydra refuses --cfg with --multirun: each job composes)",
-                 "tests/test_experiments.py::test_two_job_multirun_offline"),
-    "slurm": ("a SLURM cluster (the submitit launcher)",
-              "tests/test_workflow.py::test_hparams_search_and_slurm_launcher_compose"),
-    "hub-model": ("a model from the Hugging Face Hub",
-                  "tests/test_train.py::test_mission_example_starts_and_fails_clearly_without_the_hub"),
-    "hub-data": ("a dataset from the Hugging Face Hub, or its files (data_files) that are not on this machine",
-                 "tests/test_public_datasets.py"),
+    "multirun": (
+        "a sweep (Hydra refuses --cfg with --multirun: each job composes)",
+        "tests/test_experiments.py::test_two_job_multirun_offline",
+    ),
+    "slurm": (
+        "a SLURM cluster (the submitit launcher)",
+        "tests/test_workflow.py::test_hparams_search_and_slurm_launcher_compose",
+    ),
+    "hub-model": (
+        "a model from the Hugging Face Hub",
+        "tests/test_train.py::test_mission_example_starts_and_fails_clearly_without_the_hub",
+    ),
+    "hub-data": (
+        "a dataset from the Hugging Face Hub, or its files (data_files) that are not on this machine",
+        "tests/test_public_datasets.py",
+    ),
     "push": ("an upload to the Hugging Face Hub", "tests/test_hub.py"),
     "gpu": ("a GPU (trainer.use_cpu=false)", "tests/test_devices.py"),
     "superserve": ("a real Superserve key and network", "tests/sandbox/"),
-    "resume": ("a run's checkpoint (1.6 GB for the offline model); resume=auto from one",
-               "tests/test_workflow.py::test_same_seed_same_first_step_reproducibility_record_and_resume_auto"),
+    "resume": (
+        "a run's checkpoint (1.6 GB for the offline model); resume=auto from one",
+        "tests/test_workflow.py::test_same_seed_same_first_step_reproducibility_record_and_resume_auto",
+    ),
     "file": ("a file only a composed command writes", ""),
 }
 
@@ -450,8 +515,10 @@ def classify_fixed(snippet: Snippet) -> Plan | None:
         if re.search(pattern, snippet.text, re.MULTILINE):
             return Plan("exception", reason)
     if snippet.kind == "python":
-        return Plan("run-as-written", "a Python snippet: runs in an empty directory; a `# text` after a print is "
-                    "the output it must print")
+        return Plan(
+            "run-as-written",
+            "a Python snippet: runs in an empty directory; a `# text` after a print is the output it must print",
+        )
     if snippet.kind == "script":
         if "#SBATCH" in snippet.text:
             return Plan("compose", "a SLURM batch script: its srun command composes (SLURM itself is not here)")
@@ -491,8 +558,9 @@ def compose(command: Command, ws: Workspace) -> list[dict[str, Any]]:
         jobs = [args]
     composed = []
     for job in jobs:
-        done = launch([*program_argv(command.program), *job, "--cfg", "job"], ws.root, {**command.env, **ws.env},
-                      timeout=120)
+        done = launch(
+            [*program_argv(command.program), *job, "--cfg", "job"], ws.root, {**command.env, **ws.env}, timeout=120
+        )
         assert done.returncode == 0, f"{' '.join(job)} --cfg job failed:\n{done.stderr[-3000:]}"
         composed.append(yaml.safe_load(done.stdout) or {})
     return composed
@@ -504,7 +572,8 @@ def classify(snippet: Snippet, ws: Workspace) -> tuple[Plan, Command | None, lis
     plan = classify_fixed(snippet)
     assert plan is not None, (
         f"{snippet.id}: `{snippet.text}` matches no rule: run it here (a Hydra or codegrpo command), or add it to "
-        "EXCEPTIONS or COVERED with the reason it cannot run")
+        "EXCEPTIONS or COVERED with the reason it cannot run"
+    )
     if plan.how not in ("hydra", "compose"):
         return plan, None, []
     text = prepare(snippet.text, ws)
@@ -521,10 +590,19 @@ def classify(snippet: Snippet, ws: Workspace) -> tuple[Plan, Command | None, lis
 
 # -- running at a tiny scale --------------------------------------------------------------------------------------
 
-TINY_TRAIN = ["trainer.max_steps=1", "trainer.num_generations=2", "trainer.per_device_train_batch_size=2",
-              "trainer.gradient_accumulation_steps=1", "trainer.save_strategy=no", "save_model=false",
-              "problems.limit=2", "plots=false", "evaluation.limit=1", "evaluation.num_samples=1",
-              "evaluation.max_new_tokens=16"]
+TINY_TRAIN = [
+    "trainer.max_steps=1",
+    "trainer.num_generations=2",
+    "trainer.per_device_train_batch_size=2",
+    "trainer.gradient_accumulation_steps=1",
+    "trainer.save_strategy=no",
+    "save_model=false",
+    "problems.limit=2",
+    "plots=false",
+    "evaluation.limit=1",
+    "evaluation.num_samples=1",
+    "evaluation.max_new_tokens=16",
+]
 TINY_EVALUATE = ["evaluation.limit=1", "evaluation.max_new_tokens=16"]
 TINY_PASS_RATES = ["problems.limit=2", "evaluation.max_new_tokens=16"]
 
@@ -594,8 +672,13 @@ class Runs:
         kind = (command.program, any(a.startswith("rerun=") for a in argv))
         flat = {k: v for k, v in _flat(config).items() if k != "run_dir"}
         for other_kind, other, done in self.runs:
-            if other_kind == kind and other.keys() == flat.keys() and all(
-                    other[k] == flat[k] or (_numbers(other[k]) and _numbers(flat[k])) or k in SAME_PATH for k in flat):
+            if (
+                other_kind == kind
+                and other.keys() == flat.keys()
+                and all(
+                    other[k] == flat[k] or (_numbers(other[k]) and _numbers(flat[k])) or k in SAME_PATH for k in flat
+                )
+            ):
                 self.done[snippet.id] = done  # the same run as another documented command's, but for numbers
                 return done
         process = launch(argv, ws.root, env)
@@ -643,8 +726,10 @@ def test_the_docs_commands_are_found():
     library = [s for s in SNIPPETS if s.kind == "python" and "model=codegrpo.offline_model()" in s.text]
     assert library and classify_fixed(library[0]).how == "covered"
     # a fence inside a block of a longer fence, an indented block, a console block and a bare block
-    sample = "````text\n```\nx\n```\n````\n  ```python\n  print(1)\n  ```\n```console\n$ codegrpo-env\nout\n```\n" \
-             "```\npython train.py a=1 \\\n    b=2   # c\n```\n```\nconf/  the configs\n```\n"
+    sample = (
+        "````text\n```\nx\n```\n````\n  ```python\n  print(1)\n  ```\n```console\n$ codegrpo-env\nout\n```\n"
+        "```\npython train.py a=1 \\\n    b=2   # c\n```\n```\nconf/  the configs\n```\n"
+    )
     found = [(s.kind, s.text) for s in extract("probe.md", sample)]
     assert found == [("python", "print(1)"), ("shell", "codegrpo-env"), ("shell", "python train.py a=1 b=2   # c")]
 

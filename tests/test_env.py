@@ -17,11 +17,21 @@ from codegrpo.errors import UsageError
 from codegrpo.resources import PROJECT_ROOT
 from tests.helpers.commands import command
 
-SECTIONS = ("python", "dependencies: declared range, installed, verdict", "torch", "sandbox", "optional", "network",
-            "offline model", "verdict")  # fmt: skip
+SECTIONS = (
+    "python",
+    "dependencies: declared range, installed, verdict",
+    "torch",
+    "sandbox",
+    "optional",
+    "network",
+    "offline model",
+    "verdict",
+)
 ESPRIMA = installed_version("esprima")
-ESPRIMA_LINE = ("esprima 1.0 is installed; codegrpo needs esprima>=4.0.1 (pip install 'esprima>=4.0.1' fixes it; "
-                f"{SKIP_ENV}=1 runs anyway)")  # fmt: skip
+ESPRIMA_LINE = (
+    "esprima 1.0 is installed; codegrpo needs esprima>=4.0.1 (pip install 'esprima>=4.0.1' fixes it; "
+    f"{SKIP_ENV}=1 runs anyway)"
+)
 
 
 def sections(stdout: str) -> dict[str, list[str]]:
@@ -39,7 +49,7 @@ def sections(stdout: str) -> dict[str, list[str]]:
 def value(lines: list[str], label: str) -> str:
     """The value on the line of ``label`` (indented or not)."""
     [line] = [line.strip() for line in lines if line.strip().split("  ")[0] == label]
-    return line[len(label):].strip()
+    return line[len(label) :].strip()
 
 
 def dependency_rows(stdout: str) -> dict[str, list[str]]:
@@ -57,8 +67,9 @@ def old_esprima(directory: Path) -> Path:
 
 
 def run_with(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *args], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, *args], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +94,8 @@ def test_env_reports_each_section_and_that_this_machine_can_train(report_here):
     assert value(found["optional"], "esprima") == ESPRIMA
     for name in ("Hub", "W&B"):  # each said once, whether the network is here or not
         assert value(found["network"], name).endswith(("reachable", "not contacted")) or "unreachable" in value(
-            found["network"], name)
+            found["network"], name
+        )
     gguf = Path(value(found["offline model"], "GGUF file"))
     assert gguf.is_file() and gguf.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -133,8 +145,12 @@ def test_env_on_a_broken_machine_says_each_reason_last_and_exits_1(tmp_path):
 
 
 def test_train_py_with_a_dependency_out_of_range_stops_at_once_with_one_line(tmp_path):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(old_esprima(tmp_path / "site")),
-                                                         *filter(None, [os.environ.get("PYTHONPATH")])])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            [str(old_esprima(tmp_path / "site")), *filter(None, [os.environ.get("PYTHONPATH")])]
+        ),
+    }
     env.pop(SKIP_ENV, None)
     run_dir = tmp_path / "run"
     done = run_with(env, "train.py", f"hydra.run.dir={run_dir}")
@@ -145,16 +161,19 @@ def test_train_py_with_a_dependency_out_of_range_stops_at_once_with_one_line(tmp
 
 def test_the_check_names_every_required_dependency_out_of_range_or_missing_in_one_line():
     requirements = [
-        "torch>=2.4", "esprima>=99", "surely-not-a-package-codegrpo-needs>=1",
+        "torch>=2.4",
+        "esprima>=99",
+        "surely-not-a-package-codegrpo-needs>=1",
         'peft>=999; extra == "peft"',  # an extra's range is reported by codegrpo-env, never refused
         'esprima-for-windows>=1; sys_platform == "win32"',  # not for this machine
-    ]  # fmt: skip
+    ]
     with pytest.raises(UsageError) as caught:
         check_dependencies(requirements)
     assert str(caught.value) == (
         f"esprima {ESPRIMA} is installed, surely-not-a-package-codegrpo-needs is not installed; codegrpo needs "
         "esprima>=99 and surely-not-a-package-codegrpo-needs>=1 (pip install 'esprima>=99' "
-        f"'surely-not-a-package-codegrpo-needs>=1' fixes it; {SKIP_ENV}=1 runs anyway)")
+        f"'surely-not-a-package-codegrpo-needs>=1' fixes it; {SKIP_ENV}=1 runs anyway)"
+    )
     check_dependencies(["torch>=2.4", 'peft>=999; extra == "peft"'])  # all required ones in range: no error
     check_dependencies()  # this environment, as installed
 
@@ -170,8 +189,11 @@ def test_the_check_is_skipped_with_its_variable(monkeypatch):
 def test_declared_ranges_read_lower_bound_first_and_follow_an_extra_into_another_package():
     found = {d.name: d for d in declared(["transformers<6,>=4.56", 'trl[vllm]; extra == "vllm"'])}
     transformers, vllm = found["transformers"], found["vllm"]
-    assert (transformers.range, transformers.extra, transformers.requirement) == (">=4.56,<6", None,
-                                                                                   "transformers>=4.56,<6")
+    assert (transformers.range, transformers.extra, transformers.requirement) == (
+        ">=4.56,<6",
+        None,
+        "transformers>=4.56,<6",
+    )
     assert vllm.extra == "vllm" and vllm.range != "any"  # trl's own range for vllm, through trl[vllm]
     assert found["trl"].extra == "vllm" and next(iter(found)) == "transformers"  # the required ones first
 

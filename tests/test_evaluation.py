@@ -22,15 +22,30 @@ def _evaluation(outcomes: dict[str, tuple[int, int, int]]) -> Evaluation:
     for pid, counts in outcomes.items():
         for kind, count in zip(("passed", "wrong", "error"), counts, strict=True):
             # Errors cycle through every status that gives no answer.
-            samples += [{"problem_id": pid, "status": status[kind][i % len(status[kind])], "reward": 0.0,
-                         "reason": "", "code": ""} for i in range(count)]
+            samples += [
+                {
+                    "problem_id": pid,
+                    "status": status[kind][i % len(status[kind])],
+                    "reward": 0.0,
+                    "reason": "",
+                    "code": "",
+                }
+                for i in range(count)
+            ]
     n = sum(next(iter(outcomes.values())))
     per_problem = {pid: counts[0] for pid, counts in outcomes.items()}
     counts: dict[str, int] = {}
     for sample in samples:
         counts[sample["status"]] = counts.get(sample["status"], 0) + 1
-    return Evaluation({1: sum(per_problem.values()) / n / len(per_problem)}, len(outcomes), n, counts,
-                      per_problem, samples, wall_s=1.5)
+    return Evaluation(
+        {1: sum(per_problem.values()) / n / len(per_problem)},
+        len(outcomes),
+        n,
+        counts,
+        per_problem,
+        samples,
+        wall_s=1.5,
+    )
 
 
 def test_eval_file_round_trips_in_the_format_compare_reads(tmp_path):
@@ -60,22 +75,37 @@ def test_paired_bootstrap_interval():
     low, high = better.ci95
     assert 0 < low < better.change < high and better.excludes_zero
     assert better.improved == 13 and better.worse == 0
-    same = compare(before, _evaluation({pid: (2 + (1 if i % 2 else -1), 6 - (1 if i % 2 else -1), 0)
-                                        for i, pid in enumerate(ids)}), 2000)
+    same = compare(
+        before,
+        _evaluation({pid: (2 + (1 if i % 2 else -1), 6 - (1 if i % 2 else -1), 0) for i, pid in enumerate(ids)}),
+        2000,
+    )
     assert same.change == 0 and same.ci95[0] < 0 < same.ci95[1] and not same.excludes_zero
     with pytest.raises(UsageError, match="share no problem ids"):
         compare(before, _evaluation({"other": (1, 7, 0)}))
 
 
 def test_breakdown_splits_the_change_into_format_skill_and_lost():
-    before = _evaluation({"fmt": (1, 1, 6), "skl": (2, 6, 0), "both": (0, 4, 4), "lost": (6, 2, 0),
-                          "err_to_wrong": (0, 0, 8), "same": (4, 4, 0)})
-    after = _evaluation({"fmt": (5, 3, 0),          # errors fell by 6, wrong rose: +4 passes, all format
-                         "skl": (5, 3, 0),          # wrong fell by 3, no errors before: +3 skill
-                         "both": (6, 2, 0),         # wrong -2, errors -4: +2 skill, +4 format
-                         "lost": (3, 2, 3),         # -3 passes, to errors
-                         "err_to_wrong": (0, 8, 0),  # runs now, but wrong: no pass gained
-                         "same": (4, 4, 0)})
+    before = _evaluation(
+        {
+            "fmt": (1, 1, 6),
+            "skl": (2, 6, 0),
+            "both": (0, 4, 4),
+            "lost": (6, 2, 0),
+            "err_to_wrong": (0, 0, 8),
+            "same": (4, 4, 0),
+        }
+    )
+    after = _evaluation(
+        {
+            "fmt": (5, 3, 0),  # errors fell by 6, wrong rose: +4 passes, all format
+            "skl": (5, 3, 0),  # wrong fell by 3, no errors before: +3 skill
+            "both": (6, 2, 0),  # wrong -2, errors -4: +2 skill, +4 format
+            "lost": (3, 2, 3),  # -3 passes, to errors
+            "err_to_wrong": (0, 8, 0),  # runs now, but wrong: no pass gained
+            "same": (4, 4, 0),
+        }
+    )
     comparison = compare(before, after, 500)
     parts = comparison.breakdown
     assert parts.format * 6 * 8 == pytest.approx(4 + 4)
@@ -90,7 +120,7 @@ def test_breakdown_splits_the_change_into_format_skill_and_lost():
 
 def test_breakdown_of_different_sample_counts_is_in_shares():
     before = _evaluation({"a": (1, 3, 4), "b": (4, 4, 0)})  # 8 samples each
-    after = _evaluation({"a": (2, 2, 0), "b": (1, 3, 0)})   # 4 samples each
+    after = _evaluation({"a": (2, 2, 0), "b": (1, 3, 0)})  # 4 samples each
     parts = compare(before, after, 100).breakdown
     assert parts.format == pytest.approx((0.5 - 0.125) / 2)  # a: errors 1/2 -> 0, wrong 3/8 -> 1/2
     assert parts.skill == 0 and parts.lost == pytest.approx(0.25 / 2)
@@ -101,9 +131,19 @@ def test_evaluate_compares_two_eval_files_with_the_breakdown(tmp_path):
     save(_evaluation(dict.fromkeys(ids, (1, 2, 5))), tmp_path / "a.json")
     save(_evaluation({pid: (7, 1, 0) if i % 2 else (7, 0, 1) for i, pid in enumerate(ids)}), tmp_path / "b.json")
     out = tmp_path / "cmp"
-    done = subprocess.run([sys.executable, "-m", "codegrpo.commands.evaluate", f"hydra.run.dir={out}",
-                           f"compare=[{tmp_path / 'a.json'},{tmp_path / 'b.json'}]"],
-                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codegrpo.commands.evaluate",
+            f"hydra.run.dir={out}",
+            f"compare=[{tmp_path / 'a.json'},{tmp_path / 'b.json'}]",
+        ],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "change +0.750" in done.stdout
     # Odd problems: errors 5 -> 0, wrong 2 -> 1 (+1 skill, +5 format); even: errors 5 -> 1, wrong 2 -> 0 (+2, +4).
@@ -121,9 +161,19 @@ def test_evaluate_refuses_a_file_that_is_not_an_eval(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"change": 0.1}')
     save(_evaluation({"p": (1, 1, 0)}), tmp_path / "a.json")
-    done = subprocess.run([sys.executable, "-m", "codegrpo.commands.evaluate", f"hydra.run.dir={tmp_path / 'o'}",
-                           f"compare=[{tmp_path / 'a.json'},{bad}]"],
-                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codegrpo.commands.evaluate",
+            f"hydra.run.dir={tmp_path / 'o'}",
+            f"compare=[{tmp_path / 'a.json'},{bad}]",
+        ],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 2
     [line] = done.stderr.strip().splitlines()
     assert line.startswith("error: ") and "bad.json is not an eval file" in line
@@ -164,8 +214,9 @@ def test_an_evaluation_records_the_tokens_it_generated_per_second(compose_cfg, l
     counted.add([[5, 6, 2, 2, 2], [7, 8, 9]], {2}, 0.5)  # a reply that ended (and was padded), one cut at the limit
     assert (counted.tokens, counted.per_second) == (6, 12.0)
 
-    cfg = compose_cfg("problems=trivial", "evaluation.limit=2", "evaluation.num_samples=2",
-                      "evaluation.max_new_tokens=12")
+    cfg = compose_cfg(
+        "problems=trivial", "evaluation.limit=2", "evaluation.num_samples=2", "evaluation.max_new_tokens=12"
+    )
     problems = build.eval_problems(cfg)
     model, tokenizer = build.model(cfg.model)
     scorer = build.scorer(cfg, problems, local_sandbox, kind=RewardKind.binary)
@@ -181,9 +232,19 @@ def test_an_evaluation_records_the_tokens_it_generated_per_second(compose_cfg, l
 def test_a_missing_checkpoint_is_one_line_naming_it_and_leaves_no_dir(tmp_path):
     """It blamed the Hub for a mistyped local path, and left outputs/evals/<time> behind."""
     out = tmp_path / "o"
-    done = subprocess.run([sys.executable, "-m", "codegrpo.commands.evaluate", f"hydra.run.dir={out}",
-                           f"checkpoint={tmp_path / 'no' / 'such' / 'dir'}"],
-                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codegrpo.commands.evaluate",
+            f"hydra.run.dir={out}",
+            f"checkpoint={tmp_path / 'no' / 'such' / 'dir'}",
+        ],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 2, done.stderr[-3000:]
     [line] = done.stderr.strip().splitlines()
     assert line.startswith(f"error: checkpoint={tmp_path / 'no' / 'such' / 'dir'}: ") and "does not exist" in line

@@ -56,8 +56,14 @@ def test_vllm_configs_compose(compose_cfg, mode):
 
 @pytest.mark.slow
 def test_two_job_multirun_offline(tmp_path):
-    command = [sys.executable, "train.py", "--multirun", "debug=fast", "reward=binary,partial",
-               f"hydra.sweep.dir={tmp_path}"]
+    command = [
+        sys.executable,
+        "train.py",
+        "--multirun",
+        "debug=fast",
+        "reward=binary,partial",
+        f"hydra.sweep.dir={tmp_path}",
+    ]
     done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     # Job dirs are named by their number and overrides; the sweep ends with a table of every job.

@@ -53,8 +53,9 @@ def test_code_before_a_lone_closing_fence_is_the_code_not_the_prose_after_it():
     assert extract_code("def add(a, b):\n    return a + b\n```", PY) == "def add(a, b):\n    return a + b\n"
     # Text after the fence that parses, or has a bracket, is less of a program than the code before it.
     for after in ("Output: 3", "Output: `[3, 4]`"):
-        assert extract_code(f"def add(a, b):\n    return a + b\n```\n{after}", PY) == \
-            "def add(a, b):\n    return a + b\n", after
+        assert (
+            extract_code(f"def add(a, b):\n    return a + b\n```\n{after}", PY) == "def add(a, b):\n    return a + b\n"
+        ), after
     # A block after the prose is another block: extract=last takes it.
     text = PREFILLED + "\n```python\nprint(add(1, 2))\n```"
     assert extract_code(text, PY) == "def add(a, b):\n    return a + b\n"
@@ -62,8 +63,10 @@ def test_code_before_a_lone_closing_fence_is_the_code_not_the_prose_after_it():
 
 
 def test_broken_code_before_a_lone_fence_stays_code_so_it_scores_as_the_error_it_is():
-    assert extract_code("def add(a, b):\n    return a +\n```\n\nThis adds the numbers.", PY) == \
-        "def add(a, b):\n    return a +\n"
+    assert (
+        extract_code("def add(a, b):\n    return a +\n```\n\nThis adds the numbers.", PY)
+        == "def add(a, b):\n    return a +\n"
+    )
 
 
 def test_a_lone_fence_after_prose_still_opens_a_block():
@@ -92,19 +95,23 @@ def test_prose_without_a_fence_is_no_code_with_what_was_expected():
         found = extract(text, PY)
         assert (found.code, found.source) == ("", Source.NONE), text
         assert found.reason == "no code: no ```python block, and the reply does not read as Python"
-    assert extract("Hello there.", JS).reason == \
-        "no code: no ```javascript block, and the reply does not read as JavaScript"
+    assert (
+        extract("Hello there.", JS).reason
+        == "no code: no ```javascript block, and the reply does not read as JavaScript"
+    )
 
 
 def test_broken_code_without_a_fence_is_still_code():
-    for text in ("def add(a, b)\n    return a + b",  # no colon
-                 "x = [1, 2\ny = 3",  # never closed
-                 "if True:\nprint(1)",  # not indented
-                 "    return x *\n",  # a HumanEval body, broken
-                 "# add them\nreturn a + b +",
-                 '"""Adds a and b."""\ndef add(a, b) return a + b',
-                 "print x",  # Python 2: its SyntaxError says what is wrong
-                 "sorry"):  # parses: it runs, and fails with a NameError
+    for text in (
+        "def add(a, b)\n    return a + b",  # no colon
+        "x = [1, 2\ny = 3",  # never closed
+        "if True:\nprint(1)",  # not indented
+        "    return x *\n",  # a HumanEval body, broken
+        "# add them\nreturn a + b +",
+        '"""Adds a and b."""\ndef add(a, b) return a + b',
+        "print x",  # Python 2: its SyntaxError says what is wrong
+        "sorry",
+    ):  # parses: it runs, and fails with a NameError
         assert extract_code(text, PY) == text, text
     assert extract_code("    return x * 2\n", PY) == "    return x * 2\n"  # a HumanEval body that continues the prompt
 
@@ -120,16 +127,22 @@ def test_each_kind_of_no_code_says_what_it_found():
     assert extract("", PY).reason == "no code: the reply is empty"
     assert extract("  \n", PY).reason == "no code: the reply is empty"
     assert extract("```python\n\n```", PY).reason == "no code: the ```python block is empty"
-    assert extract("```bash\nls\n```\n```text\nhi\n```", PY).reason == \
-        "no code: no ```python block; its blocks are ```bash, ```text"
+    assert (
+        extract("```bash\nls\n```\n```text\nhi\n```", PY).reason
+        == "no code: no ```python block; its blocks are ```bash, ```text"
+    )
     # A blank block of the language is passed over for a later one.
     assert extract_code("```python\n```\n```python\nx = 1\n```", PY) == "x = 1\n"
 
 
 def test_hostile_text_costs_linear_time():
     started = time.perf_counter()
-    for text in ("a" * 300_000 + " b", "x = '" + "\\" * 300_000, "(" * 100_000 + "\n```\nprose here",
-                 ("w " * 100_000) + "\n```\n" + "```\n" * 10_000):
+    for text in (
+        "a" * 300_000 + " b",
+        "x = '" + "\\" * 300_000,
+        "(" * 100_000 + "\n```\nprose here",
+        ("w " * 100_000) + "\n```\n" + "```\n" * 10_000,
+    ):
         extract(text, PY)
     assert time.perf_counter() - started < 10
 

@@ -121,9 +121,19 @@ def wrapped(rng: random.Random, value, key: bool = False):
         return rng.choice([value, Items(value), collections.UserList(value), collections.deque(value)])
     if kind is dict:
         value = {wrapped(rng, name, True): wrapped(rng, item) for name, item in value.items()}
-        return rng.choice([value, collections.Counter(value), collections.OrderedDict(value),
-                           collections.defaultdict(int, value), collections.UserDict(value), Table(value),
-                           value.items(), value.keys(), value.values()])  # fmt: skip
+        return rng.choice(
+            [
+                value,
+                collections.Counter(value),
+                collections.OrderedDict(value),
+                collections.defaultdict(int, value),
+                collections.UserDict(value),
+                Table(value),
+                value.items(),
+                value.keys(),
+                value.values(),
+            ]
+        )
     if kind is set:
         value = {wrapped(rng, item, True) for item in value}
         return rng.choice([value, frozenset(value), Group(value), dict.fromkeys(value).keys()])
@@ -131,8 +141,9 @@ def wrapped(rng: random.Random, value, key: bool = False):
         number = enum.IntEnum("Number", {"N": value}).N if -(2**63) < value < 2**63 else value
         return rng.choice([value, Sub(value), number, fractions.Fraction(value), decimal.Decimal(value)])
     if kind is float:
-        return rng.choice([value, Real(value), fractions.Fraction(value), decimal.Decimal(value),
-                           decimal.Decimal(repr(value))])  # fmt: skip
+        return rng.choice(
+            [value, Real(value), fractions.Fraction(value), decimal.Decimal(value), decimal.Decimal(repr(value))]
+        )
     if kind is str:
         return rng.choice([value, Text(value), collections.UserString(value), enum.StrEnum("Word", {"W": value}).W])
     return value

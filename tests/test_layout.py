@@ -31,17 +31,21 @@ def test_every_module_is_on_the_maps(doc):
 
 def test_every_problem_file_is_on_the_readmes_layout():
     layout = _readme_layout()
-    missing = [p.name for p in (PROJECT_ROOT / "problems").iterdir() if p.suffix in (".jsonl", ".py")
-               and p.name not in layout]  # fmt: skip
+    missing = [
+        p.name for p in (PROJECT_ROOT / "problems").iterdir() if p.suffix in (".jsonl", ".py") and p.name not in layout
+    ]
     assert not missing, f"README.md's Layout does not name problems/{', problems/'.join(missing)}"
 
 
 def test_every_config_option_is_in_help():
     help_text = (CONF / "hydra" / "help" / "codegrpo.yaml").read_text()
     groups = [d for d in CONF.iterdir() if d.is_dir() and d.name not in ("hydra", "local")]
-    missing = [f"{g.name}={o.stem}" for g in groups for o in g.glob("*.yaml")
-               if not re.search(rf"^\s+{g.name}\s", help_text, re.M) or not re.search(rf"\b{re.escape(o.stem)}\b",
-                                                                                      help_text)]
+    missing = [
+        f"{g.name}={o.stem}"
+        for g in groups
+        for o in g.glob("*.yaml")
+        if not re.search(rf"^\s+{g.name}\s", help_text, re.M) or not re.search(rf"\b{re.escape(o.stem)}\b", help_text)
+    ]
     assert not missing, f"--help does not list: {', '.join(missing)}"
 
 
@@ -80,7 +84,7 @@ def test_no_import_circle():
         state[node] = 1
         for nxt in sorted(edges[node]):
             if state.get(nxt) == 1:
-                cycle = [*path[path.index(nxt):], nxt] if nxt in path else [node, nxt]
+                cycle = [*path[path.index(nxt) :], nxt] if nxt in path else [node, nxt]
                 pytest.fail("import circle: " + " -> ".join(cycle))
             if nxt not in state:
                 visit(nxt, [*path, nxt])
@@ -94,8 +98,24 @@ def test_no_import_circle():
 # The floors of the package, lowest first (docs/architecture.md draws them): a package or top-level module
 # imports only its own floor's and lower ones, lazy imports included. The package root (codegrpo/__init__.py,
 # the library's names, each loaded on first use) stands on every floor.
-LAYERS = ("errors", "resources", "config", "data", "harness", "sandbox", "reward", "rollout", "tracking", "models",
-          "evaluation", "train", "build", "tasks", "commands", "env_report")
+LAYERS = (
+    "errors",
+    "resources",
+    "config",
+    "data",
+    "harness",
+    "sandbox",
+    "reward",
+    "rollout",
+    "tracking",
+    "models",
+    "evaluation",
+    "train",
+    "build",
+    "tasks",
+    "commands",
+    "env_report",
+)
 
 
 def _upward_imports() -> list[str]:
@@ -111,8 +131,11 @@ def _upward_imports() -> list[str]:
 
 
 def test_every_package_is_on_a_floor():
-    names = {p.stem for p in PACKAGE.iterdir() if (p.suffix == ".py" and p.stem != "__init__") or
-             (p / "__init__.py").exists()}  # fmt: skip
+    names = {
+        p.stem
+        for p in PACKAGE.iterdir()
+        if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").exists()
+    }
     assert names == set(LAYERS)
 
 

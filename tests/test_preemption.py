@@ -30,8 +30,15 @@ from codegrpo.train import checkpoints
 from codegrpo.train.preemption import PREEMPTED_EXIT, Guard, parse_signals
 from tests.helpers.sandbox import child_pids, run_cgroups
 
-TINY = ["logger=none", "plots=false", "problems.limit=2", "trainer.num_generations=2",
-        "trainer.per_device_train_batch_size=2", "trainer.max_completion_length=16", "trainer.log_completions=false"]
+TINY = [
+    "logger=none",
+    "plots=false",
+    "problems.limit=2",
+    "trainer.num_generations=2",
+    "trainer.per_device_train_batch_size=2",
+    "trainer.max_completion_length=16",
+    "trainer.log_completions=false",
+]
 SIGNAL = "tests.helpers.preempt:get_signal_at"
 LENGTH = "tests.helpers.preempt:length_reward"
 
@@ -57,8 +64,12 @@ def test_sigterm_at_step_2_saves_and_resume_auto_matches_an_uninterrupted_run(co
 
     from codegrpo import build
 
-    common = [*TINY, "trainer.max_steps=3", "trainer.learning_rate=1e-5",
-              f"reward.functions=[code_reward,{LENGTH},{SIGNAL}]"]
+    common = [
+        *TINY,
+        "trainer.max_steps=3",
+        "trainer.learning_rate=1e-5",
+        f"reward.functions=[code_reward,{LENGTH},{SIGNAL}]",
+    ]
     # The uninterrupted run, in its three steps; it also shows final_model holds the trained weights.
     reference = compose_cfg(*common, "+reward.args.get_signal_at={call:0}")
     reference = dataclasses.replace(reference, run_dir=str(tmp_path / "reference"))
@@ -115,8 +126,12 @@ def test_a_resume_with_another_problem_set_or_config_is_refused_in_one_line(comp
     # resume_force overrides the refusal; what may change between a run and its resume is not checked.
     current = to_plain(compose_cfg(*TINY, "problems.limit=3", "resume_force=true"))
     checkpoints.check_resume(checkpoint, current, "another hash", force=True)
-    checkpoints.check_resume(checkpoint, to_plain(compose_cfg(*TINY, "evaluation.after=true", "resume=auto")),
-                             problem_set_hash(load_problem_set(cfg.problems)), force=False)
+    checkpoints.check_resume(
+        checkpoint,
+        to_plain(compose_cfg(*TINY, "evaluation.after=true", "resume=auto")),
+        problem_set_hash(load_problem_set(cfg.problems)),
+        force=False,
+    )
 
 
 def test_a_full_disk_during_a_save_keeps_the_previous_checkpoint_for_resume(compose_cfg, tmp_path):
@@ -127,8 +142,15 @@ def test_a_full_disk_during_a_save_keeps_the_previous_checkpoint_for_resume(comp
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=40m", "tmpfs", str(mount)]).returncode != 0:
         pytest.skip("cannot mount a tmpfs here (needs root)")
     try:
-        common = [*TINY, "peft=lora", "save_model=false", "trainer.max_steps=2", "trainer.save_strategy=steps",
-                  "trainer.save_steps=1", "trainer.save_total_limit=1"]
+        common = [
+            *TINY,
+            "peft=lora",
+            "save_model=false",
+            "trainer.max_steps=2",
+            "trainer.save_strategy=steps",
+            "trainer.save_steps=1",
+            "trainer.save_total_limit=1",
+        ]
         cfg = dataclasses.replace(compose_cfg(*common), run_dir=str(mount / "run"))
         run_dir = Path(cfg.run_dir)
         with pytest.raises(Exception) as failed:  # whichever error the writer raises on ENOSPC
@@ -161,8 +183,12 @@ def test_a_signal_during_scoring_leaves_no_process_cgroup_or_temp_dir(compose_cf
     previous = signal.signal(signal.SIGUSR1, lambda signum, frame: seen.append(checkpoints.newest(run_dir)))
     try:
         # The signal is sent by the first reward function, so code_reward scores with it pending.
-        cfg = compose_cfg(*TINY, "trainer.max_steps=2", f"reward.functions=[{SIGNAL},code_reward]",
-                          f"+reward.args.get_signal_at={{call:1,name:SIGUSR1,times:{times}}}")
+        cfg = compose_cfg(
+            *TINY,
+            "trainer.max_steps=2",
+            f"reward.functions=[{SIGNAL},code_reward]",
+            f"+reward.args.get_signal_at={{call:1,name:SIGUSR1,times:{times}}}",
+        )
         run_dir = Path(cfg.run_dir)
         with pytest.raises(SystemExit) as stopped:
             train(cfg)
@@ -195,13 +221,29 @@ def test_two_ranks_agree_on_a_signal_to_one_and_write_one_checkpoint(tmp_path):
         partial.mkdir(parents=True)
         (partial / "tokenizer_config.json").write_text("{}")
     environment = {k: v for k, v in os.environ.items() if k != "WANDB_API_KEY"} | {
-        "CODEGRPO_RUN_DIR": str(run_dir), "CODEGRPO_CACHE": str(cache)}
+        "CODEGRPO_RUN_DIR": str(run_dir),
+        "CODEGRPO_CACHE": str(cache),
+    }
     done = subprocess.run(
         # torchrun, as accelerate launch runs it on GPUs (accelerate/cpu2.yaml starts one process on this CPU).
-        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "train.py",
-         *TINY, "trainer.max_steps=3", f"reward.functions=[code_reward,{SIGNAL}]",
-         "+reward.args.get_signal_at={call:1,name:SIGTERM,rank:1}"],
-        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900, env=environment)
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node",
+            "2",
+            "train.py",
+            *TINY,
+            "trainer.max_steps=3",
+            f"reward.functions=[code_reward,{SIGNAL}]",
+            "+reward.args.get_signal_at={call:1,name:SIGTERM,rank:1}",
+        ],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=environment,
+    )
     # The ranks leave together; torchrun then exits 1, and a rank still exiting when the first is gone
     # gets torchrun's SIGTERM, after everything it had to write.
     exits = re.findall(r"rank +: \d \(local_rank: \d\)\s+exitcode +: (-?\d+)", done.stderr)

@@ -29,8 +29,9 @@ def _records(name: str) -> list[dict]:
 
 
 def test_the_shipped_files_are_what_the_generator_builds():
-    done = subprocess.run([sys.executable, str(SCRIPT), "--check"], cwd=PROJECT_ROOT, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--check"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert "transfer.jsonl: 161 tasks in 33 families" in done.stdout
     assert "transfer_unseen.jsonl: 68 tasks in 18 families" in done.stdout
@@ -73,16 +74,30 @@ def test_the_feedback_set_is_the_train_families_with_a_public_call_that_gives_no
 
 @pytest.mark.parametrize("name", ["transfer", "transfer_unseen", "feedback"])
 def test_every_reference_passes_in_the_sandbox(name):
-    done = subprocess.run([sys.executable, "-m", "codegrpo.commands.validate", f"problems={name}",
-                           "problems.split=all"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "codegrpo.commands.validate", f"problems={name}", "problems.split=all"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
     count = len(_records(name))
     assert f"{name}: {count}/{count} references pass" in done.stdout
 
 
 def _family(**changes) -> object:
-    base = families.Family("plus_{p}", "arithmetic", 1, "x", "returns x plus {p}.", "return x + {p}",
-                           lambda p, x: x + p, families.same((1,), (2,)), (1, 2, 3, 4, 5, 6, 7, 8))
+    base = families.Family(
+        "plus_{p}",
+        "arithmetic",
+        1,
+        "x",
+        "returns x plus {p}.",
+        "return x + {p}",
+        lambda p, x: x + p,
+        families.same((1,), (2,)),
+        (1, 2, 3, 4, 5, 6, 7, 8),
+    )
     return dataclasses.replace(base, **changes)
 
 
@@ -94,8 +109,10 @@ def _one_line_error(*args) -> str:
 
 
 def test_a_reference_that_fails_stops_the_build_naming_the_family():
-    assert families.build([_family()], [_family(name="minus_{p}", prompt="returns x minus {p}.",
-                                                reference="return x - {p}", spec=lambda p, x: x - p)])
+    assert families.build(
+        [_family()],
+        [_family(name="minus_{p}", prompt="returns x minus {p}.", reference="return x - {p}", spec=lambda p, x: x - p)],
+    )
     wrong = _one_line_error([_family(reference="return x + {p} + 1")], families.UNSEEN)
     assert wrong.startswith("family plus_N: the reference of plus_1 gives [3, 4], the spec [2, 3]")
     raises = _one_line_error(families.TRAIN, [_family(reference="return x / 0")])
@@ -116,7 +133,8 @@ def test_the_script_reports_a_bad_build_in_one_line(tmp_path):
     # The real script, with its family lists emptied on one side: exit status 2 and one line.
     copy = tmp_path / "generate_families.py"
     copy.write_text(SCRIPT.read_text().replace("\nUNSEEN = [", "\nUNSEEN = []\n_UNUSED = ["))
-    done = subprocess.run([sys.executable, str(copy), "--check"], cwd=PROJECT_ROOT, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(copy), "--check"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 2
     assert done.stderr.strip() == "error: the family split leaves the unseen side with no family"

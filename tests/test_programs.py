@@ -18,7 +18,7 @@ from codegrpo.reward.verdict import CheckKind, ValueCheck, decode_typed, score_c
 
 PYTHON = get_language("python")
 
-CHECK = '''
+CHECK = """
 import math
 
 def check(candidate):
@@ -30,7 +30,7 @@ def check(candidate):
     seen = [candidate(x) for x in range(3)]
     for x in range(4):
         assert candidate(x) == square_of(x)
-'''
+"""
 PROMPT = 'def square_of(x):\n    """The trusted helper."""\n    return x * x\n\n\ndef square(x):\n    """Squared."""\n'
 PROBLEM = Problem("sq", PROMPT, CHECK, "humaneval", entry_point="square")
 
@@ -59,9 +59,13 @@ def test_expression_programs_carry_the_harness_and_report_a_value():
 def test_humaneval_checks_split_into_host_judged_values_and_asserts():
     check = humaneval_check(PROBLEM)
     assert check.expected == [
-        ValueCheck(CheckKind.EQ, 4), ValueCheck(CheckKind.IS, 9), ValueCheck(CheckKind.TRUTHY, True),
-        ValueCheck(CheckKind.TRUTHY, False), ValueCheck(CheckKind.NEAR, 0.25, 1e-9, False), None,
-    ]  # fmt: skip
+        ValueCheck(CheckKind.EQ, 4),
+        ValueCheck(CheckKind.IS, 9),
+        ValueCheck(CheckKind.TRUTHY, True),
+        ValueCheck(CheckKind.TRUTHY, False),
+        ValueCheck(CheckKind.NEAR, 0.25, 1e-9, False),
+        None,
+    ]
     # What a value check must be is not in the program; the loop's assert is decided in the harness.
     assert "== 4" not in check.source and "is 9" not in check.source and "1.0 / 4.0" not in check.source
     assert "seen = [candidate(x) for x in range(3)]" in check.source  # statements without asserts stay
@@ -107,8 +111,9 @@ def test_values_that_are_not_plain_builtins_never_reach_the_checks():
 
 def test_javascript_supports_the_expression_and_stdio_forms_only():
     javascript = get_language("javascript")
-    program = build_program(Problem("x", "p", "[f(1)]", "expression", expected="[1]"), "function f(x){return x}",
-                            javascript, 5.0)  # fmt: skip
+    program = build_program(
+        Problem("x", "p", "[f(1)]", "expression", expected="[1]"), "function f(x){return x}", javascript, 5.0
+    )
     assert program.argv == ("node", "/tmp/solution.js") and program.prelude_chars == 0
     with pytest.raises(ValueError, match="expression and stdio forms only"):
         build_program(PROBLEM, "", javascript, 5.0)
@@ -132,26 +137,30 @@ LCB_IMPORTS = (
 
 def run_io(program, stdin: str) -> subprocess.CompletedProcess:
     """One run of an input/output program, as the sandbox runs it: a file, with the test's input on stdin."""
-    return subprocess.run([PYTHON3, "-I", "-c", program.source], input=stdin, capture_output=True, text=True,
-                          timeout=60)  # fmt: skip
+    return subprocess.run(
+        [PYTHON3, "-I", "-c", program.source], input=stdin, capture_output=True, text=True, timeout=60
+    )
 
 
 def test_livecodebench_runs_its_graders_imports_before_a_call_form_completion():
     from codegrpo.data.problems import PREAMBLES, IOTest
 
     assert PREAMBLES["livecodebench"] == {"stdio": LCB_IMPORTS, "call": LCB_IMPORTS}
-    problem = Problem("two", "p", "", "call", tests=(IOTest("[[2, 7], 9]", "[0, 1]"),), fn_name="twoSum",
-                      preamble="livecodebench")
+    problem = Problem(
+        "two", "p", "", "call", tests=(IOTest("[[2, 7], 9]", "[0, 1]"),), fn_name="twoSum", preamble="livecodebench"
+    )
     starter = "class Solution:\n    def twoSum(self, nums: List[int], target: int) -> List[int]:\n"
     program = build_program(problem, starter + "        return [0, 1]\n", PYTHON, 5.0)
     assert json.loads(run_io(program, "[[2, 7], 9]").stdout) == {"status": "ok", "value": [0, 1]}
     without = build_program(dataclasses.replace(problem, preamble=""), starter + "        return [0, 1]\n", PYTHON, 5.0)
     assert json.loads(run_io(without, "[[2, 7], 9]").stdout)["error"] == "NameError: name 'List' is not defined"
     # The completion keeps its own line numbers, and a __future__ import at its top still works.
-    broken = build_program(problem, "from __future__ import annotations\n" + starter + "        return [0, 1\n", PYTHON,
-                           5.0)  # fmt: skip
+    broken = build_program(
+        problem, "from __future__ import annotations\n" + starter + "        return [0, 1\n", PYTHON, 5.0
+    )
     assert json.loads(run_io(broken, "[[2, 7], 9]").stdout)["error"] == (
-        "SyntaxError: '[' was never closed (<completion>, line 4)")
+        "SyntaxError: '[' was never closed (<completion>, line 4)"
+    )
 
 
 def test_apps_gives_stdio_programs_its_imports_and_stdin_as_trusted_prelude():

@@ -21,15 +21,26 @@ from codegrpo.errors import ProblemError, UsageError
 from codegrpo.resources import PROJECT_ROOT
 
 DATA = PROJECT_ROOT / "tests" / "data" / "code_datasets"
-SAMPLES = {"apps": ("json", "apps.jsonl"), "taco": ("arrow", "taco.arrow"),
-           "code_contests": ("parquet", "code_contests.parquet"), "livecodebench": ("json", "livecodebench.jsonl"),
-           "deepcoder": ("parquet", "deepcoder.parquet"), "verifiable_coding": ("parquet", "verifiable_coding.parquet")}
+SAMPLES = {
+    "apps": ("json", "apps.jsonl"),
+    "taco": ("arrow", "taco.arrow"),
+    "code_contests": ("parquet", "code_contests.parquet"),
+    "livecodebench": ("json", "livecodebench.jsonl"),
+    "deepcoder": ("parquet", "deepcoder.parquet"),
+    "verifiable_coding": ("parquet", "verifiable_coding.parquet"),
+}
 
 
 def _cfg(loader: str, data_files: str | None = None, **fields) -> ProblemsConfig:
     builder, name = SAMPLES[loader]
-    return ProblemsConfig(name=loader, path="", loader=loader, hub_path=fields.pop("hub_path", builder),
-                          data_files=data_files or str(DATA / name), **fields)
+    return ProblemsConfig(
+        name=loader,
+        path="",
+        loader=loader,
+        hub_path=fields.pop("hub_path", builder),
+        data_files=data_files or str(DATA / name),
+        **fields,
+    )
 
 
 def _by_id(loader: str, **fields):
@@ -42,15 +53,21 @@ def _jsonl(tmp_path, rows: list[dict], name: str = "rows.jsonl") -> str:
     return str(path)
 
 
-@pytest.mark.parametrize(("loader", "problems", "skipped"), [
-    ("apps", 11, {"no tests": 2}),
-    ("taco", 11, {"no tests": 1}),
-    ("code_contests", 10, {"no tests": 1, "reads a file, not stdin": 1}),
-    ("livecodebench", 12, {}),
-    ("deepcoder", 11, {"no tests": 1}),
-    ("verifiable_coding", 10, {"no tests": 1, "not Python": 1,
-                               "function-call tests (their argument encoding is not documented)": 1}),
-])
+@pytest.mark.parametrize(
+    ("loader", "problems", "skipped"),
+    [
+        ("apps", 11, {"no tests": 2}),
+        ("taco", 11, {"no tests": 1}),
+        ("code_contests", 10, {"no tests": 1, "reads a file, not stdin": 1}),
+        ("livecodebench", 12, {}),
+        ("deepcoder", 11, {"no tests": 1}),
+        (
+            "verifiable_coding",
+            10,
+            {"no tests": 1, "not Python": 1, "function-call tests (their argument encoding is not documented)": 1},
+        ),
+    ],
+)
 def test_each_sample_loads_with_its_skips_counted(loader, problems, skipped):
     loaded = read_dataset(_cfg(loader))
     assert len(loaded.problems) == problems
@@ -107,12 +124,19 @@ def test_livecodebench_private_tests_functional_tests_and_starter_code():
 
 def test_livecodebench_date_window():
     later = read_dataset(_cfg("livecodebench", after="2024-08-01"))
-    assert [p.id for p in later.problems] == ["livecodebench/abc360_a", "livecodebench/1990A",
-                                              "livecodebench/abc370_a", "livecodebench/abc380_a"]
+    assert [p.id for p in later.problems] == [
+        "livecodebench/abc360_a",
+        "livecodebench/1990A",
+        "livecodebench/abc370_a",
+        "livecodebench/abc380_a",
+    ]
     assert later.skipped["outside the release-date window"] == 8
     window = read_dataset(_cfg("livecodebench", after="2024-01-01", before="2024-06-08"))
-    assert [p.id for p in window.problems] == ["livecodebench/1910A", "livecodebench/two-sum",
-                                               "livecodebench/climbing-stairs"]  # before is exclusive
+    assert [p.id for p in window.problems] == [
+        "livecodebench/1910A",
+        "livecodebench/two-sum",
+        "livecodebench/climbing-stairs",
+    ]  # before is exclusive
     with pytest.raises(UsageError, match=r"problems\.after='last year' is not an ISO date"):
         read_dataset(_cfg("livecodebench", after="last year"))
     with pytest.raises(UsageError, match="apps rows have no release date"):
@@ -187,6 +211,7 @@ def test_private_tests_that_decompress_past_the_cap_skip_the_row(tmp_path, monke
 
 # -- bad input: one line, before anything loads ----------------------------------------------------
 
+
 def _one_line(error: pytest.ExceptionInfo) -> str:
     message = str(error.value)
     assert "\n" not in message
@@ -204,8 +229,13 @@ def test_a_malformed_input_output_names_the_row(tmp_path):
 
 
 def test_a_stdin_test_whose_input_is_not_a_string_is_an_error(tmp_path):
-    row = {"problem_id": 1, "question": "q", "solutions": "[]", "starter_code": "",
-           "input_output": json.dumps({"inputs": [5], "outputs": ["5\n"]})}
+    row = {
+        "problem_id": 1,
+        "question": "q",
+        "solutions": "[]",
+        "starter_code": "",
+        "input_output": json.dumps({"inputs": [5], "outputs": ["5\n"]}),
+    }
     with pytest.raises(ProblemError) as error:
         read_dataset(_cfg("apps", _jsonl(tmp_path, [row])))
     assert "field 'tests[0].input' must be a string (stdin/stdout form)" in _one_line(error)
@@ -229,13 +259,19 @@ def test_an_unknown_loader_names_the_choices():
 
 
 def test_a_row_without_a_python3_solution_has_no_reference(tmp_path):
-    row = {"problem_id": 1, "question": "q", "starter_code": "", "solutions": json.dumps(["print 'x'\n"]),
-           "input_output": json.dumps({"inputs": ["\n"], "outputs": ["x\n"]})}
+    row = {
+        "problem_id": 1,
+        "question": "q",
+        "starter_code": "",
+        "solutions": json.dumps(["print 'x'\n"]),
+        "input_output": json.dumps({"inputs": ["\n"], "outputs": ["x\n"]}),
+    }
     [problem] = read_dataset(_cfg("apps", _jsonl(tmp_path, [row]))).problems
     assert problem.reference == ""
 
 
 # -- through the problem set: the paper filters, the groups, the prompts -------------------------------
+
 
 def test_the_groups_load_their_samples_with_the_filters(compose_cfg, capsys):
     from codegrpo.data.sets import load_problem_set
@@ -243,15 +279,21 @@ def test_the_groups_load_their_samples_with_the_filters(compose_cfg, capsys):
     cfg = compose_cfg("problems=apps", f"problems.data_files={DATA / 'apps.jsonl'}")
     assert len(load_problem_set(cfg.problems)) == 10  # 13 rows, 2 without tests, 1 duplicate prompt
     assert "skipped 2 of 13 rows (no tests)" in capsys.readouterr().err
-    cfg = compose_cfg("problems=apps", f"problems.data_files={DATA / 'apps.jsonl'}", "problems.max_tests=2",
-                      "problems.test_selection=shortest", "problems.min_tests=5")
+    cfg = compose_cfg(
+        "problems=apps",
+        f"problems.data_files={DATA / 'apps.jsonl'}",
+        "problems.max_tests=2",
+        "problems.test_selection=shortest",
+        "problems.min_tests=5",
+    )
     problems = {p.id: p for p in load_problem_set(cfg.problems)}
     assert "apps/1" not in problems and "apps/5" not in problems  # 3 tests each: fewer than 5
     # Its public test (APPS: the first), and the two shortest of the hidden ones, in the dataset's order.
     assert [t.input for t in problems["apps/4"].tests] == ["0\n", "5\n", "3\n"]
     assert problems["apps/4"].public_tests == problems["apps/4"].tests[:1]
-    cfg = compose_cfg("problems=livecodebench", f"problems.data_files={DATA / 'livecodebench.jsonl'}",
-                      "problems.after=2024-08-01")
+    cfg = compose_cfg(
+        "problems=livecodebench", f"problems.data_files={DATA / 'livecodebench.jsonl'}", "problems.after=2024-08-01"
+    )
     assert len(load_problem_set(cfg.problems)) == 4
 
 
@@ -268,8 +310,9 @@ def test_prompts_say_how_input_and_output_work(compose_cfg):
 
 @pytest.mark.slow
 def test_every_sample_solution_passes_its_mapped_tests_with_plain_python():
-    done = subprocess.run([sys.executable, str(DATA / "make_samples.py"), "--check"], capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run(
+        [sys.executable, str(DATA / "make_samples.py"), "--check"], capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
 
 
@@ -277,9 +320,20 @@ def test_every_sample_solution_passes_its_mapped_tests_with_plain_python():
 @pytest.mark.parametrize("loader", list(SAMPLES))
 def test_validate_passes_every_reference_of_the_samples(loader):
     builder, name = SAMPLES[loader]
-    done = subprocess.run([sys.executable, "-m", "codegrpo.commands.validate", f"problems={loader}",
-                           f"problems.hub_path={builder}", f"problems.data_files={DATA / name}"],
-                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codegrpo.commands.validate",
+            f"problems={loader}",
+            f"problems.hub_path={builder}",
+            f"problems.data_files={DATA / name}",
+        ],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if loader in ("livecodebench", "deepcoder"):  # these datasets ship no references: their tests are checked
         assert done.returncode == 0, done.stdout + done.stderr
         assert "none of the" in done.stdout and "problems have weak tests" in done.stdout and "WEAK " not in done.stdout
@@ -294,24 +348,36 @@ def test_the_transfer_experiment_trains_on_taco_and_evaluates_on_livecodebench_a
     train = compose_cfg("experiment=taco_to_livecodebench", f"problems.data_files={DATA / 'taco.arrow'}")
     assert {p.id.split("/")[0] for p in build.problems(train.problems)} == {"taco"}
     assert (train.problems.min_tests, train.problems.max_tests) == (5, 15)
-    evaluation = compose_cfg("+experiment=livecodebench_after", f"problems.data_files={DATA / 'livecodebench.jsonl'}",
-                             config_name="evaluate")
+    evaluation = compose_cfg(
+        "+experiment=livecodebench_after", f"problems.data_files={DATA / 'livecodebench.jsonl'}", config_name="evaluate"
+    )
     assert [p.id for p in build.eval_problems(evaluation)] == [
-        "livecodebench/abc360_a", "livecodebench/1990A", "livecodebench/abc370_a", "livecodebench/abc380_a"]
+        "livecodebench/abc360_a",
+        "livecodebench/1990A",
+        "livecodebench/abc370_a",
+        "livecodebench/abc380_a",
+    ]
 
 
 # -- hostile fields: loading neither hangs nor crashes ----------------------------------------------------
 
+
 def _taco_row(**fields) -> dict:
-    return {"question": "Print a + b.", "solutions": json.dumps(["print(sum(map(int, input().split())))"]),
-            "starter_code": "", "input_output": json.dumps({"inputs": ["1 2\n"], "outputs": ["3\n"]})} | fields
+    return {
+        "question": "Print a + b.",
+        "solutions": json.dumps(["print(sum(map(int, input().split())))"]),
+        "starter_code": "",
+        "input_output": json.dumps({"inputs": ["1 2\n"], "outputs": ["3\n"]}),
+    } | fields
 
 
 def test_a_time_limit_is_read_in_linear_time_and_cut_to_60_seconds(tmp_path):
     import time
 
-    rows = [_taco_row(time_limit=text) for text in
-            ("1" * 30_000, "1." * 30_000, "1" + " " * 30_000 + "x", "10000000000 seconds", "2.5 s", "0 seconds")]
+    rows = [
+        _taco_row(time_limit=text)
+        for text in ("1" * 30_000, "1." * 30_000, "1" + " " * 30_000 + "x", "10000000000 seconds", "2.5 s", "0 seconds")
+    ]
     started = time.monotonic()
     problems = read_dataset(_cfg("taco", _jsonl(tmp_path, rows), hub_path="json")).problems
     assert time.monotonic() - started < 5  # 30,000 digits took 31 s
@@ -322,8 +388,16 @@ def test_a_time_limit_is_read_in_linear_time_and_cut_to_60_seconds(tmp_path):
 
 
 def test_code_contests_time_limits_are_cut_to_60_seconds_and_bad_ones_name_the_row(tmp_path):
-    row = {"name": "1_A", "description": "Sum.", "public_tests": {"input": ["1 2\n"], "output": ["3\n"]},
-           "private_tests": None, "generated_tests": None, "solutions": None, "input_file": "", "output_file": ""}
+    row = {
+        "name": "1_A",
+        "description": "Sum.",
+        "public_tests": {"input": ["1 2\n"], "output": ["3\n"]},
+        "private_tests": None,
+        "generated_tests": None,
+        "solutions": None,
+        "input_file": "",
+        "output_file": "",
+    }
     limits = [{"seconds": 10**10, "nanos": 0}, {"seconds": 1, "nanos": 500_000_000}, None]
     rows = [row | {"name": f"{n}_A", "time_limit": limit} for n, limit in enumerate(limits)]
     problems = read_dataset(_cfg("code_contests", _jsonl(tmp_path, rows), hub_path="json")).problems
@@ -352,10 +426,17 @@ def test_json_nested_too_deep_names_the_row_and_field(tmp_path):
 
 # -- each dataset's own grader's imports -------------------------------------------------------------------
 
-@pytest.mark.parametrize(("loader", "preambles"), [
-    ("apps", {"apps"}), ("taco", {"apps"}), ("code_contests", {""}), ("livecodebench", {"livecodebench"}),
-    ("verifiable_coding", {""}),
-])  # fmt: skip
+
+@pytest.mark.parametrize(
+    ("loader", "preambles"),
+    [
+        ("apps", {"apps"}),
+        ("taco", {"apps"}),
+        ("code_contests", {""}),
+        ("livecodebench", {"livecodebench"}),
+        ("verifiable_coding", {""}),
+    ],
+)
 def test_each_dataset_gets_the_preamble_its_grader_runs(loader, preambles):
     assert {p.preamble for p in _by_id(loader).values()} == preambles
 
@@ -369,8 +450,12 @@ def test_deepcoder_rows_get_the_preamble_of_the_grader_their_source_is_scored_by
 def test_a_second_row_of_one_id_is_skipped_and_counted_never_scored_on_the_firsts_prompt(tmp_path):
     # APPS's train and test splits both number their problems from 0: a file of both repeats ids. The first
     # row is the problem, its prompt with its own tests (problems=hub, which has no such rows, refuses a repeat).
-    rows = [_taco_row(problem_id=0), _taco_row(problem_id=0, question="Print a * b.",
-                                               input_output=json.dumps({"inputs": ["2 3\n"], "outputs": ["6\n"]}))]
+    rows = [
+        _taco_row(problem_id=0),
+        _taco_row(
+            problem_id=0, question="Print a * b.", input_output=json.dumps({"inputs": ["2 3\n"], "outputs": ["6\n"]})
+        ),
+    ]
     loaded = read_dataset(_cfg("apps", _jsonl(tmp_path, rows), hub_path="json"))
     [problem] = loaded.problems
     assert (problem.id, problem.prompt, problem.tests[0].output) == ("apps/0", "Print a + b.", "3\n")

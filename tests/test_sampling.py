@@ -28,17 +28,30 @@ def outcome(problem: int, sample: int) -> bool:
 
 
 def scored(problem: int, samples: range) -> list[Scored]:
-    return [Scored(IDS[problem], "", Verdict(Status.PASSED, 1.0) if outcome(problem, s) else
-                   Verdict(Status.FAILED, 0.0), 0.1) for s in samples]
+    return [
+        Scored(
+            IDS[problem], "", Verdict(Status.PASSED, 1.0) if outcome(problem, s) else Verdict(Status.FAILED, 0.0), 0.1
+        )
+        for s in samples
+    ]
 
 
 def sampler_of(online: Online, batch: int = 3, generations: int = 2, repeat: int = 1) -> DifficultySampler:
-    return online.sampler(type("Layout", (), {"batch_size": batch, "mini_repeat_count": generations,
-                                              "repeat_count": repeat})())
+    return online.sampler(
+        type("Layout", (), {"batch_size": batch, "mini_repeat_count": generations, "repeat_count": repeat})()
+    )
 
 
-def run(online: Online, steps: int, start: int = 0, ranks: int = 1, rank: int = 0, gather=None,
-        save_at: int | None = None, save_dir: Path | None = None) -> list[list[int]]:
+def run(
+    online: Online,
+    steps: int,
+    start: int = 0,
+    ranks: int = 1,
+    rank: int = 0,
+    gather=None,
+    save_at: int | None = None,
+    save_dir: Path | None = None,
+) -> list[list[int]]:
     """The trainer's order of events: batch k is drawn (prefetched) before batch k-1 is scored."""
     sampler = sampler_of(online)
     drawn = {k: sampler.draw(k) for k in range(start, start + 1)}
@@ -71,8 +84,10 @@ def test_the_pool_never_empties_when_every_problem_is_solved_or_unsolved():
         online.rates.end_generation()
     assert all(len(set(sampler.draw(k))) == 3 for k in range(30, 60))
     metrics = online.rates.metrics()
-    assert metrics["sampler/pool_learning"] == 0 and metrics["sampler/pool_solved"] + metrics[
-        "sampler/pool_unsolved"] + metrics["sampler/pool_unseen"] == 8
+    assert (
+        metrics["sampler/pool_learning"] == 0
+        and metrics["sampler/pool_solved"] + metrics["sampler/pool_unsolved"] + metrics["sampler/pool_unseen"] == 8
+    )
     assert metrics["sampler/zero_spread_share"] == 1.0
     assert len(list(sampler)) == len(sampler) == (8 // 3) * 3 * 2  # RepeatSampler's length and layout
 
@@ -124,17 +139,32 @@ def test_a_problem_set_smaller_than_one_batch_is_refused_before_the_model_loads(
     from codegrpo.tasks.train import prepare
     from codegrpo.train.preemption import Guard
 
-    cfg = compose_cfg("sampler=difficulty", "logger=none", "problems.limit=3", "trainer.num_generations=2",
-                      "trainer.per_device_train_batch_size=8")
+    cfg = compose_cfg(
+        "sampler=difficulty",
+        "logger=none",
+        "problems.limit=3",
+        "trainer.num_generations=2",
+        "trainer.per_device_train_batch_size=8",
+    )
     with Guard([]) as guard, ExitStack() as stack, pytest.raises(UsageError) as refused:
         prepare(cfg, stack, guard)
     message = str(refused.value)
     assert "\n" not in message and "3 problems, fewer than one generation batch of 4 prompts" in message
 
 
-TINY = ["logger=none", "plots=false", "save_model=false", "problems.limit=6", "trainer.num_generations=2",
-        "trainer.per_device_train_batch_size=4", "trainer.max_completion_length=16", "trainer.log_completions=false",
-        "trainer.temperature=1.2", "sampler=difficulty", "sampler.window=2"]
+TINY = [
+    "logger=none",
+    "plots=false",
+    "save_model=false",
+    "problems.limit=6",
+    "trainer.num_generations=2",
+    "trainer.per_device_train_batch_size=4",
+    "trainer.max_completion_length=16",
+    "trainer.log_completions=false",
+    "trainer.temperature=1.2",
+    "sampler=difficulty",
+    "sampler.window=2",
+]
 
 
 @pytest.mark.slow
@@ -153,8 +183,9 @@ def test_training_with_the_difficulty_sampler_logs_sampler_metrics_and_resumes_e
     whole = train_run("whole", *steps, "logger=wandb", "logger.mode=offline")
     history = [row for row in json.loads((tmp_path / "whole" / "log_history.json").read_text()) if "reward" in row]
     assert len(history) == 4
-    assert all({"sampler/pool_unseen", "sampler/pool_learning", "sampler/zero_spread_share"} <= row.keys()
-               for row in history)
+    assert all(
+        {"sampler/pool_unseen", "sampler/pool_learning", "sampler/zero_spread_share"} <= row.keys() for row in history
+    )
     assert history[0]["sampler/pool_unseen"] == 6 and history[-1]["sampler/pool_unseen"] < 6
     [run_file] = (tmp_path / "whole").glob("wandb/offline-run-*/run-*.wandb")
     logged = [row for row in wandb_offline.history(run_file) if "train/reward" in row]
@@ -162,7 +193,8 @@ def test_training_with_the_difficulty_sampler_logs_sampler_metrics_and_resumes_e
     # The histogram of the seen problems' estimates, in the same row (wandb.Histogram: values and bins).
     assert all(r["train/sampler/pass_rate_hist/_type"] == "histogram" for r in logged)
     assert [sum(r["train/sampler/pass_rate_hist/values"]) for r in logged] == [
-        6 - r["sampler/pool_unseen"] for r in history]
+        6 - r["sampler/pool_unseen"] for r in history
+    ]
     saved = json.loads((tmp_path / "whole" / "checkpoint-2" / STATE_FILE).read_text())
     assert saved["generations"] == 2 and saved["ids"] == [row["problem_id"] for row in whole.train_dataset]
 
@@ -173,7 +205,8 @@ def test_training_with_the_difficulty_sampler_logs_sampler_metrics_and_resumes_e
     resumed = train_run("resumed", *steps, "resume=auto")
     rows = [row for row in resumed.state.log_history if "reward" in row]
     assert [(r["step"], r["reward"], r["sampler/pool_learning"]) for r in rows[-2:]] == [
-        (r["step"], r["reward"], r["sampler/pool_learning"]) for r in history[-2:]]
+        (r["step"], r["reward"], r["sampler/pool_learning"]) for r in history[-2:]
+    ]
     assert resumed.online.rates.state() == whole.online.rates.state()
 
 
@@ -189,8 +222,14 @@ def test_pass_rates_of_the_offline_model_filter_resume_and_refuse_another_proble
     from codegrpo.data.files import load_problems
     from codegrpo.data.sets import load_problem_set
 
-    small = ["problems.limit=4", "evaluation.num_samples=3", "evaluation.max_new_tokens=48",
-             "evaluation.batch_size=2", f"rates={tmp_path}/rates.jsonl", f"filtered={tmp_path}/kept.jsonl"]
+    small = [
+        "problems.limit=4",
+        "evaluation.num_samples=3",
+        "evaluation.max_new_tokens=48",
+        "evaluation.batch_size=2",
+        f"rates={tmp_path}/rates.jsonl",
+        f"filtered={tmp_path}/kept.jsonl",
+    ]
     kept = pass_rates(compose_cfg(*small, config_name="pass_rates"))
     rates_file = tmp_path / "rates.jsonl"
     header, *lines = [json.loads(line) for line in rates_file.read_text().splitlines()]
@@ -209,8 +248,11 @@ def test_pass_rates_of_the_offline_model_filter_resume_and_refuse_another_proble
     assert "rating 2 of 4 problems (2 already" in capsys.readouterr().err
     assert [json.loads(line) for line in rates_file.read_text().splitlines()][1:] == lines
     # A finished file re-filters without the model (which is not even loadable here), with new bounds.
-    kept = pass_rates(compose_cfg(*small, "model.gguf_package=", "model.name_or_path=/nonexistent", "lo=-1",
-                                  "hi=2", config_name="pass_rates"))
+    kept = pass_rates(
+        compose_cfg(
+            *small, "model.gguf_package=", "model.name_or_path=/nonexistent", "lo=-1", "hi=2", config_name="pass_rates"
+        )
+    )
     assert len(kept) == 4
     with pytest.raises(UsageError, match="another problem set") as refused:
         pass_rates(compose_cfg(*small, "problems.limit=3", config_name="pass_rates"))

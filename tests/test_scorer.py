@@ -28,8 +28,15 @@ def test_correct_solution_in_a_fence_passes(local_sandbox):
 
 def test_wrong_error_no_code_and_timeout(local_sandbox):
     wrong = "def is_prime(n):\n    return n > 1\n"
-    results = score(local_sandbox, [wrong, "def is_prime(n):\n    raise ValueError()", "```bash\nls\n```",
-                                    "def is_prime(n):\n    while True: pass"])
+    results = score(
+        local_sandbox,
+        [
+            wrong,
+            "def is_prime(n):\n    raise ValueError()",
+            "```bash\nls\n```",
+            "def is_prime(n):\n    while True: pass",
+        ],
+    )
     assert [s.verdict.status for s in results] == [Status.FAILED, Status.ERROR, Status.NO_CODE, Status.TIMEOUT]
     assert [s.verdict.reward for s in results] == [0.0, 0.0, 0.0, 0.0]
 
@@ -46,8 +53,6 @@ def test_ints_for_booleans_do_not_pass(local_sandbox):
     # The guide's json.loads(a) == json.loads(b) accepts [1, 0, 0] for [true, false, false].
     [scored] = score(local_sandbox, ["def is_prime(n):\n    return 1 if n == 97 else 0"])
     assert scored.verdict.reward == 0.0
-
-
 
 
 @pytest.mark.parametrize("name", list(HACKS))
@@ -76,8 +81,15 @@ def test_trl_reward_function_contract(local_sandbox):
     metrics: dict[str, float] = {}
     extra: dict[str, list] = {}
     completions = [[{"role": "assistant", "content": f"```python\n{GOOD}```"}], [{"role": "assistant", "content": "x"}]]
-    rewards = run(code_reward(completions=completions, problem_id=["is_prime", "is_prime"],
-                              log_metric=metrics.__setitem__, log_extra=extra.__setitem__, trainer_state=None))
+    rewards = run(
+        code_reward(
+            completions=completions,
+            problem_id=["is_prime", "is_prime"],
+            log_metric=metrics.__setitem__,
+            log_extra=extra.__setitem__,
+            trainer_state=None,
+        )
+    )
     assert rewards == [1.0, 0.0]
     assert metrics["pass_rate"] == 0.5 and metrics["status/passed"] == 1.0 and metrics["status/error"] == 1.0
     assert "sandbox/latency_p50_s" in metrics and "sandbox/latency_p95_s" in metrics
@@ -106,8 +118,10 @@ def test_humaneval_canonical_passes_and_partial_counts_asserts(local_sandbox):
 
 def test_humaneval_eq_override_scores_zero(local_sandbox):
     problem = HUMANEVAL[0]
-    hack = "class Any:\n    def __eq__(self, other): return True\n" \
-           "def has_close_elements(numbers, threshold):\n    return Any()\n"
+    hack = (
+        "class Any:\n    def __eq__(self, other): return True\n"
+        "def has_close_elements(numbers, threshold):\n    return Any()\n"
+    )
     [scored] = score(local_sandbox, [hack], problem.id, "partial", problems=HUMANEVAL)
     assert scored.verdict.reward == 0.0
 
@@ -121,8 +135,9 @@ def test_humaneval_verdicts_quote_the_exception_as_the_expression_form_does(loca
     own = "    class Refused(Exception):\n        pass\n    raise Refused('no threshold ' + 'x' * 500)\n"
     [scored] = score(local_sandbox, [own], problem.id, problems=HUMANEVAL)
     assert scored.verdict.detail == "0/7 checks pass; check 1: Refused: no threshold " + "x" * 287  # cut at 300
-    hostile = ("    class Loud(Exception):\n        def __str__(self):\n            raise SystemExit(9)\n"
-               "    raise Loud()\n")
+    hostile = (
+        "    class Loud(Exception):\n        def __str__(self):\n            raise SystemExit(9)\n    raise Loud()\n"
+    )
     [scored] = score(local_sandbox, [hostile], problem.id, problems=HUMANEVAL)
     assert scored.verdict.detail == "0/7 checks pass; check 1: Loud"
     assert (scored.verdict.status, scored.verdict.reward) == (Status.FAILED, 0.0)
@@ -130,29 +145,41 @@ def test_humaneval_verdicts_quote_the_exception_as_the_expression_form_does(loca
 
 def test_a_humaneval_check_that_expects_an_exception_still_catches_it(tmp_path, local_sandbox):
     path = tmp_path / "raises.jsonl"
-    path.write_text(json.dumps({
-        "task_id": "H/raises", "entry_point": "root",
-        "prompt": 'def root(x):\n    """Its square root; ValueError below 0."""\n',
-        "test": "def check(candidate):\n    try:\n        candidate(-1)\n    except ValueError:\n        pass\n"
-                "    else:\n        assert False\n    assert candidate(4) == 2\n"}) + "\n")
+    path.write_text(
+        json.dumps(
+            {
+                "task_id": "H/raises",
+                "entry_point": "root",
+                "prompt": 'def root(x):\n    """Its square root; ValueError below 0."""\n',
+                "test": "def check(candidate):\n    try:\n        candidate(-1)\n    except ValueError:\n        pass\n"
+                "    else:\n        assert False\n    assert candidate(4) == 2\n",
+            }
+        )
+        + "\n"
+    )
     problems = load_problems(str(path))
     good = "    if x < 0:\n        raise ValueError('negative')\n    return int(x ** 0.5)\n"
-    right, wrong = score(local_sandbox, [good, "    return int(abs(x) ** 0.5)\n"], "H/raises", "partial",
-                         problems=problems)
+    right, wrong = score(
+        local_sandbox, [good, "    return int(abs(x) ** 0.5)\n"], "H/raises", "partial", problems=problems
+    )
     assert right.verdict.reward == 1.0
     assert (wrong.verdict.reward, wrong.verdict.detail) == (0.5, "1/2 checks pass; check 1: assert failed")
 
 
 def test_javascript_problems_run_on_node_in_the_local_sandbox(tmp_path, local_sandbox):
     path = tmp_path / "js.jsonl"
-    path.write_text('{"id": "is_even", "prompt": "isEven(n) that returns true if n is even.", '
-                    '"test": "[isEven(2), isEven(3)]", "expected": "[true, false]"}\n')
+    path.write_text(
+        '{"id": "is_even", "prompt": "isEven(n) that returns true if n is even.", '
+        '"test": "[isEven(2), isEven(3)]", "expected": "[true, false]"}\n'
+    )
     problems = load_problems(str(path))
     scorer = Scorer(problems, local_sandbox, get_language("javascript"), "partial")
-    completions = ["```javascript\nfunction isEven(n) { return n % 2 === 0; }\n```",
-                   "```js\nfunction isEven(n) { return true; }\n```",
-                   "```js\nfunction isEven(n) { throw new Error('no'); }\n```",
-                   "```python\ndef isEven(n): return n % 2 == 0\n```"]
+    completions = [
+        "```javascript\nfunction isEven(n) { return n % 2 === 0; }\n```",
+        "```js\nfunction isEven(n) { return true; }\n```",
+        "```js\nfunction isEven(n) { throw new Error('no'); }\n```",
+        "```python\ndef isEven(n): return n % 2 == 0\n```",
+    ]
     results = run(scorer.score(["is_even"] * 4, completions))
     assert [s.verdict.reward for s in results] == [1.0, 0.5, 0.0, 0.0]
     assert [s.verdict.status for s in results] == [Status.PASSED, Status.FAILED, Status.ERROR, Status.NO_CODE]
@@ -163,12 +190,26 @@ def test_javascript_problems_run_on_node_in_the_local_sandbox(tmp_path, local_sa
 from codegrpo.data.problems import parse_problem  # noqa: E402
 
 # The outputs 1, 2, 3 for the same input: only a program that counts its runs could print them.
-COUNTED = parse_problem({"id": "count", "prompt": "p",
-                         "tests": [{"input": "x\n", "output": f"{n}\n"} for n in (1, 2, 3)]}, "test")  # fmt: skip
-ADD = parse_problem({"id": "add", "prompt": "p", "tests": [{"input": f"{a} {b}\n", "output": f"{a + b}\n"}
-                     for a, b in ((1, 2), (5, 5), (10, -3))]}, "test")  # fmt: skip
-TWO_SUM = parse_problem({"id": "two", "prompt": "p", "fn_name": "twoSum", "tests": [
-    {"input": [[2, 7, 11, 15], 9], "output": [0, 1]}, {"input": [[3, 2, 4], 6], "output": [1, 2]}]}, "test")
+COUNTED = parse_problem(
+    {"id": "count", "prompt": "p", "tests": [{"input": "x\n", "output": f"{n}\n"} for n in (1, 2, 3)]}, "test"
+)
+ADD = parse_problem(
+    {
+        "id": "add",
+        "prompt": "p",
+        "tests": [{"input": f"{a} {b}\n", "output": f"{a + b}\n"} for a, b in ((1, 2), (5, 5), (10, -3))],
+    },
+    "test",
+)
+TWO_SUM = parse_problem(
+    {
+        "id": "two",
+        "prompt": "p",
+        "fn_name": "twoSum",
+        "tests": [{"input": [[2, 7, 11, 15], 9], "output": [0, 1]}, {"input": [[3, 2, 4], 6], "output": [1, 2]}],
+    },
+    "test",
+)
 IO = [COUNTED, ADD, TWO_SUM]
 
 
@@ -195,13 +236,20 @@ def test_a_completion_that_counts_its_runs_in_a_file_passes_only_the_first_test(
 
 
 def test_call_form_calls_a_function_or_a_solution_method(local_sandbox):
-    function = "def twoSum(nums, target):\n    seen = {}\n    for i, x in enumerate(nums):\n" \
-               "        if target - x in seen:\n            return [seen[target - x], i]\n        seen[x] = i\n"
+    function = (
+        "def twoSum(nums, target):\n    seen = {}\n    for i, x in enumerate(nums):\n"
+        "        if target - x in seen:\n            return [seen[target - x], i]\n        seen[x] = i\n"
+    )
     method = "class Solution:\n    def twoSum(self, nums, target):\n        return twoSum(nums, target)\n\n" + function
     as_tuple = function.replace("return [seen[target - x], i]", "return (seen[target - x], i)")
     wrong = "def twoSum(nums, target):\n    return [0, 1]\n"
-    results = score(local_sandbox, [function, method, as_tuple, wrong, "def other():\n    pass\n"], "two",
-                    kind="partial", problems=IO)  # fmt: skip
+    results = score(
+        local_sandbox,
+        [function, method, as_tuple, wrong, "def other():\n    pass\n"],
+        "two",
+        kind="partial",
+        problems=IO,
+    )
     assert [s.verdict.reward for s in results] == [1.0, 1.0, 1.0, 0.5, 0.0]
     assert results[3].verdict.detail == "test 2 of 2: got [0, 1], expected [1, 2]"
     assert "defines no function 'twoSum'" in results[4].verdict.detail

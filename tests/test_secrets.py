@@ -36,18 +36,27 @@ def test_a_secret_is_known_by_the_last_word_of_its_name():
     named = ["trainer.hub_token", "WANDB_API_KEY", "db_password", "apiKey", "hydra.job.env_set.HF_TOKEN"]
     assert all(secrets.secret_name(name) for name in named)
     # A variable's name, a length in tokens, a checker: the old redaction dropped the first three.
-    plain = ["sandbox.api_key_env", "evaluation.max_new_tokens", "trainer.average_tokens_across_devices",
-             "reward.checker", "trainer.hub_model_id"]
+    plain = [
+        "sandbox.api_key_env",
+        "evaluation.max_new_tokens",
+        "trainer.average_tokens_across_devices",
+        "reward.checker",
+        "trainer.hub_model_id",
+    ]
     assert not any(map(secrets.secret_name, plain))
 
 
 def test_text_is_masked_by_shape_and_by_name_but_a_commit_stays():
-    text = (f"pushed with {HF}; trainer.hub_token=abc logger.name={WANDB} problems.path={URL} "
-            f"key ss_live_do-not-log-this-0123456789, model.revision={COMMIT} at commit {COMMIT}")
+    text = (
+        f"pushed with {HF}; trainer.hub_token=abc logger.name={WANDB} problems.path={URL} "
+        f"key ss_live_do-not-log-this-0123456789, model.revision={COMMIT} at commit {COMMIT}"
+    )
     masked = secrets.mask_text(text)
-    assert masked == ("pushed with ***; trainer.hub_token=*** logger.name=*** "
-                      "problems.path=https://***@data.example.com/problems.jsonl key ***, "
-                      f"model.revision={COMMIT} at commit {COMMIT}")
+    assert masked == (
+        "pushed with ***; trainer.hub_token=*** logger.name=*** "
+        "problems.path=https://***@data.example.com/problems.jsonl key ***, "
+        f"model.revision={COMMIT} at commit {COMMIT}"
+    )
     assert secrets.mask_text("trainer.hub_token=null max_new_tokens=256") == "trainer.hub_token=null max_new_tokens=256"
 
 
@@ -58,27 +67,43 @@ def test_the_environments_secrets_are_masked_wherever_they_appear(monkeypatch):
 
 
 def test_records_leave_secret_named_keys_out_and_mask_secret_shaped_values():
-    record = {"git_commit": COMMIT, "problems_sha256": "ab" * 32, "notes": WANDB,
-              "trainer": {"hub_token": HF, "vllm_server_base_url": URL, "learning_rate": 1e-6},
-              "command": ["train.py", f"trainer.hub_token={HF}", "seed=1"]}
+    record = {
+        "git_commit": COMMIT,
+        "problems_sha256": "ab" * 32,
+        "notes": WANDB,
+        "trainer": {"hub_token": HF, "vllm_server_base_url": URL, "learning_rate": 1e-6},
+        "command": ["train.py", f"trainer.hub_token={HF}", "seed=1"],
+    }
     assert secrets.mask(record) == {
-        "git_commit": COMMIT, "problems_sha256": "ab" * 32, "notes": "***",
+        "git_commit": COMMIT,
+        "problems_sha256": "ab" * 32,
+        "notes": "***",
         "trainer": {"vllm_server_base_url": "https://***@data.example.com/problems.jsonl", "learning_rate": 1e-6},
-        "command": ["train.py", "trainer.hub_token=***", "seed=1"]}
+        "command": ["train.py", "trainer.hub_token=***", "seed=1"],
+    }
 
 
-@pytest.mark.parametrize(("override", "says"), [
-    (f"trainer.hub_token={HF}", "trainer.hub_token would be written to the run dir, W&B and the model card: "
-                                "secrets stay off the command line; leave it unset and export HF_TOKEN"),
-    ("trainer.hub_token='${oc.env:HF_TOKEN}'", "export HF_TOKEN"),  # resolved into config.yaml and the pickles
-    (f"+logger.wandb_api_key={WANDB}", "export WANDB_API_KEY"),
-    (f"logger.name={WANDB}", "logger.name=... looks like a W&B API key"),
-    (f"logger.tags=[a,{HF}]", "looks like a Hugging Face token"),
-    (f"problems.path={URL}", "looks like a URL with credentials, which would be written to the run dir, W&B and "
-                             "the model card: secrets stay off the command line; give the URL without "
-                             "user:password@ and put them in ~/.netrc"),
-    (f"hydra.job.env_set.HF_TOKEN={HF}", "export HF_TOKEN in the shell instead"),
-])
+@pytest.mark.parametrize(
+    ("override", "says"),
+    [
+        (
+            f"trainer.hub_token={HF}",
+            "trainer.hub_token would be written to the run dir, W&B and the model card: "
+            "secrets stay off the command line; leave it unset and export HF_TOKEN",
+        ),
+        ("trainer.hub_token='${oc.env:HF_TOKEN}'", "export HF_TOKEN"),  # resolved into config.yaml and the pickles
+        (f"+logger.wandb_api_key={WANDB}", "export WANDB_API_KEY"),
+        (f"logger.name={WANDB}", "logger.name=... looks like a W&B API key"),
+        (f"logger.tags=[a,{HF}]", "looks like a Hugging Face token"),
+        (
+            f"problems.path={URL}",
+            "looks like a URL with credentials, which would be written to the run dir, W&B and "
+            "the model card: secrets stay off the command line; give the URL without "
+            "user:password@ and put them in ~/.netrc",
+        ),
+        (f"hydra.job.env_set.HF_TOKEN={HF}", "export HF_TOKEN in the shell instead"),
+    ],
+)
 def test_a_secret_override_is_refused_in_one_line_naming_where_it_belongs(override, says):
     with pytest.raises(UsageError) as refused:
         secrets.refuse_overrides(["hydra.run.dir=/tmp/run", override])
@@ -88,8 +113,16 @@ def test_a_secret_override_is_refused_in_one_line_naming_where_it_belongs(overri
 
 
 def test_overrides_that_only_look_alike_are_not_refused():
-    secrets.refuse_overrides(["trainer.hub_token=null", f"model.revision={COMMIT}", "evaluation.max_new_tokens=64",
-                              "sandbox.api_key_env=MY_KEY", "--multirun", "logger.name=qwen05b_basics_lr1e5_seed42"])
+    secrets.refuse_overrides(
+        [
+            "trainer.hub_token=null",
+            f"model.revision={COMMIT}",
+            "evaluation.max_new_tokens=64",
+            "sandbox.api_key_env=MY_KEY",
+            "--multirun",
+            "logger.name=qwen05b_basics_lr1e5_seed42",
+        ]
+    )
 
 
 def _composed(*overrides: str):
@@ -108,9 +141,11 @@ def test_a_secret_a_config_brings_is_refused_by_every_command(monkeypatch, capsy
         with pytest.raises(SystemExit) as exited:
             run(lambda c: pytest.fail("the task ran"), cfg)
         assert exited.value.code == 2
-        assert capsys.readouterr().err == ("error: trainer.hub_token in the config is set: secrets stay out of "
-                                           "configs, which are copied to the run dir, W&B, every checkpoint and the "
-                                           "model card; leave it unset and export HF_TOKEN (the Hub client reads it)\n")
+        assert capsys.readouterr().err == (
+            "error: trainer.hub_token in the config is set: secrets stay out of "
+            "configs, which are copied to the run dir, W&B, every checkpoint and the "
+            "model card; leave it unset and export HF_TOKEN (the Hub client reads it)\n"
+        )
     secrets.refuse_config(to_plain(OmegaConf.to_object(_composed())))  # the defaults hold none
 
 
@@ -123,7 +158,10 @@ def test_hydras_files_are_scrubbed_and_the_others_left_as_hydra_wrote_them(tmp_p
     (hydra_dir / "hydra.yaml").write_text(hydra_yaml)
     assert secrets.scrub_hydra_files(hydra_dir) == [hydra_dir / "config.yaml", hydra_dir / "overrides.yaml"]
     assert OmegaConf.load(hydra_dir / "overrides.yaml") == [
-        "trainer.hub_token=***", "problems.path=https://***@data.example.com/problems.jsonl", "seed=1"]
+        "trainer.hub_token=***",
+        "problems.path=https://***@data.example.com/problems.jsonl",
+        "seed=1",
+    ]
     assert OmegaConf.to_container(OmegaConf.load(hydra_dir / "config.yaml")) == {"trainer": {"learning_rate": 1e-06}}
     assert (hydra_dir / "hydra.yaml").read_text() == hydra_yaml
 
@@ -202,20 +240,31 @@ PUSH = ["debug=fast", "save_model=true", "trainer.push_to_hub=true", "trainer.hu
 
 def _train(tmp_path: Path, *overrides: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     """train.py into tmp_path/run, W&B offline with every file it writes under tmp_path, the card in tmp_path/card."""
-    wandb_dirs = {f"WANDB_{name}_DIR": str(tmp_path / "wandb-home" / name.lower())
-                  for name in ("CONFIG", "CACHE", "DATA")}
+    wandb_dirs = {
+        f"WANDB_{name}_DIR": str(tmp_path / "wandb-home" / name.lower()) for name in ("CONFIG", "CACHE", "DATA")
+    }
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("WANDB_", "HF_TOKEN"))}
     environment |= {"WANDB_MODE": "offline", **wandb_dirs, **env}
-    command = [sys.executable, "-c", PUSHING_TRAIN, str(tmp_path / "card"), f"hydra.run.dir={tmp_path / 'run'}",
-               *overrides]
+    command = [
+        sys.executable,
+        "-c",
+        PUSHING_TRAIN,
+        str(tmp_path / "card"),
+        f"hydra.run.dir={tmp_path / 'run'}",
+        *overrides,
+    ]
     return subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900, env=environment)
 
 
 def _leaks(root: Path, done: subprocess.CompletedProcess, planted: list[str]) -> list[str]:
     """Where any planted secret is: every file under root (run dir, .hydra/, W&B's files, checkpoints, the
     card), read in overlapping chunks (weights and optimizer states are large), and the captured output."""
-    found = [f"{stream}: {s}" for stream, text in (("stdout", done.stdout), ("stderr", done.stderr))
-             for s in planted if s in text]
+    found = [
+        f"{stream}: {s}"
+        for stream, text in (("stdout", done.stdout), ("stderr", done.stderr))
+        for s in planted
+        if s in text
+    ]
     needles = [s.encode() for s in planted]
     overlap = max(map(len, needles))
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
@@ -230,14 +279,23 @@ def _leaks(root: Path, done: subprocess.CompletedProcess, planted: list[str]) ->
 def test_secrets_given_on_the_command_line_reach_no_file_and_no_output(tmp_path):
     """The finding of issue 39: `trainer.hub_token=hf_...` went into run_info.json's command, the card's
     Command: line, config.yaml, .hydra/ and W&B. Now the run is refused before Hydra writes anything."""
-    done = _train(tmp_path, *PUSH, f"trainer.hub_token={HF}", f"logger.name={WANDB}",
-                  f"trainer.vllm_server_base_url={URL}", "logger=wandb", "trainer.save_strategy=steps",
-                  "trainer.save_steps=1", env={})
+    done = _train(
+        tmp_path,
+        *PUSH,
+        f"trainer.hub_token={HF}",
+        f"logger.name={WANDB}",
+        f"trainer.vllm_server_base_url={URL}",
+        "logger=wandb",
+        "trainer.save_strategy=steps",
+        "trainer.save_steps=1",
+        env={},
+    )
     assert _leaks(tmp_path, done, [HF, WANDB, PASSWORD]) == []
     assert done.returncode == 2, done.stderr[-3000:]
     assert done.stderr.strip().splitlines() == [
         "error: trainer.hub_token would be written to the run dir, W&B and the model card: secrets stay off the "
-        "command line; leave it unset and export HF_TOKEN (the Hub client reads it)"]
+        "command line; leave it unset and export HF_TOKEN (the Hub client reads it)"
+    ]
     assert not (tmp_path / "run").exists() and not (tmp_path / "card").exists()
 
 
@@ -260,8 +318,14 @@ def test_secrets_in_the_environment_push_and_log_yet_reach_no_file_and_no_output
     authenticates with HF_TOKEN, and no file of the run (W&B's offline files, a checkpoint, the final model,
     the card) nor its output holds either key."""
     superserve = "ss_live_" + "q" * 24
-    done = _train(tmp_path, *PUSH, "logger=wandb", "trainer.save_strategy=steps", "trainer.save_steps=1",
-                  env={"HF_TOKEN": HF, "WANDB_API_KEY": WANDB, "SUPERSERVE_API_KEY": superserve})
+    done = _train(
+        tmp_path,
+        *PUSH,
+        "logger=wandb",
+        "trainer.save_strategy=steps",
+        "trainer.save_steps=1",
+        env={"HF_TOKEN": HF, "WANDB_API_KEY": WANDB, "SUPERSERVE_API_KEY": superserve},
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     assert (tmp_path / "card" / "token_from").read_text() == "HF_TOKEN"
     card = (tmp_path / "card" / "README.md").read_text()

@@ -32,8 +32,11 @@ def test_help_lists_the_groups_without_torch():
     done = train_py("--help")
     assert done.returncode == 0, "\n".join(messages(done))
     assert "== Groups: pick one option each (group=option) ==" in done.stdout
-    listed = {line.split()[0] for line in done.stdout.split("== Groups")[1].split("== Examples")[0].splitlines()[1:]
-              if line.strip()}
+    listed = {
+        line.split()[0]
+        for line in done.stdout.split("== Groups")[1].split("== Examples")[0].splitlines()[1:]
+        if line.strip()
+    }
     assert {"model", "problems", "reward", "sandbox", "trainer", "logger", "peft", "sampler", "experiment"} <= listed
     assert "codegrpo-score" in done.stdout  # the companion commands
     assert not heavy_imports(done)
@@ -66,11 +69,14 @@ def test_cfg_job_resolve_shows_the_run_dir_a_run_would_get(tmp_path):
     assert yaml.safe_load(done.stdout)["trainer"]["generation_kwargs"] == {"max_new_tokens": 128}
 
 
-@pytest.mark.parametrize(("override", "named"), [
-    ("trainer.learning_rte=1", "'trainer.learning_rte'"),
-    ("trainer.num_generations=many", "trainer.num_generations=many"),
-    ("reward=nope", "Available options in 'reward': binary, partial"),  # not the schema node base_reward
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("override", "named"),
+    [
+        ("trainer.learning_rte=1", "'trainer.learning_rte'"),
+        ("trainer.num_generations=many", "trainer.num_generations=many"),
+        ("reward=nope", "Available options in 'reward': binary, partial"),  # not the schema node base_reward
+    ],
+)
 def test_a_config_that_does_not_compose_is_one_line_without_torch(override, named):
     done = train_py(override)
     assert done.returncode == 2  # a usage error's status, as codegrpo's own (Hydra's would be 1)

@@ -56,8 +56,9 @@ def stub():
     server.stop()
 
 
-def run_tracking(tmp_path: Path, stub: StubServer, env: dict[str, str] | None = None, argv: tuple[str, ...] = (),
-                 **args) -> dict:
+def run_tracking(
+    tmp_path: Path, stub: StubServer, env: dict[str, str] | None = None, argv: tuple[str, ...] = (), **args
+) -> dict:
     """Start, log to and finish one run in a clean process: no WANDB_* from the caller, a fresh HOME; ``argv``
     follows the arguments on the process's command line (wandb records them)."""
     home = tmp_path / "home"
@@ -66,7 +67,10 @@ def run_tracking(tmp_path: Path, stub: StubServer, env: dict[str, str] | None = 
     environment |= {"HOME": str(home), "WANDB_BASE_URL": stub.url} | (env or {})
     args = {"run_dir": str(tmp_path / "run"), "job_type": "train"} | args
     done = subprocess.run(
-        [sys.executable, "-c", RUN, json.dumps(args), *argv], env=environment, capture_output=True, text=True,
+        [sys.executable, "-c", RUN, json.dumps(args), *argv],
+        env=environment,
+        capture_output=True,
+        text=True,
         timeout=180,
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -116,8 +120,11 @@ def test_no_credentials_is_offline_with_one_line_and_sends_nothing(tmp_path, stu
 
 def test_no_offline_file_holds_a_secret_of_the_config_or_of_the_arguments_wandb_records(tmp_path, stub):
     token, password = "hf_" + "Zq8LmN3pR7sT1vW5xY9aB2cD4eF6gH0jK2", "pw-kept-home"
-    result = run_tracking(tmp_path, stub, argv=(f"trainer.hub_token={token}", "seed=1",
-                                                f"problems.path=https://alice:{password}@example.com/p.jsonl"))
+    result = run_tracking(
+        tmp_path,
+        stub,
+        argv=(f"trainer.hub_token={token}", "seed=1", f"problems.path=https://alice:{password}@example.com/p.jsonl"),
+    )
     written = {p: p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file()}
     assert written and not [p for p, data in written.items() if token.encode() in data or password.encode() in data]
     assert token not in result["stderr"] and stub.requests == []
@@ -143,7 +150,9 @@ def test_wandb_mode_disabled_writes_and_sends_nothing(tmp_path, stub):
 
 def test_logger_mode_beats_wandb_mode_and_wandb_variables_apply(tmp_path, stub):
     result = run_tracking(
-        tmp_path, stub, mode="offline",
+        tmp_path,
+        stub,
+        mode="offline",
         env={"WANDB_MODE": "online", "WANDB_API_KEY": KEY, "WANDB_JOB_TYPE": "probe", "WANDB_TAGS": "a,b"},
     )
     assert (result["mode"], result["why"]) == ("offline", "logger.mode")

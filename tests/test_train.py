@@ -56,8 +56,13 @@ def test_train_in_process_runs_steps_and_saves_the_model(compose_cfg, tmp_path):
     metrics = train(cfg)
     run_dir = Path(cfg.run_dir)
     loaded = json.loads((run_dir / "run_info.json").read_text())["model"]
-    assert loaded | {"parameters": 0} == {"name_or_path": str(named), "source": "local", "revision": None,
-                                          "dtype": "float32", "parameters": 0}
+    assert loaded | {"parameters": 0} == {
+        "name_or_path": str(named),
+        "source": "local",
+        "revision": None,
+        "dtype": "float32",
+        "parameters": 0,
+    }
     assert 134e6 < loaded["parameters"] < 136e6
     assert 0.0 <= metrics["final_reward_mean"] <= 1.0 and metrics["train_runtime"] > 0
     assert (run_dir / "final_model" / "model.safetensors").is_file() and (run_dir / "config.yaml").is_file()
@@ -130,19 +135,32 @@ def test_train_with_feedback_end_to_end_offline(tmp_path):
     metrics reach the console line, log_history.json and the offline W&B run; the completions table has each
     turn's code, public verdict and feedback; the evaluations have first-turn and last-turn pass@1."""
     run_dir = tmp_path / "run"
-    done = _train(run_dir, "problems=feedback", "rollout=feedback", "trainer.max_steps=2",
-                  "trainer.num_generations=2", "trainer.per_device_train_batch_size=2",
-                  "trainer.max_completion_length=320", "trainer.generation_kwargs={max_new_tokens:24}",
-                  "evaluation.before=true", "evaluation.after=true", "evaluation.limit=2", "evaluation.num_samples=1",
-                  "evaluation.temperature=0", "evaluation.max_new_tokens=24", env={"WANDB_API_KEY": ""})
+    done = _train(
+        run_dir,
+        "problems=feedback",
+        "rollout=feedback",
+        "trainer.max_steps=2",
+        "trainer.num_generations=2",
+        "trainer.per_device_train_batch_size=2",
+        "trainer.max_completion_length=320",
+        "trainer.generation_kwargs={max_new_tokens:24}",
+        "evaluation.before=true",
+        "evaluation.after=true",
+        "evaluation.limit=2",
+        "evaluation.num_samples=1",
+        "evaluation.temperature=0",
+        "evaluation.max_new_tokens=24",
+        env={"WANDB_API_KEY": ""},
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     history = json.loads((run_dir / "log_history.json").read_text())
     steps = [row for row in history if "rewards/code_reward/mean" in row]
     assert len(steps) == 2
     for row in steps:
         assert 1 <= row["feedback/turns"] <= 3 and row["feedback/with_public"] == 1.0
-        assert {"feedback/public_pass/turn_1", "feedback/public_pass/turn_3", "feedback/tokens",
-                "feedback/cut"} <= set(row)
+        assert {"feedback/public_pass/turn_1", "feedback/public_pass/turn_3", "feedback/tokens", "feedback/cut"} <= set(
+            row
+        )
     assert any(row["feedback/tokens"] > 0 for row in steps), "no episode got feedback"
     # The public tests between turns are reward time; tokens_per_s counts the model's tokens, not the feedback's.
     (summary,) = [row for row in history if "train_runtime" in row]
@@ -155,9 +173,12 @@ def test_train_with_feedback_end_to_end_offline(tmp_path):
 
     table = pd.read_parquet(sorted(run_dir.glob("completions/completions_*.parquet"))[0])
     assert {"turns", "turn_1_code", "turn_1_public", "turn_1_feedback", "turn_3_code", "turn_3_public"} <= set(
-        table.columns)
-    assert all(t == 1 or f.startswith("Your code was run on the 1 public test") or f.startswith("No code")
-               for t, f in zip(table["turns"], table["turn_1_feedback"], strict=True))
+        table.columns
+    )
+    assert all(
+        t == 1 or f.startswith("Your code was run on the 1 public test") or f.startswith("No code")
+        for t, f in zip(table["turns"], table["turn_1_feedback"], strict=True)
+    )
 
     [run_file] = run_dir.glob("wandb/offline-run-*/run-*.wandb")
     logged = [row for row in wandb_offline.history(run_file) if "train/rewards/code_reward/mean" in row]
@@ -203,15 +224,17 @@ def test_an_override_hydras_grammar_cannot_read_is_one_line_that_says_to_quote_i
     done = _train(tmp_path / "run", "model.name_or_path=~/models/mine", "logger=none")
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [
         "error: cannot read the override model.name_or_path=~/models/mine: quote a value with characters Hydra's "
-        "grammar reserves (~ = , [ ] { } ( ) ' \" \\ and spaces), e.g. 'key=\"~/my dir\"'"]
+        "grammar reserves (~ = , [ ] { } ( ) ' \" \\ and spaces), e.g. 'key=\"~/my dir\"'"
+    ]
 
 
 def _recorded_run(run_dir: Path, overrides: list[str]) -> Path:
     """A run dir's record as Hydra writes it (.hydra/overrides.yaml and hydra.yaml)."""
     (run_dir / ".hydra").mkdir(parents=True)
     (run_dir / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
-    (run_dir / ".hydra" / "hydra.yaml").write_text("hydra:\n  job:\n    config_name: train\n  runtime:\n"
-                                                    "    config_sources: []\n")
+    (run_dir / ".hydra" / "hydra.yaml").write_text(
+        "hydra:\n  job:\n    config_name: train\n  runtime:\n    config_sources: []\n"
+    )
     return run_dir
 
 
@@ -221,8 +244,13 @@ def test_a_run_is_repeated_from_its_record_with_new_overrides_on_top(tmp_path, f
     run's own overrides (which used to crash on a schema-less config and write FAILED into the source run)."""
     source = _recorded_run(tmp_path / "source", ["reward=partial", "trainer.max_steps=3", "seed=7"])
     how = [f"rerun={source}"] if form == "rerun" else ["--config-dir", f"{source}/.hydra", "--config-name", "config"]
-    done = subprocess.run([sys.executable, "train.py", *how, "seed=8", "--cfg", "job"], cwd=PROJECT_ROOT,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "train.py", *how, "seed=8", "--cfg", "job"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert "kind: partial" in done.stdout and "max_steps: 3" in done.stdout and "seed: 8" in done.stdout
 
@@ -269,16 +297,20 @@ def test_bad_override_fails_at_compose_time(tmp_path):
 
 
 def test_cfg_job_prints_the_resolved_config():
-    done = subprocess.run([sys.executable, "train.py", "--cfg", "job", "reward=partial"], cwd=PROJECT_ROOT,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "train.py", "--cfg", "job", "reward=partial"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert "kind: partial" in done.stdout and "learning_rate:" in done.stdout
 
 
 @pytest.mark.slow
 def test_mission_example_starts_and_fails_clearly_without_the_hub(tmp_path):
-    done = _train(tmp_path / "run", "model=qwen0.5b", "reward=partial", "logger=none",
-                  env={"HF_HUB_OFFLINE": "1"})
+    done = _train(tmp_path / "run", "model=qwen0.5b", "reward=partial", "logger=none", env={"HF_HUB_OFFLINE": "1"})
     # With the Hub out of reach the run stops at the model with a clear message, after composing.
     if done.returncode != 0:
         assert "Qwen/Qwen2.5-0.5B-Instruct" in done.stderr and "Hugging Face" in done.stderr

@@ -17,11 +17,20 @@ def test_four_cpu_steps_on_taco_from_a_local_file_log_rewards_with_reasons(compo
     from codegrpo.tasks.train import train
 
     cfg = compose_cfg(
-        "problems=taco", "problems.hub_path=arrow", f"problems.data_files={TACO}", "logger=none", "plots=false",
-        "save_model=false", "trainer.max_steps=4", "trainer.max_completion_length=48", "trainer.num_generations=2",
-        "trainer.per_device_train_batch_size=2", "trainer.log_completions=true", "completions_every=1",
+        "problems=taco",
+        "problems.hub_path=arrow",
+        f"problems.data_files={TACO}",
+        "logger=none",
+        "plots=false",
+        "save_model=false",
+        "trainer.max_steps=4",
+        "trainer.max_completion_length=48",
+        "trainer.num_generations=2",
+        "trainer.per_device_train_batch_size=2",
+        "trainer.log_completions=true",
+        "completions_every=1",
         "reward=partial",
-    )  # fmt: skip
+    )
     train(cfg)
     run_dir = Path(cfg.run_dir)
     steps = [row for row in json.loads((run_dir / "log_history.json").read_text()) if "reward" in row]

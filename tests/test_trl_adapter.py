@@ -37,8 +37,11 @@ def test_each_private_override_matches_the_method_it_overrides(name):
 
 
 def test_the_table_covers_every_private_method_the_adapter_defines():
-    private = {name for name, value in vars(CodeGRPOTrainer).items()
-               if name.startswith("_") and not (name.startswith("__") and name.endswith("__")) and callable(value)}
+    private = {
+        name
+        for name, value in vars(CodeGRPOTrainer).items()
+        if name.startswith("_") and not (name.startswith("__") and name.endswith("__")) and callable(value)
+    }
     assert private == set(PRIVATE_OVERRIDES)
     assert make_trainer_class() is CodeGRPOTrainer
 
@@ -70,12 +73,22 @@ def test_what_the_overrides_rely_on_still_holds():
 def test_the_clock_books_each_second_to_the_innermost_phase_and_the_rest_to_other():
     from codegrpo.train.timing import Clock
 
-    ticks = iter([0.0,  # start
-                  1.0, 2.0,  # update from 1: generation from 2 (update paused)
-                  3.0, 5.0,  # reward inside generation from 3 to 5 (generation paused: rollout=feedback's public tests)
-                  6.0,  # generation ends
-                  6.5, 7.5, 8.0,  # a reward inside the update from 6.5 to 7.5, then the update ends
-                  8.5, 9.0, 10.0])  # the optimizer's step (update) from 8.5 to 9; the step logged at 10
+    ticks = iter(
+        [
+            0.0,  # start
+            1.0,
+            2.0,  # update from 1: generation from 2 (update paused)
+            3.0,
+            5.0,  # reward inside generation from 3 to 5 (generation paused: rollout=feedback's public tests)
+            6.0,  # generation ends
+            6.5,
+            7.5,
+            8.0,  # a reward inside the update from 6.5 to 7.5, then the update ends
+            8.5,
+            9.0,
+            10.0,
+        ]
+    )  # the optimizer's step (update) from 8.5 to 9; the step logged at 10
     clock = Clock(now=lambda: next(ticks))
     clock.enter("update")
     with clock.phase("generation"), clock.phase("reward"):  # the reward inside the generation
@@ -88,9 +101,19 @@ def test_the_clock_books_each_second_to_the_innermost_phase_and_the_rest_to_othe
         pass
     metrics = clock.lap()
     # update 1-2, 6-6.5, 7.5-8, 8.5-9; generation 2-3, 5-6; reward 3-5, 6.5-7.5; other 0-1, 8-8.5, 9-10.
-    assert metrics == {"timing/generation_s": 2.0, "timing/reward_s": 3.0, "timing/update_s": 2.5,
-                       "timing/other_s": 2.5, "timing/step_s": 10.0, "timing/tokens_per_s": 150.0}
+    assert metrics == {
+        "timing/generation_s": 2.0,
+        "timing/reward_s": 3.0,
+        "timing/update_s": 2.5,
+        "timing/other_s": 2.5,
+        "timing/step_s": 10.0,
+        "timing/tokens_per_s": 150.0,
+    }
     # The next step starts at the lap, with nothing booked yet (no generation: no tokens_per_s).
     assert Clock(now=iter([0.0, 4.0]).__next__).lap() == {
-        "timing/generation_s": 0.0, "timing/reward_s": 0.0, "timing/update_s": 0.0, "timing/other_s": 4.0,
-        "timing/step_s": 4.0}
+        "timing/generation_s": 0.0,
+        "timing/reward_s": 0.0,
+        "timing/update_s": 0.0,
+        "timing/other_s": 4.0,
+        "timing/step_s": 4.0,
+    }

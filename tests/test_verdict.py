@@ -74,7 +74,8 @@ def test_failed_verdicts_say_what_they_got_and_expected():
     checks = score_checks([["value", 3], ["assert", False]], four_then_assert, partial=True)
     assert checks.detail == "0/2 checks pass; check 1: got 3, expected 4"
     assert score_checks([["value", 4], ["assert", False]], four_then_assert, partial=True).detail == (
-        "1/2 checks pass; check 2: assert failed")
+        "1/2 checks pass; check 2: assert failed"
+    )
 
 
 # -- property tests: every comparison is total, typed values keep Python's == ---------------------------
@@ -107,10 +108,15 @@ ODD_FLOATS = [math.nan, math.inf, -math.inf, -0.0, 1e308, 5e-324]
 def random_value(rng: random.Random, depth: int = 0, hashable: bool = False):
     """Any value a literal or the marshal channel can hold: every builtin scalar and container."""
     scalars = [
-        lambda: None, lambda: rng.random() < 0.5, lambda: rng.randint(-3, 3), lambda: rng.choice(HUGE),
-        lambda: rng.choice([0.5, 2.0, -1.25, *ODD_FLOATS[3:]]), lambda: rng.choice(["", "a", "10", "\u00e9"]),
-        lambda: rng.choice([b"", b"\x00\xff"]), lambda: complex(rng.randint(-2, 2), 0.5),
-    ]  # fmt: skip
+        lambda: None,
+        lambda: rng.random() < 0.5,
+        lambda: rng.randint(-3, 3),
+        lambda: rng.choice(HUGE),
+        lambda: rng.choice([0.5, 2.0, -1.25, *ODD_FLOATS[3:]]),
+        lambda: rng.choice(["", "a", "10", "\u00e9"]),
+        lambda: rng.choice([b"", b"\x00\xff"]),
+        lambda: complex(rng.randint(-2, 2), 0.5),
+    ]
     containers = [tuple, frozenset] if hashable else [list, tuple, set, frozenset, dict]
     if depth > 3 or rng.random() < 0.4:
         return rng.choice(scalars)()
@@ -169,9 +175,25 @@ def has_nan(value) -> bool:
 
 def adversarial_nodes():
     deep = "[" * 5000 + "]" * 5000
-    yield from [*HUGE, *ODD_FLOATS, "", "\ud800", None, True, [], {}, {"t": 1}, {"s": [[1]]}, {"d": [[[1], 2]]},
-                {"d": [1]}, {"i": "zz"}, {"b": "xyz"}, {"c": [1, 2]}, {"c": ["a", "b"]}, {"x": [], "y": []},
-                ]  # fmt: skip
+    yield from [
+        *HUGE,
+        *ODD_FLOATS,
+        "",
+        "\ud800",
+        None,
+        True,
+        [],
+        {},
+        {"t": 1},
+        {"s": [[1]]},
+        {"d": [[[1], 2]]},
+        {"d": [1]},
+        {"i": "zz"},
+        {"b": "xyz"},
+        {"c": [1, 2]},
+        {"c": ["a", "b"]},
+        {"x": [], "y": []},
+    ]
     yield json.loads("[" * 900 + "]" * 900)
     yield parse_json(deep)[1]
     yield list(range(100000))
@@ -179,8 +201,14 @@ def adversarial_nodes():
 
 
 def test_every_comparison_gives_a_verdict_for_any_value():
-    wants = [ValueCheck(CheckKind.EQ, 1), ValueCheck(CheckKind.EQ, (1, 2)), ValueCheck(CheckKind.IS, None),
-             ValueCheck(CheckKind.TRUTHY, True), ValueCheck(CheckKind.NEAR, 0.5, 1e-6, False), None]
+    wants = [
+        ValueCheck(CheckKind.EQ, 1),
+        ValueCheck(CheckKind.EQ, (1, 2)),
+        ValueCheck(CheckKind.IS, None),
+        ValueCheck(CheckKind.TRUTHY, True),
+        ValueCheck(CheckKind.NEAR, 0.5, 1e-6, False),
+        None,
+    ]
     for node in adversarial_nodes():
         try:
             value = decode_typed(node)
@@ -247,8 +275,10 @@ def test_io_verdicts_say_which_test_failed_and_count_the_rest():
     runs = (ok, wrong, RunResult(Outcome.TIMEOUT), RunResult(Outcome.EXITED, 1, "", "Traceback\nValueError: x\n"), ok)
 
     def judge(_, run):
-        return failure_of(run, lambda run: None if run.stdout == "4\n" else
-                            (Status.FAILED, f'got "{run.stdout.strip()}", expected "4"'))  # fmt: skip
+        return failure_of(
+            run,
+            lambda run: None if run.stdout == "4\n" else (Status.FAILED, f'got "{run.stdout.strip()}", expected "4"'),
+        )
 
     result = RunResult(Outcome.EXITED, 0, runs=runs)
     partial = score_io(result, 5, judge, partial=True)
@@ -260,6 +290,7 @@ def test_io_verdicts_say_which_test_failed_and_count_the_rest():
     assert (timeout.status, timeout.reward, timeout.detail) == (Status.TIMEOUT, 0.5, "test 1 of 2: timed out")
     error = score_io(RunResult(Outcome.EXITED, 0, runs=(runs[3],)), 1, judge, partial=True)
     assert error.status is Status.ERROR and error.detail == "test 1 of 1: exited (exit 1): ValueError: x"
-    infra = score_io(RunResult(Outcome.EXITED, 0, runs=(ok, RunResult(Outcome.SANDBOX_ERROR, error="gone"))), 2, judge,
-                     partial=True)  # fmt: skip
+    infra = score_io(
+        RunResult(Outcome.EXITED, 0, runs=(ok, RunResult(Outcome.SANDBOX_ERROR, error="gone"))), 2, judge, partial=True
+    )
     assert (infra.status, infra.reward) == (Status.INFRA, None)

@@ -14,15 +14,22 @@ from codegrpo.evaluation.results import pass_at_k
 from codegrpo.resources import PROJECT_ROOT
 from tests import wandb_offline
 
-TINY = ["trainer.max_steps=1", "trainer.num_generations=2", "trainer.per_device_train_batch_size=2",
-        "trainer.max_completion_length=32", "problems.limit=2", "save_model=false"]
+TINY = [
+    "trainer.max_steps=1",
+    "trainer.num_generations=2",
+    "trainer.per_device_train_batch_size=2",
+    "trainer.max_completion_length=32",
+    "problems.limit=2",
+    "save_model=false",
+]
 
 
 def launch(*args: str, env: dict[str, str] | None = None, python: bool = True) -> subprocess.CompletedProcess:
     command = [sys.executable, *args] if python else list(args)
     environment = {k: v for k, v in os.environ.items() if k not in ("WANDB_API_KEY", "CODEGRPO_RUN_DIR")}
-    return subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900,
-                          env=environment | (env or {}))
+    return subprocess.run(
+        command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900, env=environment | (env or {})
+    )
 
 
 def first_step(run_dir: Path) -> dict:
@@ -64,8 +71,9 @@ def test_same_seed_same_first_step_reproducibility_record_and_resume_auto(tmp_pa
     assert (run_dir / "checkpoint-1" / "optimizer.pt").is_file()
     assert not (run_dir / "README.md").exists()  # TRL's boilerplate card ("a fine-tuned version of [None]")
     run_id = (run_dir / "wandb_run_id.txt").read_text()
-    second = launch("train.py", f"hydra.run.dir={run_dir}", "logger=wandb", *TINY[1:], *saving,
-                    "trainer.max_steps=2", "resume=auto")
+    second = launch(
+        "train.py", f"hydra.run.dir={run_dir}", "logger=wandb", *TINY[1:], *saving, "trainer.max_steps=2", "resume=auto"
+    )
     assert second.returncode == 0, second.stderr[-3000:]
     assert "missing keys" not in second.stderr  # SmolLM2's lm_head is its embeddings, saved once: not missing
     assert json.loads((run_dir / "run_info.json").read_text())["resumed_from"].endswith("checkpoint-1")
@@ -79,9 +87,16 @@ def test_same_seed_same_first_step_reproducibility_record_and_resume_auto(tmp_pa
 
 @pytest.mark.slow
 def test_evaluate_command_writes_pass_at_k(tmp_path):
-    done = launch("-m", "codegrpo.commands.evaluate", f"hydra.run.dir={tmp_path}", "evaluation.limit=2",
-                  "evaluation.max_new_tokens=48", "evaluation.num_samples=2", "evaluation.temperature=0.8",
-                  "evaluation.k=[1,2]")
+    done = launch(
+        "-m",
+        "codegrpo.commands.evaluate",
+        f"hydra.run.dir={tmp_path}",
+        "evaluation.limit=2",
+        "evaluation.max_new_tokens=48",
+        "evaluation.num_samples=2",
+        "evaluation.temperature=0.8",
+        "evaluation.k=[1,2]",
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((tmp_path / "eval.json").read_text())
     assert results["num_problems"] == 2 and results["num_samples"] == 2
@@ -92,8 +107,14 @@ def test_evaluate_command_writes_pass_at_k(tmp_path):
     assert record["model"]["source"] == "gguf" and record["model"]["parameters"] > 1e8
     assert record["problems"]["name"] == "humaneval" and record["problems"]["count"] == 2
     assert len(record["problems"]["sha256"]) == 64 and record["checkpoint"] is None
-    assert record["sampling"] == {"num_samples": 2, "k": [1, 2], "temperature": 0.8, "max_new_tokens": 48,
-                                  "seed": 0, "limit": 2}
+    assert record["sampling"] == {
+        "num_samples": 2,
+        "k": [1, 2],
+        "temperature": 0.8,
+        "max_new_tokens": 48,
+        "seed": 0,
+        "limit": 2,
+    }
     assert record["rollout"] == "single" and "codegrpo_commit" in record
     log = (tmp_path / "evaluate.log").read_text()
     assert f"results in {tmp_path / 'eval.json'}" in log and "pass@1 " in log  # what the console showed
@@ -102,8 +123,16 @@ def test_evaluate_command_writes_pass_at_k(tmp_path):
 @pytest.mark.slow
 def test_two_process_cpu_launch_shares_one_run_dir(tmp_path):
     run_dir = tmp_path / "ddp"
-    done = launch("-m", "accelerate.commands.launch", "--config_file", "accelerate/cpu2.yaml", "train.py",
-                  *TINY, "logger=wandb", env={"CODEGRPO_RUN_DIR": str(run_dir)})
+    done = launch(
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        "accelerate/cpu2.yaml",
+        "train.py",
+        *TINY,
+        "logger=wandb",
+        env={"CODEGRPO_RUN_DIR": str(run_dir)},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert list(tmp_path.iterdir()) == [run_dir]
     assert first_step(run_dir)["rewards/code_reward/mean"] >= 0.0

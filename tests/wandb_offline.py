@@ -74,8 +74,14 @@ def run_record(run_file: Path) -> dict:
         record.ParseFromString(raw)
         if record.WhichOneof("record_type") == "run":
             run = record.run
-            return {"project": run.project, "entity": run.entity, "group": run.run_group,
-                    "job_type": run.job_type, "name": run.display_name, "tags": list(run.tags)}
+            return {
+                "project": run.project,
+                "entity": run.entity,
+                "group": run.run_group,
+                "job_type": run.job_type,
+                "name": run.display_name,
+                "tags": list(run.tags),
+            }
     return {}
 
 
@@ -89,6 +95,12 @@ def artifacts(run_file: Path) -> list[dict]:
         record.ParseFromString(raw)
         if record.WhichOneof("record_type") == "artifact":
             artifact = record.artifact
-            found.append({"name": artifact.name, "type": artifact.type, "aliases": list(artifact.aliases),
-                          "files": sorted(entry.path for entry in artifact.manifest.contents)})
+            found.append(
+                {
+                    "name": artifact.name,
+                    "type": artifact.type,
+                    "aliases": list(artifact.aliases),
+                    "files": sorted(entry.path for entry in artifact.manifest.contents),
+                }
+            )
     return found

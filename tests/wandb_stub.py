@@ -94,8 +94,11 @@ class StubServer:
                             "config": "{}",
                             "sweepName": None,
                             "historyLineCount": 0,
-                            "project": {"id": "UHJvamVjdDox", "name": variables.get("project") or "p",
-                                        "entity": {"id": "RW50aXR5OjE=", "name": "stub-entity"}},
+                            "project": {
+                                "id": "UHJvamVjdDox",
+                                "name": variables.get("project") or "p",
+                                "entity": {"id": "RW50aXR5OjE=", "name": "stub-entity"},
+                            },
                         },
                     }
                 }

@@ -18,8 +18,17 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["AsyncCodeReward", "CodeReward", "Problem", "Scored", "Status", "Verdict", "code_reward", "offline_model",
-           "score"]
+__all__ = [
+    "AsyncCodeReward",
+    "CodeReward",
+    "Problem",
+    "Scored",
+    "Status",
+    "Verdict",
+    "code_reward",
+    "offline_model",
+    "score",
+]
 
 _WHERE = {
     "AsyncCodeReward": "codegrpo.reward.code_reward",

@@ -78,8 +78,12 @@ def eval_problems(cfg: TrainConfig | EvaluateConfig) -> list[Problem]:
     else:
         found = load_problem_set(dataclasses.replace(cfg.problems, split=settings.split, limit=None))
         if settings.split is not Split.all and cfg.problems.split in (Split.all, settings.split):
-            log.warning("the eval problems (split %s) overlap the training problems (problems.split=%s): "
-                        "set problems.split=train for a held-out evaluation", settings.split, cfg.problems.split)
+            log.warning(
+                "the eval problems (split %s) overlap the training problems (problems.split=%s): "
+                "set problems.split=train for a held-out evaluation",
+                settings.split,
+                cfg.problems.split,
+            )
     return found[: settings.limit]
 
 
@@ -96,17 +100,30 @@ def sandbox(cfg: SandboxConfig, language: str = "python", ranks: int = 1) -> San
     return make_backend(shared, get_language(language).runtime)
 
 
-def scorer(cfg: TrainConfig | EvaluateConfig | ScoreConfig | PassRatesConfig, problem_set: list[Problem],
-           backend: SandboxBackend, kind: RewardKind | None = None) -> Scorer:
+def scorer(
+    cfg: TrainConfig | EvaluateConfig | ScoreConfig | PassRatesConfig,
+    problem_set: list[Problem],
+    backend: SandboxBackend,
+    kind: RewardKind | None = None,
+) -> Scorer:
     """A Scorer of ``problem_set`` through ``backend``, as ``cfg.reward`` says (``kind`` overrides it:
     evaluation is always binary)."""
-    return Scorer(problem_set, backend, get_language(cfg.problems.language), kind or cfg.reward.kind,
-                  extract=cfg.reward.extract, timeout_s=cfg.sandbox.timeout_s, checker=cfg.reward.checker,
-                  tolerance=cfg.reward.float_tolerance, budget_s=cfg.reward.time_budget_s)
+    return Scorer(
+        problem_set,
+        backend,
+        get_language(cfg.problems.language),
+        kind or cfg.reward.kind,
+        extract=cfg.reward.extract,
+        timeout_s=cfg.sandbox.timeout_s,
+        checker=cfg.reward.checker,
+        tolerance=cfg.reward.float_tolerance,
+        budget_s=cfg.reward.time_budget_s,
+    )
 
 
-def model(cfg: ModelConfig, checkpoint: str | None = None,
-          bf16: bool = False) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+def model(
+    cfg: ModelConfig, checkpoint: str | None = None, bf16: bool = False
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """(model, tokenizer) of the model group, or of ``checkpoint`` (a saved dir; "base" is the group's)."""
     from codegrpo.models.loading import load_model_and_tokenizer
 
@@ -124,16 +141,18 @@ def dataset(problem_set: list[Problem], cfg: ProblemsConfig) -> Dataset:
     """A datasets.Dataset with a chat `prompt` column and the test columns TRL passes to the reward."""
     from datasets import Dataset
 
-    return Dataset.from_list([
-        {
-            "prompt": messages_for(p, cfg),
-            "problem_id": p.id,
-            "test": p.test,
-            "expected": p.expected,
-            "entry_point": p.entry_point,
-        }
-        for p in problem_set
-    ])
+    return Dataset.from_list(
+        [
+            {
+                "prompt": messages_for(p, cfg),
+                "problem_id": p.id,
+                "test": p.test,
+                "expected": p.expected,
+                "entry_point": p.entry_point,
+            }
+            for p in problem_set
+        ]
+    )
 
 
 def scored_problems(cfg: TrainConfig | EvaluateConfig, problem_set: list[Problem]) -> list[Problem]:
@@ -157,24 +176,29 @@ def check_reward_functions(cfg: TrainConfig) -> list[Callable[..., object] | Non
     checked = [rewards.check(entry, cfg) for entry in entries]
     weights = cfg.reward.weights if cfg.reward.weights is not None else cfg.trainer.reward_weights
     if weights is not None and len(weights) != len(entries):
-        raise UsageError(f"reward.weights has {len(weights)} values for {len(entries)} reward functions "
-                         f"({', '.join(entries)})")
+        raise UsageError(
+            f"reward.weights has {len(weights)} values for {len(entries)} reward functions ({', '.join(entries)})"
+        )
     return checked
 
 
 def reward_functions(cfg: TrainConfig, scorer: Scorer) -> tuple[list[Callable[..., object]], list[float] | None]:
     """The reward functions of ``reward.functions`` and their weights (None: TRL's default, all 1.0)."""
     entries = list(cfg.reward.functions)
-    functions = [f if f is not None else rewards.of_scorer(entry, scorer)
-                 for entry, f in zip(entries, check_reward_functions(cfg), strict=True)]
+    functions = [
+        f if f is not None else rewards.of_scorer(entry, scorer)
+        for entry, f in zip(entries, check_reward_functions(cfg), strict=True)
+    ]
     if cfg.rollout.kind is RolloutKind.feedback:  # codegrpo's rewards score each episode's final code
         from codegrpo.train.rollout_func import score_final_code
 
         # code_reward's wrapper writes each turn's columns of the completions table (one writer: a column twice
         # would be twice as long as the table).
         turns = {CODE_REWARD: cfg.rollout.max_turns, HACK_PENALTY: 0}
-        functions = [score_final_code(f, turns[entry]) if entry in turns else f
-                     for entry, f in zip(entries, functions, strict=True)]
+        functions = [
+            score_final_code(f, turns[entry]) if entry in turns else f
+            for entry, f in zip(entries, functions, strict=True)
+        ]
     names = [rewards.reward_name(f) for f in functions]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
@@ -216,10 +240,18 @@ def rollout(cfg: TrainConfig, problem_set: list[Problem], scorer: Scorer | None)
     return make_feedback_rollout(problem_set, scorer, cfg.rollout, prompt_of=lambda p: messages_for(p, cfg.problems))
 
 
-def trainer(cfg: TrainConfig, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, problem_set: list[Problem],
-            reward_funcs: list[Callable[..., object]], args: GRPOConfig, guard: Guard | None = None,
-            wandb_run_id: str | None = None, scorer: Scorer | None = None,
-            checkpoint: Path | None = None) -> CodeGRPOTrainer:
+def trainer(
+    cfg: TrainConfig,
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    problem_set: list[Problem],
+    reward_funcs: list[Callable[..., object]],
+    args: GRPOConfig,
+    guard: Guard | None = None,
+    wandb_run_id: str | None = None,
+    scorer: Scorer | None = None,
+    checkpoint: Path | None = None,
+) -> CodeGRPOTrainer:
     """The GRPOTrainer of this run: its checkpoints carry the config, the problem set's hash and the W&B
     run id (resume checks them); ``guard``'s signals save a checkpoint after the current step. The
     ``sampler`` group draws its prompts, from the pass rates ``scorer``'s verdicts give (restored from

@@ -37,8 +37,11 @@ COMMAND_TIMEOUT_S = 5.0
 LABEL_WIDTH = 22
 HUB = "https://huggingface.co"
 # The kernel settings that decide whether an unprivileged user may create a user namespace (bwrap needs one).
-USERNS_SYSCTLS = ("kernel/unprivileged_userns_clone", "user/max_user_namespaces",
-                  "kernel/apparmor_restrict_unprivileged_userns")  # fmt: skip
+USERNS_SYSCTLS = (
+    "kernel/unprivileged_userns_clone",
+    "user/max_user_namespaces",
+    "kernel/apparmor_restrict_unprivileged_userns",
+)
 
 
 @dataclass
@@ -116,8 +119,12 @@ def python_section(report: Report) -> None:
     root = source_root()
     if root is not None and shutil.which("git"):
         commit = _output(["git", "-C", str(root), "rev-parse", "--short", "HEAD"])
-        changes = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                                 capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S).stdout
+        changes = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=COMMAND_TIMEOUT_S,
+        ).stdout
         report.line("git", f"{commit}{', uncommitted changes' if changes.strip() else ''}")
 
 
@@ -156,8 +163,13 @@ def torch_section(report: Report) -> None:
         return
     from codegrpo.config.cgroupfs import usable_cores
 
-    build = (f"CUDA {torch.version.cuda}" if torch.version.cuda
-             else f"ROCm {torch.version.hip}" if getattr(torch.version, "hip", None) else "CPU-only")  # fmt: skip
+    build = (
+        f"CUDA {torch.version.cuda}"
+        if torch.version.cuda
+        else f"ROCm {torch.version.hip}"
+        if getattr(torch.version, "hip", None)
+        else "CPU-only"
+    )
     report.line("torch", f"{torch.__version__} ({build} build)")
     report.line("threads", f"{torch.get_num_threads()} (usable cores: {usable_cores()})")
     if not (torch.version.cuda or getattr(torch.version, "hip", None)):
@@ -315,8 +327,9 @@ def network_section(report: Report) -> None:
         report.line("W&B", f"{wandb_mode} (WANDB_MODE={os.environ['WANDB_MODE']}): {wandb} not contacted")
     for label, answer in answers.items():
         report.line(label, answer)
-    proxy = next((name for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy") if os.environ.get(name)),
-                 None)  # fmt: skip
+    proxy = next(
+        (name for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy") if os.environ.get(name)), None
+    )
     if proxy:
         report.line("proxy", f"{proxy} is set: a direct connection proves little, the clients use the proxy")
 
@@ -388,8 +401,9 @@ def collect(report: Report) -> None:
 
 def main() -> None:
     """codegrpo-env: print this machine's Python, dependencies, devices, sandbox and network for a bug report."""
-    argparse.ArgumentParser(prog="codegrpo-env", description=__doc__,
-                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()  # fmt: skip
+    argparse.ArgumentParser(
+        prog="codegrpo-env", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args()
     logging.basicConfig(level=logging.ERROR, format="%(message)s")  # a library's stray warnings stay short
     report = Report()
     collect(report)

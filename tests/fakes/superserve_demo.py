@@ -43,10 +43,7 @@ FAULT_RATES: dict[str, dict[Fault | str, float]] = {
 
 def _programs(n: int, timeout_s: float) -> list[tuple[str, Program, Outcome, str]]:
     picked = [CASES[i % len(CASES)] for i in range(n)]
-    return [
-        (name, Program(source, timeout_s=timeout_s), outcome, out)
-        for name, source, outcome, out in picked
-    ]
+    return [(name, Program(source, timeout_s=timeout_s), outcome, out) for name, source, outcome, out in picked]
 
 
 def _as_expected(result: RunResult, outcome: Outcome, last_line: str) -> bool:

@@ -10,8 +10,9 @@ from codegrpo.resources import PROJECT_ROOT
 
 def command(*args: str, flags: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     """``python [flags] -m args...`` from the project root."""
-    return subprocess.run([sys.executable, *flags, "-m", *args], cwd=PROJECT_ROOT, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, *flags, "-m", *args], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300
+    )
 
 
 def imported_modules(stderr: str) -> set[str]:

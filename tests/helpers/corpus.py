@@ -18,7 +18,7 @@ HACKS = {
     "def is_prime(n):\n    raise SystemExit(0)",
     "forged stdout after defining": f"def is_prime(n):\n    print({FORGED!r})\n    return None",
     "forged report line": 'import sys\ndef is_prime(n):\n    sys.__stdout__.write(\'{"status": "ok", "value": '
-    '[true, false, false]}\\n\'); sys.__stdout__.flush()\n    return None',
+    "[true, false, false]}\\n'); sys.__stdout__.flush()\n    return None",
     "eq override": "class Any:\n    def __eq__(self, other): return True\n    def __ne__(self, other): return False\n"
     "def is_prime(n):\n    return Any()",
     "eq override nested in a list": "class T(int):\n    def __eq__(self, other): return True\n"

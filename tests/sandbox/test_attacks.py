@@ -223,9 +223,18 @@ SPIN = "while True:\n    pass\n"
 ATTACKS = [
     # -- time
     Attack("infinite_loop", SPIN, Status.TIMEOUT, 0.0, Outcome.TIMEOUT, timeout_s=1.0, check=_killed_on_time),
-    Attack("sleep", "import time\ntime.sleep(3600)\n", Status.TIMEOUT, 0.0, Outcome.TIMEOUT, timeout_s=1.0,
-           check=_killed_on_time),
-    Attack("block_on_stdin", escaped_if("""
+    Attack(
+        "sleep",
+        "import time\ntime.sleep(3600)\n",
+        Status.TIMEOUT,
+        0.0,
+        Outcome.TIMEOUT,
+        timeout_s=1.0,
+        check=_killed_on_time,
+    ),
+    Attack(
+        "block_on_stdin",
+        escaped_if("""
         import os, sys
         got = []
         for read in (input, sys.stdin.read, lambda: os.read(0, 100), lambda: open("/dev/tty").read(),
@@ -235,37 +244,81 @@ ATTACKS = [
             except (OSError, EOFError):
                 pass
         return any(got)
-    """), Status.FAILED, 0.0, Outcome.EXITED, check=lambda r, c: (_not_escaped(r, c), _quick(r, c))),
-    Attack("ignore_sigterm_and_sigalrm", """
+    """),
+        Status.FAILED,
+        0.0,
+        Outcome.EXITED,
+        check=lambda r, c: (_not_escaped(r, c), _quick(r, c)),
+    ),
+    Attack(
+        "ignore_sigterm_and_sigalrm",
+        """
         import signal
         for sig in (signal.SIGTERM, signal.SIGALRM, signal.SIGINT, signal.SIGHUP, signal.SIGXCPU, signal.SIGUSR1):
             signal.signal(sig, signal.SIG_IGN)
         signal.alarm(0)
         while True:
             pass
-    """, Status.TIMEOUT, 0.0, Outcome.TIMEOUT, timeout_s=1.0, check=_killed_on_time),
-    Attack("sigstop_itself", "import os, signal\nos.kill(os.getpid(), signal.SIGSTOP)\n",
-           Status.TIMEOUT, 0.0, Outcome.TIMEOUT, timeout_s=1.0, check=_killed_on_time),
-    Attack("sigstop_everything", """
+    """,
+        Status.TIMEOUT,
+        0.0,
+        Outcome.TIMEOUT,
+        timeout_s=1.0,
+        check=_killed_on_time,
+    ),
+    Attack(
+        "sigstop_itself",
+        "import os, signal\nos.kill(os.getpid(), signal.SIGSTOP)\n",
+        Status.TIMEOUT,
+        0.0,
+        Outcome.TIMEOUT,
+        timeout_s=1.0,
+        check=_killed_on_time,
+    ),
+    Attack(
+        "sigstop_everything",
+        """
         import os, signal
         for pid in (-1, 1, 0, os.getpid()):
             try:
                 os.kill(pid, signal.SIGSTOP)
             except OSError:
                 pass
-    """, Status.TIMEOUT, 0.0, Outcome.TIMEOUT, timeout_s=1.0, check=_killed_on_time),
+    """,
+        Status.TIMEOUT,
+        0.0,
+        Outcome.TIMEOUT,
+        timeout_s=1.0,
+        check=_killed_on_time,
+    ),
     # -- processes and resources
-    Attack("fork_bomb", """
+    Attack(
+        "fork_bomb",
+        """
         import os
         while True:
             try:
                 os.fork()
             except OSError:
                 pass
-    """, Status.TIMEOUT, 0.0, Outcome.TIMEOUT, timeout_s=1.0, check=_killed_on_time),
-    Attack("fork_until_refused", FORK_UNTIL_REFUSED + "\n\ndef is_prime(n):\n    return COUNT\n", Status.FAILED, 0.0,
-           Outcome.EXITED, check=_fewer_than_the_process_limit),
-    Attack("thread_bomb", """
+    """,
+        Status.TIMEOUT,
+        0.0,
+        Outcome.TIMEOUT,
+        timeout_s=1.0,
+        check=_killed_on_time,
+    ),
+    Attack(
+        "fork_until_refused",
+        FORK_UNTIL_REFUSED + "\n\ndef is_prime(n):\n    return COUNT\n",
+        Status.FAILED,
+        0.0,
+        Outcome.EXITED,
+        check=_fewer_than_the_process_limit,
+    ),
+    Attack(
+        "thread_bomb",
+        """
         import threading, time
         COUNT = 0
         try:
@@ -277,15 +330,37 @@ ATTACKS = [
 
         def is_prime(n):
             return COUNT
-    """, Status.FAILED, 0.0, Outcome.EXITED, check=_fewer_than_the_process_limit),
-    Attack("memory_bomb", "BOMB = bytearray(2 << 30)\n\ndef is_prime(n):\n    return len(BOMB) > 0\n",
-           Status.ERROR, 0.0, Outcome.MEMORY_LIMIT, timeout_s=10.0, rlimit_outcome=Outcome.EXITED),
-    Attack("memory_creep", fenced("""
+    """,
+        Status.FAILED,
+        0.0,
+        Outcome.EXITED,
+        check=_fewer_than_the_process_limit,
+    ),
+    Attack(
+        "memory_bomb",
+        "BOMB = bytearray(2 << 30)\n\ndef is_prime(n):\n    return len(BOMB) > 0\n",
+        Status.ERROR,
+        0.0,
+        Outcome.MEMORY_LIMIT,
+        timeout_s=10.0,
+        rlimit_outcome=Outcome.EXITED,
+    ),
+    Attack(
+        "memory_creep",
+        fenced("""
         chunks = []
         while True:
             chunks.append(bytearray(32 << 20))
-    """), Status.ERROR, 0.0, Outcome.MEMORY_LIMIT, timeout_s=10.0, rlimit_outcome=Outcome.EXITED),
-    Attack("fill_tmp", """
+    """),
+        Status.ERROR,
+        0.0,
+        Outcome.MEMORY_LIMIT,
+        timeout_s=10.0,
+        rlimit_outcome=Outcome.EXITED,
+    ),
+    Attack(
+        "fill_tmp",
+        """
         WRITTEN = 0
         try:
             for i in range(1000):
@@ -296,8 +371,15 @@ ATTACKS = [
 
         def is_prime(n):
             return WRITTEN
-    """, Status.FAILED, 0.0, Outcome.EXITED, check=_tmp_full),
-    Attack("write_outside_tmp", escaped_if("""
+    """,
+        Status.FAILED,
+        0.0,
+        Outcome.EXITED,
+        check=_tmp_full,
+    ),
+    Attack(
+        "write_outside_tmp",
+        escaped_if("""
         import os, sys
         written = []
         for directory in ["/", "/usr", "/usr/lib", "/bin", "/dev", "/dev/shm", "/proc", "/root", "/etc", "/home",
@@ -309,16 +391,36 @@ ATTACKS = [
             except OSError:
                 pass
         return bool(written)
-    """), Status.FAILED, 0.0, Outcome.EXITED, check=_planted_nothing_on_the_host),
+    """),
+        Status.FAILED,
+        0.0,
+        Outcome.EXITED,
+        check=_planted_nothing_on_the_host,
+    ),
     # -- output
-    Attack("stdout_flood", "while True:\n    print('x' * 1000)\n", Status.ERROR, 0.0, Outcome.OUTPUT_LIMIT,
-           check=_output_capped),
-    Attack("stderr_flood", "import sys\nwhile True:\n    sys.stderr.write('y' * 4096)\n", Status.ERROR, 0.0,
-           Outcome.OUTPUT_LIMIT, check=_output_capped),
-    Attack("one_100mb_line", "print('z' * 100_000_000)\n", Status.ERROR, 0.0, Outcome.OUTPUT_LIMIT,
-           check=_output_capped),
+    Attack(
+        "stdout_flood",
+        "while True:\n    print('x' * 1000)\n",
+        Status.ERROR,
+        0.0,
+        Outcome.OUTPUT_LIMIT,
+        check=_output_capped,
+    ),
+    Attack(
+        "stderr_flood",
+        "import sys\nwhile True:\n    sys.stderr.write('y' * 4096)\n",
+        Status.ERROR,
+        0.0,
+        Outcome.OUTPUT_LIMIT,
+        check=_output_capped,
+    ),
+    Attack(
+        "one_100mb_line", "print('z' * 100_000_000)\n", Status.ERROR, 0.0, Outcome.OUTPUT_LIMIT, check=_output_capped
+    ),
     # -- network
-    Attack("internet", escaped_if("""
+    Attack(
+        "internet",
+        escaped_if("""
         import socket
         if [name for _, name in socket.if_nameindex()] != ["lo"]:
             return True
@@ -330,8 +432,15 @@ ATTACKS = [
             except OSError:
                 pass
         return False
-    """), Status.FAILED, 0.0, Outcome.EXITED, check=_not_escaped),
-    Attack("host_loopback_service", escaped_if("""
+    """),
+        Status.FAILED,
+        0.0,
+        Outcome.EXITED,
+        check=_not_escaped,
+    ),
+    Attack(
+        "host_loopback_service",
+        escaped_if("""
         import socket
         for host in ("127.0.0.1", "localhost", "::1"):
             try:
@@ -339,8 +448,15 @@ ATTACKS = [
             except OSError:
                 pass
         return False
-    """), Status.FAILED, 0.0, Outcome.EXITED, check=_no_connection),
-    Attack("dns", escaped_if("""
+    """),
+        Status.FAILED,
+        0.0,
+        Outcome.EXITED,
+        check=_no_connection,
+    ),
+    Attack(
+        "dns",
+        escaped_if("""
         import socket
         for name in ("example.com", "huggingface.co", "api.wandb.ai"):
             try:
@@ -353,8 +469,15 @@ ATTACKS = [
             return True
         except OSError:
             return False
-    """), Status.FAILED, 0.0, Outcome.EXITED, check=_not_escaped),
-    Attack("unix_sockets", escaped_if("""
+    """),
+        Status.FAILED,
+        0.0,
+        Outcome.EXITED,
+        check=_not_escaped,
+    ),
+    Attack(
+        "unix_sockets",
+        escaped_if("""
         import socket
         for address in ("\\0$abstract", "$unix_path", "/run/dbus/system_bus_socket", "/var/run/docker.sock",
                         "/run/systemd/private"):
@@ -365,9 +488,16 @@ ATTACKS = [
             except OSError:
                 pass
         return False
-    """), Status.FAILED, 0.0, Outcome.EXITED, check=_no_connection),
+    """),
+        Status.FAILED,
+        0.0,
+        Outcome.EXITED,
+        check=_no_connection,
+    ),
     # -- secrets and host files
-    Attack("env_secrets", escaped_if("""
+    Attack(
+        "env_secrets",
+        escaped_if("""
         import os
         found = [v for v in os.environ.values() if "sekret-" in v]
         for pid in os.listdir("/proc"):
@@ -377,8 +507,15 @@ ATTACKS = [
                 except OSError:
                     pass
         return bool(found) or any(name in os.environ for name in ("WANDB_API_KEY", "SUPERSERVE_API_KEY", "HF_TOKEN"))
-    """), Status.FAILED, 0.0, Outcome.EXITED, check=_not_escaped),
-    Attack("proc_1_environ", escaped_if("""
+    """),
+        Status.FAILED,
+        0.0,
+        Outcome.EXITED,
+        check=_not_escaped,
+    ),
+    Attack(
+        "proc_1_environ",
+        escaped_if("""
         data = b""
         for path in ("/proc/1/environ", "/proc/self/environ", "/proc/1/task/1/environ"):
             try:
@@ -386,12 +523,26 @@ ATTACKS = [
             except OSError:
                 pass
         return any(word in data for word in (b"sekret-", b"KEY", b"TOKEN", b"PYENV", b"VIRTUAL_ENV"))
-    """), Status.FAILED, 0.0, Outcome.EXITED, check=_not_escaped),
-    Attack("host_home_directory", escaped_if("""
+    """),
+        Status.FAILED,
+        0.0,
+        Outcome.EXITED,
+        check=_not_escaped,
+    ),
+    Attack(
+        "host_home_directory",
+        escaped_if("""
         import os
         return any(os.path.lexists(path) for path in $home_paths)
-    """), Status.FAILED, 0.0, Outcome.EXITED, check=_not_escaped),
-    Attack("the_repository", """
+    """),
+        Status.FAILED,
+        0.0,
+        Outcome.EXITED,
+        check=_not_escaped,
+    ),
+    Attack(
+        "the_repository",
+        """
         import json
 
         def is_prime(n):
@@ -403,8 +554,15 @@ ATTACKS = [
                         return dict(zip((97, 1, 91), json.loads(record["expected"])))[n]
             except OSError:
                 return None
-    """, Status.FAILED, 0.0, Outcome.EXITED, check=_not_escaped),
-    Attack("search_for_problem_files", escaped_if("""
+    """,
+        Status.FAILED,
+        0.0,
+        Outcome.EXITED,
+        check=_not_escaped,
+    ),
+    Attack(
+        "search_for_problem_files",
+        escaped_if("""
         import os
         for top in ("/", "/tmp", "/root", "/home", "/work", "/mnt", "/srv", "/opt", "/data"):
             for root, dirs, files in os.walk(top):
@@ -412,8 +570,15 @@ ATTACKS = [
                 if any(f.endswith((".jsonl", ".jsonl.gz")) or "seed" in f for f in files):
                     return True
         return False
-    """), Status.FAILED, 0.0, Outcome.EXITED, check=_not_escaped),
-    Attack("walk_the_call_stack", """
+    """),
+        Status.FAILED,
+        0.0,
+        Outcome.EXITED,
+        check=_not_escaped,
+    ),
+    Attack(
+        "walk_the_call_stack",
+        """
         import gc, sys
 
         NEEDLE = "MCM" + "XCIV"  # an expected answer, which must not be anywhere in the sandbox
@@ -441,21 +606,48 @@ ATTACKS = [
 
         def roman(n):
             return {4: "IV", 1994: NEEDLE}[n] if FOUND else None
-    """, Status.FAILED, 0.0, Outcome.EXITED, problem="roman", check=_not_found),
+    """,
+        Status.FAILED,
+        0.0,
+        Outcome.EXITED,
+        problem="roman",
+        check=_not_found,
+    ),
     # -- escape and persistence
     # The harness is the sandbox's pid 1 (warm or cold), which nothing inside the sandbox can kill.
-    Attack("kill_the_harness", "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n",
-           Status.ERROR, 0.0, Outcome.EXITED, check=_harness_reported_an_error),
-    Attack("kill_the_process_group", "import os, signal\nos.killpg(os.getpgrp(), signal.SIGKILL)\n",
-           Status.ERROR, 0.0, Outcome.EXITED, check=_harness_reported_an_error),
-    Attack("kill_everything_visible", """
+    Attack(
+        "kill_the_harness",
+        "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n",
+        Status.ERROR,
+        0.0,
+        Outcome.EXITED,
+        check=_harness_reported_an_error,
+    ),
+    Attack(
+        "kill_the_process_group",
+        "import os, signal\nos.killpg(os.getpgrp(), signal.SIGKILL)\n",
+        Status.ERROR,
+        0.0,
+        Outcome.EXITED,
+        check=_harness_reported_an_error,
+    ),
+    Attack(
+        "kill_everything_visible",
+        """
         import os, signal
         if os.fork() == 0:
             os.kill(-1, signal.SIGKILL)
             os._exit(0)
         os.wait()
-    """, Status.ERROR, 0.0, Outcome.EXITED, check=_harness_reported_an_error),
-    Attack("kill_the_trainer", escaped_if("""
+    """,
+        Status.ERROR,
+        0.0,
+        Outcome.EXITED,
+        check=_harness_reported_an_error,
+    ),
+    Attack(
+        "kill_the_trainer",
+        escaped_if("""
         import os, signal
         for pid in ($trainer_pid, 1):
             try:
@@ -463,8 +655,15 @@ ATTACKS = [
             except OSError:
                 pass
         return False
-    """), Status.FAILED, 0.0, Outcome.EXITED, check=_not_escaped),
-    Attack("double_fork_setsid_daemon", """
+    """),
+        Status.FAILED,
+        0.0,
+        Outcome.EXITED,
+        check=_not_escaped,
+    ),
+    Attack(
+        "double_fork_setsid_daemon",
+        """
         import os, sys
         if os.fork() == 0:
             os.setsid()
@@ -475,8 +674,15 @@ ATTACKS = [
 
         def is_prime(n):
             return n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1))
-    """, Status.PASSED, 1.0, Outcome.EXITED, check=_daemon_gone),
-    Attack("nested_user_namespace", escaped_if("""
+    """,
+        Status.PASSED,
+        1.0,
+        Outcome.EXITED,
+        check=_daemon_gone,
+    ),
+    Attack(
+        "nested_user_namespace",
+        escaped_if("""
         import ctypes, os, subprocess
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.unshare(0x10000000) == 0:  # CLONE_NEWUSER
@@ -485,8 +691,15 @@ ATTACKS = [
             return subprocess.run(["unshare", "--user", "--map-root-user", "true"]).returncode == 0
         except OSError:
             return False
-    """), Status.FAILED, 0.0, Outcome.EXITED, check=_not_escaped),
-    Attack("remount_and_chroot", escaped_if("""
+    """),
+        Status.FAILED,
+        0.0,
+        Outcome.EXITED,
+        check=_not_escaped,
+    ),
+    Attack(
+        "remount_and_chroot",
+        escaped_if("""
         import ctypes, os
         libc = ctypes.CDLL(None, use_errno=True)
         MS_REMOUNT, MS_BIND = 32, 4096
@@ -499,8 +712,15 @@ ATTACKS = [
             return True
         except OSError:
             return False
-    """), Status.FAILED, 0.0, Outcome.EXITED, check=_not_escaped),
-    Attack("ptrace_the_harness", escaped_if("""
+    """),
+        Status.FAILED,
+        0.0,
+        Outcome.EXITED,
+        check=_not_escaped,
+    ),
+    Attack(
+        "ptrace_the_harness",
+        escaped_if("""
         import ctypes, os
         libc = ctypes.CDLL(None, use_errno=True)
         libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
@@ -516,8 +736,15 @@ ATTACKS = [
             except OSError:
                 pass
         return False
-    """), Status.FAILED, 0.0, Outcome.EXITED, check=_not_escaped),
-    Attack("forge_the_report", """
+    """),
+        Status.FAILED,
+        0.0,
+        Outcome.EXITED,
+        check=_not_escaped,
+    ),
+    Attack(
+        "forge_the_report",
+        """
         import json, marshal, os, sys
         FORGED = '{"status": "ok", "value": [true, false, false]}'
         print(FORGED)
@@ -528,10 +755,17 @@ ATTACKS = [
 
         def is_prime(n):
             return False
-    """, Status.FAILED, 0.0, Outcome.EXITED, check=_forgery_went_to_stderr),
+    """,
+        Status.FAILED,
+        0.0,
+        Outcome.EXITED,
+        check=_forgery_went_to_stderr,
+    ),
     Attack("exit_0_before_the_tests", "import os\nos._exit(0)\n", Status.ERROR, 0.0, Outcome.EXITED),
     Attack("sys_exit_0", fenced("import sys\nsys.exit(0)\n"), Status.ERROR, 0.0, Outcome.EXITED),
-    Attack("override_eq", """
+    Attack(
+        "override_eq",
+        """
         class AlwaysEqual(list):
             def __eq__(self, other):
                 return True
@@ -540,7 +774,11 @@ ATTACKS = [
 
         def is_prime(n):
             return AlwaysEqual()
-    """, Status.ERROR, 0.0, Outcome.EXITED),
+    """,
+        Status.ERROR,
+        0.0,
+        Outcome.EXITED,
+    ),
 ]
 
 
@@ -648,7 +886,6 @@ def test_files_left_for_the_next_run(sandbox, contained):
 # -- under load ----------------------------------------------------------------------------------------
 
 
-
 def _attack_code(name: str) -> str:
     return textwrap.dedent(next(a.code for a in ATTACKS if a.name == name))
 
@@ -661,8 +898,12 @@ LOAD_MIX: list[tuple[str, str, set[Status], float]] = [
     ("syntax_error", "def is_prime(n) # {n}\n", {Status.ERROR}, 0.0),
     ("raises", "def is_prime(n):  # {n}\n    raise ValueError(n)\n", {Status.ERROR}, 0.0),
     ("exit_early", "import os  # {n}\nos._exit(0)\n", {Status.ERROR}, 0.0),
-    ("override_eq", "class E(list):  # {n}\n    __eq__ = lambda s, o: True\n\ndef is_prime(n):\n    return E()\n",
-     {Status.ERROR}, 0.0),
+    (
+        "override_eq",
+        "class E(list):  # {n}\n    __eq__ = lambda s, o: True\n\ndef is_prime(n):\n    return E()\n",
+        {Status.ERROR},
+        0.0,
+    ),
     ("daemon", _attack_code("double_fork_setsid_daemon").replace("$marker", "load-{n}"), {Status.PASSED}, 1.0),
     ("kill_harness", "import os, signal  # {n}\nos.kill(os.getppid(), signal.SIGKILL)\n", {Status.ERROR}, 0.0),
     ("stdout_flood", "while True:  # {n}\n    print('x' * 1000)\n", {Status.ERROR}, 0.0),

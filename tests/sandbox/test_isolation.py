@@ -163,8 +163,12 @@ def scan(own_text, allowed=()):
 
 
 def probe_code() -> str:
-    values = {"MARK_PATTERN": repr(re.escape(PREFIX)), "BASE_TEXT": repr(str(BASE)), "STEP_TEXT": repr(str(STEP)),
-              "BUDGET_TEXT": repr(str(BUDGET))}  # fmt: skip
+    values = {
+        "MARK_PATTERN": repr(re.escape(PREFIX)),
+        "BASE_TEXT": repr(str(BASE)),
+        "STEP_TEXT": repr(str(STEP)),
+        "BUDGET_TEXT": repr(str(BUDGET)),
+    }
     return re.sub("|".join(values), lambda m: values[m.group(0)], PROBE)
 
 
@@ -236,8 +240,9 @@ def test_a_program_that_answers_by_position_scores_zero(backend):
     assert scored.verdict.reward == 0.0, (scored.verdict, [run.stdout[-300:] for run in result.runs])
     # The same program, right by its own means, passes: the runs themselves work.
     right = "\ndef probe(text):\n    return ANSWERS[0]\n"
-    scored, _ = score(backend, call_problem("first-call", [json.dumps(ANSWERS[0])], [json.dumps(["same"])]),
-                      POSITION + right)  # fmt: skip
+    scored, _ = score(
+        backend, call_problem("first-call", [json.dumps(ANSWERS[0])], [json.dumps(["same"])]), POSITION + right
+    )
     assert scored.verdict.reward == 1.0, scored.verdict
 
 
@@ -272,10 +277,17 @@ def test_a_chunk_run_as_a_vms_root_does_gives_no_run_its_position_as_its_uid(tmp
     script, key, header = chunk_script(programs, program_limits(SuperserveSandboxConfig(), processes=32))
     path = tmp_path / "codegrpo_batch.py"
     path.write_text(script)
-    done = subprocess.run(["/usr/bin/python3", "-I", "-S", str(path)], capture_output=True, text=True, timeout=120,
-                          env={"PATH": "/usr/bin:/bin", BUNDLE_KEY_ENV: key}, cwd=tmp_path)  # fmt: skip
-    runs, alone = _chunk_results(CommandResult(stdout=done.stdout, stderr=done.stderr, exit_code=done.returncode),
-                                 programs, header)  # fmt: skip
+    done = subprocess.run(
+        ["/usr/bin/python3", "-I", "-S", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", BUNDLE_KEY_ENV: key},
+        cwd=tmp_path,
+    )
+    runs, alone = _chunk_results(
+        CommandResult(stdout=done.stdout, stderr=done.stderr, exit_code=done.returncode), programs, header
+    )
     uids = [int(run.stdout) for run in runs.runs] + [int(alone.stdout)]
     assert len(set(uids)) == len(uids) and min(uids) >= runner.FIRST_UID
     assert uids != list(range(runner.FIRST_UID, runner.FIRST_UID + len(uids))), uids

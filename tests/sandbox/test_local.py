@@ -603,8 +603,11 @@ def test_a_program_whose_worker_dies_runs_again_in_a_fresh_sandbox(one_worker):
 
 
 def test_a_command_starts_with_default_signals_and_no_capabilities(sandbox):
-    status = dict(line.split(":\t", 1) for line in run_source(sandbox, "", command=("cat", "/proc/self/status"))
-                  .stdout.splitlines() if ":\t" in line)
+    status = dict(
+        line.split(":\t", 1)
+        for line in run_source(sandbox, "", command=("cat", "/proc/self/status")).stdout.splitlines()
+        if ":\t" in line
+    )
     # Signals 1-31 (32 and 33 are glibc's own, which make, for one, leaves ignored for every child).
     assert int(status["SigIgn"], 16) & 0x7FFFFFFF == 0 and int(status["CapEff"], 16) == 0
     assert status["NoNewPrivs"] == "1" and status["Seccomp"] == "2"
@@ -791,11 +794,17 @@ def test_the_least_limits_the_config_admits_still_run_a_program(limits):
     `the worker did not start: None:`); at them, a worker starts and a program runs."""
     from codegrpo.config.schema import MIN_MEMORY_MB, MIN_OPEN_FILES, MIN_PROCESSES
 
-    box = make_sandbox(use_cgroups=limits == "cgroups", max_concurrency=1, memory_mb=MIN_MEMORY_MB,
-                       max_processes=MIN_PROCESSES, open_files=MIN_OPEN_FILES)
+    box = make_sandbox(
+        use_cgroups=limits == "cgroups",
+        max_concurrency=1,
+        memory_mb=MIN_MEMORY_MB,
+        max_processes=MIN_PROCESSES,
+        open_files=MIN_OPEN_FILES,
+    )
     try:
-        result = asyncio.run(box.run(Program("import json, re\nprint(json.dumps(re.findall('a', 'banana')))",
-                                             "python", 10, "s.py")))
+        result = asyncio.run(
+            box.run(Program("import json, re\nprint(json.dumps(re.findall('a', 'banana')))", "python", 10, "s.py"))
+        )
     finally:
         asyncio.run(box.aclose())
     assert result.outcome is Outcome.EXITED and result.stdout == '["a", "a", "a"]\n', result

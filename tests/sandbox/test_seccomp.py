@@ -39,17 +39,35 @@ def evaluate(program: list[tuple[int, int, int, int]], arch: int, nr: int, *args
 
 # machine, AUDIT_ARCH, refused for every process, refused for programs only, allowed, clone, unshare, preadv2
 MACHINES = [
-    ("x86_64", 0xC000003E, [248, 249, 250, 29, 64, 68, 240, 425, 321, 298, 323, 246],
-     [165, 166, 155, 308, 272, 101, 304, 428], [0, 1, 57, 59, 231, 202], 56, 272, 327),
-    ("aarch64", 0xC00000B7, [217, 218, 219, 194, 190, 186, 180, 425, 280, 241, 282, 104],
-     [40, 39, 41, 268, 97, 117, 265, 428], [63, 64, 221, 93, 98], 220, 97, 286),
-]  # fmt: skip
+    (
+        "x86_64",
+        0xC000003E,
+        [248, 249, 250, 29, 64, 68, 240, 425, 321, 298, 323, 246],
+        [165, 166, 155, 308, 272, 101, 304, 428],
+        [0, 1, 57, 59, 231, 202],
+        56,
+        272,
+        327,
+    ),
+    (
+        "aarch64",
+        0xC00000B7,
+        [217, 218, 219, 194, 190, 186, 180, 425, 280, 241, 282, 104],
+        [40, 39, 41, 268, 97, 117, 265, 428],
+        [63, 64, 221, 93, 98],
+        220,
+        97,
+        286,
+    ),
+]
 
 
-@pytest.mark.parametrize(("machine", "arch", "denied", "program_only", "allowed", "clone", "unshare", "preadv2"),
-                         MACHINES)  # fmt: skip
-def test_the_filters_refuse_exactly_their_syscalls(machine, arch, denied, program_only, allowed, clone, unshare,
-                                                   preadv2):  # fmt: skip
+@pytest.mark.parametrize(
+    ("machine", "arch", "denied", "program_only", "allowed", "clone", "unshare", "preadv2"), MACHINES
+)
+def test_the_filters_refuse_exactly_their_syscalls(
+    machine, arch, denied, program_only, allowed, clone, unshare, preadv2
+):
     program, base = instructions(machine), instructions(machine, program=False)
     for code in (program, base):
         assert [evaluate(code, arch, nr) for nr in denied] == [EPERM] * len(denied)
@@ -79,14 +97,16 @@ def test_an_unknown_machine_has_no_filter():
 DISK = [
     ("x86_64", 0xC000003E, [206, 207, 208, 209, 210, 333], 2, 257, 72, 0x4000, 437, 187, [162, 306, 74, 75, 277, 221]),
     ("aarch64", 0xC00000B7, [0, 1, 2, 3, 4, 292], None, 56, 25, 0x10000, 437, 213, [81, 267, 82, 83, 84, 223]),
-]  # fmt: skip
+]
 EINVAL, F_SETFL, F_GETFL, O_RDONLY, O_CREAT = 0x00050016, 4, 3, 0, 0x40
 
 
-@pytest.mark.parametrize(("machine", "arch", "aio", "open_", "openat", "fcntl", "o_direct", "openat2", "readahead",
-                          "disk_waits"), DISK)  # fmt: skip
-def test_nothing_waits_on_the_disk_past_a_kill(machine, arch, aio, open_, openat, fcntl, o_direct, openat2, readahead,
-                                               disk_waits):  # fmt: skip
+@pytest.mark.parametrize(
+    ("machine", "arch", "aio", "open_", "openat", "fcntl", "o_direct", "openat2", "readahead", "disk_waits"), DISK
+)
+def test_nothing_waits_on_the_disk_past_a_kill(
+    machine, arch, aio, open_, openat, fcntl, o_direct, openat2, readahead, disk_waits
+):
     program, base = instructions(machine), instructions(machine, program=False)
     for code in (program, base):
         assert [evaluate(code, arch, nr) for nr in aio] == [EPERM] * len(aio)

@@ -438,8 +438,11 @@ def test_a_malformed_chunk_document_fails_the_chunk(broken: str) -> None:
     result = CommandResult(stdout=BROKEN_DOCUMENTS[broken], stderr="", exit_code=0)
     with pytest.raises(_RunnerFailed):
         _chunk_results(result, [PRINT_42], "codegrpo-batch h")
-    assert_42(_chunk_results(CommandResult(stdout=_document([GOOD_RUN]), stderr="", exit_code=0), [PRINT_42],
-                             "codegrpo-batch h")[0])
+    assert_42(
+        _chunk_results(
+            CommandResult(stdout=_document([GOOD_RUN]), stderr="", exit_code=0), [PRINT_42], "codegrpo-batch h"
+        )[0]
+    )
 
 
 def test_no_program_can_read_another_programs_source(make_backend) -> None:
@@ -557,10 +560,17 @@ def test_a_chunk_runs_as_a_vms_root_does_from_a_process_that_is_not_pid_1(tmp_pa
     path = tmp_path / "codegrpo_batch.py"
     path.write_text(script)
     before = set(Path("/tmp").glob("codegrpo-*"))
-    done = subprocess.run(["/usr/bin/python3", "-I", "-S", str(path)], capture_output=True, text=True, timeout=120,
-                          env={"PATH": "/usr/bin:/bin", BUNDLE_KEY_ENV: key}, cwd=tmp_path)
-    first, probe, status = _chunk_results(CommandResult(stdout=done.stdout, stderr=done.stderr,
-                                                        exit_code=done.returncode), programs, header)
+    done = subprocess.run(
+        ["/usr/bin/python3", "-I", "-S", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", BUNDLE_KEY_ENV: key},
+        cwd=tmp_path,
+    )
+    first, probe, status = _chunk_results(
+        CommandResult(stdout=done.stdout, stderr=done.stderr, exit_code=done.returncode), programs, header
+    )
     assert_42(first)
     # Each program its own uid (what the kernel counts per user is its own), pid 1 of its namespace,
     # alone in /tmp, unable to write the VM's files, and no sibling's output in its memory.
@@ -636,9 +646,13 @@ def test_a_program_cannot_find_a_siblings_source(make_backend) -> None:
         print(sorted(places.get("sibling", ())), sorted(places.get("own", ())))
     """)
     # Each sibling's secret is in its source and in its output.
-    before, after = (py(f"# sibling-secret-{uuid.uuid4().hex}\nimport sys\n"
-                        f"print('sibling' '-secret-{uuid.uuid4().hex}', file=sys.stderr)\nprint(6 * 7)")
-                     for _ in range(2))
+    before, after = (
+        py(
+            f"# sibling-secret-{uuid.uuid4().hex}\nimport sys\n"
+            f"print('sibling' '-secret-{uuid.uuid4().hex}', file=sys.stderr)\nprint(6 * 7)"
+        )
+        for _ in range(2)
+    )
     (first, snooped, last), backend = run_in_one_chunk(make_backend, [before, snoop, after])
     # The scan works (it finds the program's own source in its memory, frames and file), and finds no sibling.
     assert snooped.stdout == "[] ['files', 'frames', 'memory']\n", snooped

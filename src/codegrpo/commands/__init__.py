@@ -38,7 +38,6 @@ register_configs(trainer=False)
 ConfigStore.__deepcopy__ = lambda self, memo: self  # type: ignore[attr-defined]
 
 
-
 def command_help(name: str) -> str:
     """``codegrpo-<name> --help``: the command's docstring (what it does, its input with an example, its
     main options), then the groups its config reads with their options, the default first, read from
@@ -55,7 +54,7 @@ def command_help(name: str) -> str:
     reads = getattr(module, "GROUPS_READ", None)  # where its config composes groups only its schema needs
     lines = [doc, "", "== Groups it reads (group=option, the default first) =="]
     for item in defaults:
-        for group, default in (item.items() if isinstance(item, dict) else ()):
+        for group, default in item.items() if isinstance(item, dict) else ():
             if group.startswith(("override ", "optional ")) or (reads is not None and group not in reads):
                 continue
             found = (Path(CONFIG_DIR) / group).glob("*.yaml")
@@ -63,8 +62,12 @@ def command_help(name: str) -> str:
             ordered = ([str(default)] if default else ["(none)"]) + [o for o in options if o != default]
             lines.append(f"  {group:<10} {', '.join(ordered)}")
     script = f"codegrpo-{name.replace('_', '-')}"
-    lines += ["", f"  {script} --cfg job      every setting of the composed config (key=value overrides any)",
-              f"  {script} --hydra-help   Hydra's own flags", "  Docs: README.md and docs/"]
+    lines += [
+        "",
+        f"  {script} --cfg job      every setting of the composed config (key=value overrides any)",
+        f"  {script} --hydra-help   Hydra's own flags",
+        "  Docs: README.md and docs/",
+    ]
     return "\n".join(lines).replace("$", "$$") + "\n"  # Hydra's help is a string.Template
 
 
@@ -212,8 +215,10 @@ def _report_errors_to_hydra() -> None:
 def parse_error_line(error: OverrideParseException) -> str:
     """An override Hydra's grammar cannot read, as one line naming it (its message spans three)."""
     override = str(error).splitlines()[0].partition(": ")[2].strip() if str(error) else ""
-    return (f"cannot read the override {secrets.mask_text(override)}: quote a value with characters Hydra's grammar "
-            "reserves (~ = , [ ] { } ( ) ' \" \\ and spaces), e.g. 'key=\"~/my dir\"'")
+    return (
+        f"cannot read the override {secrets.mask_text(override)}: quote a value with characters Hydra's grammar "
+        "reserves (~ = , [ ] { } ( ) ' \" \\ and spaces), e.g. 'key=\"~/my dir\"'"
+    )
 
 
 # Lines of Hydra's and OmegaConf's messages that a one-line error leaves out: the hint to append with +

@@ -47,9 +47,11 @@ def read_rates(path: Path, sha256: str) -> dict[str, dict[str, Any]]:
     lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     header = lines[0] if lines else {}
     if header.get("problem_set_sha256") != sha256:
-        raise UsageError(f"{path} holds the pass rates of another problem set (sha256 "
-                         f"{str(header.get('problem_set_sha256'))[:12]}, this one is {sha256[:12]}): set rates= "
-                         "to a new file, or choose that file's problems")
+        raise UsageError(
+            f"{path} holds the pass rates of another problem set (sha256 "
+            f"{str(header.get('problem_set_sha256'))[:12]}, this one is {sha256[:12]}): set rates= "
+            "to a new file, or choose that file's problems"
+        )
     return {line["id"]: line for line in lines[1:]}
 
 
@@ -72,8 +74,13 @@ def pass_rates(cfg: PassRatesConfig) -> list[Problem]:
             check_hub_model(cfg.model)
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.is_file():
-            header = {"problem_set_sha256": sha256, "problems": cfg.problems.name, "model": cfg.checkpoint or "base",
-                      "num_samples": cfg.evaluation.num_samples, "temperature": cfg.evaluation.temperature}
+            header = {
+                "problem_set_sha256": sha256,
+                "problems": cfg.problems.name,
+                "model": cfg.checkpoint or "base",
+                "num_samples": cfg.evaluation.num_samples,
+                "temperature": cfg.evaluation.temperature,
+            }
             path.write_text(json.dumps(header) + "\n")
         print(f"rating {len(todo)} of {len(problems)} problems ({len(rates)} already in {path})", file=sys.stderr)
         model, tokenizer = build.model(cfg.model, cfg.checkpoint)
@@ -85,8 +92,15 @@ def pass_rates(cfg: PassRatesConfig) -> list[Problem]:
                 batch = todo[start : start + size]
                 result = evaluate_model(model, tokenizer, scorer, batch, cfg.problems, cfg.evaluation)
                 n = result.num_samples
-                lines: list[dict[str, Any]] = [{"id": p.id, "passed": result.per_problem[p.id], "samples": n,
-                                                "pass_rate": result.per_problem[p.id] / n} for p in batch]
+                lines: list[dict[str, Any]] = [
+                    {
+                        "id": p.id,
+                        "passed": result.per_problem[p.id],
+                        "samples": n,
+                        "pass_rate": result.per_problem[p.id] / n,
+                    }
+                    for p in batch
+                ]
                 with path.open("a") as out:  # a whole batch at a time: a resumed run redoes at most one
                     out.write("".join(json.dumps(line) + "\n" for line in lines))
                 rates |= {line["id"]: line for line in lines}
@@ -95,8 +109,10 @@ def pass_rates(cfg: PassRatesConfig) -> list[Problem]:
     kept = keep(problems, rates, cfg.lo, cfg.hi)
     write_problems(kept, Path(cfg.filtered))
     values = [r["pass_rate"] for r in rates.values()]
-    print(f"pass rates in {path}: {sum(v == 0 for v in values)} at 0, {sum(0 < v < 1 for v in values)} between, "
-          f"{sum(v == 1 for v in values)} at 1")
+    print(
+        f"pass rates in {path}: {sum(v == 0 for v in values)} at 0, {sum(0 < v < 1 for v in values)} between, "
+        f"{sum(v == 1 for v in values)} at 1"
+    )
     print(f"kept {len(kept)}/{len(problems)} problems with {cfg.lo} < pass rate < {cfg.hi} in {cfg.filtered}")
     return kept
 

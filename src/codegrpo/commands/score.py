@@ -58,8 +58,16 @@ def score(cfg: ScoreConfig) -> None:
 
     scored = score_pairs(cfg, problems, pairs)
     for item in scored:
-        line = explain(item) if cfg.reasons else {"problem_id": item.problem_id, "reward": item.verdict.reward,
-                                                 "status": item.verdict.status.value, "flags": list(item.flags)}
+        line = (
+            explain(item)
+            if cfg.reasons
+            else {
+                "problem_id": item.problem_id,
+                "reward": item.verdict.reward,
+                "status": item.verdict.status.value,
+                "flags": list(item.flags),
+            }
+        )
         print(json.dumps(line))
     print(summary(scored), file=sys.stderr)
 

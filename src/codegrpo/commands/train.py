@@ -50,5 +50,6 @@ def main() -> None:
         sys.exit(2)
     _train_main()
 
+
 if __name__ == "__main__":
     main()

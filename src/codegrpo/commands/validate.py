@@ -47,9 +47,12 @@ def warn_doubled_prompts(problems: list[Problem], template: str) -> int:
     doubled = [(p, word) for p in problems if (word := doubled_words(p, template))]
     for problem, word in doubled:
         lead = template.split("{task}")[0].strip()
-        print(f"WARNING  {problem.id}: the prompt starts with {word!r}, which the template already says: the "
-              f"model reads \"{lead} {problem.prompt[:40]}...\"; start the prompt where the template stops "
-              "(problems.prompt_template sets the template)", file=sys.stderr)
+        print(
+            f"WARNING  {problem.id}: the prompt starts with {word!r}, which the template already says: the "
+            f'model reads "{lead} {problem.prompt[:40]}..."; start the prompt where the template stops '
+            "(problems.prompt_template sets the template)",
+            file=sys.stderr,
+        )
     return len(doubled)
 
 
@@ -66,8 +69,10 @@ def report_moved_tests(problems: list[Problem], same: SameTest, checker: str) ->
         count += 1
         named = ", ".join(f"test {test} (as public test {shown})" for test, shown in moved[:MOVED_SHOWN])
         more = f" and {len(moved) - MOVED_SHOWN} more" if len(moved) > MOVED_SHOWN else ""
-        print(f"MOVED    {problem.id}: {named}{more} of {len(problem.tests)} count as public: {checker} cannot tell "
-              "them from the public test they repeat, so rollout=feedback never scores them")
+        print(
+            f"MOVED    {problem.id}: {named}{more} of {len(problem.tests)} count as public: {checker} cannot tell "
+            "them from the public test they repeat, so rollout=feedback never scores them"
+        )
     return count
 
 
@@ -99,8 +104,10 @@ def validate(cfg: ScoreConfig) -> int:
         print(f"WEAK     {problem_id}: a program that {what} passes its tests (a policy could learn to guess)")
     cap = cfg.sandbox.stdout_limit_bytes
     for problem, number, size in oversize_outputs(problems, cap):
-        print(f"OUTPUT   {problem.id}: test {number} expects {size} bytes of output, more than "
-              f"sandbox.stdout_limit_bytes={cap}: no program passes it")
+        print(
+            f"OUTPUT   {problem.id}: test {number} expects {size} bytes of output, more than "
+            f"sandbox.stdout_limit_bytes={cap}: no program passes it"
+        )
     warn_doubled_prompts(problems, cfg.problems.prompt_template)
     same = same_test(cfg.reward.checker, cfg.reward.float_tolerance)
     report_moved_tests(problems, same, f"reward.checker={cfg.reward.checker.value}")

@@ -142,8 +142,10 @@ def declared(requirements: Iterable[str] | None = None, extras_too: bool = True)
 def mismatch_line(wrong: list[Dependency]) -> str:
     """One line for the required dependencies that are out of range or missing, and the pip command that
     installs them in range."""
-    found = ", ".join(f"{d.name} {d.installed} is installed" if d.installed is not None
-                      else f"{d.name} is not installed" for d in wrong)  # fmt: skip
+    found = ", ".join(
+        f"{d.name} {d.installed} is installed" if d.installed is not None else f"{d.name} is not installed"
+        for d in wrong
+    )
     needs = " and ".join(d.requirement for d in wrong)
     fix = "pip install " + " ".join(f"'{d.requirement}'" for d in wrong)
     return f"{found}; codegrpo needs {needs} ({fix} fixes it; {SKIP_ENV}=1 runs anyway)"

@@ -117,9 +117,7 @@ class ProblemsConfig:
     language: LanguageName = LanguageName.python
     system_prompt: str | None = None
     # "{task}" is the problem's task text (expression form).
-    prompt_template: str = (
-        "Write a Python function {task} Reply with only the code in one ```python block."
-    )
+    prompt_template: str = "Write a Python function {task} Reply with only the code in one ```python block."
     # HumanEval-form problems: "{prompt}" is the signature and docstring to complete.
     humaneval_template: str = (
         "Complete the following Python function. Reply with the whole function in one ```python block.\n\n"
@@ -164,8 +162,10 @@ class ProblemsConfig:
         check_count("problems.max_tests", self.max_tests, "the tests kept of each problem; null: all")
         check_at_least("problems.min_tests", self.min_tests, 1, "a problem needs a test to be scored")
         if isinstance(self.eval_fraction, bool) or not 0 < self.eval_fraction < 1:
-            raise UsageError(f"problems.eval_fraction={self.eval_fraction} must be a fraction between 0 and 1 "
-                             "(the share of problem ids held out for evaluation)")
+            raise UsageError(
+                f"problems.eval_fraction={self.eval_fraction} must be a fraction between 0 and 1 "
+                "(the share of problem ids held out for evaluation)"
+            )
 
 
 @dataclass
@@ -212,20 +212,26 @@ class SandboxConfig:
         if self.max_concurrency < 1:
             raise UsageError(f"sandbox.max_concurrency must be at least 1, not {self.max_concurrency}")
         check_seconds("sandbox.timeout_s", self.timeout_s, MAX_TIMEOUT_S)
-        check_at_least("sandbox.max_processes", self.max_processes, MIN_PROCESSES,
-                       "the runner and the program it starts; 2 cannot start one")
-        check_at_least("sandbox.open_files", self.open_files, MIN_OPEN_FILES,
-                       "a Python program needs 7 to start")
-        check_at_least("sandbox.stdout_limit_bytes", self.stdout_limit_bytes, MIN_STDOUT_BYTES,
-                       "a program's answer is its output")
+        check_at_least(
+            "sandbox.max_processes",
+            self.max_processes,
+            MIN_PROCESSES,
+            "the runner and the program it starts; 2 cannot start one",
+        )
+        check_at_least("sandbox.open_files", self.open_files, MIN_OPEN_FILES, "a Python program needs 7 to start")
+        check_at_least(
+            "sandbox.stdout_limit_bytes", self.stdout_limit_bytes, MIN_STDOUT_BYTES, "a program's answer is its output"
+        )
         check_at_least("sandbox.stderr_limit_bytes", self.stderr_limit_bytes, 0)
         check_at_least("sandbox.file_size_limit_bytes", self.file_size_limit_bytes, 0, "0: no file may be written")
         check_at_least("sandbox.tmpfs_limit_bytes", self.tmpfs_limit_bytes, 1, "the size of the program's /tmp")
         for name in ("allow_out", "deny_out"):
             for rule in getattr(self, name):
                 if not isinstance(rule, str) or not rule.strip():
-                    raise UsageError(f"sandbox.{name}={list(getattr(self, name))}: each rule is an address or a "
-                                     "network such as 10.0.0.0/8, not an empty string")
+                    raise UsageError(
+                        f"sandbox.{name}={list(getattr(self, name))}: each rule is an address or a "
+                        "network such as 10.0.0.0/8, not an empty string"
+                    )
 
 
 @dataclass
@@ -246,10 +252,15 @@ class LocalSandboxConfig(SandboxConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         most = host_memory_mb()
-        if isinstance(self.memory_mb, bool) or not isinstance(self.memory_mb, int) or not (
-                MIN_MEMORY_MB <= self.memory_mb <= max(most, MIN_MEMORY_MB)):
-            raise UsageError(f"sandbox.memory_mb={self.memory_mb} must be from {MIN_MEMORY_MB} (a sandbox's worker "
-                             f"needs it to start) to {most} (this machine's memory)")
+        if (
+            isinstance(self.memory_mb, bool)
+            or not isinstance(self.memory_mb, int)
+            or not (MIN_MEMORY_MB <= self.memory_mb <= max(most, MIN_MEMORY_MB))
+        ):
+            raise UsageError(
+                f"sandbox.memory_mb={self.memory_mb} must be from {MIN_MEMORY_MB} (a sandbox's worker "
+                f"needs it to start) to {most} (this machine's memory)"
+            )
         for name in ("uid", "gid"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_ID:
@@ -257,13 +268,22 @@ class LocalSandboxConfig(SandboxConfig):
         if self.python:
             path = self.python
             if not os.path.isabs(path) or not os.path.isfile(path) or not os.access(path, os.X_OK):
-                why = ("is not an absolute path" if not os.path.isabs(path) else
-                       "does not exist" if not os.path.exists(path) else "is not an executable file")
-                raise UsageError(f"sandbox.python={path} {why}: name a python3 executable every user can run (its "
-                                 "tree is bound read-only into the sandbox), or leave it empty for this Python's own")
+                why = (
+                    "is not an absolute path"
+                    if not os.path.isabs(path)
+                    else "does not exist"
+                    if not os.path.exists(path)
+                    else "is not an executable file"
+                )
+                raise UsageError(
+                    f"sandbox.python={path} {why}: name a python3 executable every user can run (its "
+                    "tree is bound read-only into the sandbox), or leave it empty for this Python's own"
+                )
         if self.allow_out:
-            raise UsageError(f"sandbox.allow_out={list(self.allow_out)}: sandbox=local gives programs no network at "
-                             "all (a network namespace of their own); allow_out applies to sandbox=superserve")
+            raise UsageError(
+                f"sandbox.allow_out={list(self.allow_out)}: sandbox=local gives programs no network at "
+                "all (a network namespace of their own); allow_out applies to sandbox=superserve"
+            )
 
 
 @dataclass
@@ -290,8 +310,10 @@ class SuperserveSandboxConfig(SandboxConfig):
         check_positive("sandbox.backoff_base_s", self.backoff_base_s)
         check_positive("sandbox.backoff_max_s", self.backoff_max_s)
         if self.backoff_max_s < self.backoff_base_s:
-            raise UsageError(f"sandbox.backoff_max_s={self.backoff_max_s} must be at least sandbox.backoff_base_s="
-                             f"{self.backoff_base_s} (the longest wait between retries)")
+            raise UsageError(
+                f"sandbox.backoff_max_s={self.backoff_max_s} must be at least sandbox.backoff_base_s="
+                f"{self.backoff_base_s} (the longest wait between retries)"
+            )
 
 
 # The sandbox kinds, by the name of their conf/sandbox/ option (CodeReward(sandbox="local") takes the same names;
@@ -380,10 +402,14 @@ def check_trainer(t: Any) -> None:
     TRL checks (trl 1.16's GRPOConfig.__post_init__ and GRPOTrainer.__init__) and the ones it leaves to torch
     and transformers (a learning rate or a temperature that cannot train)."""
     get = functools.partial(getattr, t)
-    check_positive("trainer.learning_rate", get("learning_rate", 1e-6),
-                   "a negative one climbs the loss, 0 trains nothing")
-    check_positive("trainer.temperature", get("temperature", 1.0),
-                   "GRPO samples each prompt's completions; at 0 they would all be one greedy completion")
+    check_positive(
+        "trainer.learning_rate", get("learning_rate", 1e-6), "a negative one climbs the loss, 0 trains nothing"
+    )
+    check_positive(
+        "trainer.temperature",
+        get("temperature", 1.0),
+        "GRPO samples each prompt's completions; at 0 they would all be one greedy completion",
+    )
     top_p = get("top_p", 1.0)
     if not isinstance(top_p, (int, float)) or not 0 < top_p <= 1:
         raise UsageError(f"trainer.top_p={top_p} must be above 0 and at most 1")
@@ -401,8 +427,10 @@ def check_trainer(t: Any) -> None:
         check_at_least("trainer.max_steps", max_steps, 1, "or -1 to train trainer.num_train_epochs epochs")
     generations = get("num_generations", 8)
     if generations is None or isinstance(generations, bool) or not isinstance(generations, int) or generations < 2:
-        raise UsageError(f"trainer.num_generations={generations} must be at least 2: GRPO's advantage compares "
-                         "each completion with the others of its prompt")
+        raise UsageError(
+            f"trainer.num_generations={generations} must be at least 2: GRPO's advantage compares "
+            "each completion with the others of its prompt"
+        )
     per_device = get("per_device_train_batch_size", 8)
     check_at_least("trainer.per_device_train_batch_size", per_device, 1)
     accumulation = get("gradient_accumulation_steps", 1)
@@ -411,37 +439,49 @@ def check_trainer(t: Any) -> None:
     processes = f"{world} process{'es' if world != 1 else ''}"
     batch_size, steps = get("generation_batch_size", None), get("steps_per_generation", None)
     if batch_size is not None and steps is not None:
-        raise UsageError(f"trainer.generation_batch_size={batch_size} and trainer.steps_per_generation={steps}: "
-                         "set one of them (the other follows from it)")
+        raise UsageError(
+            f"trainer.generation_batch_size={batch_size} and trainer.steps_per_generation={steps}: "
+            "set one of them (the other follows from it)"
+        )
     if batch_size is None:
         steps = accumulation if steps is None else steps
         check_at_least("trainer.steps_per_generation", steps, 1)
         batch_size = per_device * world * steps
-        made = (f"trainer.per_device_train_batch_size={per_device} x {processes} x "
-                + (f"steps_per_generation={steps}" if get("steps_per_generation", None) is not None
-                   else f"gradient_accumulation_steps={steps}"))
+        made = f"trainer.per_device_train_batch_size={per_device} x {processes} x " + (
+            f"steps_per_generation={steps}"
+            if get("steps_per_generation", None) is not None
+            else f"gradient_accumulation_steps={steps}"
+        )
     else:
         check_at_least("trainer.generation_batch_size", batch_size, 1)
         if batch_size % (per_device * world):
-            raise UsageError(f"trainer.generation_batch_size={batch_size} must be a multiple of the global batch, "
-                             f"trainer.per_device_train_batch_size={per_device} x {processes}")
+            raise UsageError(
+                f"trainer.generation_batch_size={batch_size} must be a multiple of the global batch, "
+                f"trainer.per_device_train_batch_size={per_device} x {processes}"
+            )
         made = f"trainer.generation_batch_size={batch_size}"
     if batch_size % generations:
-        raise UsageError(f"trainer.num_generations={generations} must divide the generation batch of {batch_size} "
-                         f"completions ({made}): each prompt's completions are one group of a batch")
+        raise UsageError(
+            f"trainer.num_generations={generations} must divide the generation batch of {batch_size} "
+            f"completions ({made}): each prompt's completions are one group of a batch"
+        )
     if get("do_eval", False) and str(get("eval_strategy", "no")) != "no":
         eval_generations = get("num_generations_eval", None) or generations
         eval_batch = get("per_device_eval_batch_size", 8) * world
         if eval_batch % eval_generations:
-            raise UsageError(f"trainer.per_device_eval_batch_size x {processes} = {eval_batch} must be a multiple of "
-                             f"the evaluation's num_generations ({eval_generations})")
+            raise UsageError(
+                f"trainer.per_device_eval_batch_size x {processes} = {eval_batch} must be a multiple of "
+                f"the evaluation's num_generations ({eval_generations})"
+            )
     length = get("max_completion_length", None)
     if length is not None:
         check_at_least("trainer.max_completion_length", length, 1)
         model_length = get("vllm_max_model_length", None)
         if model_length is not None and model_length <= length:
-            raise UsageError(f"trainer.vllm_max_model_length={model_length} must be above trainer.max_completion_length"
-                             f"={length}: the prompt and its completion share it")
+            raise UsageError(
+                f"trainer.vllm_max_model_length={model_length} must be above trainer.max_completion_length"
+                f"={length}: the prompt and its completion share it"
+            )
     cap = turn_cap(get("generation_kwargs", None))
     if cap is not None:
         check_at_least("trainer.generation_kwargs.max_new_tokens", cap, 1)
@@ -450,28 +490,43 @@ def check_trainer(t: Any) -> None:
         if value is not None and str(value) not in choices:
             raise UsageError(f"trainer.{name}={value} must be one of {', '.join(choices)}")
     if get("auto_find_batch_size", False):
-        raise UsageError("trainer.auto_find_batch_size=true: GRPO cannot shrink its batch on out-of-memory (each "
-                         "batch holds whole groups of num_generations); lower trainer.per_device_train_batch_size")
+        raise UsageError(
+            "trainer.auto_find_batch_size=true: GRPO cannot shrink its batch on out-of-memory (each "
+            "batch holds whole groups of num_generations); lower trainer.per_device_train_batch_size"
+        )
     if get("log_completions_hub_repo", None) is not None and not get("log_completions", False):
-        raise UsageError("trainer.log_completions_hub_repo is set but trainer.log_completions=false: enable it, or "
-                         "unset the repo")
+        raise UsageError(
+            "trainer.log_completions_hub_repo is set but trainer.log_completions=false: enable it, or unset the repo"
+        )
     low, high = get("vllm_importance_sampling_clip_min", None), get("vllm_importance_sampling_clip_max", None)
     if get("vllm_importance_sampling_cap", None) is not None:
         high = get("vllm_importance_sampling_cap", None)
     if low is not None and high is not None and low >= high:
-        raise UsageError(f"trainer.vllm_importance_sampling_clip_min={low} must be below "
-                         f"trainer.vllm_importance_sampling_clip_max={high}")
-    if (get("vllm_importance_sampling_correction", False) and low is None and high is None
-            and str(get("vllm_importance_sampling_mode", "")).endswith("_truncate")):
-        raise UsageError(f"trainer.vllm_importance_sampling_mode={get('vllm_importance_sampling_mode', '')} needs "
-                         "trainer.vllm_importance_sampling_clip_min or _clip_max")
+        raise UsageError(
+            f"trainer.vllm_importance_sampling_clip_min={low} must be below "
+            f"trainer.vllm_importance_sampling_clip_max={high}"
+        )
+    if (
+        get("vllm_importance_sampling_correction", False)
+        and low is None
+        and high is None
+        and str(get("vllm_importance_sampling_mode", "")).endswith("_truncate")
+    ):
+        raise UsageError(
+            f"trainer.vllm_importance_sampling_mode={get('vllm_importance_sampling_mode', '')} needs "
+            "trainer.vllm_importance_sampling_clip_min or _clip_max"
+        )
     if get("sync_ref_model", False) and get("beta", 0.0) == 0:
-        raise UsageError("trainer.sync_ref_model=true with trainer.beta=0: there is no reference model to sync; "
-                         "set trainer.beta above 0, or sync_ref_model=false")
+        raise UsageError(
+            "trainer.sync_ref_model=true with trainer.beta=0: there is no reference model to sync; "
+            "set trainer.beta above 0, or sync_ref_model=false"
+        )
     liger = get("liger_kernel_config", None)
     if isinstance(liger, Mapping) and liger.get("fused_linear_cross_entropy"):
-        raise UsageError("trainer.liger_kernel_config.fused_linear_cross_entropy=true is not supported by "
-                         "GRPOTrainer (it replaces the model's forward, which GRPO patches)")
+        raise UsageError(
+            "trainer.liger_kernel_config.fused_linear_cross_entropy=true is not supported by "
+            "GRPOTrainer (it replaces the model's forward, which GRPO patches)"
+        )
 
 
 def _field_default(value: Any) -> Any:
@@ -535,8 +590,10 @@ class EvaluationConfig:
         if any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in self.k):
             raise UsageError(f"evaluation.k={list(self.k)} must be integers of at least 1 (pass@k)")
         if self.temperature == 0 and self.num_samples > 1:
-            raise UsageError(f"evaluation.temperature=0 is greedy: it draws one sample, not num_samples="
-                             f"{self.num_samples} (set evaluation.num_samples=1, or a temperature above 0)")
+            raise UsageError(
+                f"evaluation.temperature=0 is greedy: it draws one sample, not num_samples="
+                f"{self.num_samples} (set evaluation.num_samples=1, or a temperature above 0)"
+            )
         if self.k and max(self.k) > self.num_samples:
             raise UsageError(f"evaluation.k={self.k} needs evaluation.num_samples >= {max(self.k)}")
 
@@ -600,15 +657,19 @@ def check_episode_budget(trainer: TrainerConfig, rollout: RolloutConfig) -> None
     budget = trainer.max_completion_length
     cap = turn_cap(getattr(trainer, "generation_kwargs", None))
     if cap is None:
-        raise UsageError(f"rollout=feedback: trainer.max_completion_length={budget} is an episode's budget, every "
-                         f"turn and the feedback between them, and no turn is capped, so the first can take it all: "
-                         f"set trainer.generation_kwargs.max_new_tokens (a turn's tokens; 'max_tokens' with vLLM)")
+        raise UsageError(
+            f"rollout=feedback: trainer.max_completion_length={budget} is an episode's budget, every "
+            f"turn and the feedback between them, and no turn is capped, so the first can take it all: "
+            f"set trainer.generation_kwargs.max_new_tokens (a turn's tokens; 'max_tokens' with vLLM)"
+        )
     needed = episode_budget(rollout.max_turns, cap)
     if budget < needed:
-        raise UsageError(f"rollout=feedback: trainer.max_completion_length={budget} cannot hold rollout.max_turns="
-                         f"{rollout.max_turns} turns of trainer.generation_kwargs.max_new_tokens={cap} and the "
-                         f"feedback between them ({FEEDBACK_TOKENS} tokens each): set it to at least {needed}, or "
-                         f"lower rollout.max_turns or the turn's tokens")
+        raise UsageError(
+            f"rollout=feedback: trainer.max_completion_length={budget} cannot hold rollout.max_turns="
+            f"{rollout.max_turns} turns of trainer.generation_kwargs.max_new_tokens={cap} and the "
+            f"feedback between them ({FEEDBACK_TOKENS} tokens each): set it to at least {needed}, or "
+            f"lower rollout.max_turns or the turn's tokens"
+        )
 
 
 @dataclass

@@ -85,10 +85,10 @@ def python_type(name: str) -> Any:
     if name == "Any":
         return Any
     if name.startswith("Optional[") and name.endswith("]"):
-        inner = python_type(name[len("Optional["):-1])
+        inner = python_type(name[len("Optional[") : -1])
         return Optional[inner]  # type: ignore[valid-type]  # noqa: UP045 (OmegaConf 2.3 takes no X | None)
     if name.startswith("list[") and name.endswith("]"):
-        return list[python_type(name[len("list["):-1])]  # type: ignore[misc]
+        return list[python_type(name[len("list[") : -1])]  # type: ignore[misc]
     raise ValueError(f"not a trainer field type: {name!r} (regenerate the cache: {REGENERATE})")
 
 
@@ -107,16 +107,21 @@ def reflect() -> list[TrainerField]:
     from trl import GRPOConfig
 
     hints = typing.get_type_hints(GRPOConfig)
-    return [TrainerField(f.name, type_name(hints[f.name]), _default(f))
-            for f in dataclasses.fields(GRPOConfig) if f.init and f.name not in EXCLUDED]
+    return [
+        TrainerField(f.name, type_name(hints[f.name]), _default(f))
+        for f in dataclasses.fields(GRPOConfig)
+        if f.init and f.name not in EXCLUDED
+    ]
 
 
 def read_cache(path: Path = CACHE) -> tuple[dict[str, str | None], list[TrainerField]] | None:
     """(the versions it was reflected from, the fields), or None when there is no readable cache."""
     try:
         data = json.loads(path.read_text())
-        return ({name: data["versions"].get(name) for name in PACKAGES},
-                [TrainerField(f["name"], f["type"], f["default"]) for f in data["fields"]])
+        return (
+            {name: data["versions"].get(name) for name in PACKAGES},
+            [TrainerField(f["name"], f["type"], f["default"]) for f in data["fields"]],
+        )
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
         log.debug("no usable trainer field cache at %s: %s", path, error)
         return None
@@ -128,8 +133,14 @@ def trainer_fields(path: Path = CACHE) -> list[TrainerField]:
     versions = installed_versions()
     if cached is not None and cached[0] == versions:
         return [dataclasses.replace(f, default=copy.deepcopy(f.default)) for f in cached[1]]
-    log.info("the trainer field cache %s is for %s, not the installed %s: reading trl.GRPOConfig itself (slower "
-             "start; `%s` regenerates it)", path.name, cached[0] if cached else None, versions, REGENERATE)
+    log.info(
+        "the trainer field cache %s is for %s, not the installed %s: reading trl.GRPOConfig itself (slower "
+        "start; `%s` regenerates it)",
+        path.name,
+        cached[0] if cached else None,
+        versions,
+        REGENERATE,
+    )
     return reflect()
 
 
@@ -137,8 +148,10 @@ def write_cache(path: Path = CACHE) -> list[TrainerField]:
     """Reflect the installed GRPOConfig and write its fields, with trl's and transformers' versions, to ``path``."""
     fields = reflect()
     rows = ",\n".join(f"  {json.dumps(dataclasses.asdict(f), allow_nan=False)}" for f in fields)  # a line each
-    path.write_text(f'{{"generated_by": {json.dumps(REGENERATE)},\n "versions": {json.dumps(installed_versions())},\n'
-                    f' "fields": [\n{rows}\n]}}\n')
+    path.write_text(
+        f'{{"generated_by": {json.dumps(REGENERATE)},\n "versions": {json.dumps(installed_versions())},\n'
+        f' "fields": [\n{rows}\n]}}\n'
+    )
     return fields
 
 

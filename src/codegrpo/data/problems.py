@@ -17,9 +17,13 @@ from codegrpo.errors import ProblemError
 EXPRESSION_FIELDS = ("id", "prompt", "test", "expected")
 HUMANEVAL_FIELDS = ("task_id", "prompt", "test", "entry_point")
 OPTIONAL_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "reference": str, "canonical_solution": str, "timeout_s": (int, float), "language": str, "starter_code": str,
+    "reference": str,
+    "canonical_solution": str,
+    "timeout_s": (int, float),
+    "language": str,
+    "starter_code": str,
     "preamble": str,
-}  # fmt: skip
+}
 # A sandbox request carries each test's input size: 10,000 of them (sizes up to 100 MB) fit the local
 # sandbox's socket, whose messages stop at 208 KiB by default, with the call form's harness beside them.
 MAX_TESTS = 10_000
@@ -35,12 +39,27 @@ _APPS = (
     "from typing import List, Tuple\nimport random\nimport heapq\nfrom heapq import *\n"
 )
 _LCB_MODULES = (
-    "string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math", "random", "statistics", "itertools",
-    "functools", "operator", "io", "sys", "json",
+    "string",
+    "re",
+    "datetime",
+    "collections",
+    "heapq",
+    "bisect",
+    "copy",
+    "math",
+    "random",
+    "statistics",
+    "itertools",
+    "functools",
+    "operator",
+    "io",
+    "sys",
+    "json",
 )
 _LIVECODEBENCH = (  # lcb_runner's import_string, line for line
     "".join(f"from {name} import *\n" for name in [*_LCB_MODULES, "builtins", "typing"])
-    + "".join(f"import {name}\n" for name in _LCB_MODULES) + "sys.setrecursionlimit(50000)\n"
+    + "".join(f"import {name}\n" for name in _LCB_MODULES)
+    + "sys.setrecursionlimit(50000)\n"
 )
 PREAMBLES = {
     "apps": {Form.stdio: _APPS + "stdin = sys.stdin\nstdout = sys.stdout\n", Form.call: _APPS},
@@ -104,12 +123,15 @@ def parse_problem(record: Any, where: str, language: str | None = None) -> Probl
     timeout = record.get("timeout_s")
     # NaN, infinity, 0 or -1 would stop the sandbox's worker or fail every completion as infra.
     if timeout is not None and (isinstance(timeout, bool) or not 0 < timeout <= MAX_TIMEOUT_S):
-        raise ProblemError(f"{where}: field 'timeout_s' must be a number of seconds above 0 and at most "
-                           f"{MAX_TIMEOUT_S:g}, not {timeout!r}")
+        raise ProblemError(
+            f"{where}: field 'timeout_s' must be a number of seconds above 0 and at most "
+            f"{MAX_TIMEOUT_S:g}, not {timeout!r}"
+        )
     preamble = record.get("preamble") or ""
     if preamble and (preamble not in PREAMBLES or "tests" not in record):
-        raise ProblemError(f"{where}: field 'preamble' must be one of {', '.join(PREAMBLES)}, on a stdin/stdout "
-                           "or call-form problem")
+        raise ProblemError(
+            f"{where}: field 'preamble' must be one of {', '.join(PREAMBLES)}, on a stdin/stdout or call-form problem"
+        )
     extras: dict[str, Any] = {
         "reference": record.get("reference") or record.get("canonical_solution") or "",
         "timeout_s": timeout,
@@ -124,8 +146,12 @@ def parse_problem(record: Any, where: str, language: str | None = None) -> Probl
         fields = {key: _require_str(record, key, where) for key in HUMANEVAL_FIELDS}
         _check_test(fields["task_id"], fields["test"], Form.humaneval, record.get("language") or language, where)
         return Problem(
-            id=fields["task_id"], prompt=fields["prompt"], test=fields["test"], form=Form.humaneval,
-            entry_point=fields["entry_point"], **extras,
+            id=fields["task_id"],
+            prompt=fields["prompt"],
+            test=fields["test"],
+            form=Form.humaneval,
+            entry_point=fields["entry_point"],
+            **extras,
         )
     fields = {key: _require_str(record, key, where) for key in EXPRESSION_FIELDS}
     _check_test(fields["id"], fields["test"], Form.expression, record.get("language") or language, where)
@@ -134,8 +160,12 @@ def parse_problem(record: Any, where: str, language: str | None = None) -> Probl
     except ValueError as error:
         raise ProblemError(f"{where}: field 'expected' is not valid JSON text ({error})") from None
     return Problem(
-        id=fields["id"], prompt=fields["prompt"], test=fields["test"], form=Form.expression,
-        expected=fields["expected"], **extras,
+        id=fields["id"],
+        prompt=fields["prompt"],
+        test=fields["test"],
+        form=Form.expression,
+        expected=fields["expected"],
+        **extras,
     )
 
 
@@ -197,9 +227,15 @@ def _parse_io_problem(record: dict[str, Any], where: str, extras: dict[str, Any]
                 raise ProblemError(f"{where}: field '{field_name}.{key}' must be a string (stdin/stdout form)")
         parsed.append(IOTest(given, wanted))
     return Problem(
-        id=problem_id, prompt=prompt, test="", form=Form.call if call else Form.stdio, tests=tuple(parsed),
-        fn_name=record.get("fn_name", ""), starter_code=record.get("starter_code") or "",
-        public_tests=_public_tests(record, where, extras), **extras,
+        id=problem_id,
+        prompt=prompt,
+        test="",
+        form=Form.call if call else Form.stdio,
+        tests=tuple(parsed),
+        fn_name=record.get("fn_name", ""),
+        starter_code=record.get("starter_code") or "",
+        public_tests=_public_tests(record, where, extras),
+        **extras,
     )
 
 
@@ -216,16 +252,21 @@ def _public_tests(record: dict[str, Any], where: str, extras: dict[str, Any]) ->
 
 def to_record(problem: Problem) -> dict[str, Any]:
     """The JSONL record ``parse_problem`` reads back as ``problem`` (a filtered set written by validate)."""
-    extras = {"reference": problem.reference, "timeout_s": problem.timeout_s, "language": problem.language,
-              "preamble": problem.preamble}
+    extras = {
+        "reference": problem.reference,
+        "timeout_s": problem.timeout_s,
+        "language": problem.language,
+        "preamble": problem.preamble,
+    }
     if problem.form.per_test:
         call = problem.form is Form.call
         value = json.loads if call else str
         tests = [{"input": value(t.input), "output": value(t.output)} for t in problem.tests]
         record = {"id": problem.id, "prompt": problem.prompt, "tests": tests}
         if problem.public_tests:
-            record["public_tests"] = [{"input": value(t.input), "output": value(t.output)}
-                                      for t in problem.public_tests]
+            record["public_tests"] = [
+                {"input": value(t.input), "output": value(t.output)} for t in problem.public_tests
+            ]
         if call:
             record |= {"fn_name": problem.fn_name, "starter_code": problem.starter_code}
     elif problem.form is Form.humaneval:

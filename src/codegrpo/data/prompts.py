@@ -10,8 +10,12 @@ _DEFAULTS = ProblemsConfig(name="", path="")
 
 
 def build_messages(
-    problem: Problem, template: str, humaneval_template: str, system_prompt: str | None = None,
-    stdio_template: str = _DEFAULTS.stdio_template, call_template: str = _DEFAULTS.call_template,
+    problem: Problem,
+    template: str,
+    humaneval_template: str,
+    system_prompt: str | None = None,
+    stdio_template: str = _DEFAULTS.stdio_template,
+    call_template: str = _DEFAULTS.call_template,
 ) -> list[dict[str, str]]:
     """Chat messages for ``problem``: expression problems fill ``{task}``, HumanEval ones ``{prompt}``,
     stdin/stdout ones ``{prompt}`` of ``stdio_template`` and call-based ones ``{prompt}``, ``{fn_name}``
@@ -31,8 +35,9 @@ def build_messages(
 
 def messages_for(problem: Problem, cfg: ProblemsConfig) -> list[dict[str, str]]:
     """``build_messages`` with every template of the problem set's config."""
-    return build_messages(problem, cfg.prompt_template, cfg.humaneval_template, cfg.system_prompt,
-                          cfg.stdio_template, cfg.call_template)
+    return build_messages(
+        problem, cfg.prompt_template, cfg.humaneval_template, cfg.system_prompt, cfg.stdio_template, cfg.call_template
+    )
 
 
 # Words too common to mean the prompt repeats the template ("a", "the", ...).

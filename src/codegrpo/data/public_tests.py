@@ -103,6 +103,8 @@ def split_warning(problem: Problem, same: SameTest) -> str | None:
     """What ``codegrpo-validate`` says of a problem whose public tests leave none hidden, or None."""
     shown = problem.public_tests
     if shown and problem.form.per_test and not split_tests(problem, same)[0]:
-        return (f"problem {problem.id}: its public tests are all of its tests, so none is hidden: rollout=feedback "
-                "gives it no feedback and scores it on every test")
+        return (
+            f"problem {problem.id}: its public tests are all of its tests, so none is hidden: rollout=feedback "
+            "gives it no feedback and scores it on every test"
+        )
     return None

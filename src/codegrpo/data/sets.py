@@ -98,13 +98,17 @@ def filter_problems(problems: list[Problem], cfg: ProblemsConfig) -> list[Proble
     too_many = [p.id for p in kept if len(p.tests) > MAX_TESTS]
     if too_many:
         names = ", ".join(too_many[:10]) + (f" and {len(too_many) - 10} more" if len(too_many) > 10 else "")
-        raise ProblemError(f"problems: more than {MAX_TESTS} tests, which one sandbox request cannot carry, in "
-                           f"{names}: set problems.max_tests to at most {MAX_TESTS}")
+        raise ProblemError(
+            f"problems: more than {MAX_TESTS} tests, which one sandbox request cannot carry, in "
+            f"{names}: set problems.max_tests to at most {MAX_TESTS}"
+        )
     cap = SandboxConfig.stdout_limit_bytes
     if oversize := oversize_outputs(kept, cap):
-        print(f"problems: warning: {len(oversize)} of {len(kept)} problems expect more output in a test than the "
-              f"default sandbox.stdout_limit_bytes ({cap}): no program passes it (codegrpo-validate names them)",
-              file=sys.stderr)
+        print(
+            f"problems: warning: {len(oversize)} of {len(kept)} problems expect more output in a test than the "
+            f"default sandbox.stdout_limit_bytes ({cap}): no program passes it (codegrpo-validate names them)",
+            file=sys.stderr,
+        )
     return kept
 
 

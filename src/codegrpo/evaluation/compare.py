@@ -26,9 +26,13 @@ def breakdown(before: Evaluation, after: Evaluation, ids: list[str]) -> Breakdow
     wrong_drop, error_drop = np.clip(-delta[:, 1], 0, None), np.clip(-delta[:, 2], 0, None)
     # A gain is covered by what shrank: both shrank (their drops sum to it), or only one did (it covers it).
     skill = np.where(error_drop > 0, np.minimum(gained, wrong_drop), gained)
-    return Breakdown(format=float((gained - skill).mean()), skill=float(skill.mean()),
-                     lost=float(np.clip(-delta[:, 0], 0, None).mean()),
-                     before=_total(outcomes_before, ids), after=_total(outcomes_after, ids))
+    return Breakdown(
+        format=float((gained - skill).mean()),
+        skill=float(skill.mean()),
+        lost=float(np.clip(-delta[:, 0], 0, None).mean()),
+        before=_total(outcomes_before, ids),
+        after=_total(outcomes_after, ids),
+    )
 
 
 def compare(before: Evaluation, after: Evaluation, resamples: int = 10000, seed: int = 0) -> Comparison:
@@ -49,11 +53,19 @@ def compare(before: Evaluation, after: Evaluation, resamples: int = 10000, seed:
     means = diffs[rng.integers(0, len(ids), size=(resamples, len(ids)))].mean(axis=1)
     low, high = (float(x) for x in np.percentile(means, [2.5, 97.5]))
     return Comparison(
-        pass1_before=float(b.mean()), pass1_after=float(a.mean()), change=float(diffs.mean()), ci95=(low, high),
-        excludes_zero=bool(low > 0 or high < 0), num_problems=len(ids), num_samples=(n_before, n_after),
-        improved=int((diffs > 0).sum()), worse=int((diffs < 0).sum()),
-        per_problem={pid: {"before": float(x), "after": float(y), "diff": float(y - x)}
-                     for pid, x, y in zip(ids, b, a, strict=True)},
+        pass1_before=float(b.mean()),
+        pass1_after=float(a.mean()),
+        change=float(diffs.mean()),
+        ci95=(low, high),
+        excludes_zero=bool(low > 0 or high < 0),
+        num_problems=len(ids),
+        num_samples=(n_before, n_after),
+        improved=int((diffs > 0).sum()),
+        worse=int((diffs < 0).sum()),
+        per_problem={
+            pid: {"before": float(x), "after": float(y), "diff": float(y - x)}
+            for pid, x, y in zip(ids, b, a, strict=True)
+        },
         breakdown=breakdown(before, after, ids),
         first_turn=first_turn,
     )
@@ -63,9 +75,11 @@ def breakdown_summary(parts: Breakdown | None) -> str:
     if parts is None:
         return "no breakdown: an eval file holds no samples"
     b, a = parts.before, parts.after
-    return (f"errors -> passes {parts.format:+.3f} (format), wrong -> passes {parts.skill:+.3f} (skill), "
-            f"passes lost {parts.lost:.3f}; samples: errors {b.error} -> {a.error}, wrong {b.wrong} -> "
-            f"{a.wrong}, passed {b.passed} -> {a.passed}")
+    return (
+        f"errors -> passes {parts.format:+.3f} (format), wrong -> passes {parts.skill:+.3f} (skill), "
+        f"passes lost {parts.lost:.3f}; samples: errors {b.error} -> {a.error}, wrong {b.wrong} -> "
+        f"{a.wrong}, passed {b.passed} -> {a.passed}"
+    )
 
 
 def comparison_summary(comparison: Comparison) -> str:
@@ -74,10 +88,12 @@ def comparison_summary(comparison: Comparison) -> str:
     low, high = comparison.ci95
     turn = "last turn " if comparison.first_turn is not None else ""
     first = "" if comparison.first_turn is None else "\nfirst turn " + comparison_summary(comparison.first_turn)
-    return (f"{turn}pass@1 {comparison.pass1_before:.3f} -> {comparison.pass1_after:.3f}, change "
-            f"{comparison.change:+.3f} [95% CI {low:+.3f}, {high:+.3f}] over {comparison.num_problems} "
-            f"problems ({comparison.improved} better, {comparison.worse} worse)\n"
-            f"  {breakdown_summary(comparison.breakdown)}{first}")
+    return (
+        f"{turn}pass@1 {comparison.pass1_before:.3f} -> {comparison.pass1_after:.3f}, change "
+        f"{comparison.change:+.3f} [95% CI {low:+.3f}, {high:+.3f}] over {comparison.num_problems} "
+        f"problems ({comparison.improved} better, {comparison.worse} worse)\n"
+        f"  {breakdown_summary(comparison.breakdown)}{first}"
+    )
 
 
 def write_comparison(comparison: Comparison, run_dir: Path, run=None) -> None:
@@ -88,16 +104,23 @@ def write_comparison(comparison: Comparison, run_dir: Path, run=None) -> None:
     write_comparison_plot(comparison.to_json(), run_dir / "comparison.png")
     if run is not None:
         low, high = comparison.ci95
-        metrics = {"eval_compare/pass@1_before": comparison.pass1_before,
-                   "eval_compare/pass@1_after": comparison.pass1_after, "eval_compare/change": comparison.change,
-                   "eval_compare/ci95_low": low, "eval_compare/ci95_high": high}
+        metrics = {
+            "eval_compare/pass@1_before": comparison.pass1_before,
+            "eval_compare/pass@1_after": comparison.pass1_after,
+            "eval_compare/change": comparison.change,
+            "eval_compare/ci95_low": low,
+            "eval_compare/ci95_high": high,
+        }
         if comparison.breakdown is not None:
-            metrics |= {f"eval_compare/{name}": getattr(comparison.breakdown, name)
-                        for name in ("format", "skill", "lost")}
+            metrics |= {
+                f"eval_compare/{name}": getattr(comparison.breakdown, name) for name in ("format", "skill", "lost")
+            }
         if comparison.first_turn is not None:
             first = comparison.first_turn
-            metrics |= {"eval_compare/first_turn/pass@1_before": first.pass1_before,
-                        "eval_compare/first_turn/pass@1_after": first.pass1_after,
-                        "eval_compare/first_turn/change": first.change}
+            metrics |= {
+                "eval_compare/first_turn/pass@1_before": first.pass1_before,
+                "eval_compare/first_turn/pass@1_after": first.pass1_after,
+                "eval_compare/first_turn/change": first.change,
+            }
         run.log(metrics)
         run.summary["eval_compare/excludes_zero"] = comparison.excludes_zero

@@ -68,8 +68,9 @@ def _eos(model, tokenizer) -> set[int]:
     return {tokenizer.eos_token_id, *([ends] if isinstance(ends, int) else ends or [])}
 
 
-def generate(model, tokenizer, messages: list[list[dict]], settings: EvaluationConfig,
-             generated: Generated | None = None) -> list[list[str]]:
+def generate(
+    model, tokenizer, messages: list[list[dict]], settings: EvaluationConfig, generated: Generated | None = None
+) -> list[list[str]]:
     """num_samples completions for each chat prompt: batched generate() with the KV cache, every prompt's
     samples in one batch, left padding. Seeded, so two models are evaluated on the same random stream.
     ``generated`` adds up the tokens generated and the seconds generate() took."""
@@ -89,16 +90,24 @@ def generate(model, tokenizer, messages: list[list[dict]], settings: EvaluationC
         inputs = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
         began = time.perf_counter()
         with torch.inference_mode():
-            tokens = model.generate(**inputs, max_new_tokens=settings.max_new_tokens,
-                                    num_return_sequences=settings.num_samples, use_cache=True,
-                                    pad_token_id=tokenizer.pad_token_id, **sampling)
+            tokens = model.generate(
+                **inputs,
+                max_new_tokens=settings.max_new_tokens,
+                num_return_sequences=settings.num_samples,
+                use_cache=True,
+                pad_token_id=tokenizer.pad_token_id,
+                **sampling,
+            )
         replies = tokens[:, inputs["input_ids"].shape[1] :]
         generated.add(replies.tolist(), eos, time.perf_counter() - began)
         decoded = tokenizer.batch_decode(replies, skip_special_tokens=True)
         n = settings.num_samples
         outputs += [decoded[i * n : (i + 1) * n] for i in range(len(batch))]
-        print(f"generated {min(start + len(batch), len(messages))}/{len(messages)} problems "
-              f"({generated.per_second:.1f} tokens/s)", file=sys.stderr)
+        print(
+            f"generated {min(start + len(batch), len(messages))}/{len(messages)} problems "
+            f"({generated.per_second:.1f} tokens/s)",
+            file=sys.stderr,
+        )
     model.train(was_training)
     return outputs
 
@@ -109,8 +118,13 @@ def _sampling(settings: EvaluationConfig) -> dict[str, object]:
     return {"do_sample": False}
 
 
-def _evaluation(problems: list[Problem], scored: list[Scored], settings: EvaluationConfig,
-                started: float, generated: Generated | None = None) -> Evaluation:
+def _evaluation(
+    problems: list[Problem],
+    scored: list[Scored],
+    settings: EvaluationConfig,
+    started: float,
+    generated: Generated | None = None,
+) -> Evaluation:
     n = settings.num_samples
     correct = [sum(s.verdict.reward == 1.0 for s in scored[i * n : (i + 1) * n]) for i in range(len(problems))]
     return Evaluation(
@@ -127,8 +141,15 @@ def _evaluation(problems: list[Problem], scored: list[Scored], settings: Evaluat
     )
 
 
-def evaluate_model(model, tokenizer, scorer: Scorer, problems: list[Problem], problems_cfg: ProblemsConfig,
-                   settings: EvaluationConfig, rollout: RolloutConfig | None = None) -> Evaluation:
+def evaluate_model(
+    model,
+    tokenizer,
+    scorer: Scorer,
+    problems: list[Problem],
+    problems_cfg: ProblemsConfig,
+    settings: EvaluationConfig,
+    rollout: RolloutConfig | None = None,
+) -> Evaluation:
     """Generate, score in the sandbox, and return pass@k for each k, status counts and every sample. Under
     rollout=feedback, ``scorer`` holds the hidden tests (build.scored_problems) and ``problems`` every test."""
     if rollout is not None and rollout.kind is RolloutKind.feedback:
@@ -166,8 +187,14 @@ def generate_ids(model, tokenizer, settings: EvaluationConfig, eos: set[int], ge
             mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in chunk], device=model.device)
             began = time.perf_counter()
             with torch.inference_mode():
-                tokens = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=settings.max_new_tokens,
-                                        use_cache=True, pad_token_id=pad, **_sampling(settings))
+                tokens = model.generate(
+                    input_ids=ids,
+                    attention_mask=mask,
+                    max_new_tokens=settings.max_new_tokens,
+                    use_cache=True,
+                    pad_token_id=pad,
+                    **_sampling(settings),
+                )
             rows = tokens[:, width:].tolist()
             if generated is not None:
                 generated.add(rows, eos, time.perf_counter() - began)
@@ -177,8 +204,15 @@ def generate_ids(model, tokenizer, settings: EvaluationConfig, eos: set[int], ge
     return turn
 
 
-def evaluate_feedback(model, tokenizer, scorer: Scorer, problems: list[Problem], problems_cfg: ProblemsConfig,
-                      settings: EvaluationConfig, rollout: RolloutConfig) -> Evaluation:
+def evaluate_feedback(
+    model,
+    tokenizer,
+    scorer: Scorer,
+    problems: list[Problem],
+    problems_cfg: ProblemsConfig,
+    settings: EvaluationConfig,
+    rollout: RolloutConfig,
+) -> Evaluation:
     """num_samples episodes per problem (rollout=feedback), their first and last turns scored on the hidden
     tests: the last turn's Evaluation, holding the first turn's, their comparison and the episodes' metrics."""
     import torch
@@ -197,16 +231,22 @@ def evaluate_feedback(model, tokenizer, scorer: Scorer, problems: list[Problem],
     eos = _eos(model, tokenizer)
     chat = Chat(tokenizer, eos, context or 1 << 30, context)  # each turn is bounded by max_new_tokens
     same = same_test(scorer.checker, scorer.tolerance)
-    episodes = [Episode(public(p, same), chat.prompt_ids(messages_for(p, problems_cfg)))
-                for p in problems for _ in range(settings.num_samples)]
+    episodes = [
+        Episode(public(p, same), chat.prompt_ids(messages_for(p, problems_cfg)))
+        for p in problems
+        for _ in range(settings.num_samples)
+    ]
     generated = Generated()  # every turn's generate(); the public tests between turns are not in its seconds
     turn = generate_ids(model, tokenizer, settings, eos, generated)
 
     def logged(prompt_ids: list[list[int]]) -> tuple[list[list[int]], None]:
         replies = turn(prompt_ids)
         going = sum(not e.done for e in episodes)
-        print(f"feedback: turn {min(len(e.codes) for e in episodes if not e.done) + 1}, generated {going} "
-              f"episodes of {len(episodes)} ({generated.per_second:.1f} tokens/s)", file=sys.stderr)
+        print(
+            f"feedback: turn {min(len(e.codes) for e in episodes if not e.done) + 1}, generated {going} "
+            f"episodes of {len(episodes)} ({generated.per_second:.1f} tokens/s)",
+            file=sys.stderr,
+        )
         return replies
 
     try:

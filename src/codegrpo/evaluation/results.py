@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from codegrpo.config.schema import EvaluateConfig
     from codegrpo.data.problems import Problem
 
+
 def pass_at_k(n: int, c: int, k: int) -> float:
     """Unbiased pass@k (Chen et al., 2021): 1 - C(n-c, k) / C(n, k), computed stably."""
     if k > n:
@@ -98,9 +99,10 @@ class Evaluation:
         first = ", ".join(f"pass@{k} {v:.3f}" for k, v in self.first_turn.pass_at.items())
         gain = self.turn_gain or {}
         low, high = gain.get("ci95", (float("nan"), float("nan")))
-        return (f"first turn {first}; last turn {line}; change {gain.get('change', float('nan')):+.3f} "
-                f"[95% CI {low:+.3f}, {high:+.3f}]; turns {(self.feedback or {}).get('feedback/turns', 1.0):.2f}"
-                + rate)
+        return (
+            f"first turn {first}; last turn {line}; change {gain.get('change', float('nan')):+.3f} "
+            f"[95% CI {low:+.3f}, {high:+.3f}]; turns {(self.feedback or {}).get('feedback/turns', 1.0):.2f}" + rate
+        )
 
     def outcomes(self) -> dict[str, Outcomes]:
         """Each problem's samples by outcome, from the sample records (empty when there are none)."""
@@ -113,8 +115,13 @@ class Evaluation:
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = self.metrics()
-        data |= {"num_problems": self.num_problems, "num_samples": self.num_samples,
-                 "status_counts": self.status_counts, "per_problem": self.per_problem, "samples": self.samples}
+        data |= {
+            "num_problems": self.num_problems,
+            "num_samples": self.num_samples,
+            "status_counts": self.status_counts,
+            "per_problem": self.per_problem,
+            "samples": self.samples,
+        }
         if self.wall_s is not None:
             data["wall_s"] = self.wall_s
         if self.generated_tokens is not None:
@@ -128,17 +135,32 @@ class Evaluation:
     @classmethod
     def from_json(cls, data: Any, where: str) -> Evaluation:
         """An eval file's contents (what ``to_json`` wrote); UsageError naming ``where`` if it is not one."""
-        if not isinstance(data, dict) or not isinstance(data.get("per_problem"), dict) or not isinstance(
-                data.get("num_samples"), int):
-            raise UsageError(f"{where} is not an eval file (it needs per_problem and num_samples, as "
-                             "eval.json and eval_before.json have)")
-        pass_at = {int(key[len("pass@"):]): float(v) for key, v in data.items() if key.startswith("pass@")}
+        if (
+            not isinstance(data, dict)
+            or not isinstance(data.get("per_problem"), dict)
+            or not isinstance(data.get("num_samples"), int)
+        ):
+            raise UsageError(
+                f"{where} is not an eval file (it needs per_problem and num_samples, as "
+                "eval.json and eval_before.json have)"
+            )
+        pass_at = {int(key[len("pass@") :]): float(v) for key, v in data.items() if key.startswith("pass@")}
         first = data.get("first_turn")
-        return cls(pass_at, int(data.get("num_problems", len(data["per_problem"]))), data["num_samples"],
-                   dict(data.get("status_counts", {})), dict(data["per_problem"]), list(data.get("samples", [])),
-                   data.get("wall_s"), None if first is None else cls.from_json(first, f"{where} (first_turn)"),
-                   data.get("turn_gain"), data.get("feedback"), data.get("generated_tokens"), data.get("generation_s"),
-                   data.get("record"))
+        return cls(
+            pass_at,
+            int(data.get("num_problems", len(data["per_problem"]))),
+            data["num_samples"],
+            dict(data.get("status_counts", {})),
+            dict(data["per_problem"]),
+            list(data.get("samples", [])),
+            data.get("wall_s"),
+            None if first is None else cls.from_json(first, f"{where} (first_turn)"),
+            data.get("turn_gain"),
+            data.get("feedback"),
+            data.get("generated_tokens"),
+            data.get("generation_s"),
+            data.get("record"),
+        )
 
 
 @dataclass(frozen=True)
@@ -175,11 +197,19 @@ class Comparison:
     first_turn: Comparison | None = None  # rollout=feedback: the same comparison of the first turns
 
     def to_json(self) -> dict[str, Any]:
-        data = {"pass@1_before": self.pass1_before, "pass@1_after": self.pass1_after, "change": self.change,
-                "ci95": list(self.ci95), "excludes_zero": self.excludes_zero, "num_problems": self.num_problems,
-                "num_samples": list(self.num_samples), "improved": self.improved, "worse": self.worse,
-                "breakdown": dataclasses.asdict(self.breakdown) if self.breakdown else None,
-                "per_problem": self.per_problem}
+        data = {
+            "pass@1_before": self.pass1_before,
+            "pass@1_after": self.pass1_after,
+            "change": self.change,
+            "ci95": list(self.ci95),
+            "excludes_zero": self.excludes_zero,
+            "num_problems": self.num_problems,
+            "num_samples": list(self.num_samples),
+            "improved": self.improved,
+            "worse": self.worse,
+            "breakdown": dataclasses.asdict(self.breakdown) if self.breakdown else None,
+            "per_problem": self.per_problem,
+        }
         if self.compared is not None:
             data["compared"] = self.compared
         if self.first_turn is not None:
@@ -202,8 +232,9 @@ def load_evaluation(path: Path) -> Evaluation:
     return Evaluation.from_json(data, str(path))
 
 
-def evaluation_record(cfg: EvaluateConfig, checkpoint: str | None, problems: Sequence[Problem],
-                      model: Any) -> dict[str, Any]:
+def evaluation_record(
+    cfg: EvaluateConfig, checkpoint: str | None, problems: Sequence[Problem], model: Any
+) -> dict[str, Any]:
     """What an eval file records so the evaluation can be repeated: the model that loaded (or the checkpoint),
     the problem set (name, split, count and hash), the sampling settings and k, the rollout, the commit."""
     from codegrpo.data.sets import problem_set_hash
@@ -213,15 +244,27 @@ def evaluation_record(cfg: EvaluateConfig, checkpoint: str | None, problems: Seq
     model_cfg = cfg.model
     if checkpoint and checkpoint != "base":  # as build.model loads it
         model_cfg = dataclasses.replace(cfg.model, name_or_path=checkpoint, gguf_package="")
-    return secrets.mask({
-        "model": describe_model(model_cfg, model),
-        "checkpoint": checkpoint,
-        "problems": {"name": cfg.problems.name, "path": settings.problems_path or cfg.problems.path,
-                     "split": settings.split.value, "count": len(problems),
-                     "sha256": problem_set_hash(problems)},
-        "sampling": {"num_samples": settings.num_samples, "k": list(settings.k), "temperature": settings.temperature,
-                     "max_new_tokens": settings.max_new_tokens, "seed": settings.seed, "limit": settings.limit},
-        "rollout": cfg.rollout.kind.value,
-        "codegrpo_commit": codegrpo_commit(),
-        "command": secrets.mask_argv(sys.argv),
-    })
+    return secrets.mask(
+        {
+            "model": describe_model(model_cfg, model),
+            "checkpoint": checkpoint,
+            "problems": {
+                "name": cfg.problems.name,
+                "path": settings.problems_path or cfg.problems.path,
+                "split": settings.split.value,
+                "count": len(problems),
+                "sha256": problem_set_hash(problems),
+            },
+            "sampling": {
+                "num_samples": settings.num_samples,
+                "k": list(settings.k),
+                "temperature": settings.temperature,
+                "max_new_tokens": settings.max_new_tokens,
+                "seed": settings.seed,
+                "limit": settings.limit,
+            },
+            "rollout": cfg.rollout.kind.value,
+            "codegrpo_commit": codegrpo_commit(),
+            "command": secrets.mask_argv(sys.argv),
+        }
+    )

@@ -32,7 +32,17 @@ from codegrpo.harness.audit_events import (  # in a sandbox: that file's text, i
 PRELUDE_CACHE = 8
 # What programs and the harness import, imported once in the warm parent so that forks find them.
 PRELOAD = (
-    "collections", "ctypes", "functools", "heapq", "itertools", "json", "marshal", "math", "re", "select", "typing",
+    "collections",
+    "ctypes",
+    "functools",
+    "heapq",
+    "itertools",
+    "json",
+    "marshal",
+    "math",
+    "re",
+    "select",
+    "typing",
 )
 # File objects that may hold output at exit (a TextIOWrapper's flush flushes its buffer too).
 BUFFERED = (io.TextIOWrapper, io.BufferedWriter, io.BufferedRandom)
@@ -51,8 +61,16 @@ C_INT_MAX = (1 << 31) - 1  # the recursion limit is a C int (32 bits wherever CP
 HARNESS_MARK = "# Runs INSIDE the sandbox. The host appends one line: main("  # the harness's first line
 AUDIT_MARK = "codegrpo-audit "
 # Its own streams, by any name: a stdio program's to read and write.
-STREAM_PATHS = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/stdin", "/dev/stdout", "/dev/stderr",
-                "/dev/tty")  # fmt: skip
+STREAM_PATHS = (
+    "/dev/null",
+    "/dev/zero",
+    "/dev/urandom",
+    "/dev/random",
+    "/dev/stdin",
+    "/dev/stdout",
+    "/dev/stderr",
+    "/dev/tty",
+)
 STREAM_PREFIXES = ("/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/")
 
 
@@ -86,8 +104,13 @@ def program_evidence():
     library = (*sorted({sys.prefix, sys.base_prefix, sys.exec_prefix}), "<frozen")
     ours = os.path.dirname(os.path.abspath(__file__)) + "/"
     home = os.getcwd()
-    getframe, write, ident, norm, join = sys._getframe, _evidence_channel(), _thread.get_ident, os.path.normpath, \
-        os.path.join
+    getframe, write, ident, norm, join = (
+        sys._getframe,
+        _evidence_channel(),
+        _thread.get_ident,
+        os.path.normpath,
+        os.path.join,
+    )
     frame_functions, pass_through, kind = dict(FRAME_FUNCTIONS), PASS_THROUGH, type
     busy, sent = set(), set()
     paths = {str: str, bytes: lambda value: value.decode("utf-8", "replace")}
@@ -119,8 +142,12 @@ def program_evidence():
         if convert is None:
             return "filesystem"  # a path object, whose code would run here
         full = norm(join(home, convert(path)))
-        if full in STREAM_PATHS or full.startswith(STREAM_PREFIXES) or full == home or \
-                full.startswith((home + "/", "/tmp/")):  # fmt: skip
+        if (
+            full in STREAM_PATHS
+            or full.startswith(STREAM_PREFIXES)
+            or full == home
+            or full.startswith((home + "/", "/tmp/"))
+        ):
             return ""
         writes = event != "open" or (len(args) > 1 and kind(args[1]) is str and any(c in args[1] for c in "wax+"))
         if not writes and event == "open" and full.startswith(library[:-1]):
@@ -139,8 +166,10 @@ def program_evidence():
             return "introspection" if len(args) > 1 and kind(args[1]) is str and args[1] in FRAME_ATTRIBUTES else ""
         if args:  # object.__setattr__, object.__delattr__
             target = args[0]
-            patched = type in type.__getattribute__(kind(target), "__mro__") and \
-                type.__getattribute__(target, "__module__") == "builtins"
+            patched = (
+                type in type.__getattribute__(kind(target), "__mro__")
+                and type.__getattribute__(target, "__module__") == "builtins"
+            )
             named = len(args) > 1 and kind(args[1]) is str and args[1] in ("__code__", "__globals__")
             return "patch" if patched or named else ""
         return ""
@@ -170,8 +199,9 @@ def program_evidence():
 
     def after():
         try:
-            if space.__len__() != saved.__len__() or any(space.get(name, saved) is not value
-                                                         for name, value in saved.items()):  # fmt: skip
+            if space.__len__() != saved.__len__() or any(
+                space.get(name, saved) is not value for name, value in saved.items()
+            ):
                 send("patch:builtins")
         except Exception:
             send("patch:builtins")

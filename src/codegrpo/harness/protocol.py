@@ -54,8 +54,14 @@ def limits(*, file_bytes, open_files, tmpfs_bytes, stdout_bytes, stderr_bytes, p
 
 def request(filename, prelude, argv, timeout, inputs=None, budget=None):
     """A request (without its fds); ``inputs``: the byte length of each run's input, or None."""
-    return {"filename": filename, "prelude": prelude, "argv": argv, "timeout": timeout,
-            "inputs": None if inputs is None else list(inputs), "budget": budget}  # fmt: skip
+    return {
+        "filename": filename,
+        "prelude": prelude,
+        "argv": argv,
+        "timeout": timeout,
+        "inputs": None if inputs is None else list(inputs),
+        "budget": budget,
+    }
 
 
 def encode_inputs(inputs):
@@ -240,7 +246,11 @@ def collect(control, index, streams, output_limits, deadline, cut=None):
 
 def checked(answer):
     code, timeout, duration = answer.get("code"), answer.get("timeout"), answer.get("duration_s")
-    if not (code is None or (isinstance(code, int) and not isinstance(code, bool))) or not isinstance(timeout, bool) \
-            or not isinstance(duration, (int, float)) or isinstance(duration, bool):
+    if (
+        not (code is None or (isinstance(code, int) and not isinstance(code, bool)))
+        or not isinstance(timeout, bool)
+        or not isinstance(duration, (int, float))
+        or isinstance(duration, bool)
+    ):
         raise ProtocolError(f"a malformed answer: {answer}")
     return answer

@@ -164,8 +164,13 @@ AUDIT_TOKENS = frozenset(
     [f"{category}:{event}" for event, category in AUDIT_EVENTS.items()]
     + [f"{category}:{event}" for event in PATH_EVENTS for category in ("filesystem", "forgery")]
     + [f"{category}:{event}" for event in KILL_EVENTS for category in ("exit", "process")]
-    + ["introspection:object.__getattr__", "patch:object.__setattr__", "patch:object.__delattr__", *PARENT_TOKENS,
-       *CHANGE_TOKENS]
+    + [
+        "introspection:object.__getattr__",
+        "patch:object.__setattr__",
+        "patch:object.__delattr__",
+        *PARENT_TOKENS,
+        *CHANGE_TOKENS,
+    ]
 )
 SENT = "sent"  # the child's line on the audit pipe just before it writes its own result or ready message
 CRASH = "Fatal Python error"  # faulthandler's first line, on the audit pipe, when the child crashes
@@ -236,8 +241,10 @@ def _install_audit_hook(fd, harness_file):
             return "introspection" if len(args) > 1 and type(args[1]) is str and args[1] in FRAME_ATTRIBUTES else ""
         if event in ("object.__setattr__", "object.__delattr__") and args:
             target = args[0]
-            patched = type in type.__getattribute__(type(target), "__mro__") and \
-                type.__getattribute__(target, "__module__") == "builtins"
+            patched = (
+                type in type.__getattribute__(type(target), "__mro__")
+                and type.__getattribute__(target, "__module__") == "builtins"
+            )
             named = len(args) > 1 and type(args[1]) is str and args[1] in ("__code__", "__globals__")
             return "patch" if patched or named else ""
         return ""
@@ -302,8 +309,7 @@ def _crashed_itself(crash, status):
     if crash is None or type(status) is not int or not os.WIFSIGNALED(status):
         return False
     frames = [line for line in crash if line.startswith("  File ")]
-    return bool(frames) and frames[0].startswith('  File "<completion>"') and len(frames) < 100 and \
-        "  ..." not in crash
+    return bool(frames) and frames[0].startswith('  File "<completion>"') and len(frames) < 100 and "  ..." not in crash
 
 
 def _forged_result(data, status):
@@ -599,13 +605,17 @@ def _leave_root():
         raise PermissionError("the completion's process could not drop its capabilities")
     library = os.path.dirname(os.__file__)
     if os.geteuid() == 0 and _the_machines_root():
-        raise PermissionError(f"the completion would run as root: nobody cannot read this Python's library "
-                              f"{library}; run the sandbox's python3 from a path every user can read "
-                              "(/usr/bin/python3)")
+        raise PermissionError(
+            f"the completion would run as root: nobody cannot read this Python's library "
+            f"{library}; run the sandbox's python3 from a path every user can read "
+            "(/usr/bin/python3)"
+        )
     for path in {library, *sys.path}:
         if _can_change(path):
-            raise PermissionError(f"the completion's user (uid {os.geteuid()}) can change {path}, which the "
-                                  "harness imports from: make it read-only to other users")
+            raise PermissionError(
+                f"the completion's user (uid {os.geteuid()}) can change {path}, which the "
+                "harness imports from: make it read-only to other users"
+            )
 
 
 def _the_machines_root():
@@ -675,8 +685,9 @@ class _NoImports:
 
     @staticmethod
     def find_spec(name, path=None, target=None):
-        raise ImportError(f"the checks import {name}, which they do not name: after the completion ran, the "
-                          "harness imports nothing")
+        raise ImportError(
+            f"the checks import {name}, which they do not name: after the completion ran, the harness imports nothing"
+        )
 
 
 def main(code, test, mode, entry="", prompt=""):

@@ -432,8 +432,14 @@ def unpack(bundle, key_env):
         json.dump(spec.pop("programs"), handle)
     with open(f"{work}/config.json", "w") as handle:  # all the serve loop is forked with
         json.dump(spec, handle)
-    env = {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "HOME": TMP, "TMPDIR": TMP,
-           "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        "HOME": TMP,
+        "TMPDIR": TMP,
+        "LANG": "C.UTF-8",
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+    }
     os.execve(sys.executable, [sys.executable, "-I", f"{work}/runner.py", "batch", work], env)
 
 
@@ -453,8 +459,12 @@ def batch(work):
         print("codegrpo runner: cannot give each program namespaces of its own here", file=sys.stderr)
         sys.exit(protocol.NO_NAMESPACES_EXIT)
     limits = spec["limits"]
-    config = limits | {"vm": True, "vm_root": False, "seccomp": spec["seccomp"].get(os.uname().machine),
-                       "env": dict(os.environ)}  # fmt: skip
+    config = limits | {
+        "vm": True,
+        "vm_root": False,
+        "seccomp": spec["seccomp"].get(os.uname().machine),
+        "env": dict(os.environ),
+    }
     control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     if os.fork() == 0:  # the serve loop every run is forked from: it never sees a program, input or output
         control.close()
@@ -479,10 +489,14 @@ def batch(work):
             # base64: a third more than the bytes, where JSON escapes of arbitrary bytes could make it six times
             runs = [None] * protocol.runs(request)
             for run, answer, outputs, over in protocol.exchange(control, request, fds, limits["output_bytes"]):
-                runs[run] = {"exit_code": answer["code"], "timed_out": answer["timeout"], "over_limit": over,
-                             "stdout": binascii.b2a_base64(outputs[0], newline=False).decode(),
-                             "stderr": binascii.b2a_base64(outputs[1], newline=False).decode(),
-                             "duration_s": answer["duration_s"]}
+                runs[run] = {
+                    "exit_code": answer["code"],
+                    "timed_out": answer["timeout"],
+                    "over_limit": over,
+                    "stdout": binascii.b2a_base64(outputs[0], newline=False).decode(),
+                    "stderr": binascii.b2a_base64(outputs[1], newline=False).decode(),
+                    "duration_s": answer["duration_s"],
+                }
         except protocol.ProtocolError as error:
             sys.exit(f"codegrpo runner: {error}")
         finally:

@@ -85,8 +85,10 @@ def _convert(source: Path, target: Path) -> None:
     tokenizer.save_pretrained(staging)
     if not _converted(staging):  # save_pretrained writes no weights on a rank > 0 once torch.distributed runs
         shutil.rmtree(staging)
-        raise ModelNotFoundError(f"converting {source.name} wrote no weights in this process (a distributed rank "
-                                 "other than 0?): resolve_model must run before torch.distributed starts")
+        raise ModelNotFoundError(
+            f"converting {source.name} wrote no weights in this process (a distributed rank "
+            "other than 0?): resolve_model must run before torch.distributed starts"
+        )
     staging.replace(target)  # atomic: a reader sees no checkpoint or a whole one
 
 

@@ -33,9 +33,20 @@ log = logging.getLogger(__name__)
 
 # What a model (full or adapter) and its tokenizer are made of; anything else in final_model stays home.
 MODEL_FILES = (
-    "config.json", "generation_config.json", "*.safetensors", "model.safetensors.index.json",
-    "adapter_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-    "added_tokens.json", "chat_template.jinja", "chat_template.json", "vocab.json", "merges.txt", "*.model",
+    "config.json",
+    "generation_config.json",
+    "*.safetensors",
+    "model.safetensors.index.json",
+    "adapter_config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "chat_template.jinja",
+    "chat_template.json",
+    "vocab.json",
+    "merges.txt",
+    "*.model",
 )
 
 
@@ -50,8 +61,11 @@ def check_push(cfg: TrainConfig) -> None:
 
 
 def model_files(model_dir: Path) -> list[Path]:
-    return sorted(p for p in model_dir.iterdir()
-                  if p.is_file() and any(fnmatch.fnmatch(p.name, pattern) for pattern in MODEL_FILES))
+    return sorted(
+        p
+        for p in model_dir.iterdir()
+        if p.is_file() and any(fnmatch.fnmatch(p.name, pattern) for pattern in MODEL_FILES)
+    )
 
 
 def _base_model(cfg: TrainConfig) -> tuple[str, str | None]:
@@ -83,33 +97,56 @@ def model_card(cfg: TrainConfig, run_dir: Path, repo_id: str) -> str:
     base, hub_id = _base_model(cfg)
     lora = cfg.peft
     adapter = lora is not None and not lora.merge_on_save
-    metadata: dict[str, Any] = {"library_name": "peft" if adapter else "transformers",
-                                "tags": ["codegrpo", "grpo", "trl", "code"]}
+    metadata: dict[str, Any] = {
+        "library_name": "peft" if adapter else "transformers",
+        "tags": ["codegrpo", "grpo", "trl", "code"],
+    }
     if hub_id:
         metadata["base_model"] = hub_id
     if adapter and lora is not None:
-        weights = (f"a LoRA adapter (r={lora.r}, alpha={lora.lora_alpha}, "
-                   f"modules {list(lora.target_modules)}) over the base model")
+        weights = (
+            f"a LoRA adapter (r={lora.r}, alpha={lora.lora_alpha}, "
+            f"modules {list(lora.target_modules)}) over the base model"
+        )
     else:
         weights = f"the full model in {cfg.model.save_dtype}"
     config = secrets.mask(to_plain(cfg))
     command = " ".join(secrets.mask_argv(info.get("command") or []))  # a run_info.json from before the masking
-    return secrets.mask_text("\n".join([  # the card is public: nothing in it may hold a secret
-        "---", yaml.safe_dump(metadata, sort_keys=False).strip(), "---", "",
-        f"# {repo_id.split('/')[-1]}", "",
-        "Trained with GRPO ([TRL](https://huggingface.co/docs/trl)) by codegrpo: the reward runs each generated "
-        "program against the problem's tests in a sandbox.", "",
-        f"- **Base model:** {base}",
-        f"- **Weights:** {weights}",
-        f"- **Problem set:** {cfg.problems.name} (`{cfg.problems.path}`, split {cfg.problems.split}), "
-        f"SHA-256 `{info.get('problems_sha256', 'unknown')}`",
-        f"- **Rewards:** {', '.join(cfg.reward.functions)} (code_reward: {cfg.reward.kind})",
-        f"- **Code:** codegrpo at commit `{info.get('git_commit')}`"
-        + (" (dirty tree)" if info.get("git_dirty") else ""),
-        f"- **Command:** `{command}`", "",
-        "## Evaluation", "", _eval_section(run_dir), "",
-        "## Config", "", "```yaml", yaml.safe_dump(config, sort_keys=False).strip(), "```", "",
-    ]))
+    return secrets.mask_text(
+        "\n".join(
+            [  # the card is public: nothing in it may hold a secret
+                "---",
+                yaml.safe_dump(metadata, sort_keys=False).strip(),
+                "---",
+                "",
+                f"# {repo_id.split('/')[-1]}",
+                "",
+                "Trained with GRPO ([TRL](https://huggingface.co/docs/trl)) by codegrpo: the reward runs each "
+                "generated "
+                "program against the problem's tests in a sandbox.",
+                "",
+                f"- **Base model:** {base}",
+                f"- **Weights:** {weights}",
+                f"- **Problem set:** {cfg.problems.name} (`{cfg.problems.path}`, split {cfg.problems.split}), "
+                f"SHA-256 `{info.get('problems_sha256', 'unknown')}`",
+                f"- **Rewards:** {', '.join(cfg.reward.functions)} (code_reward: {cfg.reward.kind})",
+                f"- **Code:** codegrpo at commit `{info.get('git_commit')}`"
+                + (" (dirty tree)" if info.get("git_dirty") else ""),
+                f"- **Command:** `{command}`",
+                "",
+                "## Evaluation",
+                "",
+                _eval_section(run_dir),
+                "",
+                "## Config",
+                "",
+                "```yaml",
+                yaml.safe_dump(config, sort_keys=False).strip(),
+                "```",
+                "",
+            ]
+        )
+    )
 
 
 def stage(cfg: TrainConfig, run_dir: Path, model_dir: Path, staging: Path) -> list[str]:
@@ -140,11 +177,16 @@ def push_final_model(cfg: TrainConfig, run_dir: Path, model_dir: Path) -> list[s
     repo_id = _repo_id(cfg)
     try:
         names = stage(cfg, run_dir, model_dir, staging)
-        repo = huggingface_hub.create_repo(repo_id, token=trainer.hub_token,
-                                           private=trainer.hub_private_repo, exist_ok=True)
-        huggingface_hub.upload_folder(repo_id=repo_id, folder_path=str(staging),
-                                      token=trainer.hub_token, revision=trainer.hub_revision,
-                                      commit_message=f"codegrpo: {run_dir.name}")
+        repo = huggingface_hub.create_repo(
+            repo_id, token=trainer.hub_token, private=trainer.hub_private_repo, exist_ok=True
+        )
+        huggingface_hub.upload_folder(
+            repo_id=repo_id,
+            folder_path=str(staging),
+            token=trainer.hub_token,
+            revision=trainer.hub_revision,
+            commit_message=f"codegrpo: {run_dir.name}",
+        )
         log.info("pushed %s to %s", ", ".join(names), getattr(repo, "url", trainer.hub_model_id))
         return names
     finally:
@@ -182,12 +224,15 @@ def check_hub_model(model_cfg: ModelConfig) -> None:
     if choice.source is not ModelSource.hub:
         return  # an offline package or a local directory: loading it says what is wrong, at once
     name = choice.name
-    advice = ("the offline default is model=smollm2-135m; a Hub model needs network access, or its files "
-              "in the Hugging Face cache (download them once, then HF_HUB_OFFLINE=1)")
+    advice = (
+        "the offline default is model=smollm2-135m; a Hub model needs network access, or its files "
+        "in the Hugging Face cache (download them once, then HF_HUB_OFFLINE=1)"
+    )
     if _truthy("HF_HUB_OFFLINE") or _truthy("TRANSFORMERS_OFFLINE"):
         if not _cached(name):
-            raise ModelNotFoundError(f"model {name!r} is not in the Hugging Face cache and HF_HUB_OFFLINE is set; "
-                                     f"{advice}")
+            raise ModelNotFoundError(
+                f"model {name!r} is not in the Hugging Face cache and HF_HUB_OFFLINE is set; {advice}"
+            )
         return
     if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
         return  # behind a proxy a direct connection proves nothing; let the Hub client try
@@ -198,5 +243,6 @@ def check_hub_model(model_cfg: ModelConfig) -> None:
         log.warning("the Hugging Face Hub is out of reach (%s): loading %s from the local cache", why, name)
         os.environ["HF_HUB_OFFLINE"] = "1"
         return
-    raise ModelNotFoundError(f"cannot load model {name!r} from the Hugging Face Hub ({why}) and it is not in "
-                             f"the local cache; {advice}")
+    raise ModelNotFoundError(
+        f"cannot load model {name!r} from the Hugging Face Hub ({why}) and it is not in the local cache; {advice}"
+    )

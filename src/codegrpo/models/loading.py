@@ -53,9 +53,11 @@ def model_choice(cfg: ModelConfig) -> ModelChoice:
         if local.exists() or not _HUB_ID.fullmatch(name) or name.startswith((".", "~")):
             if not local.is_dir():
                 what = "is not a directory" if local.exists() else "does not exist"
-                raise ModelNotFoundError(f"model.name_or_path={name}: {local.absolute()} {what}; name a directory "
-                                         "holding a model (a run's final_model or checkpoint-N) or a Hub id "
-                                         "(owner/name)")
+                raise ModelNotFoundError(
+                    f"model.name_or_path={name}: {local.absolute()} {what}; name a directory "
+                    "holding a model (a run's final_model or checkpoint-N) or a Hub id "
+                    "(owner/name)"
+                )
             return ModelChoice(ModelSource.local, str(local))
         return ModelChoice(ModelSource.hub, name)
     if cfg.gguf_package:
@@ -84,8 +86,10 @@ def _check_holds_model(path: str) -> None:
     local = Path(path).expanduser()
     if local.is_dir() and not (local / "config.json").is_file() and not is_adapter_dir(path):
         # transformers would fail on the tokenizer with a ValueError about sentencepiece.
-        raise ModelNotFoundError(f"{local.absolute()} holds no model (no config.json or {ADAPTER_CONFIG}): name a "
-                                 "run's final_model or checkpoint-N directory, or a Hub id")
+        raise ModelNotFoundError(
+            f"{local.absolute()} holds no model (no config.json or {ADAPTER_CONFIG}): name a "
+            "run's final_model or checkpoint-N directory, or a Hub id"
+        )
 
 
 def resolve_model(cfg: ModelConfig) -> str:
@@ -106,8 +110,13 @@ def describe_model(cfg: ModelConfig, model: Any) -> dict[str, Any]:
             revision = None
     parameters = sum(p.numel() for p in model.parameters())
     dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
-    return {"name_or_path": choice.name, "source": choice.source.value, "revision": revision, "dtype": dtype,
-            "parameters": parameters}
+    return {
+        "name_or_path": choice.name,
+        "source": choice.source.value,
+        "revision": revision,
+        "dtype": dtype,
+        "parameters": parameters,
+    }
 
 
 def load_dtype(cfg: ModelConfig) -> torch.dtype:
@@ -147,12 +156,19 @@ def load_model_and_tokenizer(cfg: ModelConfig, bf16: bool = False) -> tuple[PreT
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     loaded = describe_model(cfg, model)
-    log.info("model: %s (%s, revision %s, %s, %.1fM parameters)", loaded["name_or_path"], loaded["source"],
-             loaded["revision"] or "unknown", loaded["dtype"], loaded["parameters"] / 1e6)
+    log.info(
+        "model: %s (%s, revision %s, %s, %.1fM parameters)",
+        loaded["name_or_path"],
+        loaded["source"],
+        loaded["revision"] or "unknown",
+        loaded["dtype"],
+        loaded["parameters"] / 1e6,
+    )
     return model, tokenizer
 
 
 # --- LoRA (peft) and saving the final model ---------------------------------------------------------
+
 
 def build_peft_config(cfg: LoraSchema | None) -> LoraConfig | None:
     """peft.LoraConfig from the `peft` group (None: full fine-tuning). Raises UsageError without peft,

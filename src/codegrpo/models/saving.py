@@ -16,6 +16,8 @@ log = logging.getLogger(__name__)
 
 
 ADAPTER_CONFIG = "adapter_config.json"
+
+
 def check_save_dtype(cfg: ModelConfig) -> None:
     """Hydra checks the choice at compose time; a config built in a script is checked here."""
     if cfg.save_dtype not in set(SaveDtype):
@@ -69,12 +71,14 @@ def rounding_warning(history: list[dict[str, Any]], dtype_name: str) -> str | No
     total = sum(row.get("update/relative_norm", 0.0) for row in history)
     if rms is None or not total or total >= rms:
         return None
-    return (f"final_model is saved in {dtype_name} (model.save_dtype), which rounds each weight by up to "
-            f"{MAX_ROUNDING[dtype_name]:.1e} of its size ({rms:.1e} in norm), more than this run's whole update "
-            f"(at most {total:.1e} in norm): the saved weights differ from the trained ones by more than training "
-            "moved them. "
-            "The after-training evaluation used the trained weights; to keep them on disk, "
-            "set model.save_dtype=float32.")
+    return (
+        f"final_model is saved in {dtype_name} (model.save_dtype), which rounds each weight by up to "
+        f"{MAX_ROUNDING[dtype_name]:.1e} of its size ({rms:.1e} in norm), more than this run's whole update "
+        f"(at most {total:.1e} in norm): the saved weights differ from the trained ones by more than training "
+        "moved them. "
+        "The after-training evaluation used the trained weights; to keep them on disk, "
+        "set model.save_dtype=float32."
+    )
 
 
 def save_final_model(trainer: Any, cfg: Any, path: Path, is_main_process: bool = True) -> Any:

@@ -94,8 +94,10 @@ def same_test(checker: Checker = Checker.tokens, tolerance: float = 1e-6) -> Sam
     def same(form: Form, shown: IOTest, test: IOTest) -> bool:
         if form is Form.call:
             return _same_value(shown.input, test.input) and _same_value(shown.output, test.output)
-        return (compare_output(test.input, shown.input, Checker.tokens, 0.0) is None
-                and compare_output(shown.output, test.output, checker, tolerance) is None)
+        return (
+            compare_output(test.input, shown.input, Checker.tokens, 0.0) is None
+            and compare_output(shown.output, test.output, checker, tolerance) is None
+        )
 
     return same
 

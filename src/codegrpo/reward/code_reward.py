@@ -83,8 +83,10 @@ def _sandbox_config(sandbox: str | SandboxConfig, timeout_s: float, max_concurre
     if isinstance(sandbox, SandboxConfig):
         return sandbox
     if sandbox not in SANDBOX_KINDS:
-        raise UsageError(f"CodeReward(sandbox={sandbox!r}): use one of {', '.join(map(repr, SANDBOX_KINDS))} or a "
-                         f"codegrpo.config.schema.SandboxConfig")
+        raise UsageError(
+            f"CodeReward(sandbox={sandbox!r}): use one of {', '.join(map(repr, SANDBOX_KINDS))} or a "
+            f"codegrpo.config.schema.SandboxConfig"
+        )
     return SANDBOX_KINDS[sandbox](timeout_s=timeout_s, max_concurrency=max_concurrency)
 
 
@@ -268,10 +270,16 @@ class CodeReward:
         the ``problem_id`` column, scored once per batch with the other reward functions that share it."""
         sandbox = getattr(scorer.sandbox, "cfg", None)  # a backend of the user's own may keep no config
         reward = AsyncCodeReward(
-            sandbox if isinstance(sandbox, SandboxConfig) else "local", kind=scorer.kind, checker=scorer.checker,
-            extract=scorer.extract, timeout_s=scorer.timeout_s,
+            sandbox if isinstance(sandbox, SandboxConfig) else "local",
+            kind=scorer.kind,
+            checker=scorer.checker,
+            extract=scorer.extract,
+            timeout_s=scorer.timeout_s,
             time_budget_s=RewardConfig.time_budget_s if scorer.budget_s is None else scorer.budget_s,
-            tolerance=scorer.tolerance, language=scorer.language.name, problems=list(scorer.problems.values()))
+            tolerance=scorer.tolerance,
+            language=scorer.language.name,
+            problems=list(scorer.problems.values()),
+        )
         reward._bound = scorer  # scores through it: its sandbox, its problems
         return reward
 
@@ -279,8 +287,9 @@ class CodeReward:
 
     def __getstate__(self) -> dict[str, Any]:
         if self._bound is not None:
-            raise TypeError("a CodeReward made from the template's Scorer does not pickle; build one with "
-                            "CodeReward(...) instead")
+            raise TypeError(
+                "a CodeReward made from the template's Scorer does not pickle; build one with CodeReward(...) instead"
+            )
         return {k: v for k, v in self.__dict__.items() if k not in ("_open", "_lock", "_trend", "_rows")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -302,8 +311,9 @@ class CodeReward:
         scorer = _judging(self._ensure_open().scorer, problems)
         return await scorer.score(problem_ids, completions)
 
-    async def _reward(self, scorer: Scorer, problem_ids: list[str], completions: Sequence[Any],
-                      columns: dict[str, Any]) -> list[float | None]:
+    async def _reward(
+        self, scorer: Scorer, problem_ids: list[str], completions: Sequence[Any], columns: dict[str, Any]
+    ) -> list[float | None]:
         started = time.monotonic()
         scored = await (scorer.score_shared if self._bound else scorer.score)(problem_ids, completions)
         for observe in scorer.observers:
@@ -332,13 +342,18 @@ class CodeReward:
 
     def _batch(self, count: int, columns: dict[str, Any]) -> tuple[list[str], dict[str, Problem]]:
         """Each completion's problem id, and the problems of those ids."""
-        given = {name for name in ("test", "expected", "tests", "fn_name", "entry_point", "problem_id")
-                 if columns.get(name) is not None}
+        given = {
+            name
+            for name in ("test", "expected", "tests", "fn_name", "entry_point", "problem_id")
+            if columns.get(name) is not None
+        }
         for name in given:
             value = columns[name]
             if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) != count:
-                raise UsageError(f"code_reward: column {name!r} must be a list with one entry per completion "
-                                 f"({count}), as TRL passes a dataset's columns; got {type(value).__name__}")
+                raise UsageError(
+                    f"code_reward: column {name!r} must be a list with one entry per completion "
+                    f"({count}), as TRL passes a dataset's columns; got {type(value).__name__}"
+                )
         if "problem_id" in given:
             ids = [str(pid) for pid in columns["problem_id"]]
             known = self.problems  # the template's Scorer's own, for a reward made of_scorer
@@ -348,20 +363,28 @@ class CodeReward:
                 raise UsageError(f"code_reward: problem_id {', '.join(unknown[:5])} not in {where}")
             return ids, {pid: known[pid] for pid in ids}
         if "tests" in given:
-            records = [{"prompt": "", "tests": _tests(tests, number)} | _optional("fn_name", columns, number)
-                       for number, tests in enumerate(columns["tests"])]
+            records = [
+                {"prompt": "", "tests": _tests(tests, number)} | _optional("fn_name", columns, number)
+                for number, tests in enumerate(columns["tests"])
+            ]
         elif {"test", "entry_point"} <= given:
-            records = [{"task_id": "", "prompt": "", "test": test, "entry_point": entry}
-                       for test, entry in zip(columns["test"], columns["entry_point"], strict=True)]
+            records = [
+                {"task_id": "", "prompt": "", "test": test, "entry_point": entry}
+                for test, entry in zip(columns["test"], columns["entry_point"], strict=True)
+            ]
         elif {"test", "expected"} <= given:
-            records = [{"prompt": "", "test": columns["test"][n], "expected": _json_text(columns["expected"][n], n)}
-                       for n in range(count)]
+            records = [
+                {"prompt": "", "test": columns["test"][n], "expected": _json_text(columns["expected"][n], n)}
+                for n in range(count)
+            ]
         else:
             have = ", ".join(sorted(given)) or "none of them"
             # Named so that a misspelt column shows: TRL's own arguments and log_* callbacks are none.
             got = sorted(n for n in columns if n not in TRL_ARGUMENTS and not n.startswith("log_"))
-            raise UsageError(f"code_reward: the dataset needs the columns of one form: {FORMS}; it has {have} "
-                             f"(its columns: {', '.join(got) or 'none'})")
+            raise UsageError(
+                f"code_reward: the dataset needs the columns of one form: {FORMS}; it has {have} "
+                f"(its columns: {', '.join(got) or 'none'})"
+            )
         problems: dict[str, Problem] = {}
         return [self._add(record, number, problems) for number, record in enumerate(records)], problems
 
@@ -400,9 +423,17 @@ class CodeReward:
         except BaseException:
             loop.stop()
             raise
-        scorer = Scorer(list(self.problems.values()), backend, get_language(self.language), self.kind,
-                        extract=self.extract, timeout_s=self.timeout_s, checker=self.checker,
-                        tolerance=self.tolerance, budget_s=self.time_budget_s)
+        scorer = Scorer(
+            list(self.problems.values()),
+            backend,
+            get_language(self.language),
+            self.kind,
+            extract=self.extract,
+            timeout_s=self.timeout_s,
+            checker=self.checker,
+            tolerance=self.tolerance,
+            budget_s=self.time_budget_s,
+        )
         return _Open(backend, scorer, loop)
 
     def close(self) -> None:
@@ -548,4 +579,3 @@ def score(
     assert state.loop is not None
     (scored,) = state.loop.run(_judging(state.scorer, problems).score(problem_ids, [code]))
     return scored
-

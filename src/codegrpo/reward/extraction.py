@@ -92,12 +92,56 @@ def _javascript_parses(text: str) -> bool:
 # `print` with them: Python 2's `print x` is broken code (its error says so), not prose.
 _PYTHON_KEYWORDS = frozenset([*keyword.kwlist, *keyword.softkwlist, "print"])
 _PYTHON = _Dialect("Python", "python", _python_parses, _PYTHON_KEYWORDS, ("#",), "'\"")
-_JAVASCRIPT_KEYWORDS = frozenset({
-    "as", "async", "await", "break", "case", "catch", "class", "const", "continue", "debugger", "default", "delete",
-    "do", "else", "export", "extends", "false", "finally", "for", "from", "function", "get", "if", "import", "in",
-    "instanceof", "let", "new", "null", "of", "return", "set", "static", "super", "switch", "this", "throw", "true",
-    "try", "typeof", "undefined", "var", "void", "while", "with", "yield",
-})  # fmt: skip
+_JAVASCRIPT_KEYWORDS = frozenset(
+    {
+        "as",
+        "async",
+        "await",
+        "break",
+        "case",
+        "catch",
+        "class",
+        "const",
+        "continue",
+        "debugger",
+        "default",
+        "delete",
+        "do",
+        "else",
+        "export",
+        "extends",
+        "false",
+        "finally",
+        "for",
+        "from",
+        "function",
+        "get",
+        "if",
+        "import",
+        "in",
+        "instanceof",
+        "let",
+        "new",
+        "null",
+        "of",
+        "return",
+        "set",
+        "static",
+        "super",
+        "switch",
+        "this",
+        "throw",
+        "true",
+        "try",
+        "typeof",
+        "undefined",
+        "var",
+        "void",
+        "while",
+        "with",
+        "yield",
+    }
+)
 _JAVASCRIPT = _Dialect("JavaScript", "javascript", _javascript_parses, _JAVASCRIPT_KEYWORDS, ("//", "/*"), "'\"`")
 
 
@@ -141,8 +185,10 @@ def _reading(text: str, tags: frozenset[str]) -> _Reading:
     dialect = _dialect(tags)
     if dialect is None:
         return _Reading.PROGRAM
-    line = next((line.strip() for line in text.splitlines()
-                 if line.strip() and not line.strip().startswith(dialect.comments)), "")  # fmt: skip
+    line = next(
+        (line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith(dialect.comments)),
+        "",
+    )
     return _Reading(int(dialect.parses(text)) + int(bool(line) and _is_code_line(line, dialect)))
 
 
@@ -214,7 +260,8 @@ def extract(text: str, tags: frozenset[str], which: str = "first") -> Extraction
         return Extraction("", Source.NONE, f"no code: the ```{tag} block is empty")
     others = sorted({f"```{block_tag}" for block_tag, _ in blocks if block_tag})
     parts = ([f"its blocks are {', '.join(others)}"] if others else []) + (
-        [f"its untagged blocks do not read as {name}"] if any(not block_tag for block_tag, _ in blocks) else [])
+        [f"its untagged blocks do not read as {name}"] if any(not block_tag for block_tag, _ in blocks) else []
+    )
     return Extraction("", Source.NONE, "; ".join([f"no code: no ```{tag} block", *parts]))
 
 
@@ -232,5 +279,6 @@ def completion_text(completion: object) -> str:
         completion = [completion]
     if not isinstance(completion, (list, tuple)):
         return ""
-    return "".join(str(m.get("content") or "") if isinstance(m, dict) else m if isinstance(m, str) else ""
-                   for m in completion)
+    return "".join(
+        str(m.get("content") or "") if isinstance(m, dict) else m if isinstance(m, str) else "" for m in completion
+    )

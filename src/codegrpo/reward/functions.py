@@ -57,8 +57,10 @@ def _lookup(entry: str) -> tuple[str, Any]:
         return attr, getattr(module, attr)
     names = _trl_reward_names()
     if entry not in names:
-        raise UsageError(f"reward.functions: unknown reward {entry!r}; use {CODE_REWARD}, one of trl.rewards "
-                         f"({', '.join(names)}) or an import path pkg.module:function")
+        raise UsageError(
+            f"reward.functions: unknown reward {entry!r}; use {CODE_REWARD}, one of trl.rewards "
+            f"({', '.join(names)}) or an import path pkg.module:function"
+        )
     import trl.rewards
 
     return entry, getattr(trl.rewards, entry)

@@ -55,8 +55,9 @@ def build_program(
         if preamble:
             code = _after_preamble(preamble, code)
         if problem.form is Form.stdio:
-            return Program(code, language.runtime, timeout, language.filename, len(preamble), inputs=inputs,
-                           budget_s=budget_s)
+            return Program(
+                code, language.runtime, timeout, language.filename, len(preamble), inputs=inputs, budget_s=budget_s
+            )
         if language.name != "python":
             raise ProblemError(f"problem {problem.id}: the call form runs Python only")
         source = _python_program(code, problem.fn_name, "call")
@@ -200,8 +201,13 @@ def _value_check(statement: ast.stmt, param: str) -> tuple[str | None, ValueChec
         return (ast.unparse(test.left), ValueCheck(CheckKind.EQ, value)) if ok else (None, None)
     left = test.left
     near = isinstance(op, (ast.Lt, ast.LtE)) and _calls(left, "abs")
-    if near and isinstance(left, ast.Call) and len(left.args) == 1 and isinstance(diff := left.args[0], ast.BinOp) \
-            and isinstance(diff.op, ast.Sub):
+    if (
+        near
+        and isinstance(left, ast.Call)
+        and len(left.args) == 1
+        and isinstance(diff := left.args[0], ast.BinOp)
+        and isinstance(diff.op, ast.Sub)
+    ):
         target, tolerance = _number(diff.right), _number(right)
         if target is not None and tolerance is not None:
             return ast.unparse(diff.left), ValueCheck(CheckKind.NEAR, target, tolerance, isinstance(op, ast.LtE))
@@ -213,7 +219,7 @@ def _block_source(statement: ast.stmt) -> str:
     return "def _block():\n" + "".join(f"    {line}\n" for line in ast.unparse(statement).splitlines())
 
 
-_CHECK_HELPERS = '''
+_CHECK_HELPERS = """
 def _guard(function):
     # Every value the candidate returns must be exact builtin data: no forged __eq__.
     def guarded(*args, **kwargs):
@@ -239,4 +245,4 @@ def _attempt_block(source, scope, module_scope):
     except Exception as error:
         return ('raised', type(error).__name__, str(error)[:300])
     return ('assert', True)
-'''
+"""

@@ -32,7 +32,7 @@ from codegrpo.reward.verdict import (
     score_io,
     score_values,
     strict_equal,
-)  # fmt: skip
+)
 from codegrpo.sandbox.base import Outcome, RunResult, SandboxBackend
 
 
@@ -80,18 +80,21 @@ class Scorer:
         unique = [key for key in dict.fromkeys(keys) if key[1].strip()]
         judged = [_Judged(self, self.problem(pid)) for pid, _ in unique]
         programs = [
-            dataclasses.replace(build_program(j.problem, code, self.language, self.timeout_s, self.budget_s),
-                                digest=j.digest)
+            dataclasses.replace(
+                build_program(j.problem, code, self.language, self.timeout_s, self.budget_s), digest=j.digest
+            )
             for j, (_, code) in zip(judged, unique, strict=True)
-        ]  # fmt: skip
+        ]
         results = await self.sandbox.run_many(programs)
         by_key = {
             key: (j.verdict(result), result.duration_s, self._flags(j, key[1], result))
             for key, j, result in zip(unique, judged, results, strict=True)
         }
         # No code: the verdict says what extraction expected and did not find (never a run on prose).
-        return [Scored(pid, code, *by_key.get((pid, code), (Verdict(Status.NO_CODE, 0.0, extraction.reason), 0.0)))
-                for (pid, code), extraction in zip(keys, found, strict=True)]
+        return [
+            Scored(pid, code, *by_key.get((pid, code), (Verdict(Status.NO_CODE, 0.0, extraction.reason), 0.0)))
+            for (pid, code), extraction in zip(keys, found, strict=True)
+        ]
 
     def _flags(self, judged: _Judged, code: str, result: RunResult) -> tuple[str, ...]:
         try:
@@ -140,7 +143,6 @@ class Scorer:
         return None if difference is None else (Status.FAILED, difference)
 
 
-
 # What a program's runs keep of their output once judged (for people: explain, tests), all runs together:
 # the verdict and the monitor's evidence are taken from each run as it arrives, so the host holds a
 # program's output one run at a time, whatever its number of tests (docs/security.md).
@@ -180,8 +182,9 @@ class _Judged:
             if result.outcome is Outcome.SANDBOX_ERROR:
                 return Verdict(Status.INFRA, None, result.error)
             return self.verdicts[0]
-        return score_io(result, len(self.problem.tests), lambda index, _: _failure(self.verdicts[index]),
-                        self.scorer.partial)  # fmt: skip
+        return score_io(
+            result, len(self.problem.tests), lambda index, _: _failure(self.verdicts[index]), self.scorer.partial
+        )
 
 
 def _as_verdict(failure: Failure | None) -> Verdict:

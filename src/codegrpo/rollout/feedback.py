@@ -115,10 +115,11 @@ async def run_public(scorer: Scorer, problems: Sequence[Problem], codes: Sequenc
     unique = [key for key in by_key if key[1].strip() and by_key[key].tests]
     collected = [_Collected(scorer, by_key[key]) for key in unique]
     programs = [
-        dataclasses.replace(build_program(c.problem, code, scorer.language, scorer.timeout_s, scorer.budget_s),
-                            digest=c.digest)
+        dataclasses.replace(
+            build_program(c.problem, code, scorer.language, scorer.timeout_s, scorer.budget_s), digest=c.digest
+        )
         for c, (_, code) in zip(collected, unique, strict=True)
-    ]  # fmt: skip
+    ]
     results = await scorer.sandbox.run_many(programs) if programs else []
     judged = {key: c.result(result) for key, c, result in zip(unique, collected, results, strict=True)}
     no_code = PublicResult(Verdict(Status.NO_CODE, 0.0))
@@ -149,8 +150,9 @@ def _block(text: str) -> str:
     return f"{fence}\n{text.rstrip(chr(10)) if text.strip() else '(nothing)'}\n{fence}"
 
 
-def feedback_message(tests: Sequence[IOTest], result: PublicResult, settings: RolloutConfig, *,
-                     call: bool = False, fence: str = "python") -> str:
+def feedback_message(
+    tests: Sequence[IOTest], result: PublicResult, settings: RolloutConfig, *, call: bool = False, fence: str = "python"
+) -> str:
     """The user message that shows a turn's results on the public ``tests`` (all it is given: it cannot show
     a hidden test): how many passed, then up to ``max_failures`` failing tests, each with its input, its
     expected output (``show_expected``), what the code printed or returned and its error, each cut to
@@ -161,14 +163,19 @@ def feedback_message(tests: Sequence[IOTest], result: PublicResult, settings: Ro
     limit = settings.truncate_chars
     failing = [(index, run) for index, run in enumerate(result.runs) if run is None or run.status is not Status.PASSED]
     total = len(tests)
-    parts = [f"Your code was run on the {total} public test{'s' if total != 1 else ''}: "
-             f"{total - len(failing)} passed, {len(failing)} failed."]
+    parts = [
+        f"Your code was run on the {total} public test{'s' if total != 1 else ''}: "
+        f"{total - len(failing)} passed, {len(failing)} failed."
+    ]
     if not failing and result.verdict.detail:  # the program as a whole failed (a sandbox fault, say)
         parts.append(f"Error: {_tail(result.verdict.detail, limit)}")
     for index, run in failing[: settings.max_failures]:
         what = "did not run" if run is None else _WHAT.get(run.status, run.status.value)
-        lines = [f"Test {index + 1}: {what}.", "Input" + (" (the arguments, as JSON)" if call else "") + ":",
-                 _block(_cut(tests[index].input, limit))]
+        lines = [
+            f"Test {index + 1}: {what}.",
+            "Input" + (" (the arguments, as JSON)" if call else "") + ":",
+            _block(_cut(tests[index].input, limit)),
+        ]
         if settings.show_expected:
             wanted = "Expected " + ("return value" if call else "output") + ":"
             lines += [wanted, _block(_cut(tests[index].output, limit))]
@@ -245,15 +252,18 @@ class _Suffix:
         return self.special.sub(lambda found: found.group()[0] + "\u200b" + found.group()[1:], message)
 
     def _ids(self, messages: list[dict[str, str]], generation_prompt: bool) -> list[int]:
-        encoded = self.tokenizer.apply_chat_template(messages, add_generation_prompt=generation_prompt, tokenize=True,
-                                                     return_dict=True, **self.template)
+        encoded = self.tokenizer.apply_chat_template(
+            messages, add_generation_prompt=generation_prompt, tokenize=True, return_dict=True, **self.template
+        )
         return list(encoded["input_ids"])
 
     def __call__(self, message: str) -> list[int]:
         full = self._ids([*self.head, {"role": "user", "content": message}], True)
         if full[: len(self.prefix)] != self.prefix:
-            raise UsageError("rollout=feedback: the model's chat template does not render a conversation as a "
-                             "prefix of its continuation; it cannot be used for multi-turn feedback")
+            raise UsageError(
+                "rollout=feedback: the model's chat template does not render a conversation as a "
+                "prefix of its continuation; it cannot be used for multi-turn feedback"
+            )
         return full[len(self.prefix) :]
 
 
@@ -262,21 +272,35 @@ class Chat:
     the bounds: ``budget`` completion tokens per episode (every turn and the feedback between them;
     trainer.max_completion_length) and the model's ``context`` (prompt and completion; None: unbounded)."""
 
-    def __init__(self, tokenizer: Any, eos: Iterable[int], budget: int, context: int | None,
-                 template: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        tokenizer: Any,
+        eos: Iterable[int],
+        budget: int,
+        context: int | None,
+        template: dict[str, Any] | None = None,
+    ) -> None:
         self.tokenizer, self.template = tokenizer, template or {}
         self.eos, self.budget, self.context = set(eos), budget, context
         self.suffix = _Suffix(tokenizer, self.eos, self.template)
 
     def prompt_ids(self, messages: list[dict[str, str]]) -> list[int]:
-        encoded = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
-                                                     return_dict=True, **self.template)
+        encoded = self.tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, tokenize=True, return_dict=True, **self.template
+        )
         return list(encoded["input_ids"])
 
 
-def play(episodes: Sequence[Episode], generate: Generate, scorer: Scorer, settings: RolloutConfig, chat: Chat, *,
-         widest: Callable[[int], int] = lambda count: count,
-         run: Callable[[Coroutine[Any, Any, Any]], Any] = asyncio.run) -> bool:
+def play(
+    episodes: Sequence[Episode],
+    generate: Generate,
+    scorer: Scorer,
+    settings: RolloutConfig,
+    chat: Chat,
+    *,
+    widest: Callable[[int], int] = lambda count: count,
+    run: Callable[[Coroutine[Any, Any, Any]], Any] = asyncio.run,
+) -> bool:
     """Play ``episodes`` to their end, turn by turn, all of them generating together; training and evaluation
     both run this. A turn that stops without ending (a model that never stops: the per-turn token limit) is
     closed by the chat template's end-of-turn token, as feedback, and the episode goes on; an episode whose
@@ -315,9 +339,15 @@ def play(episodes: Sequence[Episode], generate: Generate, scorer: Scorer, settin
             if episode.cut or last or result is None or result.passed or result.verdict.status is Status.INFRA:
                 episode.done = True
                 continue
-            message = chat.suffix.escape(feedback_message(episode.problem.tests, result, settings,
-                                                          call=episode.problem.form is Form.call,
-                                                          fence=scorer.language.name))
+            message = chat.suffix.escape(
+                feedback_message(
+                    episode.problem.tests,
+                    result,
+                    settings,
+                    call=episode.problem.form is Form.call,
+                    fence=scorer.language.name,
+                )
+            )
             ids = ([] if ended[id(episode)] else chat.suffix.close) + chat.suffix(message)
             length = len(episode.completion_ids) + len(ids)
             if length >= chat.budget or (chat.context is not None and len(episode.prompt_ids) + length >= chat.context):
@@ -327,7 +357,6 @@ def play(episodes: Sequence[Episode], generate: Generate, scorer: Scorer, settin
             episode.messages.append(message)
             episode.feedback_tokens += len(ids)
     return sampled
-
 
 
 # -- metrics ------------------------------------------------------------------------------------------------------
@@ -366,7 +395,8 @@ def episode_metrics(stats: Sequence[EpisodeStats], max_turns: int) -> dict[str, 
     if tested:
         for turn in range(max_turns):
             metrics[f"feedback/public_pass/turn_{turn + 1}"] = statistics.fmean(
-                float(passed[min(turn, len(passed) - 1)]) for passed in tested)
+                float(passed[min(turn, len(passed) - 1)]) for passed in tested
+            )
         fixes = [after for passed in tested for before, after in itertools.pairwise(passed) if not before]
         if fixes:
             metrics["feedback/fix_rate"] = statistics.fmean(float(fixed) for fixed in fixes)
@@ -389,7 +419,12 @@ def warn_if_mostly_cut(stats: Sequence[EpisodeStats], max_turns: int, budget: An
     share = cut_first_turn(stats, max_turns)
     if share is not None and share > 0.5:
         cut = round(share * len(stats))
-        log.warning("rollout=feedback: %d of %d episodes were cut before their second turn: trainer."
-                    "max_completion_length=%s (an episode's budget: every turn and the feedback between them) holds "
-                    "one turn and no feedback; raise it, or cap a turn lower with trainer.generation_kwargs."
-                    "max_new_tokens", cut, len(stats), budget)
+        log.warning(
+            "rollout=feedback: %d of %d episodes were cut before their second turn: trainer."
+            "max_completion_length=%s (an episode's budget: every turn and the feedback between them) holds "
+            "one turn and no feedback; raise it, or cap a turn lower with trainer.generation_kwargs."
+            "max_new_tokens",
+            cut,
+            len(stats),
+            budget,
+        )

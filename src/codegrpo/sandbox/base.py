@@ -82,8 +82,9 @@ class Program:
         argv = None if self.runs_warm else list(self.argv)
         pieces = None if self.inputs is None else protocol.encode_inputs(self.inputs)
         sizes = None if pieces is None else [len(piece) for piece in pieces]
-        document = protocol.request(self.filename, self.source[: self.prelude_chars], argv, self.timeout_s, sizes,
-                                    self.budget_s)  # fmt: skip
+        document = protocol.request(
+            self.filename, self.source[: self.prelude_chars], argv, self.timeout_s, sizes, self.budget_s
+        )
         return document, None if pieces is None else b"".join(pieces)
 
     @property
@@ -144,9 +145,15 @@ def runner_sources() -> dict[str, str]:
 def program_limits(cfg: SandboxConfig, processes: int | None = None, memory_bytes: int | None = None) -> dict:
     """The limits the runner sets on every run (harness/protocol.py), from the sandbox's config; the
     processes and memory rlimits only where no cgroup (or VM) enforces them."""
-    return protocol.limits(file_bytes=cfg.file_size_limit_bytes, open_files=cfg.open_files,
-                           tmpfs_bytes=cfg.tmpfs_limit_bytes, stdout_bytes=cfg.stdout_limit_bytes,
-                           stderr_bytes=cfg.stderr_limit_bytes, processes=processes, memory_bytes=memory_bytes)
+    return protocol.limits(
+        file_bytes=cfg.file_size_limit_bytes,
+        open_files=cfg.open_files,
+        tmpfs_bytes=cfg.tmpfs_limit_bytes,
+        stdout_bytes=cfg.stdout_limit_bytes,
+        stderr_bytes=cfg.stderr_limit_bytes,
+        processes=processes,
+        memory_bytes=memory_bytes,
+    )
 
 
 def program_result(program: Program, runs: list[RunResult], duration_s: float) -> RunResult:
@@ -189,8 +196,10 @@ class SandboxBackend(abc.ABC):
 
     async def check(self) -> None:
         """Run one trivial program per runtime; raise SandboxFatalError if one does not print 42."""
-        programs = [Program(TRIVIAL[runtime], runtime, 30.0, "check" + ("", ".js")[runtime == "node"])
-                    for runtime in self.runtimes]  # fmt: skip
+        programs = [
+            Program(TRIVIAL[runtime], runtime, 30.0, "check" + ("", ".js")[runtime == "node"])
+            for runtime in self.runtimes
+        ]
         for program, result in zip(programs, await self.run_many(programs), strict=True):
             if result.exit_code != 0 or result.stdout.strip() != "42":
                 raise SandboxFatalError(

@@ -135,9 +135,7 @@ class CgroupLimits:
     version); ``unavailable`` says for each other one why not, so the caller can fall back.
     """
 
-    def __init__(
-        self, memory_bytes: int, max_processes: int, hierarchies: dict[str, Hierarchy] | None = None
-    ) -> None:
+    def __init__(self, memory_bytes: int, max_processes: int, hierarchies: dict[str, Hierarchy] | None = None) -> None:
         self.memory_bytes = memory_bytes
         self.max_processes = max_processes
         self.controllers: dict[str, int] = {}

@@ -105,8 +105,10 @@ class LocalSandbox(SandboxBackend):
         self.cfg = cfg
         self._bwrap = _require(cfg.bwrap, BWRAP_INSTALL_HINT)
         if not seccomp.supported():
-            raise SandboxFatalError(f"the local sandbox has no seccomp filter for {platform.machine()} (it has one "
-                                    "for x86_64 and aarch64); choose sandbox=superserve")  # fmt: skip
+            raise SandboxFatalError(
+                f"the local sandbox has no seccomp filter for {platform.machine()} (it has one "
+                "for x86_64 and aarch64); choose sandbox=superserve"
+            )
         util_hint = "{} is required for sandbox=local; install {}."
         self._sh = _require("sh", util_hint.format("sh", "a POSIX shell"))
         # As root, every sandbox runs as an unprivileged host user: never as host root, whose uid 0
@@ -142,16 +144,22 @@ class LocalSandbox(SandboxBackend):
             return prefix
         for path in self.cfg.extra_ro_paths:
             if os.path.exists(path) and not _reachable_by_others(Path(path).resolve()):
-                raise SandboxFatalError(f"sandbox.extra_ro_paths: {path} is not readable by the sandbox's uid "
-                                        f"{self.cfg.uid}; make it world-readable or drop it")  # fmt: skip
+                raise SandboxFatalError(
+                    f"sandbox.extra_ro_paths: {path} is not readable by the sandbox's uid "
+                    f"{self.cfg.uid}; make it world-readable or drop it"
+                )
         if _reachable_by_others(prefix):
             return prefix
         system = Path("/usr/bin/python3")
         if not self.cfg.python and system.exists() and _reachable_by_others(_interpreter_prefix(str(system))):
-            _warn_once(f"sandbox-python-{self.cfg.uid}-{prefix}".replace("/", "_"),
-                       "the sandbox runs as uid %d, which cannot reach this Python's %s: programs run with %s (set "
-                       "sandbox.python to choose another; said once on this machine, the job's log keeps it)",
-                       self.cfg.uid, prefix, system)  # fmt: skip
+            _warn_once(
+                f"sandbox-python-{self.cfg.uid}-{prefix}".replace("/", "_"),
+                "the sandbox runs as uid %d, which cannot reach this Python's %s: programs run with %s (set "
+                "sandbox.python to choose another; said once on this machine, the job's log keeps it)",
+                self.cfg.uid,
+                prefix,
+                system,
+            )
             return _interpreter_prefix(str(system))
         raise SandboxFatalError(
             f"the sandbox runs as uid {self.cfg.uid} (sandbox.uid), which cannot reach the interpreter under "
@@ -218,8 +226,10 @@ class LocalSandbox(SandboxBackend):
             self.enforcement = self._enforcement()
             result = self._pool.run(_PREFLIGHT, fresh=True)
         if result.outcome is not Outcome.EXITED or result.exit_code != 0 or result.stdout != "ok\n":
-            raise SandboxFatalError(f"the local sandbox cannot run programs on this machine: "
-                                    f"{result.error or result.stderr.strip()[-500:] or result}")
+            raise SandboxFatalError(
+                f"the local sandbox cannot run programs on this machine: "
+                f"{result.error or result.stderr.strip()[-500:] or result}"
+            )
 
     async def check(self) -> None:
         # The constructor's preflight has already run a Python program here: check only other runtimes.
@@ -280,31 +290,52 @@ class LocalSandbox(SandboxBackend):
             "--die-with-parent",
             "--new-session",
             "--as-pid-1",
-            "--cap-drop", "ALL",
+            "--cap-drop",
+            "ALL",
             *(arg for capability in WORKER_CAPABILITIES for arg in ("--cap-add", capability)),
             *(["--uid", "0", "--gid", "0"] if cfg.vm_root else []),
-            "--hostname", "sandbox",
+            "--hostname",
+            "sandbox",
             "--clearenv",
-            "--setenv", "PATH", self._sandbox_path(),
-            "--setenv", "HOME", "/tmp",
-            "--setenv", "LANG", "C.UTF-8",
-            "--setenv", "OMP_NUM_THREADS", "1",
-            "--setenv", "OPENBLAS_NUM_THREADS", "1",
+            "--setenv",
+            "PATH",
+            self._sandbox_path(),
+            "--setenv",
+            "HOME",
+            "/tmp",
+            "--setenv",
+            "LANG",
+            "C.UTF-8",
+            "--setenv",
+            "OMP_NUM_THREADS",
+            "1",
+            "--setenv",
+            "OPENBLAS_NUM_THREADS",
+            "1",
             *self._mount_args,
-            "--proc", "/proc",
-            "--dev", "/dev",
-            "--size", str(cfg.tmpfs_limit_bytes),
-            "--tmpfs", "/tmp",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--size",
+            str(cfg.tmpfs_limit_bytes),
+            "--tmpfs",
+            "/tmp",
             *(arg for path, fd in fds.files.items() for arg in ("--ro-bind-data", str(fd), path)),
             # /tmp is the only writable place: the root and /dev are tmpfs without a size limit.
-            "--remount-ro", "/dev",
-            "--remount-ro", "/",
-            "--seccomp", str(fds.seccomp),
-            "--json-status-fd", str(fds.status_write),
-            "--chdir", "/tmp",
+            "--remount-ro",
+            "/dev",
+            "--remount-ro",
+            "/",
+            "--seccomp",
+            str(fds.seccomp),
+            "--json-status-fd",
+            str(fds.status_write),
+            "--chdir",
+            "/tmp",
             "--",
             *inner,
-        ]  # fmt: skip
+        ]
         return join + self._user + sandbox
 
     # -- running ------------------------------------------------------------------------------------
@@ -370,12 +401,15 @@ class LocalSandbox(SandboxBackend):
             ("file size", f"{cfg.file_size_limit_bytes >> 20} MiB", "RLIMIT_FSIZE"),
             ("open files", str(cfg.open_files), "RLIMIT_NOFILE"),
             ("/tmp", f"{cfg.tmpfs_limit_bytes >> 20} MiB", "tmpfs size, a fresh one per program"),
-            ("output", f"{cfg.stdout_limit_bytes >> 20} MiB stdout, {cfg.stderr_limit_bytes >> 20} MiB stderr",
-             "the host stops reading and kills"),
+            (
+                "output",
+                f"{cfg.stdout_limit_bytes >> 20} MiB stdout, {cfg.stderr_limit_bytes >> 20} MiB stderr",
+                "the host stops reading and kills",
+            ),
             ("network", "none", "a network namespace of its own (loopback only)"),
             ("syscalls", "no io_uring, bpf, mount, new namespaces, ...", syscalls),
             ("at once", f"{cfg.max_concurrency} programs", f"the sandbox's semaphore; {warm}"),
-        ]  # fmt: skip
+        ]
 
     def stats(self) -> dict[str, float]:
         """sandbox/runs, sandbox/<outcome> for each outcome seen, sandbox/cgroup_leaks if any, and how

@@ -40,31 +40,109 @@ CLONE_NAMESPACES = 0x7E020000  # NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER |
 
 # The syscall numbers by machine: AUDIT_ARCH_*, name: number, then O_DIRECT (it differs between them).
 _ARCHES = {
-    "x86_64": (0xC000003E, {
-        "add_key": 248, "request_key": 249, "keyctl": 250, "shmget": 29, "semget": 64, "msgget": 68,
-        "mq_open": 240, "bpf": 321, "perf_event_open": 298, "userfaultfd": 323, "kexec_load": 246,
-        "kexec_file_load": 320, "clone": 56, "unshare": 272, "setns": 308, "mount": 165, "umount2": 166,
-        "pivot_root": 155, "ptrace": 101, "open_by_handle_at": 304, "preadv2": 327, "pwritev2": 328,
-        "io_setup": 206, "io_destroy": 207, "io_getevents": 208, "io_submit": 209, "io_cancel": 210,
-        "io_pgetevents": 333, "open": 2, "openat": 257, "fcntl": 72, "sync": 162, "syncfs": 306, "fsync": 74,
-        "fdatasync": 75, "sync_file_range": 277, "readahead": 187, "fadvise64": 221,
-    }, 0x4000),
-    "aarch64": (0xC00000B7, {
-        "add_key": 217, "request_key": 218, "keyctl": 219, "shmget": 194, "semget": 190, "msgget": 186,
-        "mq_open": 180, "bpf": 280, "perf_event_open": 241, "userfaultfd": 282, "kexec_load": 104,
-        "kexec_file_load": 294, "clone": 220, "unshare": 97, "setns": 268, "mount": 40, "umount2": 39,
-        "pivot_root": 41, "ptrace": 117, "open_by_handle_at": 265, "preadv2": 286, "pwritev2": 287,
-        "io_setup": 0, "io_destroy": 1, "io_submit": 2, "io_cancel": 3, "io_getevents": 4, "io_pgetevents": 292,
-        "openat": 56, "fcntl": 25, "sync": 81, "syncfs": 267, "fsync": 82, "fdatasync": 83,
-        "sync_file_range": 84, "readahead": 213, "fadvise64": 223,
-    }, 0x10000),
-}  # fmt: skip
+    "x86_64": (
+        0xC000003E,
+        {
+            "add_key": 248,
+            "request_key": 249,
+            "keyctl": 250,
+            "shmget": 29,
+            "semget": 64,
+            "msgget": 68,
+            "mq_open": 240,
+            "bpf": 321,
+            "perf_event_open": 298,
+            "userfaultfd": 323,
+            "kexec_load": 246,
+            "kexec_file_load": 320,
+            "clone": 56,
+            "unshare": 272,
+            "setns": 308,
+            "mount": 165,
+            "umount2": 166,
+            "pivot_root": 155,
+            "ptrace": 101,
+            "open_by_handle_at": 304,
+            "preadv2": 327,
+            "pwritev2": 328,
+            "io_setup": 206,
+            "io_destroy": 207,
+            "io_getevents": 208,
+            "io_submit": 209,
+            "io_cancel": 210,
+            "io_pgetevents": 333,
+            "open": 2,
+            "openat": 257,
+            "fcntl": 72,
+            "sync": 162,
+            "syncfs": 306,
+            "fsync": 74,
+            "fdatasync": 75,
+            "sync_file_range": 277,
+            "readahead": 187,
+            "fadvise64": 221,
+        },
+        0x4000,
+    ),
+    "aarch64": (
+        0xC00000B7,
+        {
+            "add_key": 217,
+            "request_key": 218,
+            "keyctl": 219,
+            "shmget": 194,
+            "semget": 190,
+            "msgget": 186,
+            "mq_open": 180,
+            "bpf": 280,
+            "perf_event_open": 241,
+            "userfaultfd": 282,
+            "kexec_load": 104,
+            "kexec_file_load": 294,
+            "clone": 220,
+            "unshare": 97,
+            "setns": 268,
+            "mount": 40,
+            "umount2": 39,
+            "pivot_root": 41,
+            "ptrace": 117,
+            "open_by_handle_at": 265,
+            "preadv2": 286,
+            "pwritev2": 287,
+            "io_setup": 0,
+            "io_destroy": 1,
+            "io_submit": 2,
+            "io_cancel": 3,
+            "io_getevents": 4,
+            "io_pgetevents": 292,
+            "openat": 56,
+            "fcntl": 25,
+            "sync": 81,
+            "syncfs": 267,
+            "fsync": 82,
+            "fdatasync": 83,
+            "sync_file_range": 84,
+            "readahead": 213,
+            "fadvise64": 223,
+        },
+        0x10000,
+    ),
+}
 # Numbered alike on both machines (the syscall table they share from 403 on).
 _COMMON = {
-    "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428, "move_mount": 429,
-    "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "clone3": 435, "openat2": 437,
+    "io_uring_setup": 425,
+    "io_uring_enter": 426,
+    "io_uring_register": 427,
+    "open_tree": 428,
+    "move_mount": 429,
+    "fsopen": 430,
+    "fsconfig": 431,
+    "fsmount": 432,
+    "fspick": 433,
+    "clone3": 435,
+    "openat2": 437,
     "mount_setattr": 442,
-}  # fmt: skip
+}
 # Linux AIO: an io_submit of O_DIRECT reads sleeps uninterruptibly until the disk has queued them, past
 # the kill at the timeout, and takes from the host's fs.aio-nr budget.
 AIO = ("io_setup", "io_destroy", "io_submit", "io_cancel", "io_getevents", "io_pgetevents")
@@ -74,14 +152,40 @@ AIO = ("io_setup", "io_destroy", "io_submit", "io_cancel", "io_getevents", "io_p
 DISK_WAITS = ("sync", "syncfs", "fsync", "fdatasync", "sync_file_range", "fadvise64")
 F_SETFL = 4
 BASE_DENIED = (
-    "add_key", "request_key", "keyctl", "shmget", "semget", "msgget", "mq_open", "io_uring_setup",
-    "io_uring_enter", "io_uring_register", "bpf", "perf_event_open", "userfaultfd", "kexec_load", "kexec_file_load",
+    "add_key",
+    "request_key",
+    "keyctl",
+    "shmget",
+    "semget",
+    "msgget",
+    "mq_open",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "kexec_load",
+    "kexec_file_load",
     *AIO,
-)  # fmt: skip
+)
 PROGRAM_DENIED = (
-    "mount", "umount2", "pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick",
-    "mount_setattr", "unshare", "setns", "ptrace", "open_by_handle_at", "readahead",
-)  # fmt: skip
+    "mount",
+    "umount2",
+    "pivot_root",
+    "open_tree",
+    "move_mount",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+    "unshare",
+    "setns",
+    "ptrace",
+    "open_by_handle_at",
+    "readahead",
+)
 
 
 MACHINES = tuple(_ARCHES)
@@ -118,8 +222,11 @@ def build_filter(machine: str | None = None, program: bool = True) -> bytes:
         flag_checks += [(numbers[name], 5, RWF_NOWAIT, not_supported) for name in ("preadv2", "pwritev2")]
         # O_DIRECT reads and writes wait on the disk uninterruptibly: refused as filesystems without it do.
         invalid = _ERRNO | errno.EINVAL
-        flag_checks += [(numbers[name], argument, o_direct, invalid) for name, argument in (("open", 1), ("openat", 2))
-                        if name in numbers]  # fmt: skip
+        flag_checks += [
+            (numbers[name], argument, o_direct, invalid)
+            for name, argument in (("open", 1), ("openat", 2))
+            if name in numbers
+        ]
     else:
         flag_checks.append((numbers["unshare"], 0, CLONE_NEWUSER, refuse))
     for number, argument, mask, action in flag_checks:

@@ -101,9 +101,11 @@ class SuperserveSandbox(SandboxBackend):
     def __init__(self, cfg: SuperserveSandboxConfig) -> None:
         least = math.ceil(cfg.timeout_s + SANDBOX_MARGIN_S + RUNNER_START_S)
         if cfg.sandbox_timeout_s < least:
-            raise UsageError(f"sandbox.sandbox_timeout_s={cfg.sandbox_timeout_s} must be at least {least}: a program "
-                             f"of sandbox.timeout_s={cfg.timeout_s:g}, the runner's start ({RUNNER_START_S:g} s) and "
-                             f"the margin before the sandbox's own timeout ({SANDBOX_MARGIN_S:g} s)")
+            raise UsageError(
+                f"sandbox.sandbox_timeout_s={cfg.sandbox_timeout_s} must be at least {least}: a program "
+                f"of sandbox.timeout_s={cfg.timeout_s:g}, the runner's start ({RUNNER_START_S:g} s) and "
+                f"the margin before the sandbox's own timeout ({SANDBOX_MARGIN_S:g} s)"
+            )
         api_key = os.environ.get(cfg.api_key_env, "").strip()
         if not api_key:
             raise SandboxFatalError(
@@ -264,8 +266,10 @@ class SuperserveSandbox(SandboxBackend):
         if error.exit_code == NO_NAMESPACES_EXIT and not self._apart:
             # Programs of one chunk could then reach each other through the kernel: from now on, one each.
             self._apart = True
-            log.warning("superserve: these sandboxes cannot give each program namespaces of its own (the runner "
-                        "needs CAP_SYS_ADMIN); every program now gets a sandbox of its own")  # fmt: skip
+            log.warning(
+                "superserve: these sandboxes cannot give each program namespaces of its own (the runner "
+                "needs CAP_SYS_ADMIN); every program now gets a sandbox of its own"
+            )
         level = logging.DEBUG if self._warned_rerun else logging.WARNING
         self._warned_rerun = True
         log.log(level, "superserve: a chunk of %d programs is run again one per sandbox (%s)", len(programs), error)
@@ -613,12 +617,15 @@ def _to_run_result(
     result: CommandResult, program: Program, duration_s: float, cfg: SuperserveSandboxConfig
 ) -> RunResult:
     stdout, stderr = OutputCap(cfg.stdout_limit_bytes), OutputCap(cfg.stderr_limit_bytes)
-    over = [cap.feed(text.encode("utf-8", "surrogatepass")) for cap, text in ((stdout, result.stdout),
-                                                                               (stderr, result.stderr))]
+    over = [
+        cap.feed(text.encode("utf-8", "surrogatepass"))
+        for cap, text in ((stdout, result.stdout), (stderr, result.stderr))
+    ]
     code = result.exit_code
     killed = code == KILLED_EXIT and duration_s >= 0.95 * program.timeout_s  # the KILL wrapper fired
-    return classify(code, stdout.text, stderr.text, duration_s, over_limit=result.truncated or any(over),
-                    timed_out=killed)
+    return classify(
+        code, stdout.text, stderr.text, duration_s, over_limit=result.truncated or any(over), timed_out=killed
+    )
 
 
 def _encrypt(data: bytes, key: str) -> str:
@@ -634,8 +641,9 @@ def _chunk_results(result: CommandResult, programs: list[Program], header: str) 
     head, _, body = result.stdout.partition("\n")
     if result.exit_code != 0 or result.truncated or head != header:
         tail = result.stderr.strip()[-300:]
-        raise _RunnerFailed(f"exit status {result.exit_code}, truncated={result.truncated}, stderr: {tail!r}",
-                            result.exit_code)
+        raise _RunnerFailed(
+            f"exit status {result.exit_code}, truncated={result.truncated}, stderr: {tail!r}", result.exit_code
+        )
     try:
         records = json.loads(body)
     except ValueError as error:
@@ -653,8 +661,13 @@ def _chunk_results(result: CommandResult, programs: list[Program], header: str) 
 
 
 _RUN_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "exit_code": (int, type(None)), "timed_out": bool, "over_limit": bool, "stdout": str, "stderr": str,
-    "duration_s": (int, float)}  # fmt: skip
+    "exit_code": (int, type(None)),
+    "timed_out": bool,
+    "over_limit": bool,
+    "stdout": str,
+    "stderr": str,
+    "duration_s": (int, float),
+}
 
 
 def _runs(record: object, program: Program) -> list[dict]:
@@ -682,6 +695,11 @@ def _runs(record: object, program: Program) -> list[dict]:
 
 def _to_result(run: dict) -> RunResult:
     """One checked run as a RunResult, its output decoded here, one run at a time."""
-    return classify(run["exit_code"], run.pop("stdout").decode("utf-8", "replace"),
-                    run.pop("stderr").decode("utf-8", "replace"), float(run["duration_s"]),
-                    over_limit=run["over_limit"], timed_out=run["timed_out"])  # fmt: skip
+    return classify(
+        run["exit_code"],
+        run.pop("stdout").decode("utf-8", "replace"),
+        run.pop("stderr").decode("utf-8", "replace"),
+        float(run["duration_s"]),
+        over_limit=run["over_limit"],
+        timed_out=run["timed_out"],
+    )

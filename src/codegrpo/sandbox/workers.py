@@ -177,14 +177,19 @@ class Worker:
             if stdin is not None:
                 fds.append(_memfd("codegrpo-stdin", stdin))
             try:
-                for index, answer, (stdout, stderr), over in exchange(self._control, request, fds,
-                                                                      self._output_limits):
+                for index, answer, (stdout, stderr), over in exchange(self._control, request, fds, self._output_limits):
                     # Read as each answer comes: the next run starts at once, and a memory bomb takes far
                     # longer than this to reach the limit.
                     now = self.group.oom_kills() if self.group is not None else 0
-                    run = classify(answer["code"], stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace"),
-                                   float(answer["duration_s"]), over_limit=over, timed_out=answer["timeout"],
-                                   oom=now > ooms)  # fmt: skip
+                    run = classify(
+                        answer["code"],
+                        stdout.decode("utf-8", "replace"),
+                        stderr.decode("utf-8", "replace"),
+                        float(answer["duration_s"]),
+                        over_limit=over,
+                        timed_out=answer["timeout"],
+                        oom=now > ooms,
+                    )
                     del stdout, stderr
                     runs[index] = program.kept(index, run)
                     ooms = now
@@ -298,8 +303,9 @@ class WorkerPool:
         try:
             worker = self._take(fresh)
         except (OSError, WorkerError, ValueError) as error:
-            return RunResult(Outcome.SANDBOX_ERROR, getattr(error, "exit_status", None),
-                             error=f"cannot start a sandbox: {error}")
+            return RunResult(
+                Outcome.SANDBOX_ERROR, getattr(error, "exit_status", None), error=f"cannot start a sandbox: {error}"
+            )
         try:
             if not ticket.hold(worker):
                 return RunResult(Outcome.SANDBOX_ERROR, error="cancelled before it started")

@@ -22,8 +22,9 @@ if TYPE_CHECKING:
     from codegrpo.sandbox.base import SandboxBackend
 
 
-def evaluate_loaded(cfg: TrainConfig | EvaluateConfig, model: Any, tokenizer: Any, sandbox: SandboxBackend,
-                    problems: list[Problem]) -> Evaluation:
+def evaluate_loaded(
+    cfg: TrainConfig | EvaluateConfig, model: Any, tokenizer: Any, sandbox: SandboxBackend, problems: list[Problem]
+) -> Evaluation:
     """``model`` sampled on ``problems`` as ``cfg.evaluation`` says, each sample judged with the binary reward
     (under rollout=feedback, each problem's hidden tests)."""
     from codegrpo.evaluation.evaluate import evaluate_model

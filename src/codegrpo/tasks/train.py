@@ -55,8 +55,17 @@ log = logging.getLogger(__name__)
 WANDB_ID_FILE = "wandb_run_id.txt"
 FAILED = "FAILED"
 # What a run writes before its first step (Hydra's files included): a dir holding only these is removed.
-BEFORE_FIRST_STEP = {".hydra", "train.log", "config.yaml", "run_info.json", "git.diff", "wandb_run_id.txt",
-                     "wandb", "completions", checkpoints.STAGING}
+BEFORE_FIRST_STEP = {
+    ".hydra",
+    "train.log",
+    "config.yaml",
+    "run_info.json",
+    "git.diff",
+    "wandb_run_id.txt",
+    "wandb",
+    "completions",
+    checkpoints.STAGING,
+}
 
 
 def world_size() -> int:
@@ -132,8 +141,14 @@ def start_tracking(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> 
     return run
 
 
-def evaluate_phase(cfg: TrainConfig, model: PreTrainedModel | nn.Module, tokenizer: PreTrainedTokenizerBase,
-                   sandbox: SandboxBackend, phase: str, run: Run | None) -> Evaluation:
+def evaluate_phase(
+    cfg: TrainConfig,
+    model: PreTrainedModel | nn.Module,
+    tokenizer: PreTrainedTokenizerBase,
+    sandbox: SandboxBackend,
+    phase: str,
+    run: Run | None,
+) -> Evaluation:
     results = evaluate_loaded(cfg, model, tokenizer, sandbox, build.eval_problems(cfg))
     save(results, Path(cfg.run_dir, f"eval_{phase}.json"))
     log.info("eval %s: %s", phase, results.summary())
@@ -142,8 +157,7 @@ def evaluate_phase(cfg: TrainConfig, model: PreTrainedModel | nn.Module, tokeniz
     return results
 
 
-def compare_phases(cfg: TrainConfig, before: Evaluation, after: Evaluation,
-                   run: Run | None) -> Comparison:
+def compare_phases(cfg: TrainConfig, before: Evaluation, after: Evaluation, run: Run | None) -> Comparison:
     """The paired change in pass@1 from before to after training: comparison.json, .png, W&B, the log."""
     comparison = compare(before, after, cfg.evaluation.bootstrap, cfg.seed)
     write_comparison(comparison, Path(cfg.run_dir), run)
@@ -189,8 +203,10 @@ def prepare(cfg: TrainConfig, stack: ExitStack, guard: Guard) -> Prepared:
     limits = sandbox.limits()
     if is_main_process():
         log.info("sandbox limits on this machine:\n%s", format_limits(limits))
-        extra = {"resumed_from": str(checkpoint) if checkpoint else None, "sandbox_limits": [
-            dict(zip(("limit", "value", "enforced_by"), row, strict=True)) for row in limits]}
+        extra = {
+            "resumed_from": str(checkpoint) if checkpoint else None,
+            "sandbox_limits": [dict(zip(("limit", "value", "enforced_by"), row, strict=True)) for row in limits],
+        }
         write_run_info(run_dir, cfg.seed, problem_set_hash(problems), extra)
         OmegaConf.save(OmegaConf.create(secrets.mask(to_plain(cfg))), run_dir / "config.yaml")  # no secret
         for stale in (MARKER, FAILED):  # this run's outcome replaces the last one's
@@ -205,8 +221,18 @@ def prepare(cfg: TrainConfig, stack: ExitStack, guard: Guard) -> Prepared:
         record_in_run_info(run_dir, {"model": describe_model(cfg.model, model)})  # what loaded, not what was asked
     run = start_tracking(cfg, run_dir, checkpoint)
     stack.callback(tracking.finish_run, run)  # flushed on every way out, a preemption included
-    trainer = build.trainer(cfg, model, tokenizer, problems, reward_funcs, args, guard,
-                            run.id if run is not None else None, scorer, checkpoint)
+    trainer = build.trainer(
+        cfg,
+        model,
+        tokenizer,
+        problems,
+        reward_funcs,
+        args,
+        guard,
+        run.id if run is not None else None,
+        scorer,
+        checkpoint,
+    )
     return Prepared(cfg, run_dir, problems, sandbox, tokenizer, trainer, run, guard, checkpoint)
 
 
@@ -227,8 +253,9 @@ def fit(prepared: Prepared) -> Fitted:
         if prepared.checkpoint is not None and saved.is_file():
             before = load_evaluation(saved)
         else:
-            before = evaluate_phase(cfg, trainer.model, prepared.tokenizer, prepared.sandbox, "before",
-                                    prepared.wandb_run)
+            before = evaluate_phase(
+                cfg, trainer.model, prepared.tokenizer, prepared.sandbox, "before", prepared.wandb_run
+            )
     started = time.monotonic()
     prepared.guard.graceful = True
     try:

@@ -29,14 +29,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-
 def quiet_library_deprecations() -> None:
     """Silence the FutureWarnings TRL's own code raises under transformers 5.18+ (it reads the deprecated
     ``model.is_gradient_checkpointing`` on every generation and calls ``gradient_checkpointing_enable`` /
     ``_disable``); no setting of ours causes them, and they say nothing a researcher can act on. Other
     warnings still show, and go to train.log too."""
-    warnings.filterwarnings("ignore", message=r"`(is_)?gradient_checkpointing(_enable|_disable)?` is deprecated",
-                            category=FutureWarning)
+    warnings.filterwarnings(
+        "ignore", message=r"`(is_)?gradient_checkpointing(_enable|_disable)?` is deprecated", category=FutureWarning
+    )
     logging.captureWarnings(True)
 
 
@@ -71,12 +71,17 @@ def feedback_part(logs: dict[str, Any]) -> str:
     first turn and after the last; the episodes cut by max_completion_length, when any were); else ""."""
     if "feedback/turns" not in logs:
         return ""
-    public = sorted((int(key.rsplit("_", 1)[1]), value) for key, value in logs.items()
-                    if key.startswith("feedback/public_pass/turn_"))
-    parts = [f"turns {logs['feedback/turns']:.1f}",
-             f"public {public[0][1]:.0%} -> {public[-1][1]:.0%}" if public else "",
-             f"fixed {logs['feedback/fix_rate']:.0%}" if "feedback/fix_rate" in logs else "",
-             f"cut {logs['feedback/cut']:.0%}" if logs.get("feedback/cut") else ""]
+    public = sorted(
+        (int(key.rsplit("_", 1)[1]), value)
+        for key, value in logs.items()
+        if key.startswith("feedback/public_pass/turn_")
+    )
+    parts = [
+        f"turns {logs['feedback/turns']:.1f}",
+        f"public {public[0][1]:.0%} -> {public[-1][1]:.0%}" if public else "",
+        f"fixed {logs['feedback/fix_rate']:.0%}" if "feedback/fix_rate" in logs else "",
+        f"cut {logs['feedback/cut']:.0%}" if logs.get("feedback/cut") else "",
+    ]
     return "  ".join(p for p in parts if p)
 
 
@@ -91,8 +96,7 @@ def timing_part(logs: dict[str, Any]) -> str:
         return ""
     rate = logs.get("timing/tokens_per_s")
     generation = _seconds(logs["timing/generation_s"]) + (f" at {rate:.0f} tok/s" if rate else "")
-    return (f"gen {generation}, reward {_seconds(logs['timing/reward_s'])}, "
-            f"update {_seconds(logs['timing/update_s'])}")
+    return f"gen {generation}, reward {_seconds(logs['timing/reward_s'])}, update {_seconds(logs['timing/update_s'])}"
 
 
 def step_line(logs: dict[str, Any], step: int, max_steps: int, seconds: float) -> str:
@@ -103,13 +107,15 @@ def step_line(logs: dict[str, Any], step: int, max_steps: int, seconds: float) -
     counts = {s.value: logs.get(f"status/{s.value}") for s in Status}
     statuses = ", ".join(f"{name} {_count(count)}" for name, count in counts.items() if count)
     pass_rate = logs.get("pass_rate")
-    parts = [f"step {step}/{max_steps}" if max_steps > 0 else f"step {step}",
-             f"reward {logs[REWARD_MEAN]:.3f}",
-             f"pass {pass_rate:.0%}" if pass_rate is not None else "",
-             statuses or "no completions scored",
-             f"hacks {_count(logs['hacks/count'])}" if logs.get("hacks/count") else "",
-             feedback_part(logs),
-             f"{seconds:.1f} s" + (f" ({split})" if split else "")]
+    parts = [
+        f"step {step}/{max_steps}" if max_steps > 0 else f"step {step}",
+        f"reward {logs[REWARD_MEAN]:.3f}",
+        f"pass {pass_rate:.0%}" if pass_rate is not None else "",
+        statuses or "no completions scored",
+        f"hacks {_count(logs['hacks/count'])}" if logs.get("hacks/count") else "",
+        feedback_part(logs),
+        f"{seconds:.1f} s" + (f" ({split})" if split else ""),
+    ]
     return "  ".join(p for p in parts if p)
 
 
@@ -149,8 +155,10 @@ def install(trainer: Trainer) -> None:
             if REWARD_MEAN in logs and state.is_world_process_zero:
                 now = time.monotonic()
                 bar = getattr(self.progress, "training_bar", None)  # ProgressCallback's, while it trains
-                log_over_bars(step_line(logs, state.global_step, state.max_steps, now - self.last),
-                              [bar] if bar is not None else [])
+                log_over_bars(
+                    step_line(logs, state.global_step, state.max_steps, now - self.last),
+                    [bar] if bar is not None else [],
+                )
                 self.last = now
 
     quiet_library_deprecations()
@@ -191,10 +199,16 @@ def final_summary(run_dir: Path, history: list[dict[str, Any]], run=None) -> str
         lines[0] += f" after {count}: final reward {last[REWARD_MEAN]:.3f}{pass_text}"
         if first_pass is not None and len(steps) > 1:
             lines[0] += f" (first step {first_pass:.0%})"
-    places = [("run dir", [run_dir]), ("config", [run_dir / "config.yaml"]), ("log", [run_dir / "train.log"]),
-              ("metrics", [run_dir / "log_history.json"]), ("completions", [run_dir / "completions"]),
-              ("plots", [run_dir / name for name in (*CURVES, "comparison.png")]),
-              ("evaluation", [run_dir / name for name in EVAL_FILES]), ("model", [run_dir / "final_model"])]
+    places = [
+        ("run dir", [run_dir]),
+        ("config", [run_dir / "config.yaml"]),
+        ("log", [run_dir / "train.log"]),
+        ("metrics", [run_dir / "log_history.json"]),
+        ("completions", [run_dir / "completions"]),
+        ("plots", [run_dir / name for name in (*CURVES, "comparison.png")]),
+        ("evaluation", [run_dir / name for name in EVAL_FILES]),
+        ("model", [run_dir / "final_model"]),
+    ]
     for label, paths in places:
         found = [path for path in paths if path.exists()]
         if found:

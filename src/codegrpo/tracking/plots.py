@@ -51,8 +51,9 @@ def write_comparison_plot(comparison: dict, path: Path) -> Path:
     names = [name for name, _ in rows]
     figure, axes = plt.subplots(figsize=(7, max(3.0, 0.22 * len(rows) + 1.2)))
     positions = range(len(rows))
-    axes.barh(positions, [r["diff"] for _, r in rows], color=["tab:green" if r["diff"] > 0 else "tab:red"
-                                                             for _, r in rows])
+    axes.barh(
+        positions, [r["diff"] for _, r in rows], color=["tab:green" if r["diff"] > 0 else "tab:red" for _, r in rows]
+    )
     axes.set_yticks(list(positions), names, fontsize=7)
     axes.axvline(0, color="black", linewidth=0.8)
     low, high = comparison["ci95"]
@@ -60,8 +61,10 @@ def write_comparison_plot(comparison: dict, path: Path) -> Path:
     axes.axvline(comparison["change"], color="tab:blue", label=f"mean change {comparison['change']:+.3f}")
     axes.set_xlim(-1.02, 1.02)
     axes.set_xlabel("pass@1 after - before (per problem)")
-    axes.set_title(f"pass@1 {comparison['pass@1_before']:.3f} -> {comparison['pass@1_after']:.3f} "
-                   f"[{low:+.3f}, {high:+.3f}]", fontsize=9)
+    axes.set_title(
+        f"pass@1 {comparison['pass@1_before']:.3f} -> {comparison['pass@1_after']:.3f} [{low:+.3f}, {high:+.3f}]",
+        fontsize=9,
+    )
     axes.legend(fontsize=7, loc="lower right")
     figure.tight_layout()
     figure.savefig(path, dpi=100)

@@ -16,8 +16,18 @@ from codegrpo.errors import UsageError
 from codegrpo.resources import PROJECT_ROOT
 from codegrpo.tracking import secrets
 
-PACKAGES = ("codegrpo", "torch", "transformers", "trl", "datasets", "accelerate", "hydra-core", "omegaconf",
-            "superserve", "wandb")
+PACKAGES = (
+    "codegrpo",
+    "torch",
+    "transformers",
+    "trl",
+    "datasets",
+    "accelerate",
+    "hydra-core",
+    "omegaconf",
+    "superserve",
+    "wandb",
+)
 
 
 def _git(*args: str, where: Path = PROJECT_ROOT) -> str:
@@ -53,10 +63,14 @@ def _project_state() -> dict[str, Any]:
     top = _git("rev-parse", "--show-toplevel", where=Path.cwd()).strip()
     if not top or Path(top).resolve() == PROJECT_ROOT.resolve():
         return {}
-    return {"project": {"dir": top, "git_commit": _git("rev-parse", "HEAD", where=Path(top)).strip() or None,
-                        # Tracked files only: the run's own outputs/ and the user's data files are untracked.
-                        "git_dirty": bool(_git("status", "--porcelain", "--untracked-files=no",
-                                               where=Path(top)).strip())}}
+    return {
+        "project": {
+            "dir": top,
+            "git_commit": _git("rev-parse", "HEAD", where=Path(top)).strip() or None,
+            # Tracked files only: the run's own outputs/ and the user's data files are untracked.
+            "git_dirty": bool(_git("status", "--porcelain", "--untracked-files=no", where=Path(top)).strip()),
+        }
+    }
 
 
 def write_run_info(run_dir: Path, seed: int, problems_hash: str, extra: dict[str, Any] | None = None) -> Path:
@@ -104,8 +118,10 @@ def rerun_arguments(args: Sequence[str]) -> list[str]:
         return args
     record = source / ".hydra"
     if not (record / "overrides.yaml").is_file() or not (record / "hydra.yaml").is_file():
-        raise UsageError(f"rerun={source}: not a run dir (no .hydra/overrides.yaml and hydra.yaml): name a dir "
-                         "that python train.py wrote, e.g. outputs/runs/<date>")
+        raise UsageError(
+            f"rerun={source}: not a run dir (no .hydra/overrides.yaml and hydra.yaml): name a dir "
+            "that python train.py wrote, e.g. outputs/runs/<date>"
+        )
     import yaml  # type: ignore[import-untyped]
 
     try:
@@ -116,24 +132,36 @@ def rerun_arguments(args: Sequence[str]) -> list[str]:
     given_dir = next((a.partition("=")[2] for a in rest if a.startswith("hydra.run.dir=")), None)
     if given_dir is not None and Path(given_dir).resolve() == source.resolve():
         raise UsageError(f"rerun={source}: hydra.run.dir is the run being repeated; name a new dir (or none)")
-    config_dirs = [s["path"] for s in hydra.get("runtime", {}).get("config_sources", [])
-                   if s.get("provider") == "command-line" and s.get("schema") == "file"]
+    config_dirs = [
+        s["path"]
+        for s in hydra.get("runtime", {}).get("config_sources", [])
+        if s.get("provider") == "command-line" and s.get("schema") == "file"
+    ]
     name = hydra.get("job", {}).get("config_name") or "train"
     os.environ[RERUN_OF] = str(source)
-    return ([f"--config-dir={config_dirs[0]}"] if config_dirs else []) + [f"--config-name={name}"] + \
-        [str(o) for o in overrides] + rest
+    return (
+        ([f"--config-dir={config_dirs[0]}"] if config_dirs else [])
+        + [f"--config-name={name}"]
+        + [str(o) for o in overrides]
+        + rest
+    )
 
 
 def _rerun_source(args: list[str]) -> tuple[Path | None, list[str]]:
     """(the run dir to repeat, the other arguments), or (None, args)."""
     reruns = [a for a in args if a.startswith(RERUN)]
     if reruns:
-        return Path(reruns[-1][len(RERUN):]).expanduser(), [a for a in args if not a.startswith(RERUN)]
+        return Path(reruns[-1][len(RERUN) :]).expanduser(), [a for a in args if not a.startswith(RERUN)]
     # The older documented form: --config-dir <run>/.hydra --config-name config (a run's composed config,
     # without its schema or Hydra's own settings: it could not train, and wrote FAILED into the source run).
     for index, arg in enumerate(args):
-        value = arg.partition("=")[2] if arg.startswith("--config-dir=") else \
-            args[index + 1] if arg in ("--config-dir", "-cd") and index + 1 < len(args) else None
+        value = (
+            arg.partition("=")[2]
+            if arg.startswith("--config-dir=")
+            else args[index + 1]
+            if arg in ("--config-dir", "-cd") and index + 1 < len(args)
+            else None
+        )
         if value and (Path(value) / "overrides.yaml").is_file() and Path(value).name == ".hydra":
             skip = {index} | ({index + 1} if "=" not in arg else set())
             rest = [a for i, a in enumerate(args) if i not in skip]

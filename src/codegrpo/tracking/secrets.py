@@ -53,21 +53,29 @@ class Shape:
 SHAPES = (
     Shape(re.compile(r"\bhf_[A-Za-z0-9]{30,}"), "a Hugging Face token", "export HF_TOKEN instead"),
     Shape(re.compile(r"\blocal-[A-Za-z0-9_]{40,}"), "a W&B API key", "export WANDB_API_KEY instead"),
-    Shape(re.compile(r"\bss_(?:live|test)_[A-Za-z0-9_-]{16,}"), "a Superserve API key",
-          "export SUPERSERVE_API_KEY (or the variable sandbox.api_key_env names) instead"),
-    Shape(re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})"), "a GitHub token",
-          "pass it in an environment variable instead"),
+    Shape(
+        re.compile(r"\bss_(?:live|test)_[A-Za-z0-9_-]{16,}"),
+        "a Superserve API key",
+        "export SUPERSERVE_API_KEY (or the variable sandbox.api_key_env names) instead",
+    ),
+    Shape(
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})"),
+        "a GitHub token",
+        "pass it in an environment variable instead",
+    ),
 )
-URL_CREDENTIALS = Shape(re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/@:]*:[^\s/@]*@"), "a URL with credentials",
-                        "give the URL without user:password@ and put them in ~/.netrc")
+URL_CREDENTIALS = Shape(
+    re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/@:]*:[^\s/@]*@"),
+    "a URL with credentials",
+    "give the URL without user:password@ and put them in ~/.netrc",
+)
 # W&B's key (40+ letters and digits, an on-prem one after a `name-` prefix): only a whole value is taken for
 # one, and not under a digest's name (a 40-hex model.revision is a commit).
 BARE_KEY = Shape(re.compile(r"(?:[A-Za-z0-9]+-)?[A-Za-z0-9]{40,}"), "a W&B API key", "export WANDB_API_KEY instead")
 # key=value in a command line, an override, a log line or Hydra's override_dirname.
 ASSIGNMENT = re.compile(r"(?P<key>[A-Za-z_][\w.@/-]*)=(?P<value>'[^']*'|\"[^\"]*\"|[^\s,]*)")
 # Where a secret-named key belongs instead, by a word of its name.
-NAMED = {"hub": "leave it unset and export HF_TOKEN (the Hub client reads it)",
-         "wandb": "export WANDB_API_KEY instead"}
+NAMED = {"hub": "leave it unset and export HF_TOKEN (the Hub client reads it)", "wandb": "export WANDB_API_KEY instead"}
 
 
 def _words(name: str) -> list[str]:
@@ -158,8 +166,9 @@ def _shape(value: str, name: str) -> tuple[str, str] | None:
 def _by_name(key: str) -> str:
     if key.startswith("hydra.job.env_set."):
         return f"export {key.rsplit('.', 1)[-1]} in the shell instead"
-    return next((advice for word, advice in NAMED.items() if word in _words(key)),
-                "pass it in an environment variable instead")
+    return next(
+        (advice for word, advice in NAMED.items() if word in _words(key)), "pass it in an environment variable instead"
+    )
 
 
 def refuse_overrides(overrides: Sequence[str]) -> None:
@@ -170,19 +179,24 @@ def refuse_overrides(overrides: Sequence[str]) -> None:
         if not is_override or arg.startswith("-"):
             found = _shape(arg, "")
             if found:
-                raise UsageError(f"an argument looks like {found[0]}, which would be written to {ELSEWHERE}: "
-                                 f"secrets stay off the command line; {found[1]}")
+                raise UsageError(
+                    f"an argument looks like {found[0]}, which would be written to {ELSEWHERE}: "
+                    f"secrets stay off the command line; {found[1]}"
+                )
             continue
         key = key.lstrip("+~")
         if _null(value):
             continue
         if secret_name(key):
-            raise UsageError(f"{key} would be written to {ELSEWHERE}: secrets stay off the command line; "
-                             f"{_by_name(key)}")
+            raise UsageError(
+                f"{key} would be written to {ELSEWHERE}: secrets stay off the command line; {_by_name(key)}"
+            )
         found = _shape(value, key)
         if found:
-            raise UsageError(f"{key}=... looks like {found[0]}, which would be written to {ELSEWHERE}: secrets "
-                             f"stay off the command line; {found[1]}")
+            raise UsageError(
+                f"{key}=... looks like {found[0]}, which would be written to {ELSEWHERE}: secrets "
+                f"stay off the command line; {found[1]}"
+            )
 
 
 def _find(value: Any, path: str) -> tuple[str, str, str] | None:
@@ -213,8 +227,10 @@ def refuse_config(config: dict[str, Any]) -> None:
     found = _find(config, "")
     if found:
         key, holds, instead = found
-        raise UsageError(f"{key} in the config {holds}: secrets stay out of configs, which are copied to the run "
-                         f"dir, W&B, every checkpoint and the model card; {instead}")
+        raise UsageError(
+            f"{key} in the config {holds}: secrets stay out of configs, which are copied to the run "
+            f"dir, W&B, every checkpoint and the model card; {instead}"
+        )
 
 
 def scrub_hydra_files(directory: Path) -> list[Path]:

@@ -173,8 +173,9 @@ def start_run(
         )
 
 
-def log_model(run: Run | None, cfg: LoggerConfig, model_dir: Path,
-              metadata: dict[str, Any] | None = None) -> Artifact | None:
+def log_model(
+    run: Run | None, cfg: LoggerConfig, model_dir: Path, metadata: dict[str, Any] | None = None
+) -> Artifact | None:
     """Log the saved model dir as a W&B artifact of type ``model`` when ``logger.log_model`` is true.
 
     Returns the artifact, or None when there is no run, logging the model is off, or the dir is missing.

@@ -24,11 +24,28 @@ STAGING = ".saving"
 _NAME = re.compile(r"^checkpoint-(\d+)$")
 # Settings a resumed run may change: none of them changes what the steps already taken computed. A new
 # trainer.max_steps (or num_train_epochs) extends or shortens the run; the LR schedule follows the new length.
-FREE_ON_RESUME = ("resume", "resume_force", "run_dir", "logger", "evaluation", "plots", "save_model",
-                  "trainer.max_steps", "trainer.num_train_epochs",
-                  "completions_every", "preemption", "sandbox.max_concurrency", "trainer.save_steps",
-                  "trainer.save_total_limit", "trainer.save_strategy", "trainer.push_to_hub",
-                  "trainer.hub_model_id", "trainer.hub_token", "trainer.hub_private_repo", "trainer.hub_revision")
+FREE_ON_RESUME = (
+    "resume",
+    "resume_force",
+    "run_dir",
+    "logger",
+    "evaluation",
+    "plots",
+    "save_model",
+    "trainer.max_steps",
+    "trainer.num_train_epochs",
+    "completions_every",
+    "preemption",
+    "sandbox.max_concurrency",
+    "trainer.save_steps",
+    "trainer.save_total_limit",
+    "trainer.save_strategy",
+    "trainer.push_to_hub",
+    "trainer.hub_model_id",
+    "trainer.hub_token",
+    "trainer.hub_private_repo",
+    "trainer.hub_revision",
+)
 
 
 def step_of(path: Path) -> int:
@@ -137,8 +154,11 @@ def differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """``key (saved -> current)`` for every setting that differs and would change training."""
     # Compared as JSON holds them (the saved side went through JSON: tuples are lists, keys strings).
     before, after = _flatten(saved), _flatten(json.loads(json.dumps(current, default=str)))
-    keys = sorted(k for k in before.keys() | after.keys()
-                  if not _free(k) and not _left_out_before(k, before) and before.get(k) != after.get(k))
+    keys = sorted(
+        k
+        for k in before.keys() | after.keys()
+        if not _free(k) and not _left_out_before(k, before) and before.get(k) != after.get(k)
+    )
     return [f"{k} ({before.get(k, '<unset>')!r} -> {after.get(k, '<unset>')!r})" for k in keys]
 
 
@@ -152,5 +172,7 @@ def check_resume(checkpoint: Path, config: dict[str, Any], problems_sha256: str,
         changed.insert(0, f"the problem set (sha256 {state['problems_sha256'][:12]} -> {problems_sha256[:12]})")
     if changed:
         shown = "; ".join(changed[:5]) + (f"; and {len(changed) - 5} more" if len(changed) > 5 else "")
-        raise UsageError(f"resume: {checkpoint} was trained with a different setup: {shown}. Resume with the "
-                         f"run's own overrides, or set resume_force=true to continue anyway")
+        raise UsageError(
+            f"resume: {checkpoint} was trained with a different setup: {shown}. Resume with the "
+            f"run's own overrides, or set resume_force=true to continue anyway"
+        )

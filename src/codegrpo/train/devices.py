@@ -118,8 +118,10 @@ def check_devices(cfg: TrainConfig, facts: DeviceFacts | None = None) -> None:
     precision or vLLM on this machine (``facts``: read here when the group runs off the CPU or with vLLM)."""
     wanted = Wanted.of(cfg.trainer)
     if wanted.fp16 and wanted.mixed_bf16:
-        raise UsageError(f"trainer.fp16=true and {wanted.bf16_setting}: pick one precision "
-                         "(trainer=gpu sets bf16; add trainer.bf16=false for fp16)")
+        raise UsageError(
+            f"trainer.fp16=true and {wanted.bf16_setting}: pick one precision "
+            "(trainer=gpu sets bf16; add trainer.bf16=false for fp16)"
+        )
     if wanted.use_cpu and not wanted.use_vllm:
         # trainer=cpu touches no accelerator (TRL's check does not either): no torch import here.
         if wanted.fp16:
@@ -131,8 +133,10 @@ def check_devices(cfg: TrainConfig, facts: DeviceFacts | None = None) -> None:
         raise UsageError(_no_bf16(wanted, facts))
     if wanted.use_vllm and not facts.vllm:
         mode = wanted.vllm_mode
-        raise UsageError(f"vllm={mode} (trainer.use_vllm=true) needs the vllm package, which is not installed: "
-                         f"{VLLM_EXTRA} on the GPU machine, or trainer.use_vllm=false to generate with transformers")
+        raise UsageError(
+            f"vllm={mode} (trainer.use_vllm=true) needs the vllm package, which is not installed: "
+            f"{VLLM_EXTRA} on the GPU machine, or trainer.use_vllm=false to generate with transformers"
+        )
     if wanted.fp16 and on_cpu:
         _warn_fp16_on_cpu()
 
@@ -141,17 +145,25 @@ def _no_bf16(wanted: Wanted, facts: DeviceFacts) -> str:
     """Why bf16 off the CPU cannot run here, and what to set instead."""
     asked = f"{wanted.bf16_setting} with trainer.use_cpu=false (as trainer=gpu sets)"
     if facts.kind is DeviceKind.cpu and not facts.cuda_build:
-        return (f"{asked} needs a GPU, but torch {facts.torch_version} is a CPU-only build: use {CPU_ONLY}, or on "
-                "a GPU machine install a CUDA build of torch (rm .venv/.installed && make setup TORCH=cu128)")
+        return (
+            f"{asked} needs a GPU, but torch {facts.torch_version} is a CPU-only build: use {CPU_ONLY}, or on "
+            "a GPU machine install a CUDA build of torch (rm .venv/.installed && make setup TORCH=cu128)"
+        )
     if facts.kind is DeviceKind.cpu:
-        return (f"{asked} needs a GPU, but torch {facts.torch_version} sees none (check nvidia-smi and "
-                f"CUDA_VISIBLE_DEVICES): use {CPU_ONLY}")
+        return (
+            f"{asked} needs a GPU, but torch {facts.torch_version} sees none (check nvidia-smi and "
+            f"CUDA_VISIBLE_DEVICES): use {CPU_ONLY}"
+        )
     device = f"this GPU ({facts.name})" if facts.kind is DeviceKind.cuda else f"this {facts.name} device"
     ampere = " (NVIDIA's need Ampere or newer)" if facts.kind is DeviceKind.cuda else ""
-    return (f"{wanted.bf16_setting}: {device} cannot compute in bf16{ampere}: set trainer.bf16=false for fp32, "
-            "or trainer.bf16=false trainer.fp16=true for fp16 mixed precision")
+    return (
+        f"{wanted.bf16_setting}: {device} cannot compute in bf16{ampere}: set trainer.bf16=false for fp32, "
+        "or trainer.bf16=false trainer.fp16=true for fp16 mixed precision"
+    )
 
 
 def _warn_fp16_on_cpu() -> None:
-    log.warning("trainer.fp16=true on the CPU: accelerate has no fp16 autocast there, so this run computes "
-                "in fp32 (trainer.bf16=true gives bf16 autocast on the CPU)")
+    log.warning(
+        "trainer.fp16=true on the CPU: accelerate has no fp16 autocast there, so this run computes "
+        "in fp32 (trainer.bf16=true gives bf16 autocast on the CPU)"
+    )

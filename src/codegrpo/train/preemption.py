@@ -55,8 +55,10 @@ def parse_signals(names: Sequence[str]) -> list[signal.Signals]:
         upper = str(name).upper()
         upper = upper if upper.startswith("SIG") else f"SIG{upper}"
         if upper not in signal.Signals.__members__ or upper in ("SIGKILL", "SIGSTOP"):
-            raise UsageError(f"preemption.signals: {name!r} is not a signal that can be caught "
-                             "(e.g. SIGTERM, SIGINT, SIGUSR1, SIGUSR2)")
+            raise UsageError(
+                f"preemption.signals: {name!r} is not a signal that can be caught "
+                "(e.g. SIGTERM, SIGINT, SIGUSR1, SIGUSR2)"
+            )
         found.append(signal.Signals[upper])
     return found
 
@@ -87,8 +89,11 @@ class Guard:
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.graceful and self.received is None:
             self.received = signal.Signals(signum)
-            log.warning("%s: finishing this optimizer step, then saving a checkpoint and stopping "
-                        "(a second signal stops at once)", self.received.name)
+            log.warning(
+                "%s: finishing this optimizer step, then saving a checkpoint and stopping "
+                "(a second signal stops at once)",
+                self.received.name,
+            )
             return
         for sig in self.signals:
             signal.signal(sig, signal.SIG_DFL)
@@ -107,6 +112,8 @@ def write_marker(run_dir: Path, signal_name: str, checkpoint: Path | None, step:
     """PREEMPTED: which signal, at which step, and the checkpoint to resume from."""
     where = checkpoint.name if checkpoint is not None else "none (no step had finished)"
     path = run_dir / MARKER
-    path.write_text(f"{signal_name} at step {step}\ncheckpoint: {where}\n"
-                    f"resume: python train.py hydra.run.dir={run_dir} resume=auto <the same overrides>\n")
+    path.write_text(
+        f"{signal_name} at step {step}\ncheckpoint: {where}\n"
+        f"resume: python train.py hydra.run.dir={run_dir} resume=auto <the same overrides>\n"
+    )
     return path

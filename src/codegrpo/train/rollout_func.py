@@ -139,21 +139,28 @@ def make_feedback_rollout(
 
     def problem_ids(prompts: list[Any], trainer: Any) -> list[str]:
         inputs = getattr(trainer, "rollout_inputs", None)
-        if (inputs is not None and len(inputs) == len(prompts)
-                and all("problem_id" in x and x.get("prompt") == p for x, p in zip(inputs, prompts, strict=True))):
+        if (
+            inputs is not None
+            and len(inputs) == len(prompts)
+            and all("problem_id" in x and x.get("prompt") == p for x, p in zip(inputs, prompts, strict=True))
+        ):
             return [str(x["problem_id"]) for x in inputs]
         ids = [by_prompt.get(_prompt_key(p), "") for p in prompts]
         if not all(ids):
-            raise UsageError("rollout=feedback: a prompt matches no problem, or several: build the rollout with "
-                             "prompt_of=, and give each problem its own prompt, or train with CodeGRPOTrainer")
+            raise UsageError(
+                "rollout=feedback: a prompt matches no problem, or several: build the rollout with "
+                "prompt_of=, and give each problem its own prompt, or train with CodeGRPOTrainer"
+            )
         return [str(i) for i in ids]
 
     def rollout(prompts: list[Any], trainer: Any) -> dict[str, Any]:
         if not prompts or not all(isinstance(p, list) for p in prompts):
             raise UsageError("rollout=feedback needs chat prompts (lists of messages)")
         tokenizer = getattr(trainer, "_tokenizer", None) or trainer.processing_class
-        template = {"chat_template": getattr(trainer, "chat_template", None),
-                    **(getattr(trainer, "chat_template_kwargs", None) or {})}
+        template = {
+            "chat_template": getattr(trainer, "chat_template", None),
+            **(getattr(trainer, "chat_template_kwargs", None) or {}),
+        }
         eos = getattr(trainer, "eos_token_ids", None) or [tokenizer.eos_token_id]
         chat = Chat(tokenizer, eos, int(trainer.max_completion_length), _context_limit(trainer), template)
         episodes = []
@@ -167,8 +174,9 @@ def make_feedback_rollout(
             with timing.phase(clock, timing.REWARD):
                 return _run_async(trainer, coroutine)
 
-        sampled = play(episodes, generate(trainer), scorer, settings, chat, widest=lambda n: _widest(trainer, n),
-                       run=run_tests)
+        sampled = play(
+            episodes, generate(trainer), scorer, settings, chat, widest=lambda n: _widest(trainer, n), run=run_tests
+        )
         log_metrics(trainer, episodes, settings.max_turns)
         return {
             "prompt_ids": [e.prompt_ids for e in episodes],

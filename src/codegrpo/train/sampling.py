@@ -44,7 +44,8 @@ def check_batch(cfg: SamplerConfig, num_problems: int, prompts_per_batch: int) -
         raise UsageError(
             f"sampler={cfg.kind}: the problem set has {num_problems} problems, fewer than one generation batch "
             f"of {prompts_per_batch} prompts (trainer.generation_batch_size / trainer.num_generations): use more "
-            f"problems or a smaller trainer.per_device_train_batch_size")
+            f"problems or a smaller trainer.per_device_train_batch_size"
+        )
 
 
 class PassRates:
@@ -99,8 +100,10 @@ class PassRates:
         """sampler/*: the zero-spread share of the groups since the last call (popped), the pools, the mean."""
         pools = np.bincount(self.pools(), minlength=4)
         seen = [e for e in self.estimates() if e is not None]
-        metrics = {f"sampler/pool_{name}": float(n) for name, n in
-                   zip(("unseen", "learning", "solved", "unsolved"), pools, strict=True)}
+        metrics = {
+            f"sampler/pool_{name}": float(n)
+            for name, n in zip(("unseen", "learning", "solved", "unsolved"), pools, strict=True)
+        }
         if seen:
             metrics["sampler/pass_rate_mean"] = float(np.mean(seen))
         if self._groups:
@@ -115,8 +118,14 @@ class PassRates:
         return np.histogram(seen, bins=HISTOGRAM_BINS, range=(0.0, 1.0))[0]
 
     def state(self) -> dict[str, Any]:
-        return {"ids": self.ids, "window": self.window, "recent": self.recent, "generations": self.generations,
-                "applied": self.applied, "pending": {str(g): obs for g, obs in self.pending.items()}}
+        return {
+            "ids": self.ids,
+            "window": self.window,
+            "recent": self.recent,
+            "generations": self.generations,
+            "applied": self.applied,
+            "pending": {str(g): obs for g, obs in self.pending.items()},
+        }
 
     def load(self, state: dict[str, Any], where: str) -> None:
         if state.get("ids") != self.ids:
@@ -137,8 +146,15 @@ class DifficultySampler:
     """A torch Sampler with RepeatSampler's layout (each prompt ``mini_repeat_count`` times in a row, each
     batch of ``batch_size`` prompts ``repeat_count`` times) and its length, drawing each batch by pool."""
 
-    def __init__(self, rates: PassRates, cfg: SamplerConfig, batch_size: int, mini_repeat_count: int,
-                 repeat_count: int, seed: int) -> None:
+    def __init__(
+        self,
+        rates: PassRates,
+        cfg: SamplerConfig,
+        batch_size: int,
+        mini_repeat_count: int,
+        repeat_count: int,
+        seed: int,
+    ) -> None:
         self.rates = rates
         self.shares = np.array([cfg.explore, cfg.learning, cfg.revisit], dtype=float)
         self.batch_size = batch_size
@@ -190,8 +206,14 @@ class Online:
         """TRL's RepeatSampler (uniform), or a DifficultySampler with its layout."""
         if self.cfg.kind is not SamplerKind.difficulty:
             return repeat_sampler
-        return DifficultySampler(self.rates, self.cfg, repeat_sampler.batch_size, repeat_sampler.mini_repeat_count,
-                                 repeat_sampler.repeat_count, self.seed)
+        return DifficultySampler(
+            self.rates,
+            self.cfg,
+            repeat_sampler.batch_size,
+            repeat_sampler.mini_repeat_count,
+            repeat_sampler.repeat_count,
+            self.seed,
+        )
 
     def save(self, checkpoint: Path) -> None:
         (checkpoint / STATE_FILE).write_text(json.dumps(self.rates.state()))

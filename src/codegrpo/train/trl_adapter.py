@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+
 class Override(NamedTuple):
     """A method of TRL's or transformers' that is not public, overridden by CodeGRPOTrainer."""
 
@@ -52,28 +53,42 @@ class Override(NamedTuple):
 
 PRIVATE_OVERRIDES: dict[str, Override] = {
     "_get_train_sampler": Override(
-        "trl.GRPOTrainer", ("self", "dataset"),
+        "trl.GRPOTrainer",
+        ("self", "dataset"),
         "it returns trl's RepeatSampler, whose batch_size, mini_repeat_count, repeat_count, shuffle, seed and "
-        "generator the override reads"),
+        "generator the override reads",
+    ),
     "_generate_and_score_completions": Override(
-        "trl.GRPOTrainer", ("self", "inputs"),
-        "it is called once per generation batch, with the model in training mode while training"),
+        "trl.GRPOTrainer",
+        ("self", "inputs"),
+        "it is called once per generation batch, with the model in training mode while training",
+    ),
     "_generate": Override(
-        "trl.GRPOTrainer", ("self", "prompts"),
+        "trl.GRPOTrainer",
+        ("self", "prompts"),
         "it samples a generation batch's completions (rollout_func's turns included) and nothing else, and returns "
-        "(prompt_ids, completion_ids, tool_mask, ...): tool_mask None or 1 on the model's own tokens"),
+        "(prompt_ids, completion_ids, tool_mask, ...): tool_mask None or 1 on the model's own tokens",
+    ),
     "_calculate_rewards": Override(
-        "trl.GRPOTrainer", ("self", "inputs", "prompts", "completions", "completion_ids_list"),
-        "it runs every reward function, the async ones on TRL's loop while it waits, and gathers their rewards"),
+        "trl.GRPOTrainer",
+        ("self", "inputs", "prompts", "completions", "completion_ids_list"),
+        "it runs every reward function, the async ones on TRL's loop while it waits, and gathers their rewards",
+    ),
     "_get_output_dir": Override(
-        "transformers.Trainer", ("self", "trial"),
-        "transformers.Trainer._save_checkpoint writes the checkpoint into self._get_output_dir(trial=trial)"),
+        "transformers.Trainer",
+        ("self", "trial"),
+        "transformers.Trainer._save_checkpoint writes the checkpoint into self._get_output_dir(trial=trial)",
+    ),
     "_save_checkpoint": Override(
-        "trl.GRPOTrainer", ("self", "model", "trial"),
-        "it writes one checkpoint-<global_step> and nothing else into the output dir"),
+        "trl.GRPOTrainer",
+        ("self", "model", "trial"),
+        "it writes one checkpoint-<global_step> and nothing else into the output dir",
+    ),
     "_issue_warnings_after_load": Override(
-        "transformers.Trainer", ("self", "load_result"),
-        "a resume calls it with load_state_dict's result (missing_keys, unexpected_keys) and only warns"),
+        "transformers.Trainer",
+        ("self", "load_result"),
+        "a resume calls it with load_state_dict's result (missing_keys, unexpected_keys) and only warns",
+    ),
 }
 
 
@@ -88,21 +103,32 @@ class LearningSignal(TrainerCallback):
         self.ratios: list[float] = []
         self.flat_steps = 0
 
-    def on_pre_optimizer_step(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                              model: nn.Module | None = None, **kwargs: Any) -> None:
+    def on_pre_optimizer_step(
+        self,
+        args: TrainingArguments,
+        state: TrainerState,
+        control: TrainerControl,
+        model: nn.Module | None = None,
+        **kwargs: Any,
+    ) -> None:
         if model is None:
             return
         with torch.no_grad():
             self.before = [p.detach().float().clone() for p in model.parameters() if p.requires_grad]
 
-    def on_optimizer_step(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                          model: nn.Module | None = None, **kwargs: Any) -> None:
+    def on_optimizer_step(
+        self,
+        args: TrainingArguments,
+        state: TrainerState,
+        control: TrainerControl,
+        model: nn.Module | None = None,
+        **kwargs: Any,
+    ) -> None:
         if self.before is None or model is None:
             return
         with torch.no_grad():
             params = [p for p in model.parameters() if p.requires_grad]
-            delta = sum(float((p.detach().float() - b).pow(2).sum()) for p, b in zip(params, self.before,
-                                                                                    strict=True))
+            delta = sum(float((p.detach().float() - b).pow(2).sum()) for p, b in zip(params, self.before, strict=True))
             norm = sum(float(b.pow(2).sum()) for b in self.before)
         self.before = None
         self.ratios.append((delta / norm) ** 0.5 if norm > 0 else 0.0)
@@ -125,7 +151,9 @@ class LearningSignal(TrainerCallback):
                 "no learning signal: for %d logged steps in a row every group's rewards were identical "
                 "(frac_reward_zero_std=1), so every advantage is 0 and the weights only move by weight decay. "
                 "Use easier problems (problems=trivial), reward=partial, more trainer.num_generations or a "
-                "higher trainer.temperature.", self.flat_steps)
+                "higher trainer.temperature.",
+                self.flat_steps,
+            )
 
 
 class StopOnSignal(TrainerCallback):
@@ -136,8 +164,7 @@ class StopOnSignal(TrainerCallback):
         self.guard = guard
         self.stopped_at: int | None = None
 
-    def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                    **kwargs: Any) -> None:
+    def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
         accelerator = self.trainer.accelerator
         flag = torch.tensor([0 if self.guard.received is None else 1], device=accelerator.device)
         if accelerator.num_processes > 1:
@@ -161,8 +188,7 @@ def _log_histogram(counts: Any) -> None:
     if wandb is None or wandb.run is None:
         return
     edges = [i / len(counts) for i in range(len(counts) + 1)]
-    wandb.run.log({"train/sampler/pass_rate_hist": wandb.Histogram(np_histogram=(list(counts), edges))},
-                  commit=False)
+    wandb.run.log({"train/sampler/pass_rate_hist": wandb.Histogram(np_histogram=(list(counts), edges))}, commit=False)
 
 
 class StepClock(TrainerCallback):
@@ -171,8 +197,9 @@ class StepClock(TrainerCallback):
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
 
-    def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                       **kwargs: Any) -> None:
+    def on_train_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
         self.clock.start()
 
 
@@ -180,9 +207,15 @@ class CodeGRPOTrainer(GRPOTrainer):
     args: GRPOConfig
     model: PreTrainedModel | nn.Module  # GRPOTrainer always holds one (transformers' Trainer allows None)
 
-    def __init__(self, *args: Any, completions_every: int = 1, guard: Guard | None = None,
-                 checkpoint_state: dict[str, Any] | None = None, online: Online | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        completions_every: int = 1,
+        guard: Guard | None = None,
+        checkpoint_state: dict[str, Any] | None = None,
+        online: Online | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.clock = Clock()  # timing/*; rollout=feedback books its public tests as reward here (train/rollout_func.py)
         self._timed_optimizer: torch.optim.Optimizer | None = None
@@ -213,16 +246,23 @@ class CodeGRPOTrainer(GRPOTrainer):
         # TRL writes (and prints) a completions table at every log when log_completions: here only every
         # completions_every steps, and not with the end-of-training summary, which would sample the last
         # step's completions anew and write them a second time.
-        self.log_completions = (self.args.log_completions and "train_runtime" not in logs
-                                and self.state.global_step % self.completions_every == 0)
+        self.log_completions = (
+            self.args.log_completions
+            and "train_runtime" not in logs
+            and self.state.global_step % self.completions_every == 0
+        )
         super().log(logs, start_time)
         self.learning_signal.check_spread(logs)
 
     # -- where a step's time goes (codegrpo.train.timing): generation and reward inside the update's training_step
     # are booked to themselves, so update is the forward and backward passes, plus the optimizer's step.
 
-    def training_step(self, model: nn.Module, inputs: dict[str, torch.Tensor | Any],
-                      num_items_in_batch: torch.Tensor | int | None = None) -> torch.Tensor:
+    def training_step(
+        self,
+        model: nn.Module,
+        inputs: dict[str, torch.Tensor | Any],
+        num_items_in_batch: torch.Tensor | int | None = None,
+    ) -> torch.Tensor:
         with self.clock.phase(UPDATE):
             loss = super().training_step(model, inputs, num_items_in_batch)
             wait_for(self.accelerator.device)
@@ -252,8 +292,13 @@ class CodeGRPOTrainer(GRPOTrainer):
         self.clock.generated(sum(map(sum, model_mask)) if model_mask is not None else sum(map(len, completion_ids)))
         return output
 
-    def _calculate_rewards(self, inputs: list[dict[str, Any]], prompts: list[Any], completions: list[Any],
-                           completion_ids_list: list[list[int]]) -> torch.Tensor:
+    def _calculate_rewards(
+        self,
+        inputs: list[dict[str, Any]],
+        prompts: list[Any],
+        completions: list[Any],
+        completion_ids_list: list[list[int]],
+    ) -> torch.Tensor:
         with self.clock.phase(REWARD):
             return super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
 
@@ -267,8 +312,9 @@ class CodeGRPOTrainer(GRPOTrainer):
             sampler.set_epoch = functools.partial(_reseed, sampler)  # type: ignore[attr-defined]
         return sampler
 
-    def _generate_and_score_completions(self, inputs: list[dict[str, torch.Tensor | Any]]
-                                        ) -> dict[str, torch.Tensor | Any]:
+    def _generate_and_score_completions(
+        self, inputs: list[dict[str, torch.Tensor | Any]]
+    ) -> dict[str, torch.Tensor | Any]:
         self.rollout_inputs = inputs  # rollout=feedback reads each prompt's problem_id here (train/rollout_func.py)
         output = super()._generate_and_score_completions(inputs)
         if self.online is not None and self.model.training:  # one generation batch scored on every rank

@@ -42,7 +42,7 @@ DIGITS = "print(sum(int(d) for d in input().strip()))\n"
 SQUARES = "for i in range(1, int(input()) + 1):\n    print(i * i)\n"
 AVERAGE = "import sys\nxs = list(map(float, sys.stdin.read().split()[1:]))\nprint(f'{sum(xs) / len(xs):.6f}')\n"
 PY2_SUM = "a, b = map(int, raw_input().split())\nprint a + b\n"  # a Python 2 solution: not a reference
-CPP_SUM = "#include <cstdio>\nint main(){long long a,b;scanf(\"%lld %lld\",&a,&b);printf(\"%lld\\n\",a+b);}\n"
+CPP_SUM = '#include <cstdio>\nint main(){long long a,b;scanf("%lld %lld",&a,&b);printf("%lld\\n",a+b);}\n'
 
 # call-based solutions, by key
 ADD = "def add(a, b):\n    return a + b\n"
@@ -70,22 +70,38 @@ CLIMB = (
 
 SUM_TESTS = (["1 2\n", "-5 5\n", "100 23\n", "7 8\n", "0 0\n"], ["3\n", "0\n", "123\n", "15\n", "0\n"])
 REVERSE_TESTS = (["abc\n", "racecar\n", "ab\n"], ["cba\n", "racecar\n", "ba\n"])
-VOWEL_TESTS = (["hello\n", "AEIOU xyz\n", "rhythm\n", "banana\n", "Queue\n", "a\n"],
-               ["2\n", "5\n", "0\n", "3\n", "4\n", "1\n"])
-MAX_TESTS = (["3\n1 5 2\n", "1\n-7\n", "4\n9 9 1 0\n", "5\n1 2 3 4 5\n", "2\n-1 -2\n"],
-             ["5\n", "-7\n", "9\n", "5\n", "-1\n"])
+VOWEL_TESTS = (
+    ["hello\n", "AEIOU xyz\n", "rhythm\n", "banana\n", "Queue\n", "a\n"],
+    ["2\n", "5\n", "0\n", "3\n", "4\n", "1\n"],
+)
+MAX_TESTS = (
+    ["3\n1 5 2\n", "1\n-7\n", "4\n9 9 1 0\n", "5\n1 2 3 4 5\n", "2\n-1 -2\n"],
+    ["5\n", "-7\n", "9\n", "5\n", "-1\n"],
+)
 FACT_TESTS = (["0\n", "5\n", "10\n", "20\n", "3\n"], ["1\n", "120\n", "3628800\n", "2432902008176640000\n", "6\n"])
-FIZZ_TESTS = (["3\n", "5\n", "15\n"], ["1\n2\nFizz\n", "1\n2\nFizz\n4\nBuzz\n",
-              "1\n2\nFizz\n4\nBuzz\nFizz\n7\n8\nFizz\nBuzz\n11\nFizz\n13\n14\nFizzBuzz\n"])
-SORT_TESTS = (["3\n3 1 2\n", "1\n5\n", "5\n5 4 3 2 1\n", "4\n0 -1 1 0\n", "2\n2 2\n", "3\n10 9 8\n"],
-              ["1 2 3\n", "5\n", "1 2 3 4 5\n", "-1 0 0 1\n", "2 2\n", "8 9 10\n"])
+FIZZ_TESTS = (
+    ["3\n", "5\n", "15\n"],
+    [
+        "1\n2\nFizz\n",
+        "1\n2\nFizz\n4\nBuzz\n",
+        "1\n2\nFizz\n4\nBuzz\nFizz\n7\n8\nFizz\nBuzz\n11\nFizz\n13\n14\nFizzBuzz\n",
+    ],
+)
+SORT_TESTS = (
+    ["3\n3 1 2\n", "1\n5\n", "5\n5 4 3 2 1\n", "4\n0 -1 1 0\n", "2\n2 2\n", "3\n10 9 8\n"],
+    ["1 2 3\n", "5\n", "1 2 3 4 5\n", "-1 0 0 1\n", "2 2\n", "8 9 10\n"],
+)
 PAL_TESTS = (["abba\n", "abc\n", "x\n", "noon\n", "ab\n"], ["YES\n", "NO\n", "YES\n", "YES\n", "NO\n"])
-GCD_TESTS = (["12 18\n", "7 13\n", "100 10\n", "0 5\n", "48 36\n", "17 17\n"],
-             ["6\n", "1\n", "10\n", "5\n", "12\n", "17\n"])
+GCD_TESTS = (
+    ["12 18\n", "7 13\n", "100 10\n", "0 5\n", "48 36\n", "17 17\n"],
+    ["6\n", "1\n", "10\n", "5\n", "12\n", "17\n"],
+)
 DIGIT_TESTS = (["123\n", "0\n", "99999\n", "1000001\n", "55\n"], ["6\n", "0\n", "45\n", "2\n", "10\n"])
 SQUARE_TESTS = (["1\n", "3\n", "5\n"], ["1\n", "1\n4\n9\n", "1\n4\n9\n16\n25\n"])
-AVG_TESTS = (["2\n1 2\n", "3\n1 1 2\n", "1\n0.5\n", "4\n1 2 3 4\n", "2\n-1 1\n"],
-             ["1.500000\n", "1.333333\n", "0.500000\n", "2.500000\n", "0.000000\n"])
+AVG_TESTS = (
+    ["2\n1 2\n", "3\n1 1 2\n", "1\n0.5\n", "4\n1 2 3 4\n", "2\n-1 1\n"],
+    ["1.500000\n", "1.333333\n", "0.500000\n", "2.500000\n", "0.000000\n"],
+)
 
 ADD_TESTS = ([[1, 2], [-1, 1], [10, 20], [0, 0], [2, 2]], [3, 0, 30, 0, 4])
 EVEN_TESTS = ([[2], [3], [0], [-4], [7]], [True, False, True, True, False])
@@ -114,14 +130,26 @@ def lines(tests: tuple[list, list]) -> tuple[list, list]:
 
 # -- APPS (codeparrot/apps train.jsonl) ---------------------------------------------------------------
 
+
 def apps_rows() -> list[dict]:
     def row(problem_id, question, solutions, io, starter="", difficulty="introductory"):
-        return {"problem_id": problem_id, "question": question, "solutions": json.dumps(solutions) if solutions else "",
-                "input_output": io, "difficulty": difficulty, "url": f"https://example.org/apps/{problem_id}",
-                "starter_code": starter}
+        return {
+            "problem_id": problem_id,
+            "question": question,
+            "solutions": json.dumps(solutions) if solutions else "",
+            "input_output": io,
+            "difficulty": difficulty,
+            "url": f"https://example.org/apps/{problem_id}",
+            "starter_code": starter,
+        }
+
     return [
-        row(0, "Read two integers a and b and print a + b.\n\n-----Example-----\nInput\n1 2\nOutput\n3",
-            [PY2_SUM, SUM], in_outs(SUM_TESTS)),
+        row(
+            0,
+            "Read two integers a and b and print a + b.\n\n-----Example-----\nInput\n1 2\nOutput\n3",
+            [PY2_SUM, SUM],
+            in_outs(SUM_TESTS),
+        ),
         row(1, "Print the line you read, reversed.", [REVERSE], in_outs(REVERSE_TESTS)),
         row(2, "Count the vowels of a line.", [VOWELS], in_outs(VOWEL_TESTS)),
         row(3, "The first line holds n, the second n integers: print the largest.", [MAXIMUM], in_outs(MAX_TESTS)),
@@ -130,27 +158,57 @@ def apps_rows() -> list[dict]:
         row(6, "Write add(a, b) returning a + b.", [ADD], in_outs(ADD_TESTS, "add", wrapped=True), "def add(a, b):\n"),
         row(7, "Write is_even(n).", [IS_EVEN], in_outs(EVEN_TESTS, "is_even", wrapped=True), "def is_even(n):\n"),
         # outputs wrapped: each is the one-element list holding the returned list
-        row(8, "Write reverse_list(items) returning the items in reverse order.", [REVERSE_LIST],
-            in_outs(REVLIST_TESTS, "reverse_list", wrapped=True), "def reverse_list(items):\n"),
+        row(
+            8,
+            "Write reverse_list(items) returning the items in reverse order.",
+            [REVERSE_LIST],
+            in_outs(REVLIST_TESTS, "reverse_list", wrapped=True),
+            "def reverse_list(items):\n",
+        ),
         # not wrapped (some outputs are not one-element lists): kept as they are
-        row(9, "Write min_max(items) returning [smallest, largest].", [MIN_MAX],
-            in_outs(MINMAX_TESTS, "min_max"), "def min_max(items):\n"),
+        row(
+            9,
+            "Write min_max(items) returning [smallest, largest].",
+            [MIN_MAX],
+            in_outs(MINMAX_TESTS, "min_max"),
+            "def min_max(items):\n",
+        ),
         row(10, "A problem whose tests were lost.", [SUM], ""),  # empty input_output: skipped
         row(11, "A problem with no test cases.", [SUM], json.dumps({"inputs": [], "outputs": []})),  # skipped
-        row(12, "Read two integers a and b and print a + b.\n\n-----Example-----\nInput\n1 2\nOutput\n3",
-            [SUM], in_outs(SUM_TESTS)),  # the same prompt as problem 0: a duplicate
+        row(
+            12,
+            "Read two integers a and b and print a + b.\n\n-----Example-----\nInput\n1 2\nOutput\n3",
+            [SUM],
+            in_outs(SUM_TESTS),
+        ),  # the same prompt as problem 0: a duplicate
     ]
 
 
 # -- TACO (BAAI/TACO train/*.arrow) ---------------------------------------------------------------------
 
+
 def taco_rows() -> list[dict]:
     def row(question, solutions, io, starter="", time_limit=None, source="codeforces"):
-        return {"question": question, "solutions": json.dumps(solutions), "starter_code": starter, "input_output": io,
-                "difficulty": "EASY", "raw_tags": "[]", "name": None, "source": source, "tags": "[]",
-                "skill_types": "[]", "url": "https://example.org/taco", "Expected Auxiliary Space": None,
-                "time_limit": time_limit, "date": None, "picture_num": None, "memory_limit": None,
-                "Expected Time Complexity": None}
+        return {
+            "question": question,
+            "solutions": json.dumps(solutions),
+            "starter_code": starter,
+            "input_output": io,
+            "difficulty": "EASY",
+            "raw_tags": "[]",
+            "name": None,
+            "source": source,
+            "tags": "[]",
+            "skill_types": "[]",
+            "url": "https://example.org/taco",
+            "Expected Auxiliary Space": None,
+            "time_limit": time_limit,
+            "date": None,
+            "picture_num": None,
+            "memory_limit": None,
+            "Expected Time Complexity": None,
+        }
+
     return [
         row("Print the gcd of the two integers you read.", [GCD], in_outs(GCD_TESTS), time_limit="2 seconds"),
         row("Print the sum of the digits of n.", [DIGITS], in_outs(DIGIT_TESTS), time_limit="1.5 seconds"),
@@ -160,12 +218,27 @@ def taco_rows() -> list[dict]:
         row("Print YES if the word is a palindrome, else NO.", [PALINDROME], in_outs(PAL_TESTS)),
         row("Print the average of n numbers with 6 decimals.", [AVERAGE], in_outs(AVG_TESTS)),
         row("Write add(a, b).", [ADD], in_outs(ADD_TESTS, "add", wrapped=True), "def add(a, b):\n", source="codewars"),
-        row("Write count_words(text): how many words.", [COUNT_WORDS],
-            in_outs(WORDS_TESTS, "count_words", wrapped=True), "def count_words(text):\n", source="codewars"),
-        row("Write reverse_list(items).", [REVERSE_LIST], in_outs(REVLIST_TESTS, "reverse_list", wrapped=True),
-            "def reverse_list(items):\n", source="codewars"),
-        row("Write is_even(n).", [IS_EVEN], in_outs(EVEN_TESTS, "is_even", wrapped=True), "def is_even(n):\n",
-            source="codewars"),
+        row(
+            "Write count_words(text): how many words.",
+            [COUNT_WORDS],
+            in_outs(WORDS_TESTS, "count_words", wrapped=True),
+            "def count_words(text):\n",
+            source="codewars",
+        ),
+        row(
+            "Write reverse_list(items).",
+            [REVERSE_LIST],
+            in_outs(REVLIST_TESTS, "reverse_list", wrapped=True),
+            "def reverse_list(items):\n",
+            source="codewars",
+        ),
+        row(
+            "Write is_even(n).",
+            [IS_EVEN],
+            in_outs(EVEN_TESTS, "is_even", wrapped=True),
+            "def is_even(n):\n",
+            source="codewars",
+        ),
         row("A problem with no test cases.", [SUM], json.dumps({"inputs": [], "outputs": []})),  # skipped
         row("Read two integers and print their sum.", [SUM], in_outs(SUM_TESTS), time_limit="1 second"),
     ]
@@ -173,45 +246,94 @@ def taco_rows() -> list[dict]:
 
 # -- CodeContests (deepmind/code_contests data/train-*.parquet) --------------------------------------------
 
+
 def code_contests_rows() -> list[dict]:
     def split(tests):
         return {"input": list(tests[0]), "output": list(tests[1])}
 
     def row(name, description, public, private, generated, solutions, seconds=2, input_file=""):
         languages, sources = zip(*solutions, strict=True) if solutions else ((), ())
-        return {"name": name, "description": description, "public_tests": split(public),
-                "private_tests": split(private), "generated_tests": split(generated), "source": 2, "difficulty": 7,
-                "solutions": {"language": list(languages), "solution": list(sources)},
-                "incorrect_solutions": {"language": [3], "solution": ["print(0)\n"]},
-                "cf_contest_id": 1, "cf_index": "A", "cf_points": 500.0, "cf_rating": 800, "cf_tags": ["math"],
-                "is_description_translated": False, "untranslated_description": "",
-                "time_limit": {"seconds": seconds, "nanos": 500000000 if seconds == 1 else 0},
-                "memory_limit_bytes": 256000000, "input_file": input_file, "output_file": ""}
+        return {
+            "name": name,
+            "description": description,
+            "public_tests": split(public),
+            "private_tests": split(private),
+            "generated_tests": split(generated),
+            "source": 2,
+            "difficulty": 7,
+            "solutions": {"language": list(languages), "solution": list(sources)},
+            "incorrect_solutions": {"language": [3], "solution": ["print(0)\n"]},
+            "cf_contest_id": 1,
+            "cf_index": "A",
+            "cf_points": 500.0,
+            "cf_rating": 800,
+            "cf_tags": ["math"],
+            "is_description_translated": False,
+            "untranslated_description": "",
+            "time_limit": {"seconds": seconds, "nanos": 500000000 if seconds == 1 else 0},
+            "memory_limit_bytes": 256000000,
+            "input_file": input_file,
+            "output_file": "",
+        }
 
     def cut(tests, start, stop):
         return tests[0][start:stop], tests[1][start:stop]
+
     return [
-        row("1_A. Sum", "Print a + b.\n\nExamples\n\nInput\n\n1 2\n\nOutput\n\n3",
-            cut(SUM_TESTS, 0, 1), cut(SUM_TESTS, 1, 3), cut(SUM_TESTS, 3, 5), [(2, CPP_SUM), (1, PY2_SUM), (3, SUM)]),
-        row("2_A. Reverse", "Reverse the line.", cut(REVERSE_TESTS, 0, 1), cut(REVERSE_TESTS, 1, 3), ([], []),
-            [(3, REVERSE)], seconds=1),
-        row("3_A. Vowels", "Count vowels.", cut(VOWEL_TESTS, 0, 2), cut(VOWEL_TESTS, 2, 4), cut(VOWEL_TESTS, 4, 6),
-            [(3, VOWELS)]),
+        row(
+            "1_A. Sum",
+            "Print a + b.\n\nExamples\n\nInput\n\n1 2\n\nOutput\n\n3",
+            cut(SUM_TESTS, 0, 1),
+            cut(SUM_TESTS, 1, 3),
+            cut(SUM_TESTS, 3, 5),
+            [(2, CPP_SUM), (1, PY2_SUM), (3, SUM)],
+        ),
+        row(
+            "2_A. Reverse",
+            "Reverse the line.",
+            cut(REVERSE_TESTS, 0, 1),
+            cut(REVERSE_TESTS, 1, 3),
+            ([], []),
+            [(3, REVERSE)],
+            seconds=1,
+        ),
+        row(
+            "3_A. Vowels",
+            "Count vowels.",
+            cut(VOWEL_TESTS, 0, 2),
+            cut(VOWEL_TESTS, 2, 4),
+            cut(VOWEL_TESTS, 4, 6),
+            [(3, VOWELS)],
+        ),
         row("4_A. Max", "Largest of n integers.", cut(MAX_TESTS, 0, 1), cut(MAX_TESTS, 1, 5), ([], []), [(3, MAXIMUM)]),
-        row("5_A. Factorial", "Print n!.", cut(FACT_TESTS, 0, 2), cut(FACT_TESTS, 2, 5), ([], []),
-            [(4, "class Main {}"), (3, FACTORIAL)]),
+        row(
+            "5_A. Factorial",
+            "Print n!.",
+            cut(FACT_TESTS, 0, 2),
+            cut(FACT_TESTS, 2, 5),
+            ([], []),
+            [(4, "class Main {}"), (3, FACTORIAL)],
+        ),
         row("6_A. FizzBuzz", "FizzBuzz to n.", cut(FIZZ_TESTS, 0, 1), cut(FIZZ_TESTS, 1, 3), ([], []), [(3, FIZZBUZZ)]),
         row("7_A. Sort", "Sort n integers.", cut(SORT_TESTS, 0, 2), ([], []), cut(SORT_TESTS, 2, 6), [(3, SORTED)]),
         row("8_A. Palindrome", "YES or NO.", cut(PAL_TESTS, 0, 1), cut(PAL_TESTS, 1, 5), ([], []), [(3, PALINDROME)]),
         row("9_A. Gcd", "Print gcd(a, b).", cut(GCD_TESTS, 0, 2), cut(GCD_TESTS, 2, 6), ([], []), [(3, GCD)]),
         row("10_A. Digits", "Digit sum.", cut(DIGIT_TESTS, 0, 1), cut(DIGIT_TESTS, 1, 5), ([], []), [(3, DIGITS)]),
         row("11_A. Empty", "No tests at all.", ([], []), ([], []), ([], []), [(3, SUM)]),  # skipped: no tests
-        row("12_A. File", "Reads input.txt.", cut(SUM_TESTS, 0, 1), ([], []), ([], []), [(3, SUM)],
-            input_file="input.txt"),  # skipped: reads a file
+        row(
+            "12_A. File",
+            "Reads input.txt.",
+            cut(SUM_TESTS, 0, 1),
+            ([], []),
+            ([], []),
+            [(3, SUM)],
+            input_file="input.txt",
+        ),  # skipped: reads a file
     ]
 
 
 # -- LiveCodeBench (livecodebench/code_generation_lite test*.jsonl) ------------------------------------------
+
 
 def compress(cases: list[dict]) -> str:
     """How code_generation_lite stores private tests: base64(zlib(pickle(json text)))."""
@@ -223,77 +345,180 @@ def stdin_cases(tests) -> list[dict]:
 
 
 def functional_cases(tests) -> list[dict]:
-    return [{"input": "\n".join(json.dumps(a) for a in args), "output": json.dumps(out), "testtype": "functional"}
-            for args, out in zip(*tests, strict=True)]
+    return [
+        {"input": "\n".join(json.dumps(a) for a in args), "output": json.dumps(out), "testtype": "functional"}
+        for args, out in zip(*tests, strict=True)
+    ]
 
 
-TWO_SUM_TESTS = ([[[2, 7, 11, 15], 9], [[3, 2, 4], 6], [[3, 3], 6], [[1, 5, 9], 14], [[0, 4, 3, 0], 0]],
-                 [[0, 1], [1, 2], [0, 1], [1, 2], [0, 3]])
+TWO_SUM_TESTS = (
+    [[[2, 7, 11, 15], 9], [[3, 2, 4], 6], [[3, 3], 6], [[1, 5, 9], 14], [[0, 4, 3, 0], 0]],
+    [[0, 1], [1, 2], [0, 1], [1, 2], [0, 3]],
+)
 CLIMB_TESTS = ([[1], [2], [3], [5], [10]], [1, 2, 3, 8, 89])
 
 
 def livecodebench_rows() -> list[dict]:
     def row(qid, title, content, platform, date, cases, starter="", func_name=None, compressed=True):
         public, private = cases[:1], cases[1:]
-        return {"question_title": title, "question_content": content, "platform": platform, "question_id": qid,
-                "contest_id": f"contest-{qid}", "contest_date": date, "starter_code": starter, "difficulty": "easy",
-                "public_test_cases": json.dumps(public),
-                "private_test_cases": compress(private) if compressed else json.dumps(private),
-                "metadata": json.dumps({"func_name": func_name} if func_name else {})}
+        return {
+            "question_title": title,
+            "question_content": content,
+            "platform": platform,
+            "question_id": qid,
+            "contest_id": f"contest-{qid}",
+            "contest_date": date,
+            "starter_code": starter,
+            "difficulty": "easy",
+            "public_test_cases": json.dumps(public),
+            "private_test_cases": compress(private) if compressed else json.dumps(private),
+            "metadata": json.dumps({"func_name": func_name} if func_name else {}),
+        }
+
     return [
-        row("abc001_a", "Sum", "Print A + B.\n\nSample Input 1\n\n1 2\n\nSample Output 1\n\n3", "atcoder",
-            "2023-05-06T00:00:00", stdin_cases(SUM_TESTS)),
+        row(
+            "abc001_a",
+            "Sum",
+            "Print A + B.\n\nSample Input 1\n\n1 2\n\nSample Output 1\n\n3",
+            "atcoder",
+            "2023-05-06T00:00:00",
+            stdin_cases(SUM_TESTS),
+        ),
         row("abc002_a", "Reverse", "Print S reversed.", "atcoder", "2023-07-01T00:00:00", stdin_cases(REVERSE_TESTS)),
-        row("abc003_a", "Vowels", "Count the vowels of S.", "atcoder", "2023-09-02T00:00:00",
-            stdin_cases(VOWEL_TESTS), compressed=False),  # private tests as plain JSON
-        row("1900A", "Max", "Print the largest of N integers.", "codeforces", "2023-11-20T00:00:00",
-            stdin_cases(MAX_TESTS)),
+        row(
+            "abc003_a",
+            "Vowels",
+            "Count the vowels of S.",
+            "atcoder",
+            "2023-09-02T00:00:00",
+            stdin_cases(VOWEL_TESTS),
+            compressed=False,
+        ),  # private tests as plain JSON
+        row(
+            "1900A",
+            "Max",
+            "Print the largest of N integers.",
+            "codeforces",
+            "2023-11-20T00:00:00",
+            stdin_cases(MAX_TESTS),
+        ),
         row("1910A", "Factorial", "Print N!.", "codeforces", "2024-01-15T00:00:00", stdin_cases(FACT_TESTS)),
-        row("two-sum", "Two Sum", "Return the indices of the two numbers that add up to target.", "leetcode",
-            "2024-03-02T00:00:00", functional_cases(TWO_SUM_TESTS),
-            "class Solution:\n    def twoSum(self, nums: List[int], target: int) -> List[int]:\n        ", "twoSum"),
-        row("climbing-stairs", "Climbing Stairs", "In how many ways can you climb n stairs by 1 or 2?", "leetcode",
-            "2024-05-11T00:00:00", functional_cases(CLIMB_TESTS),
-            "class Solution:\n    def climbStairs(self, n: int) -> int:\n        ", "climbStairs"),
-        row("abc350_a", "Palindrome", "Print YES if S is a palindrome.", "atcoder", "2024-06-08T00:00:00",
-            stdin_cases(PAL_TESTS)),
+        row(
+            "two-sum",
+            "Two Sum",
+            "Return the indices of the two numbers that add up to target.",
+            "leetcode",
+            "2024-03-02T00:00:00",
+            functional_cases(TWO_SUM_TESTS),
+            "class Solution:\n    def twoSum(self, nums: List[int], target: int) -> List[int]:\n        ",
+            "twoSum",
+        ),
+        row(
+            "climbing-stairs",
+            "Climbing Stairs",
+            "In how many ways can you climb n stairs by 1 or 2?",
+            "leetcode",
+            "2024-05-11T00:00:00",
+            functional_cases(CLIMB_TESTS),
+            "class Solution:\n    def climbStairs(self, n: int) -> int:\n        ",
+            "climbStairs",
+        ),
+        row(
+            "abc350_a",
+            "Palindrome",
+            "Print YES if S is a palindrome.",
+            "atcoder",
+            "2024-06-08T00:00:00",
+            stdin_cases(PAL_TESTS),
+        ),
         row("abc360_a", "Gcd", "Print gcd(A, B).", "atcoder", "2024-08-10T00:00:00", stdin_cases(GCD_TESTS)),
-        row("1990A", "Digits", "Print the digit sum of N.", "codeforces", "2024-09-01T00:00:00",
-            stdin_cases(DIGIT_TESTS)),
-        row("abc370_a", "Squares", "Print the squares of 1..N.", "atcoder", "2024-10-05T00:00:00",
-            stdin_cases(SQUARE_TESTS)),
-        row("abc380_a", "Sort", "Print the N integers sorted.", "atcoder", "2025-01-11T00:00:00",
-            stdin_cases(SORT_TESTS)),
+        row(
+            "1990A",
+            "Digits",
+            "Print the digit sum of N.",
+            "codeforces",
+            "2024-09-01T00:00:00",
+            stdin_cases(DIGIT_TESTS),
+        ),
+        row(
+            "abc370_a",
+            "Squares",
+            "Print the squares of 1..N.",
+            "atcoder",
+            "2024-10-05T00:00:00",
+            stdin_cases(SQUARE_TESTS),
+        ),
+        row(
+            "abc380_a",
+            "Sort",
+            "Print the N integers sorted.",
+            "atcoder",
+            "2025-01-11T00:00:00",
+            stdin_cases(SORT_TESTS),
+        ),
     ]
 
 
-LCB_SOLUTIONS = {"abc001_a": SUM, "abc002_a": REVERSE, "abc003_a": VOWELS, "1900A": MAXIMUM, "1910A": FACTORIAL,
-                 "two-sum": TWO_SUM, "climbing-stairs": CLIMB, "abc350_a": PALINDROME, "abc360_a": GCD,
-                 "1990A": DIGITS, "abc370_a": SQUARES, "abc380_a": SORTED}
+LCB_SOLUTIONS = {
+    "abc001_a": SUM,
+    "abc002_a": REVERSE,
+    "abc003_a": VOWELS,
+    "1900A": MAXIMUM,
+    "1910A": FACTORIAL,
+    "two-sum": TWO_SUM,
+    "climbing-stairs": CLIMB,
+    "abc350_a": PALINDROME,
+    "abc360_a": GCD,
+    "1990A": DIGITS,
+    "abc370_a": SQUARES,
+    "abc380_a": SORTED,
+}
 
 
 # -- DeepCoder (agentica-org/DeepCoder-Preview-Dataset <config>/train-*.parquet) ----------------------------
 
+
 def deepcoder_rows() -> list[tuple[dict, str]]:
     def row(problem, tests, solution, func_name=None, starter=""):
-        return {"problem": problem, "tests": json.dumps(tests),
-                "metadata": {"func_name": func_name}, "starter_code": starter}, solution
+        return {
+            "problem": problem,
+            "tests": json.dumps(tests),
+            "metadata": {"func_name": func_name},
+            "starter_code": starter,
+        }, solution
 
     def stdio(tests, key="type"):  # primeintellect / codeforces
         return [{"input": i, "output": o, key: "stdin_stdout"} for i, o in zip(*tests, strict=True)]
+
     return [
         row("Print a + b.", json.loads(in_outs(SUM_TESTS)), SUM),  # taco config: {"inputs", "outputs"}
         row("Write add(a, b).", json.loads(in_outs(ADD_TESTS, "add", wrapped=True)), ADD),  # taco call-based
         row("Reverse the line.", stdio(REVERSE_TESTS), REVERSE),  # primeintellect
         row("Count vowels.", stdio(VOWEL_TESTS), VOWELS),
         # primeintellect call-based: fn_name on the tests, TACO's wrapped outputs
-        row("Write is_even(n).", [{"input": i, "output": [o], "fn_name": "is_even", "type": "function_call"}
-                                  for i, o in zip(*EVEN_TESTS, strict=True)], IS_EVEN),
+        row(
+            "Write is_even(n).",
+            [
+                {"input": i, "output": [o], "fn_name": "is_even", "type": "function_call"}
+                for i, o in zip(*EVEN_TESTS, strict=True)
+            ],
+            IS_EVEN,
+        ),
         row("Largest of n integers.", stdin_cases(MAX_TESTS), MAXIMUM),  # lcbv5 stdin
-        row("Return the indices of two numbers adding up to target.", functional_cases(TWO_SUM_TESTS), TWO_SUM,
-            "twoSum", "class Solution:\n    def twoSum(self, nums: List[int], target: int) -> List[int]:\n        "),
-        row("Ways to climb n stairs.", functional_cases(CLIMB_TESTS), CLIMB, "climbStairs",
-            "class Solution:\n    def climbStairs(self, n: int) -> int:\n        "),
+        row(
+            "Return the indices of two numbers adding up to target.",
+            functional_cases(TWO_SUM_TESTS),
+            TWO_SUM,
+            "twoSum",
+            "class Solution:\n    def twoSum(self, nums: List[int], target: int) -> List[int]:\n        ",
+        ),
+        row(
+            "Ways to climb n stairs.",
+            functional_cases(CLIMB_TESTS),
+            CLIMB,
+            "climbStairs",
+            "class Solution:\n    def climbStairs(self, n: int) -> int:\n        ",
+        ),
         row("Print n!.", stdio(FACT_TESTS, "testtype"), FACTORIAL),  # codeforces
         row("Print gcd(a, b).", stdio(GCD_TESTS), GCD),
         row("Digit sum of n.", stdio(DIGIT_TESTS), DIGITS),
@@ -303,21 +528,34 @@ def deepcoder_rows() -> list[tuple[dict, str]]:
 
 # -- open-r1/verifiable-coding-problems-python (data/train-*.parquet) ----------------------------------------
 
+
 def verifiable_coding_rows() -> list[dict]:
     def row(problem_id, statement, tests, solution, language="python", time_limit="2 seconds"):
-        cases = [{"fn_name": None, "input": i, "output": o, "type": "stdin_stdout"}
-                 for i, o in zip(*tests, strict=True)]
-        return {"source": "codeforces", "task_type": "verifiable_code", "in_source_id": problem_id,
-                "problem_statement": statement, "gold_standard_solution": f"```python\n{solution}```",
-                "verification_info": {"language": language, "test_cases": cases},
-                "metadata": {"difficulty": 5, "memory_limit": "256 megabytes", "time_limit": time_limit},
-                "problem_id": f"vfc_{problem_id}"}
+        cases = [
+            {"fn_name": None, "input": i, "output": o, "type": "stdin_stdout"} for i, o in zip(*tests, strict=True)
+        ]
+        return {
+            "source": "codeforces",
+            "task_type": "verifiable_code",
+            "in_source_id": problem_id,
+            "problem_statement": statement,
+            "gold_standard_solution": f"```python\n{solution}```",
+            "verification_info": {"language": language, "test_cases": cases},
+            "metadata": {"difficulty": 5, "memory_limit": "256 megabytes", "time_limit": time_limit},
+            "problem_id": f"vfc_{problem_id}",
+        }
+
     function_call = row("fc", "Write add(a, b).", ([], []), ADD)
     function_call["verification_info"]["test_cases"] = [
-        {"fn_name": "add", "input": "[1, 2]", "output": "[3]", "type": "function_call"}]  # skipped
+        {"fn_name": "add", "input": "[1, 2]", "output": "[3]", "type": "function_call"}
+    ]  # skipped
     return [
-        row("1", "Solve the following coding problem using the programming language python:\n\nPrint a + b.",
-            SUM_TESTS, SUM),
+        row(
+            "1",
+            "Solve the following coding problem using the programming language python:\n\nPrint a + b.",
+            SUM_TESTS,
+            SUM,
+        ),
         row("2", "Reverse the line.", REVERSE_TESTS, REVERSE),
         row("3", "Count vowels.", VOWEL_TESTS, VOWELS, time_limit=None),
         row("4", "Largest of n integers.", MAX_TESTS, MAXIMUM),
@@ -349,9 +587,14 @@ def write() -> None:
     Dataset.from_list(verifiable_coding_rows()).to_parquet(HERE / "verifiable_coding.parquet")
 
 
-SAMPLES = {"apps": ("json", "apps.jsonl"), "taco": ("arrow", "taco.arrow"),
-           "code_contests": ("parquet", "code_contests.parquet"), "livecodebench": ("json", "livecodebench.jsonl"),
-           "deepcoder": ("parquet", "deepcoder.parquet"), "verifiable_coding": ("parquet", "verifiable_coding.parquet")}
+SAMPLES = {
+    "apps": ("json", "apps.jsonl"),
+    "taco": ("arrow", "taco.arrow"),
+    "code_contests": ("parquet", "code_contests.parquet"),
+    "livecodebench": ("json", "livecodebench.jsonl"),
+    "deepcoder": ("parquet", "deepcoder.parquet"),
+    "verifiable_coding": ("parquet", "verifiable_coding.parquet"),
+}
 
 
 def _tokens_equal(got: str, expected: str) -> bool:
@@ -400,20 +643,25 @@ def check() -> int:
                 continue
             for number, test in enumerate(problem.tests):
                 if problem.form == "stdio":
-                    run = subprocess.run([sys.executable, "-c", source], input=test.input, capture_output=True,
-                                         text=True, timeout=20)
+                    run = subprocess.run(
+                        [sys.executable, "-c", source], input=test.input, capture_output=True, text=True, timeout=20
+                    )
                     ok = run.returncode == 0 and _tokens_equal(run.stdout, test.output)
                 else:
                     payload = json.dumps([source, problem.fn_name, json.loads(test.input)])
-                    run = subprocess.run([sys.executable, "-c", CALL_RUNNER], input=payload, capture_output=True,
-                                         text=True, timeout=20)
+                    run = subprocess.run(
+                        [sys.executable, "-c", CALL_RUNNER], input=payload, capture_output=True, text=True, timeout=20
+                    )
                     ok = run.returncode == 0 and json.loads(run.stdout) == json.loads(test.output)
                 if not ok:
                     failures += 1
-                    print(f"FAIL {problem.id} test {number}: got {run.stdout!r} {run.stderr[-200:]!r}, "
-                          f"expected {test.output!r}")
-        print(f"{loader}: {len(loaded.problems)} problems of {loaded.rows} rows checked; skipped "
-              f"{dict(loaded.skipped)}")
+                    print(
+                        f"FAIL {problem.id} test {number}: got {run.stdout!r} {run.stderr[-200:]!r}, "
+                        f"expected {test.output!r}"
+                    )
+        print(
+            f"{loader}: {len(loaded.problems)} problems of {loaded.rows} rows checked; skipped {dict(loaded.skipped)}"
+        )
     return 1 if failures else 0
 
 

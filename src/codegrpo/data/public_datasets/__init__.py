@@ -53,6 +53,7 @@ class Loaded:
 
 # -- one mapper per dataset -------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Schema:
     mapper: Callable[[Mapping[str, Any], int, str], Row]
@@ -63,16 +64,19 @@ class Schema:
 SCHEMAS = {
     Loader.apps: Schema(map_apps, ("question", "solutions", "input_output")),
     Loader.taco: Schema(map_taco, ("question", "solutions", "input_output")),
-    Loader.code_contests: Schema(map_code_contests, ("name", "description", "public_tests", "private_tests",
-                                                "generated_tests", "solutions")),
-    Loader.livecodebench: Schema(map_livecodebench, ("question_id", "question_content", "public_test_cases",
-                                                "contest_date"), dated=True),
+    Loader.code_contests: Schema(
+        map_code_contests, ("name", "description", "public_tests", "private_tests", "generated_tests", "solutions")
+    ),
+    Loader.livecodebench: Schema(
+        map_livecodebench, ("question_id", "question_content", "public_test_cases", "contest_date"), dated=True
+    ),
     Loader.deepcoder: Schema(map_deepcoder, ("problem", "tests")),
     Loader.verifiable_coding: Schema(map_verifiable_coding, ("verification_info",)),
 }
 
 
 # -- loading ------------------------------------------------------------------------------------------
+
 
 def _window(cfg: ProblemsConfig) -> tuple[datetime | None, datetime | None]:
     bounds = []
@@ -118,8 +122,10 @@ def read_dataset(cfg: ProblemsConfig) -> Loaded:
         raise ProblemError(f"cannot load dataset {source!r} (split {cfg.hub_split!r}): {first_line}") from None
     missing = [column for column in schema.columns if column not in rows.column_names]
     if missing:
-        raise ProblemError(f"dataset {source!r} has no column {', '.join(missing)} that problems.loader="
-                           f"{cfg.loader} reads (its columns: {', '.join(rows.column_names)})")
+        raise ProblemError(
+            f"dataset {source!r} has no column {', '.join(missing)} that problems.loader="
+            f"{cfg.loader} reads (its columns: {', '.join(rows.column_names)})"
+        )
     loaded = Loaded([], rows=len(rows))
     seen: set[str] = set()
     for number, row in enumerate(rows):
@@ -150,6 +156,8 @@ def load(cfg: ProblemsConfig) -> list[Problem]:
     for line in loaded.report():
         print(line, file=sys.stderr)
     if not loaded.problems:
-        raise ProblemError(f"dataset {cfg.data_files or cfg.hub_path!r} has no usable rows "
-                           f"({', '.join(f'{n} {why}' for why, n in loaded.skipped.items()) or 'it is empty'})")
+        raise ProblemError(
+            f"dataset {cfg.data_files or cfg.hub_path!r} has no usable rows "
+            f"({', '.join(f'{n} {why}' for why, n in loaded.skipped.items()) or 'it is empty'})"
+        )
     return loaded.problems

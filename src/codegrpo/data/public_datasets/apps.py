@@ -27,8 +27,15 @@ def map_apps(row: Mapping[str, Any], number: int, where: str) -> Row:
     tests, fn_name = _input_output_tests(in_outs, None, f"{where}: input_output")
     solutions = _decode_json(row["solutions"], f"{where}: solutions") or []
     problem_id = row.get("problem_id", row.get("id", number))
-    record = _io_record(f"apps/{problem_id}", row["question"], tests, fn_name, row.get("starter_code"),
-                        _first_python3(solutions), "apps")
+    record = _io_record(
+        f"apps/{problem_id}",
+        row["question"],
+        tests,
+        fn_name,
+        row.get("starter_code"),
+        _first_python3(solutions),
+        "apps",
+    )
     return Row(record | _first_public(tests))
 
 
@@ -39,6 +46,7 @@ def map_taco(row: Mapping[str, Any], number: int, where: str) -> Row:
         raise Skip("no tests")
     tests, fn_name = _input_output_tests(in_outs, None, f"{where}: input_output")
     solutions = _decode_json(row["solutions"], f"{where}: solutions") or []
-    record = _io_record(f"taco/{number}", row["question"], tests, fn_name, row.get("starter_code"),
-                        _first_python3(solutions), "apps")  # TACO's testing_util runs APPS's imports
+    record = _io_record(
+        f"taco/{number}", row["question"], tests, fn_name, row.get("starter_code"), _first_python3(solutions), "apps"
+    )  # TACO's testing_util runs APPS's imports
     return Row(record | _timeout(_seconds(row.get("time_limit"))) | _first_public(tests))

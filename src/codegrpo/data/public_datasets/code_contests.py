@@ -28,10 +28,14 @@ def map_code_contests(row: Mapping[str, Any], number: int, where: str) -> Row:
     if not tests:
         raise Skip("no tests")
     solutions = row.get("solutions") or {}
-    python3 = [s for lang, s in zip(solutions.get("language") or [], solutions.get("solution") or [], strict=False)
-               if lang == _CODE_CONTESTS_PYTHON3]
+    python3 = [
+        s
+        for lang, s in zip(solutions.get("language") or [], solutions.get("solution") or [], strict=False)
+        if lang == _CODE_CONTESTS_PYTHON3
+    ]
     limit = row.get("time_limit") or {}
     seconds = (limit.get("seconds") or 0) + (limit.get("nanos") or 0) / 1e9
-    record = _io_record(f"code_contests/{row['name']}", row["description"], tests, None, None,
-                        _first_python3(python3), "")  # its grader runs the program as it is
+    record = _io_record(
+        f"code_contests/{row['name']}", row["description"], tests, None, None, _first_python3(python3), ""
+    )  # its grader runs the program as it is
     return Row(record | _timeout(seconds or None) | ({"public_tests": public} if public else {}))

@@ -37,5 +37,7 @@ def map_deepcoder(row: Mapping[str, Any], number: int, where: str) -> Row:
         tests, fn_name = _lcb_tests(given, metadata.get("func_name"), f"{where}: tests")
         if given[0].get("testtype") in ("stdin", "functional"):  # LiveCodeBench's own test types
             preamble = "livecodebench"
-    return Row(_io_record(f"deepcoder/{number}", row["problem"], tests, fn_name, row.get("starter_code"), "",
-                          preamble) | _first_public(tests))
+    return Row(
+        _io_record(f"deepcoder/{number}", row["problem"], tests, fn_name, row.get("starter_code"), "", preamble)
+        | _first_public(tests)
+    )

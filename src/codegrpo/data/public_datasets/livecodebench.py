@@ -55,8 +55,9 @@ MAX_DECOMPRESSED = 256 << 20
 # What a pickled string is made of: its protocol and frame, one string or bytes opcode, perhaps the memo
 # entry pickle.dumps adds, and STOP. Any other opcode (a class or function reference, the way a pickle runs
 # code; a stack or memo opcode, the way a small pickle builds a huge object) is refused before it acts.
-_PICKLED_STRING = frozenset({"UNICODE", "SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8",
-                             "SHORT_BINBYTES", "BINBYTES", "BINBYTES8"})
+_PICKLED_STRING = frozenset(
+    {"UNICODE", "SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "SHORT_BINBYTES", "BINBYTES", "BINBYTES8"}
+)
 
 
 _PICKLE_FRAMING = frozenset({"PROTO", "FRAME", "MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT", "STOP"})
@@ -114,8 +115,15 @@ def map_livecodebench(row: Mapping[str, Any], number: int, where: str) -> Row:
     if not isinstance(public, list) or not isinstance(private, list):
         raise ProblemError(f"{where}: public_test_cases and private_test_cases must be JSON lists")
     tests, fn_name = _lcb_tests(public + private, metadata.get("func_name"), f"{where}: test cases")
-    record = _io_record(f"livecodebench/{row['question_id']}", row["question_content"], tests, fn_name,
-                        row.get("starter_code"), "", "livecodebench")
+    record = _io_record(
+        f"livecodebench/{row['question_id']}",
+        row["question_content"],
+        tests,
+        fn_name,
+        row.get("starter_code"),
+        "",
+        "livecodebench",
+    )
     if public:  # shown to the model under rollout=feedback; the private ones are hidden
         record["public_tests"] = tests[: len(public)]
     return Row(record, _date(row["contest_date"], f"{where}: contest_date"))

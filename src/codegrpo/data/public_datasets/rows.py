@@ -109,8 +109,15 @@ def _fenced_code(text: str) -> str:
     return match.group(1) if match else text
 
 
-def _io_record(problem_id: str, prompt: Any, tests: list[dict[str, Any]], fn_name: str | None,
-               starter_code: Any, reference: str, preamble: str) -> dict[str, Any]:
+def _io_record(
+    problem_id: str,
+    prompt: Any,
+    tests: list[dict[str, Any]],
+    fn_name: str | None,
+    starter_code: Any,
+    reference: str,
+    preamble: str,
+) -> dict[str, Any]:
     """A record for parse_problem; ``preamble`` names the imports the dataset's own grader runs first."""
     record: dict[str, Any] = {"id": problem_id, "prompt": prompt, "tests": tests, "language": "python"}
     if fn_name:

@@ -35,6 +35,13 @@ def map_verifiable_coding(row: Mapping[str, Any], number: int, where: str) -> Ro
     tests = [{"input": case.get("input"), "output": case.get("output")} for case in cases]
     metadata = _decode_json(row.get("metadata"), f"{where}: metadata") or {}
     prompt = row.get("problem_statement", row.get("prompt"))
-    record = _io_record(f"verifiable_coding/{row.get('problem_id', number)}", prompt, tests, None, None,
-                        _fenced_code(row.get("gold_standard_solution") or ""), "")  # open-r1 runs `python3 -c code`
+    record = _io_record(
+        f"verifiable_coding/{row.get('problem_id', number)}",
+        prompt,
+        tests,
+        None,
+        None,
+        _fenced_code(row.get("gold_standard_solution") or ""),
+        "",
+    )  # open-r1 runs `python3 -c code`
     return Row(record | _timeout(_seconds(metadata.get("time_limit"))) | _first_public(tests))

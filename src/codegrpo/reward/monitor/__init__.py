@@ -38,5 +38,16 @@ from codegrpo.reward.monitor.javascript_rules import JS_MAX_CHARS
 from codegrpo.reward.monitor.run_evidence import audit_flags, run_flags, without_audit_lines
 from codegrpo.reward.monitor.trend import HackTrend, hack_metrics, warn
 
-__all__ = ["CATEGORIES", "JS_MAX_CHARS", "HackTrend", "audit_flags", "flags_of", "hack_metrics", "joined", "run_flags",
-           "static_flags", "warn", "without_audit_lines"]  # fmt: skip
+__all__ = [
+    "CATEGORIES",
+    "JS_MAX_CHARS",
+    "HackTrend",
+    "audit_flags",
+    "flags_of",
+    "hack_metrics",
+    "joined",
+    "run_flags",
+    "static_flags",
+    "warn",
+    "without_audit_lines",
+]

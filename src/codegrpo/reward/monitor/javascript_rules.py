@@ -100,8 +100,9 @@ class _JSStatic:
 
     def _required(self, node: Any) -> str | None:
         """The module of require("m") or import("m") ("" when named at run time); None for other nodes."""
-        if node.type != "CallExpression" or not (node.callee.type == "Import" or
-                                                 self.dotted(node.callee) in ("require", "module.require")):
+        if node.type != "CallExpression" or not (
+            node.callee.type == "Import" or self.dotted(node.callee) in ("require", "module.require")
+        ):
             return None
         ok, name = _js_literal(node.arguments[0]) if node.arguments else (False, None)
         return _js_module(name) if ok and isinstance(name, str) else ""
@@ -125,8 +126,11 @@ class _JSStatic:
             self.aliases[target.name] = (value, "")
         elif target.type == "ObjectPattern":
             for item in target.properties:
-                local = item.value.left if item.type == "Property" and item.value.type == "AssignmentPattern" \
-                    else item.value  # fmt: skip
+                local = (
+                    item.value.left
+                    if item.type == "Property" and item.value.type == "AssignmentPattern"
+                    else item.value
+                )
                 if item.type == "Property" and not item.computed and local.type == "Identifier":
                     self.aliases[local.name] = (value, str(_js_key(item.key)))
 
@@ -155,8 +159,11 @@ class _JSStatic:
             self.flags.add(category)
         elif member == "constructor" and owner.type == "MemberExpression" and self._member(owner) == "constructor":
             self.flags.add("introspection")  # (() => 0).constructor.constructor is Function
-        elif member == "stack" and owner.type in ("NewExpression", "CallExpression") and \
-                self.dotted(owner.callee) == "Error":  # fmt: skip
+        elif (
+            member == "stack"
+            and owner.type in ("NewExpression", "CallExpression")
+            and self.dotted(owner.callee) == "Error"
+        ):
             self.flags.add("introspection")
 
     def _CallExpression(self, node: Any) -> None:
@@ -185,8 +192,11 @@ class _JSStatic:
             ok, member = _js_literal(args[1]) if len(args) > 1 else (False, None)
             if ok and isinstance(member, str) and member in JS_OVERRIDES:
                 self.flags.add("eq_override")
-        elif node.callee.type == "MemberExpression" and self._member(node.callee) in ("includes", "indexOf") \
-                and node.callee.object.type == "ArrayExpression":  # fmt: skip
+        elif (
+            node.callee.type == "MemberExpression"
+            and self._member(node.callee) in ("includes", "indexOf")
+            and node.callee.object.type == "ArrayExpression"
+        ):
             ok, items = _js_literal(node.callee.object)
             if ok and self.tests.is_compared_value(tuple(items)):
                 self.flags.add("hardcode")  # [97, 91].includes(n): membership in the tests' inputs

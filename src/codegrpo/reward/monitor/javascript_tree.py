@@ -83,8 +83,11 @@ def _js_literal(node: Any) -> tuple[bool, Any]:
     if kind == "ObjectExpression":
         found = {}
         for item in node.properties:
-            ok, value = _js_literal(item.value) if item.type == "Property" and item.kind == "init" and not \
-                (item.computed or item.method) else (False, None)  # fmt: skip
+            ok, value = (
+                _js_literal(item.value)
+                if item.type == "Property" and item.kind == "init" and not (item.computed or item.method)
+                else (False, None)
+            )
             if not ok or (key := _js_key(item.key)) is None:
                 return False, None
             found[str(key)] = value

@@ -103,8 +103,9 @@ class _TestLiterals:
                 self._add(self.outputs, expected)
 
     def is_input(self, node: ast.AST) -> bool:
-        if not (self.inputs or self.texts) or not isinstance(node, (ast.Constant, ast.List, ast.Tuple, ast.Set,
-                                                                       ast.Dict)):  # fmt: skip
+        if not (self.inputs or self.texts) or not isinstance(
+            node, (ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict)
+        ):
             return False
         ok, value = _literal(node)
         return ok and self.is_input_value(value)
@@ -179,4 +180,3 @@ def _js_test_literals(source: str) -> Iterator[tuple[str, Any]]:
             ok, value = _js_literal(node.right)
             if ok:
                 yield "output", value
-

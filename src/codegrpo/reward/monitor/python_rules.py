@@ -42,8 +42,15 @@ def _text(node: ast.AST | None, depth: int = 0) -> str | None:
         left, right = _text(node.left, depth + 1), _text(node.right, depth + 1)
         return left + right if left is not None and right is not None else None
     if isinstance(node, ast.JoinedStr):
-        parts = [_text(part.value if isinstance(part, ast.FormattedValue) and part.conversion == -1 and
-                       part.format_spec is None else part, depth + 1) for part in node.values]  # fmt: skip
+        parts = [
+            _text(
+                part.value
+                if isinstance(part, ast.FormattedValue) and part.conversion == -1 and part.format_spec is None
+                else part,
+                depth + 1,
+            )
+            for part in node.values
+        ]
         return "".join(parts) if all(part is not None for part in parts) else None  # type: ignore[arg-type]
     return None
 
@@ -59,8 +66,6 @@ def _digest(value: Any) -> bool:
     if type(value) is int:
         return abs(value) >= 1 << 20
     return isinstance(value, str) and len(value) >= 8 and all(c in "0123456789abcdefABCDEF" for c in value)
-
-
 
 
 class _Static(ast.NodeVisitor):
@@ -111,8 +116,9 @@ class _Static(ast.NodeVisitor):
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
             self._module(alias.name)
-            self.aliases[alias.asname or alias.name.partition(".")[0]] = alias.name if alias.asname else \
-                alias.name.partition(".")[0]
+            self.aliases[alias.asname or alias.name.partition(".")[0]] = (
+                alias.name if alias.asname else alias.name.partition(".")[0]
+            )
         self.generic_visit(node)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
@@ -156,8 +162,9 @@ class _Static(ast.NodeVisitor):
         named = args[1:2] if name == "getattr" else args[:1] if importing else []
         if named and _text(named[0]) is None:
             self.hidden = True  # a module or an attribute whose name only the run knows
-        if (name == "signal.signal" and first is not None and self._signal(first) in HONEST_SIGNALS) or \
-                (name in ("os.getenv", "os.getenvb", "os.environ.get") and _debug_switch(first)):  # fmt: skip
+        if (name == "signal.signal" and first is not None and self._signal(first) in HONEST_SIGNALS) or (
+            name in ("os.getenv", "os.getenvb", "os.environ.get") and _debug_switch(first)
+        ):
             for item in (*args, *node.keywords):
                 self.visit(item)  # the call itself is honest: signal(SIGPIPE, SIG_DFL), getenv("LOCAL_DEBUG")
             return
@@ -169,8 +176,13 @@ class _Static(ast.NodeVisitor):
                 self.flags.add("patch")
         elif name in ("os.kill", "signal.pthread_kill"):
             self.flags.add(self._kill_target(node))
-        elif name == "marshal.dumps" and self.harness and isinstance(first, ast.Tuple) and first.elts and \
-                _text(first.elts[0]) in HARNESS_MESSAGES:  # fmt: skip
+        elif (
+            name == "marshal.dumps"
+            and self.harness
+            and isinstance(first, ast.Tuple)
+            and first.elts
+            and _text(first.elts[0]) in HARNESS_MESSAGES
+        ):
             self.flags.add("forgery")  # a message in the harness's own format, for its result pipe
         elif name in ("open", "io.open", "builtins.open") and args:
             if self.harness and isinstance(first, ast.Constant) and type(first.value) is int and first.value in (1, 2):
@@ -182,8 +194,9 @@ class _Static(ast.NodeVisitor):
             self._named(name)
         if name in CHECKSUMS or name.startswith("hashlib."):
             self.checksums = True
-        if any(keyword.arg == "capture_locals" and _literal(keyword.value) != (True, False)
-               for keyword in node.keywords):  # fmt: skip
+        if any(
+            keyword.arg == "capture_locals" and _literal(keyword.value) != (True, False) for keyword in node.keywords
+        ):
             self.flags.add("introspection")  # traceback's summaries with each frame's locals
         self._path(node)
         self.generic_visit(node)
@@ -201,9 +214,11 @@ class _Static(ast.NodeVisitor):
         """How many checksum-shaped literals, or checksums of a literal text, a compared operand or a key
         holds (itself, or the items of a literal set)."""
         items = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
-        return sum((isinstance(item, ast.Constant) and _digest(item.value)) or
-                   (self._checksum(item) and any(isinstance(arg, ast.Constant) for arg in item.args))  # type: ignore[attr-defined]
-                   for item in items)  # fmt: skip
+        return sum(
+            (isinstance(item, ast.Constant) and _digest(item.value))
+            or (self._checksum(item) and any(isinstance(arg, ast.Constant) for arg in item.args))  # type: ignore[attr-defined]
+            for item in items
+        )
 
     def _signal(self, node: ast.AST) -> Any:
         return node.value if isinstance(node, ast.Constant) else self.dotted(node)
@@ -331,8 +346,9 @@ class _Static(ast.NodeVisitor):
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         defined = {item.name for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        defined |= {t.id for item in node.body if isinstance(item, ast.Assign) for t in item.targets
-                    if isinstance(t, ast.Name)}  # fmt: skip
+        defined |= {
+            t.id for item in node.body if isinstance(item, ast.Assign) for t in item.targets if isinstance(t, ast.Name)
+        }
         self._class(node.bases, defined)
         self.generic_visit(node)
 
@@ -346,8 +362,11 @@ class _Static(ast.NodeVisitor):
 
     def visit_Raise(self, node: ast.Raise) -> None:
         exception = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
-        leaves = exception is not None and self.dotted(exception) in ("SystemExit", "KeyboardInterrupt",
-                                                                      "GeneratorExit")
+        leaves = exception is not None and self.dotted(exception) in (
+            "SystemExit",
+            "KeyboardInterrupt",
+            "GeneratorExit",
+        )
         if leaves and self.form is not Form.stdio:
             self.flags.add("exit")
         self.generic_visit(node)
@@ -363,8 +382,11 @@ class _Static(ast.NodeVisitor):
                 if self.tests.is_compared(side):
                     self.flags.add("hardcode")
                 self.digests += self._digests(side)
-        environ = len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)) and \
-            self.dotted(node.comparators[0]) == "os.environ"  # fmt: skip
+        environ = (
+            len(node.ops) == 1
+            and isinstance(node.ops[0], (ast.In, ast.NotIn))
+            and self.dotted(node.comparators[0]) == "os.environ"
+        )
         if environ and _debug_switch(node.left):
             return  # "ONLINE_JUDGE" in os.environ
         self.generic_visit(node)

@@ -32,4 +32,3 @@ def _text_flags(value: str, form: Form, tests: _TestLiterals, harness_names: fro
     if form.harnessed and tests.is_expected_text(value):
         flags.add("forgery")  # the expected answer as text: printed, it would look like a report
     return flags
-

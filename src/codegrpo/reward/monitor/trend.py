@@ -39,8 +39,10 @@ class HackTrend:
         rising = now - before >= self.rise and now >= 2 * before
         message = None
         if rising and not self.warned:
-            message = (f"reward hacking is rising: {now:.1%} of completions flagged over the last {self.window} "
-                       f"batches, {before:.1%} over the {self.window} before (hacks/* in the logs)")
+            message = (
+                f"reward hacking is rising: {now:.1%} of completions flagged over the last {self.window} "
+                f"batches, {before:.1%} over the {self.window} before (hacks/* in the logs)"
+            )
         self.warned = rising or (self.warned and now > before)
         return message
 
