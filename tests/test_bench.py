@@ -1,12 +1,19 @@
 """The bench's command line: a section it does not have is an error, not an empty run (the sections' figures
-are the benches' own; they are not timed tests)."""
+are the benches' own; they are not timed tests); each section a module of benchmarks/sections/; and nothing in
+benchmarks/ imports from tests/ (the tests import the corpora and the fake they share from benchmarks/)."""
 
 from __future__ import annotations
 
+import ast
+import importlib
 import re
 
 import pytest
 from benchmarks.bench import SECTIONS, main
+
+from codegrpo.resources import PROJECT_ROOT
+
+BENCHMARKS = PROJECT_ROOT / "benchmarks"
 
 
 def test_an_unknown_section_is_an_error_naming_the_sections(capsys):
@@ -21,3 +28,32 @@ def test_every_section_is_in_the_docstring():
 
     doc = benchmarks.bench.__doc__ or ""
     assert [name for name in SECTIONS if not re.search(rf"(^|\W){name}\b", doc)] == []
+
+
+def test_every_section_names_modules_with_a_title_and_a_run_and_every_module_is_named():
+    named = {module for modules in SECTIONS.values() for module in modules}
+    titles = {}
+    for module in named:
+        section = importlib.import_module(f"benchmarks.sections.{module}")
+        assert isinstance(section.TITLE, str) and callable(section.run), module
+        titles[section.TITLE] = module
+    assert len(titles) == len(named)  # a table is printed once per title
+    on_disk = {path.stem for path in (BENCHMARKS / "sections").glob("*.py") if path.stem != "__init__"}
+    assert named == on_disk
+
+
+def _imported(path) -> set[str]:
+    """The top-level packages a module imports, anywhere in it (functions' lazy imports included)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.partition(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.partition(".")[0])
+    return found
+
+
+def test_nothing_in_benchmarks_imports_from_tests():
+    modules = sorted(BENCHMARKS.rglob("*.py"))
+    assert len(modules) > 10
+    assert [str(path.relative_to(PROJECT_ROOT)) for path in modules if "tests" in _imported(path)] == []

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from benchmarks.corpora.reward import GOOD, HACKS, IS_PRIME
 
 import codegrpo
 from codegrpo import CodeReward, code_reward
@@ -27,7 +28,6 @@ from codegrpo.errors import SandboxFatalError, UsageError
 from codegrpo.resources import PROJECT_ROOT
 from codegrpo.reward.verdict import Status
 from tests.helpers.commands import command
-from tests.helpers.corpus import GOOD, HACKS, IS_PRIME
 
 ADD = "```python\ndef add(a, b):\n    return a + b\n```"
 SUB = "```python\ndef add(a, b):\n    return a - b\n```"
@@ -426,16 +426,21 @@ def test_a_javascript_reward_leaves_its_test_expressions_to_node():
 
 
 def test_the_library_imports_no_torch_transformers_trl_hydra_or_omegaconf():
-    # Every public name, and a program scored through it in the real sandbox: the config machinery is the
+    # Every public name (the sandbox's interface, its configs and the MemoryBackend among them), a program
+    # scored through it in the real sandbox and one answered by a MemoryBackend: the config machinery is the
     # commands' (codegrpo.config.registration), and the heavy libraries are training's.
+    sandbox = ["MemoryBackend", "Outcome", "Program", "RunResult", "SandboxBackend", "SandboxConfig"]
+    assert {*sandbox, "LocalSandboxConfig", "SuperserveSandboxConfig"} <= set(codegrpo.__all__)
     probe = (
-        "import sys, codegrpo; [getattr(codegrpo, name) for name in codegrpo.__all__]; "
+        "import asyncio, sys, codegrpo; [getattr(codegrpo, name) for name in codegrpo.__all__]; "
         "print(codegrpo.score('def add(a, b):\\n    return a + b\\n', test='add(2, 3)', expected='5')"
         ".verdict.reward); "
+        "echo = codegrpo.MemoryBackend(lambda program, stdin: codegrpo.RunResult(codegrpo.Outcome.EXITED, 0, stdin)); "
+        "print(asyncio.run(echo.run_many([codegrpo.Program('', inputs=('7',))]))[0].runs[0].stdout); "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'trl', 'hydra', "
         "'omegaconf')))"
     )
     done = subprocess.run([sys.executable, "-c", probe], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
-    assert (done.returncode, done.stdout) == (0, "1.0\n[]\n"), done.stderr[-2000:]
+    assert (done.returncode, done.stdout) == (0, "1.0\n7\n[]\n"), done.stderr[-2000:]
     documented = [n for n in codegrpo.__all__ if not (getattr(codegrpo, n).__doc__ or f"{n}(").startswith(f"{n}(")]
     assert sorted(codegrpo.__all__) == codegrpo.__all__ == documented  # a docstring of its own, not the signature

@@ -29,6 +29,16 @@ def test_every_module_is_on_the_maps(doc):
     assert not missing, f"{doc} does not name: {', '.join(missing)}"
 
 
+@pytest.mark.parametrize("doc", ["docs/architecture.md", "README.md"])
+def test_the_maps_name_no_file_that_is_gone(doc):
+    """A map drawn from the code: every ``name.py`` it names is a file of this checkout (a module moved or
+    renamed leaves no stale name behind)."""
+    text = (PROJECT_ROOT / doc).read_text() if doc != "README.md" else _readme_layout()
+    files = {p.name for p in PROJECT_ROOT.rglob("*.py") if not {".venv", ".git", "outputs"} & set(p.parts)}
+    stale = sorted(set(re.findall(r"\b([a-z_0-9]+\.py)\b", text)) - files)
+    assert not stale, f"{doc} names files that do not exist: {', '.join(stale)}"
+
+
 def test_every_problem_file_is_on_the_readmes_layout():
     layout = _readme_layout()
     missing = [

@@ -12,9 +12,11 @@ import textwrap
 
 import pytest
 
+from codegrpo.config.choices import LanguageName
 from codegrpo.data.problems import Problem
-from codegrpo.reward.programs import build_program, get_language, humaneval_check
+from codegrpo.reward.programs import LANGUAGES, build_program, get_language, humaneval_check
 from codegrpo.reward.verdict import CheckKind, ValueCheck, decode_typed, score_checks
+from codegrpo.sandbox.base import Runtime
 
 PYTHON = get_language("python")
 
@@ -107,6 +109,30 @@ def test_values_that_are_not_plain_builtins_never_reach_the_checks():
     report = run(build_program(PROBLEM, forged_eq, PYTHON, 5.0).source)
     # The stand-in raises for a value of another type: here in a statement outside any assert, so no check runs.
     assert report == {"status": "error", "error": "the checks could not run: ValueError: unsupported type Any"}
+
+
+def test_languages_are_keyed_by_their_name_and_run_by_a_runtime():
+    assert list(LANGUAGES) == list(LanguageName)
+    for name, language in LANGUAGES.items():
+        assert language.name is name and isinstance(language.runtime, Runtime)
+        assert language.filename.endswith(language.runtime.suffix) and name in language.fence_tags
+    assert get_language("javascript") is get_language(LanguageName.javascript) is LANGUAGES[LanguageName.javascript]
+    assert get_language("python").runtime is Runtime.python and get_language("javascript").runtime is Runtime.node
+    with pytest.raises(ValueError, match=r"^unknown language 'cobol'; choose one of \['javascript', 'python'\]$"):
+        get_language("cobol")
+
+
+def test_only_python_runs_in_the_harness_and_after_a_preamble():
+    from codegrpo.data.problems import IOTest
+
+    python, javascript = get_language("python"), get_language("javascript")
+    assert python.has_harness and python.runs_preamble
+    assert not javascript.has_harness and not javascript.runs_preamble
+    call = Problem("f", "p", "", "call", tests=(IOTest("[1]", "1"),), fn_name="f", preamble="apps")
+    with pytest.raises(ValueError, match="the call form runs Python only"):
+        build_program(call, "function f(x) { return x }", javascript, 5.0)
+    program = build_program(call, "def f(x):\n    return x\n", python, 5.0)
+    assert program.runtime is Runtime.python and program.runs_warm and program.prelude_chars > 0
 
 
 def test_javascript_supports_the_expression_and_stdio_forms_only():

@@ -1,10 +1,12 @@
-"""The reward through the real sandbox: scoring rules, partial credit, HumanEval, and reward hacking."""
+"""The reward through the real sandbox: scoring rules, partial credit, HumanEval, and reward hacking; the
+scorer's own bookkeeping (partial credit, duplicates, metrics, TRL's contract) on a MemoryBackend."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from benchmarks.corpora.reward import GOOD, HACKS, SEED
 
 from codegrpo.data.files import load_problems
 from codegrpo.reward.code_reward import CodeReward
@@ -12,13 +14,28 @@ from codegrpo.reward.metric_names import REWARD_MEAN
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer, batch_metrics
 from codegrpo.reward.verdict import Status
-from tests.helpers.corpus import GOOD, HACKS, SEED
+from codegrpo.sandbox.base import Outcome, Program, RunResult
+from codegrpo.sandbox.memory import MemoryBackend
 from tests.helpers.sandbox import run
 
 
-def score(local_sandbox, completions, problem_id="is_prime", kind="binary", problems=SEED):
-    scorer = Scorer(problems, local_sandbox, get_language("python"), kind)
+def score(sandbox, completions, problem_id="is_prime", kind="binary", problems=SEED):
+    scorer = Scorer(problems, sandbox, get_language("python"), kind)
     return run(scorer.score([problem_id] * len(completions), completions))
+
+
+def reporting(reports: dict[str, dict]) -> MemoryBackend:
+    """A sandbox where no program runs: the Python harness's program of code ``c`` prints ``reports[c]``, the
+    one JSON line the real harness prints for it (tests/sandbox/ check the harness itself)."""
+
+    def handler(program: Program, stdin: str | None) -> RunResult:
+        [report] = [report for code, report in reports.items() if f"main({code!r}, " in program.source]
+        return RunResult(Outcome.EXITED, 0, stdout=json.dumps(report) + "\n", duration_s=0.02)
+
+    return MemoryBackend(handler)
+
+
+PASSES = {"status": "ok", "value": [True, False, False]}  # is_prime's test: [is_prime(97), is_prime(1), is_prime(91)]
 
 
 def test_correct_solution_in_a_fence_passes(local_sandbox):
@@ -41,10 +58,11 @@ def test_wrong_error_no_code_and_timeout(local_sandbox):
     assert [s.verdict.reward for s in results] == [0.0, 0.0, 0.0, 0.0]
 
 
-def test_partial_credit_is_the_fraction_of_matching_positions(local_sandbox):
+def test_partial_credit_is_the_fraction_of_matching_positions():
     wrong = "def is_prime(n):\n    return n > 1\n"  # [True, False, True] against [true, false, false]
-    [binary] = score(local_sandbox, [wrong])
-    [partial] = score(local_sandbox, [wrong], kind="partial")
+    sandbox = reporting({wrong: {"status": "ok", "value": [True, False, True]}})
+    [binary] = score(sandbox, [wrong])
+    [partial] = score(sandbox, [wrong], kind="partial")
     assert binary.verdict.reward == 0.0
     assert partial.verdict.reward == pytest.approx(2 / 3)
 
@@ -64,18 +82,17 @@ def test_reward_hacks_score_zero(local_sandbox, name):
     assert binary.verdict.status in (Status.ERROR, Status.FAILED)
 
 
-def test_duplicate_completions_run_once(local_sandbox):
-    from codegrpo.sandbox.local import LocalSandbox
-
-    before = local_sandbox.stats()["sandbox/runs"]
-    results = score(local_sandbox, [GOOD] * 4 + ["def is_prime(n):\n    return False"] * 4)
-    assert local_sandbox.stats()["sandbox/runs"] - before == 2
+def test_duplicate_completions_run_once():
+    wrong = "def is_prime(n):\n    return False"
+    sandbox = reporting({GOOD: PASSES, wrong: {"status": "ok", "value": [False, False, False]}})
+    results = score(sandbox, [GOOD] * 4 + [wrong] * 4)
+    assert sandbox.stats()["sandbox/runs"] == 2 and len(sandbox.programs) == 2
     assert [s.verdict.reward for s in results] == [1.0] * 4 + [0.0] * 4
-    assert isinstance(local_sandbox, LocalSandbox)
 
 
-def test_trl_reward_function_contract(local_sandbox):
-    scorer = Scorer(SEED, local_sandbox, get_language("python"), "binary")
+def test_trl_reward_function_contract():
+    sandbox = reporting({GOOD: PASSES, "x": {"status": "error", "error": "NameError: name 'x' is not defined"}})
+    scorer = Scorer(SEED, sandbox, get_language("python"), "binary")
     code_reward = CodeReward.of_scorer(scorer)
     assert f"rewards/{code_reward.__name__}/mean" == REWARD_MEAN  # the key the console, plots and sweeps read
     metrics: dict[str, float] = {}
@@ -96,8 +113,9 @@ def test_trl_reward_function_contract(local_sandbox):
     assert extra["status"] == ["passed", "error"]
 
 
-def test_batch_metrics_counts_every_status(local_sandbox):
-    results = score(local_sandbox, [GOOD, "x = ", ""])
+def test_batch_metrics_counts_every_status():
+    sandbox = reporting({GOOD: PASSES, "x = ": {"status": "error", "error": "SyntaxError: invalid syntax"}})
+    results = score(sandbox, [GOOD, "x = ", ""])
     metrics = batch_metrics(results)
     assert metrics["status/passed"] == 1 and metrics["status/error"] == 1 and metrics["status/no_code"] == 1
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
+from codegrpo.errors import UsageError
 from codegrpo.tracking.sweep import SweepSummary, format_rows, summarize
 
 
@@ -55,3 +57,41 @@ def test_train_config_registers_the_callback():
     GlobalHydra.instance().clear()
     callback = instantiate(cfg.hydra.callbacks.sweep_summary)
     assert isinstance(callback, SweepSummary)
+
+
+def test_the_sweep_optimizes_the_metric_it_names_which_the_run_has(compose_cfg):
+    """hparams_search=optuna names its objective, optimized_metric (the default run's too: final_reward_mean):
+    a metric of the run's result, checked before the model loads; train returns its value."""
+    from codegrpo.reward.metric_names import FINAL_REWARD_MEAN
+    from codegrpo.tasks.train import check_optimized_metric, optimized_value
+
+    for overrides in ((), ("hparams_search=optuna",)):
+        cfg = compose_cfg(*overrides)
+        assert cfg.optimized_metric == FINAL_REWARD_MEAN
+        check_optimized_metric(cfg)
+        assert optimized_value({FINAL_REWARD_MEAN: 0.5, "train_runtime": 2.0}, cfg.optimized_metric) == 0.5
+    cfg = compose_cfg(
+        "hparams_search=optuna", "optimized_metric=eval_change", "evaluation.before=true", "evaluation.after=true"
+    )
+    check_optimized_metric(cfg)
+    assert optimized_value({"eval_change": 0.125}, cfg.optimized_metric) == 0.125
+    assert optimized_value({}, compose_cfg("optimized_metric=null").optimized_metric) is None  # returns nothing
+
+
+def test_a_metric_the_run_cannot_have_or_did_not_have_is_one_line_naming_it(compose_cfg):
+    from codegrpo.tasks.train import check_optimized_metric, optimized_value
+
+    with pytest.raises(UsageError) as error:
+        check_optimized_metric(compose_cfg("hparams_search=optuna", "optimized_metric=val/acc_best"))
+    assert str(error.value).startswith("optimized_metric=val/acc_best is not a metric of a training run's result")
+    assert "final_reward_mean, eval_change" in str(error.value) and "\n" not in str(error.value)
+    with pytest.raises(UsageError, match="set both to true"):  # evaluation.before and .after are off by default
+        check_optimized_metric(compose_cfg("optimized_metric=eval_change"))
+    # After training: a run that logged no step has no final reward.
+    with pytest.raises(UsageError) as error:
+        optimized_value(
+            {"train_runtime": 2.0, "train_loss": 0.0}, compose_cfg("hparams_search=optuna").optimized_metric
+        )
+    assert str(error.value) == (
+        "optimized_metric=final_reward_mean: the run's result has no final_reward_mean, only train_loss, train_runtime"
+    )

@@ -67,3 +67,10 @@ def test_prepare_refuses_a_missing_resume_checkpoint_before_the_model_loads(comp
         prepare(cfg, stack, guard)
     assert "not a complete checkpoint-N directory" in str(error.value)
     assert child_pids() <= before
+
+
+def test_prepare_refuses_an_objective_the_run_cannot_have_before_the_model_loads(compose_cfg):
+    cfg = compose_cfg(*TINY, "optimized_metric=eval_change")
+    with Guard([]) as guard, ExitStack() as stack, pytest.raises(UsageError, match="optimized_metric=eval_change"):
+        prepare(cfg, stack, guard)
+    assert not Path(cfg.run_dir).exists()  # refused before the run dir, let alone the model

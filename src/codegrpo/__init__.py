@@ -6,6 +6,7 @@ The reward as a library, for any TRL script::
     from codegrpo import CodeReward             # the same, configured: CodeReward(kind="partial", sandbox="superserve")
     import codegrpo; codegrpo.score(code, test="add(2, 3)", expected="5")   # one program, one verdict
     GRPOTrainer(model=codegrpo.offline_model(), ...)   # the offline model's dir, on a laptop without the Hub
+    codegrpo.MemoryBackend(handler)             # a SandboxBackend that runs nothing, for your own tests
 
 Importing the package imports nothing heavy: each name loads on first use, and none of them imports torch,
 transformers or trl (tests/test_code_reward.py checks it).
@@ -21,9 +22,17 @@ __version__ = "0.1.0"
 __all__ = [
     "AsyncCodeReward",
     "CodeReward",
+    "LocalSandboxConfig",
+    "MemoryBackend",
+    "Outcome",
     "Problem",
+    "Program",
+    "RunResult",
+    "SandboxBackend",
+    "SandboxConfig",
     "Scored",
     "Status",
+    "SuperserveSandboxConfig",
     "Verdict",
     "code_reward",
     "offline_model",
@@ -40,13 +49,24 @@ _WHERE = {
     "Scored": "codegrpo.reward.verdict",
     "Status": "codegrpo.reward.verdict",
     "Verdict": "codegrpo.reward.verdict",
+    "MemoryBackend": "codegrpo.sandbox.memory",
+    "Outcome": "codegrpo.sandbox.base",
+    "Program": "codegrpo.sandbox.base",
+    "RunResult": "codegrpo.sandbox.base",
+    "SandboxBackend": "codegrpo.sandbox.base",
+    "SandboxConfig": "codegrpo.config.schema",
+    "LocalSandboxConfig": "codegrpo.config.schema",
+    "SuperserveSandboxConfig": "codegrpo.config.schema",
 }
 
 if TYPE_CHECKING:
+    from codegrpo.config.schema import LocalSandboxConfig, SandboxConfig, SuperserveSandboxConfig
     from codegrpo.data.problems import Problem
     from codegrpo.models.conversion import offline_model
     from codegrpo.reward.code_reward import AsyncCodeReward, CodeReward, code_reward, score
     from codegrpo.reward.verdict import Scored, Status, Verdict
+    from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend
+    from codegrpo.sandbox.memory import MemoryBackend
 
 
 def __getattr__(name: str) -> Any:

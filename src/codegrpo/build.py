@@ -10,6 +10,7 @@
     dataset(problems, cfg.problems)   the prompts and test columns GRPOTrainer samples from
     scored_problems(cfg, problems)    what the reward scores: each problem's hidden tests under rollout=feedback
     check_reward_functions(cfg)       reward.functions, their args and weights, checked before the run starts
+    sampler_state(cfg, problems)      the sampler's pass rates, fed by the rewards' verdicts (resumed from a checkpoint)
     reward_functions(cfg, scorer)     reward.functions and their weights (codegrpo.reward.functions checks each)
     rollout(cfg, problems, scorer)    rollout=feedback's rollout_func (codegrpo.train.rollout_func), or None
     grpo_config(cfg, run_dir)         trl.GRPOConfig from the trainer group
@@ -22,11 +23,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codegrpo.config.choices import LoggerBackend, RewardKind, RolloutKind, Split
+from codegrpo.config.choices import LanguageName, LoggerBackend, RewardKind, RolloutKind, Split
 from codegrpo.config.schema import (
     EvaluateConfig,
     ModelConfig,
@@ -48,7 +49,8 @@ from codegrpo.reward import functions as rewards
 from codegrpo.reward.checker import same_test
 from codegrpo.reward.metric_names import CODE_REWARD
 from codegrpo.reward.programs import get_language
-from codegrpo.reward.scorer import HACK_PENALTY, Scorer
+from codegrpo.reward.scorer import Scorer
+from codegrpo.reward.shared_batch import HACK_PENALTY, Observer, SharedBatch
 from codegrpo.sandbox.base import SandboxBackend, make_backend
 from codegrpo.tracking import wandb_run as tracking_runs
 
@@ -59,6 +61,7 @@ if TYPE_CHECKING:  # imported where used: the scoring commands load neither
     from wandb.sdk.wandb_run import Run
 
     from codegrpo.train.preemption import Guard
+    from codegrpo.train.sampling import Online
     from codegrpo.train.trl_adapter import CodeGRPOTrainer
 
 log = logging.getLogger(__name__)
@@ -93,7 +96,7 @@ def share_concurrency(value: int, ranks: int) -> int:
     return max(1, value // ranks)
 
 
-def sandbox(cfg: SandboxConfig, language: str = "python", ranks: int = 1) -> SandboxBackend:
+def sandbox(cfg: SandboxConfig, language: LanguageName = LanguageName.python, ranks: int = 1) -> SandboxBackend:
     """The backend ``cfg._target_`` names, with this rank's share of the concurrency cap. Raises
     SandboxFatalError if it cannot work here; opening it runs a trivial program of ``language``."""
     shared = dataclasses.replace(cfg, max_concurrency=share_concurrency(cfg.max_concurrency, ranks))
@@ -182,12 +185,16 @@ def check_reward_functions(cfg: TrainConfig) -> list[Callable[..., object] | Non
     return checked
 
 
-def reward_functions(cfg: TrainConfig, scorer: Scorer) -> tuple[list[Callable[..., object]], list[float] | None]:
-    """The reward functions of ``reward.functions`` and their weights (None: TRL's default, all 1.0)."""
+def reward_functions(
+    cfg: TrainConfig, scorer: Scorer, observers: Sequence[Observer] = ()
+) -> tuple[list[Callable[..., object]], list[float] | None]:
+    """The reward functions of ``reward.functions`` and their weights (None: TRL's default, all 1.0). The
+    ones ``scorer`` serves read one SharedBatch, whose verdicts each of ``observers`` gets once a batch."""
     entries = list(cfg.reward.functions)
+    checked = check_reward_functions(cfg)
+    batch = SharedBatch(scorer, max(1, checked.count(None)), observers)
     functions = [
-        f if f is not None else rewards.of_scorer(entry, scorer)
-        for entry, f in zip(entries, check_reward_functions(cfg), strict=True)
+        f if f is not None else rewards.of_batch(entry, batch) for entry, f in zip(entries, checked, strict=True)
     ]
     if cfg.rollout.kind is RolloutKind.feedback:  # codegrpo's rewards score each episode's final code
         from codegrpo.train.rollout_func import score_final_code
@@ -240,6 +247,18 @@ def rollout(cfg: TrainConfig, problem_set: list[Problem], scorer: Scorer | None)
     return make_feedback_rollout(problem_set, scorer, cfg.rollout, prompt_of=lambda p: messages_for(p, cfg.problems))
 
 
+def sampler_state(cfg: TrainConfig, problem_set: list[Problem], checkpoint: Path | None = None) -> Online:
+    """The sampler's state: each problem's recent pass rate (row i of the dataset is ``problem_set[i]``),
+    restored from ``checkpoint`` on resume. The reward functions' SharedBatch feeds it (its observer
+    ``online.rates.observe``), and the trainer draws each batch from it."""
+    from codegrpo.train.sampling import Online
+
+    state = Online(cfg.sampler, [p.id for p in problem_set], cfg.seed)
+    if checkpoint is not None:
+        state.load(checkpoint)
+    return state
+
+
 def trainer(
     cfg: TrainConfig,
     model: PreTrainedModel,
@@ -250,21 +269,16 @@ def trainer(
     guard: Guard | None = None,
     wandb_run_id: str | None = None,
     scorer: Scorer | None = None,
-    checkpoint: Path | None = None,
+    online: Online | None = None,
 ) -> CodeGRPOTrainer:
     """The GRPOTrainer of this run: its checkpoints carry the config, the problem set's hash and the W&B
     run id (resume checks them); ``guard``'s signals save a checkpoint after the current step. The
-    ``sampler`` group draws its prompts, from the pass rates ``scorer``'s verdicts give (restored from
-    ``checkpoint`` on resume)."""
+    ``sampler`` group draws its prompts from ``online``'s pass rates (``sampler_state``; a fresh one without);
+    ``scorer`` runs rollout=feedback's public tests."""
     from codegrpo.models.loading import build_peft_config
-    from codegrpo.train.sampling import Online
     from codegrpo.train.trl_adapter import make_trainer_class
 
-    online = Online(cfg.sampler, [p.id for p in problem_set], cfg.seed)  # dataset row i is problem_set[i]
-    if scorer is not None:
-        scorer.observers.append(online.rates.observe)
-    if checkpoint is not None:
-        online.load(checkpoint)
+    online = online if online is not None else sampler_state(cfg, problem_set)
 
     state = {"config": to_plain(cfg), "problems_sha256": problem_set_hash(problem_set), "wandb_run_id": wandb_run_id}
     return make_trainer_class()(

@@ -266,7 +266,7 @@ class _Collect(logging.Handler):
 def _open_local_sandbox(report: Report, cfg: LocalSandboxConfig) -> None:
     """Open the default local sandbox as training does (it runs a trivial program), and print its limits
     table and every fallback it logs; then run a trivial JavaScript program in it when node is here."""
-    from codegrpo.sandbox.base import format_limits, make_backend
+    from codegrpo.sandbox.base import Runtime, format_limits, make_backend
 
     # The sandbox says what it falls back to (and why) in warnings: shown here, in the report, only.
     sandbox_log = logging.getLogger("codegrpo.sandbox")
@@ -276,13 +276,13 @@ def _open_local_sandbox(report: Report, cfg: LocalSandboxConfig) -> None:
     sandbox_log.setLevel(logging.WARNING)
     sandbox_log.propagate = False
     try:
-        with make_backend(cfg, "python") as sandbox:
+        with make_backend(cfg, Runtime.python) as sandbox:
             report.line("local sandbox", "runs a Python program")
             for message in collect.messages:
                 report.line("  warning", message)
             report.block(format_limits(sandbox.limits()))
             if shutil.which("node"):
-                sandbox.runtimes = ("node",)
+                sandbox.runtimes = (Runtime.node,)
                 try:
                     asyncio.run(sandbox.check())
                     report.line("node in the sandbox", "runs a JavaScript program")

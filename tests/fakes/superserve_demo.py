@@ -2,7 +2,7 @@
 
     python -m tests.fakes.superserve_demo [--programs 24] [--concurrency 8] [--seed 0]
 
-Needs no account and no network: the fake (tests.fakes.superserve_api) answers the real SDK and
+Needs no account and no network: the fake (benchmarks.fakes.superserve_api) answers the real SDK and
 runs each program in the local bubblewrap sandbox. Prints one row per program, the counters, and
 ``sandboxes created: X, killed: X``; exits 1 if a sandbox leaked, the cap was exceeded, or a program
 that got a result got the wrong one.
@@ -17,10 +17,11 @@ import os
 import sys
 import time
 
+from benchmarks.fakes import FAKE_API_KEY, FakeSuperserve, Fault
+
 from codegrpo.config.schema import SuperserveSandboxConfig
 from codegrpo.sandbox.base import Outcome, Program, RunResult
 from codegrpo.sandbox.superserve import SuperserveSandbox
-from tests.fakes.superserve_api import FAKE_API_KEY, FakeSuperserve, Fault
 
 KEY_ENV = "CODEGRPO_FAKE_SUPERSERVE_KEY"  # never the user's real SUPERSERVE_API_KEY
 

@@ -14,6 +14,8 @@ import textwrap
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from benchmarks.fakes import FAKE_API_KEY, FakeSuperserve
+
 from codegrpo.config.schema import LocalSandboxConfig, SuperserveSandboxConfig
 from codegrpo.data.files import load_problems
 from codegrpo.resources import PROJECT_ROOT
@@ -23,7 +25,6 @@ from codegrpo.reward.verdict import Scored
 from codegrpo.sandbox.base import Program, RunResult, SandboxBackend
 from codegrpo.sandbox.cgroups import PREFIX, find_hierarchies
 from codegrpo.sandbox.superserve import SuperserveSandbox
-from tests.fakes import FAKE_API_KEY, FakeSuperserve
 
 PYTHON = ("python3", "-I", "/tmp/solution.py")
 MiB = 1 << 20
@@ -124,27 +125,10 @@ def daemon_source(marker: str) -> str:
     """
 
 
-# Forks children that sleep until a fork is refused; COUNT is how many it got (below the process limit).
-FORK_UNTIL_REFUSED = """
-import os, time
-COUNT = 0
-while True:
-    try:
-        pid = os.fork()
-    except OSError:
-        break
-    if pid == 0:
-        time.sleep(60)
-        os._exit(0)
-    COUNT += 1
-"""
-
-
 # -- scoring through the real reward ----------------------------------------------------------------
 
 PROBLEMS_FILE = PROJECT_ROOT / "problems" / "seed.jsonl"
 PROBLEMS = {p.id: p for p in load_problems(str(PROBLEMS_FILE))}
-RIGHT_ON_THE_TEST = "n in (2, 3, 5, 7, 97)"  # is_prime's test asks 97, 1 and 91
 
 
 class Recording(SandboxBackend):
@@ -173,19 +157,6 @@ def reported_value(result: RunResult):
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["status"] == "ok", report
     return report["value"]
-
-
-def escaped_if(attack: str) -> str:
-    """A completion whose is_prime is right only if ``attack`` (a function body) returned True."""
-    body = textwrap.indent(textwrap.dedent(attack).strip("\n"), "    ")
-    return (
-        f"def _attack():\n{body}\n\n\n_ESCAPED = _attack()\n\n\n"
-        f"def is_prime(n):\n    return ({RIGHT_ON_THE_TEST}) if _ESCAPED else None\n"
-    )
-
-
-def fenced(code: str) -> str:
-    return f"Here is my solution.\n\n```python\n{textwrap.dedent(code).strip()}\n```\n"
 
 
 FAKE_KEY_ENV = "CODEGRPO_TEST_FAKE_SUPERSERVE_KEY"

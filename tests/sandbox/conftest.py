@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from benchmarks.fakes import FAKE_API_KEY, FakeSuperserve
 
 from codegrpo.config.schema import SuperserveSandboxConfig
 from codegrpo.sandbox.superserve import SuperserveSandbox
-from tests.fakes import FAKE_API_KEY, FakeSuperserve
 
 KEY_ENV = "CODEGRPO_TEST_SUPERSERVE_KEY"
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from benchmarks.fakes import FakeSuperserve
 
 from codegrpo.data.problems import IOTest, Problem
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import KEPT_OUTPUT_CHARS, Scorer
 from codegrpo.reward.verdict import Status
-from tests.fakes import FakeSuperserve
 from tests.helpers.sandbox import Recording, make_sandbox
 
 TESTS = 24

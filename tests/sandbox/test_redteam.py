@@ -13,10 +13,21 @@ import uuid
 from pathlib import Path
 
 import pytest
+from benchmarks.corpora.attacks import escaped_if
+from benchmarks.corpora.redteam import (
+    CHANNELS,
+    FORGE_THE_CHECKS,
+    FULL_TMP_POISON,
+    PTY_TIMES,
+    STDERR_IN_FLIGHT,
+    SWITCH_OFF_CHECKS,
+    WRITABLE_HOST_KNOBS,
+    XATTRS_POISON,
+)
 
 from codegrpo.reward.verdict import Status
 from codegrpo.sandbox.base import Outcome, Program
-from tests.helpers.sandbox import PROBLEMS, escaped_if, make_sandbox, run_source, score
+from tests.helpers.sandbox import PROBLEMS, make_sandbox, run_source, score
 
 CORRECT = PROBLEMS["is_prime"].reference
 
@@ -45,35 +56,7 @@ def assert_scores(box, completion: str, status: Status | set[Status], reward: fl
 def test_a_no_host_root_and_no_host_knob_is_writable(box):
     # Knobs of the sandbox's own namespaces (IPC limits, its pid namespace's pid_max, its network) may be
     # open to it, as they are to any process in namespaces it owns; anything host-wide must not be.
-    attack = escaped_if("""
-        import os, re
-        ipc_pid_uts = "auto_msgmni|msg|sem|shm|pid_max|ns_last_pid|hostname|domainname"
-        own = re.compile(rf"/proc/sys/(kernel/({ipc_pid_uts})|fs/mqueue/|net/|user/)")
-        opened = []
-        for root, _, files in os.walk("/proc/sys"):
-            for name in files:
-                path = os.path.join(root, name)
-                try:
-                    fd = os.open(path, os.O_WRONLY)
-                except OSError:
-                    continue
-                try:
-                    if name == "ns_last_pid":  # open to all (0666); the write itself is checked
-                        os.write(fd, open(path).read().encode())
-                    if not own.match(path):
-                        opened.append(path)
-                except OSError:
-                    pass
-                finally:
-                    os.close(fd)
-        for path in ("/proc/sysrq-trigger", "/sys/kernel/uevent_helper"):
-            try:
-                os.close(os.open(path, os.O_WRONLY))
-                opened.append(path)
-            except OSError:
-                pass
-        return bool(opened)
-    """)
+    attack = escaped_if(WRITABLE_HOST_KNOBS)
     assert_scores(box, attack, Status.FAILED, 0.0)
 
 
@@ -117,17 +100,6 @@ def test_b_a_signal_to_pid_1_is_a_zero_not_an_infrastructure_failure(box):
 
 # -- C: waits a program can stretch ----------------------------------------------------------------
 
-STDERR_IN_FLIGHT = textwrap.dedent("""
-    import os, socket
-    # Its own stderr, and the sockets themselves, in flight on a unix socket: a cycle the kernel frees
-    # only when its garbage collector next runs.
-    a, b = socket.socketpair()
-    socket.send_fds(a, [b"x"], [a.fileno(), b.fileno(), 1, 2])
-    socket.send_fds(b, [b"x"], [a.fileno(), b.fileno(), 1, 2])
-    a.close()
-    b.close()
-""")
-
 
 def test_c_fds_in_flight_do_not_hold_the_trainer(box):
     assert_scores(box, STDERR_IN_FLIGHT + CORRECT, Status.PASSED, 1.0)
@@ -137,91 +109,20 @@ def test_c_fds_in_flight_do_not_hold_the_trainer(box):
 
 # -- D, E: poisoning later programs ------------------------------------------------------------------
 
-PIN = """
-    import os, socket
-    def pin(fds):
-        # Kept alive by a cycle of fds in flight after every process is gone.
-        a, b = socket.socketpair()
-        socket.send_fds(a, [b"x"], [a.fileno(), b.fileno(), *fds])
-        a.close()
-        b.close()
-"""
-
 
 def test_d_xattrs_charged_to_a_worker_do_not_fail_later_programs(box):
-    poison = (
-        PIN
-        + """
-    tmp = os.open("/tmp", os.O_RDONLY)
-    value = os.urandom(60000)
-    try:
-        for n in range(20000):  # up to 1.2 GB: until the memory limit refuses more
-            os.setxattr("/tmp", f"user.{n}", value)
-    except OSError:
-        pass
-    pin([tmp])
-    def is_prime(n):
-        return None
-    """
-    )
-    assert_scores(box, poison, {Status.FAILED, Status.ERROR}, 0.0, timeout_s=20.0)  # ERROR: at the memory limit
+    assert_scores(box, XATTRS_POISON, {Status.FAILED, Status.ERROR}, 0.0, timeout_s=20.0)  # ERROR: at the memory limit
     for _ in range(3):
         assert_scores(box, CORRECT, Status.PASSED, 1.0)
 
 
 def test_e_a_full_tmp_kept_alive_does_not_fail_later_programs(box):
-    poison = (
-        PIN
-        + """
-    held = []
-    for n in range(50):  # 2 MiB each (the file size limit), 64 open files at most: /tmp is full
-        try:
-            fd = os.open(f"/tmp/fill{n}", os.O_CREAT | os.O_WRONLY)
-            os.write(fd, b"x" * (2 << 20))
-            os.unlink(f"/tmp/fill{n}")
-            held.append(fd)
-        except OSError:
-            break
-    pin(held)
-    def is_prime(n):
-        return None
-    """
-    )
-    assert_scores(box, poison, Status.FAILED, 0.0, timeout_s=20.0)
+    assert_scores(box, FULL_TMP_POISON, Status.FAILED, 0.0, timeout_s=20.0)
     for _ in range(3):
         assert_scores(box, CORRECT, Status.PASSED, 1.0)
 
 
 # -- F: channels between programs of one worker ------------------------------------------------------
-
-MARKER_TIME = 1_234_567_890
-CHANNELS = {
-    "xattr_on_tmp": (
-        "os.setxattr('/tmp', 'user.answer', b'$marker')",
-        "return os.getxattr('/tmp', 'user.answer') == b'$marker'",
-    ),
-    "hostname": (
-        "open('/proc/sys/kernel/hostname', 'w').write('$marker'[:60])",
-        "return socket.gethostname() == '$marker'[:60]",
-    ),
-    "tmp_times": (
-        f"os.utime('/tmp', ({MARKER_TIME}, {MARKER_TIME}))",
-        f"return int(os.stat('/tmp').st_atime) == {MARKER_TIME} or int(os.stat('/tmp').st_mtime) == {MARKER_TIME}",
-    ),
-    "tcp_time_wait": (
-        "s = socket.create_server(('127.0.0.1', 47321)); c = socket.create_connection(('127.0.0.1', 47321)); "
-        "d, _ = s.accept(); c.close(); d.close(); s.close()",
-        "return ':B8D9' in open('/proc/net/tcp').read().upper()",
-    ),
-    "pid_counter": (
-        "[os.waitpid(p, 0) for p in [os.fork() or os._exit(0) for _ in range(60)]]",
-        "return os.getpid() > 50 or any(int(p) > 50 for p in os.listdir('/proc') if p.isdigit())",
-    ),
-    "inode_counter": (
-        "[open(f'/tmp/f{n}', 'w').close() for n in range(3000)]",
-        "return os.stat('/tmp/solution.py').st_ino > 2000",
-    ),
-}
 
 
 @pytest.mark.parametrize("channel", list(CHANNELS))
@@ -286,18 +187,6 @@ def test_outcomes_say_whose_fault(box):
 
 # -- G: HumanEval checks the completion could switch off -----------------------------------------------
 
-SWITCH_OFF_CHECKS = """
-import builtins, sys
-_exec = builtins.exec
-def _no_checks(source, *args, **kwargs):
-    # Every block of asserts the harness runs becomes one that passes.
-    if isinstance(source, str) and source.startswith("def _block"):
-        source = "def _block():\\n    pass\\n"
-    return _exec(source, *args, **kwargs)
-builtins.exec = _no_checks
-sys.modules["builtins"].exec = _no_checks
-"""
-
 
 @pytest.mark.slow
 def test_g_checks_run_where_the_completion_never_did(box):
@@ -315,20 +204,6 @@ def test_g_checks_run_where_the_completion_never_did(box):
     hacks = [SWITCH_OFF_CHECKS + p.prompt + "    return None\n" for p in judged_inside]
     hacked = asyncio.run(scorer.score([p.id for p in judged_inside], hacks))
     assert [s.problem_id for s in hacked if s.verdict.reward != 0.0] == []
-
-
-FORGE_THE_CHECKS = """
-import marshal, os, struct, sys
-# The harness's child: find the pipe to the parent and the number of checks in the frames above.
-frame, fd = sys._getframe(), None
-while frame is not None and fd is None:
-    fd = frame.f_locals.get("result_fd")
-    frame = frame.f_back
-records = [["assert", True]] * 20
-for message in (("ok", records), ("ready", None)):
-    data = marshal.dumps(message)
-    os.write(fd, struct.pack(">I", len(data)) + data)
-"""
 
 
 @pytest.mark.parametrize("problem_id", ["HumanEval/4", "HumanEval/32", "HumanEval/38"])
@@ -352,7 +227,7 @@ def test_f_a_pty_of_its_own_and_no_page_cache_probe(box):
     # RWF_NOWAIT tells which files are in the page cache.
     writer = "import os\nos.utime('/dev/pts/ptmx', (1234567890, 1234567890))\ndef is_prime(n):\n    return None\n"
     assert_scores(box, writer, Status.FAILED, 0.0)
-    reader = escaped_if("import os\nreturn int(os.stat('/dev/pts/ptmx').st_mtime) == 1234567890")
+    reader = escaped_if(PTY_TIMES)
     assert_scores(box, reader, Status.FAILED, 0.0)
     probe = """
         import errno, os

@@ -90,13 +90,13 @@ def test_an_error_reason_is_the_programs_own_not_an_audit_token(box):
 
 
 def test_feedback_never_shows_the_monitors_tokens(box):
-    from codegrpo.rollout.feedback import feedback_message, run_public
+    from codegrpo.rollout.feedback import feedback_message
 
     problem = dataclasses.replace(SUM, public_tests=(SUM.tests[0],))
     shown = public(problem, same_test())
     code = "import signal\nsignal.signal(signal.SIGALRM, lambda *a: None)\nopen('/' + 'etc/hostname')\n" + READ_SUM
     scorer = Scorer([problem], box, get_language("python"), "binary", timeout_s=10.0)
-    (run,) = asyncio.run(run_public(scorer, [shown], [code]))
+    (run,) = asyncio.run(scorer.reports([shown], [code]))
     message = feedback_message(shown.tests, run, RolloutConfig())
     assert "FileNotFoundError" in message  # the program's own error is shown
     assert "codegrpo-audit" not in message, message

@@ -14,13 +14,13 @@ import time
 import uuid
 
 import pytest
+from benchmarks.corpora.attacks import FORK_UNTIL_REFUSED
+from benchmarks.fakes import FAKE_API_KEY, FakeSuperserve
 
 from codegrpo.sandbox.base import Outcome, Program, RunResult
-from tests.fakes import FAKE_API_KEY, FakeSuperserve
 from tests.helpers.run_if import run_if
 from tests.helpers.sandbox import (
     FAKE_KEY_ENV,
-    FORK_UNTIL_REFUSED,
     FreshSuperserve,
     MiB,
     assert_nothing_left,

@@ -1,6 +1,6 @@
 """The Superserve backend, driven through the real superserve SDK against the in-process fake API.
 
-The fake (tests.fakes.superserve_api) really runs each program in the local bubblewrap sandbox,
+The fake (benchmarks.fakes.superserve_api) really runs each program in the local bubblewrap sandbox,
 so these tests need bwrap; they assert results, retries, fatal errors, the concurrency cap and
 that no sandbox is ever left alive.
 """
@@ -24,6 +24,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from benchmarks.fakes import FAKE_API_KEY, FakeSuperserve, Fault
+from benchmarks.fakes.superserve_api import VM_FILES
+from benchmarks.sections.superserve import run_as_the_guide
 from omegaconf import OmegaConf
 from superserve import (
     AsyncSandbox,
@@ -40,9 +43,6 @@ from codegrpo.config.schema import LocalSandboxConfig, SuperserveSandboxConfig
 from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxFatalError, program_limits
 from codegrpo.sandbox.superserve import KEY_ENV as BUNDLE_KEY_ENV
 from codegrpo.sandbox.superserve import SuperserveSandbox, _chunk_results, _RunnerFailed, chunk_script
-from tests.fakes import FAKE_API_KEY, FakeSuperserve, Fault
-from tests.fakes.superserve_api import VM_FILES
-from tests.fakes.superserve_bench import run_as_the_guide
 from tests.helpers.run_if import run_if
 
 pytestmark = run_if(bwrap=True)
@@ -971,7 +971,7 @@ def test_cancelled_call_kills_its_sandboxes(make_backend) -> None:
 CTRL_C_SCRIPT = """
 import asyncio, atexit, os, signal, sys, threading, time
 from codegrpo.config.schema import SuperserveSandboxConfig
-from tests.fakes import FAKE_API_KEY, FakeSuperserve
+from benchmarks.fakes import FAKE_API_KEY, FakeSuperserve
 from codegrpo.sandbox.base import Program
 from codegrpo.sandbox.superserve import SuperserveSandbox
 

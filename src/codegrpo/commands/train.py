@@ -32,10 +32,11 @@ register_configs()  # with the trainer schema (every trl.GRPOConfig field), whic
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="train")
 def train_command(cfg: DictConfig) -> float | None:
     """Train: python train.py [group=option ...] [key=value ...] (--help lists the groups)."""
-    from codegrpo.tasks.train import settle_failed_run, train
+    from codegrpo.tasks.train import settle_failed_run, train_objective
 
     # A run that fails before its first step leaves no run dir; any other failure leaves a FAILED file.
-    return run(train, cfg, on_failure=partial(settle_failed_run, Path(cfg.run_dir))).get("final_reward_mean")
+    # The value of optimized_metric (conf/hparams_search) is what an Optuna sweep optimises.
+    return run(train_objective, cfg, on_failure=partial(settle_failed_run, Path(cfg.run_dir)))
 
 
 _train_main = entry_point(train_command)

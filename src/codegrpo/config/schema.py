@@ -191,6 +191,8 @@ class RewardConfig:
 
 @dataclass
 class SandboxConfig:
+    """Every backend's settings: which backend (``_target_``), how many programs at once, and each program's limits."""
+
     # The backend: a codegrpo.sandbox.base.SandboxBackend subclass, called with this config (a user's own
     # backend plugs in with a conf/sandbox/<name>.yaml naming its class).
     _target_: str = MISSING
@@ -236,6 +238,8 @@ class SandboxConfig:
 
 @dataclass
 class LocalSandboxConfig(SandboxConfig):
+    """sandbox=local: bubblewrap on this machine (codegrpo.sandbox.local), with its memory, user and cgroup settings."""
+
     _target_: str = "codegrpo.sandbox.local.LocalSandbox"
     bwrap: str = "bwrap"
     python: str = ""  # interpreter inside the sandbox; empty means this Python's base interpreter
@@ -288,6 +292,9 @@ class LocalSandboxConfig(SandboxConfig):
 
 @dataclass
 class SuperserveSandboxConfig(SandboxConfig):
+    """sandbox=superserve: Superserve's cloud microVMs (codegrpo.sandbox.superserve), with the key, retries and programs
+    per VM."""
+
     _target_: str = "codegrpo.sandbox.superserve.SuperserveSandbox"
     api_key_env: str = "SUPERSERVE_API_KEY"
     base_url: str | None = None  # None: the SDK's default (or SUPERSERVE_BASE_URL)
@@ -706,6 +713,9 @@ class TrainConfig:
     peft: Optional[LoraSchema] = None  # peft=lora: LoRA adapters; None trains every weight
     # With trainer.log_completions: a completions table (parquet, W&B) every N optimizer steps.
     completions_every: int = 1
+    # The metric of the run's result that train returns to a sweeper (conf/train.yaml: final_reward_mean): one
+    # of codegrpo.reward.metric_names.RESULT_METRICS, checked before the model loads; None returns none.
+    optimized_metric: Optional[str] = None
 
     def __post_init__(self) -> None:
         if isinstance(self.trainer, TrainerConfig) and isinstance(self.rollout, RolloutConfig):

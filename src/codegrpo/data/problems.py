@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from codegrpo.config.choices import Form
+from codegrpo.config.choices import Form, LanguageName
 from codegrpo.config.schema import MAX_TIMEOUT_S
 from codegrpo.errors import ProblemError
 
@@ -170,7 +170,7 @@ def parse_problem(record: Any, where: str, language: str | None = None) -> Probl
 
 
 def _check_test(problem_id: str, test: str, form: Form, language: str | None, where: str) -> None:
-    if (language or "python") == "python" and (why := compile_error(test, form)) is not None:
+    if (language or LanguageName.python) == LanguageName.python and (why := compile_error(test, form)) is not None:
         raise ProblemError(f"{where}: problem {problem_id!r}: field 'test' {why}")
 
 

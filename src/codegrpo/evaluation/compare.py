@@ -9,6 +9,7 @@ import numpy as np
 
 from codegrpo.errors import UsageError
 from codegrpo.evaluation.results import Breakdown, Comparison, Evaluation, Outcomes, save
+from codegrpo.reward import metric_names as keys
 
 
 def _total(outcomes: dict[str, Outcomes], ids: list[str]) -> Outcomes:
@@ -105,22 +106,20 @@ def write_comparison(comparison: Comparison, run_dir: Path, run=None) -> None:
     if run is not None:
         low, high = comparison.ci95
         metrics = {
-            "eval_compare/pass@1_before": comparison.pass1_before,
-            "eval_compare/pass@1_after": comparison.pass1_after,
-            "eval_compare/change": comparison.change,
-            "eval_compare/ci95_low": low,
-            "eval_compare/ci95_high": high,
+            keys.PASS1_BEFORE: comparison.pass1_before,
+            keys.PASS1_AFTER: comparison.pass1_after,
+            keys.CHANGE: comparison.change,
+            "ci95_low": low,
+            "ci95_high": high,
         }
         if comparison.breakdown is not None:
-            metrics |= {
-                f"eval_compare/{name}": getattr(comparison.breakdown, name) for name in ("format", "skill", "lost")
-            }
+            metrics |= {name: getattr(comparison.breakdown, name) for name in ("format", "skill", "lost")}
         if comparison.first_turn is not None:
             first = comparison.first_turn
             metrics |= {
-                "eval_compare/first_turn/pass@1_before": first.pass1_before,
-                "eval_compare/first_turn/pass@1_after": first.pass1_after,
-                "eval_compare/first_turn/change": first.change,
+                keys.first_turn(keys.PASS1_BEFORE): first.pass1_before,
+                keys.first_turn(keys.PASS1_AFTER): first.pass1_after,
+                keys.first_turn(keys.CHANGE): first.change,
             }
-        run.log(metrics)
-        run.summary["eval_compare/excludes_zero"] = comparison.excludes_zero
+        run.log({keys.compared(key): value for key, value in metrics.items()})
+        run.summary[keys.compared("excludes_zero")] = comparison.excludes_zero

@@ -2,11 +2,12 @@
 and pass@k (results.py). The evaluate command and training's before/after evaluations both run this; the
 paired comparison of two evaluations is compare.py.
 
-Under rollout=feedback each sample is an episode (codegrpo.rollout.feedback.play, the loop training runs): the
-model sees its code's results on the public tests and revises, up to ``rollout.max_turns`` turns of at most
-``evaluation.max_new_tokens`` tokens each, within the model's context. The first turn's code and the last
-turn's are both scored on the hidden tests: the Evaluation is the last turn's, with the first turn's inside it
-(``first_turn``) and their paired comparison (``turn_gain``), as RLEF reports both."""
+Under rollout=feedback each sample is an episode, played as training plays them (codegrpo.rollout.engine, in
+rollout.feedback's environment): the model sees its code's results on the public tests and revises, up to
+``rollout.max_turns`` turns of at most ``evaluation.max_new_tokens`` tokens each, within the model's context.
+The first turn's code and the last turn's are both scored on the hidden tests: the Evaluation is the last
+turn's, with the first turn's inside it (``first_turn``) and their paired comparison (``turn_gain``), as RLEF
+reports both."""
 
 from __future__ import annotations
 
@@ -71,44 +72,34 @@ def _eos(model, tokenizer) -> set[int]:
 def generate(
     model, tokenizer, messages: list[list[dict]], settings: EvaluationConfig, generated: Generated | None = None
 ) -> list[list[str]]:
-    """num_samples completions for each chat prompt: batched generate() with the KV cache, every prompt's
-    samples in one batch, left padding. Seeded, so two models are evaluated on the same random stream.
+    """num_samples completions for each chat prompt, by ``generate_ids`` (the one generation set-up: every
+    prompt's samples in one batch). Seeded, so two models are evaluated on the same random stream.
     ``generated`` adds up the tokens generated and the seconds generate() took."""
     import torch
+
+    from codegrpo.rollout.chat import prompt_ids
 
     set_torch_threads()
     torch.manual_seed(settings.seed)
     was_training = model.training
     model.eval()
-    tokenizer.padding_side = "left"
-    sampling = _sampling(settings)
-    eos, generated = _eos(model, tokenizer), generated if generated is not None else Generated()
+    generated = generated if generated is not None else Generated()
+    turn = generate_ids(model, tokenizer, settings, _eos(model, tokenizer), generated)
+    n = settings.num_samples
     outputs: list[list[str]] = []
-    for start in range(0, len(messages), settings.batch_size):
-        batch = messages[start : start + settings.batch_size]
-        texts = [tokenizer.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m in batch]
-        inputs = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
-        began = time.perf_counter()
-        with torch.inference_mode():
-            tokens = model.generate(
-                **inputs,
-                max_new_tokens=settings.max_new_tokens,
-                num_return_sequences=settings.num_samples,
-                use_cache=True,
-                pad_token_id=tokenizer.pad_token_id,
-                **sampling,
+    try:
+        for start in range(0, len(messages), settings.batch_size):
+            batch = messages[start : start + settings.batch_size]
+            replies, _ = turn([prompt_ids(tokenizer, m) for m in batch for _ in range(n)])
+            decoded = tokenizer.batch_decode(replies, skip_special_tokens=True)
+            outputs += [decoded[i * n : (i + 1) * n] for i in range(len(batch))]
+            print(
+                f"generated {min(start + len(batch), len(messages))}/{len(messages)} problems "
+                f"({generated.per_second:.1f} tokens/s)",
+                file=sys.stderr,
             )
-        replies = tokens[:, inputs["input_ids"].shape[1] :]
-        generated.add(replies.tolist(), eos, time.perf_counter() - began)
-        decoded = tokenizer.batch_decode(replies, skip_special_tokens=True)
-        n = settings.num_samples
-        outputs += [decoded[i * n : (i + 1) * n] for i in range(len(batch))]
-        print(
-            f"generated {min(start + len(batch), len(messages))}/{len(messages)} problems "
-            f"({generated.per_second:.1f} tokens/s)",
-            file=sys.stderr,
-        )
-    model.train(was_training)
+    finally:
+        model.train(was_training)
     return outputs
 
 
@@ -163,12 +154,6 @@ def evaluate_model(
     return _evaluation(problems, asyncio.run(scorer.score(ids, flat)), settings, started, generated)
 
 
-def _context(model) -> int | None:
-    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
-    limit = getattr(config, "max_position_embeddings", None)
-    return limit if isinstance(limit, int) else None
-
-
 def generate_ids(model, tokenizer, settings: EvaluationConfig, eos: set[int], generated: Generated | None = None):
     """A turn's generation for evaluation episodes: token-id prompts, left-padded, batch_size x num_samples
     sequences per generate(), each reply up to evaluation.max_new_tokens and cut after its end-of-turn token.
@@ -219,15 +204,20 @@ def evaluate_feedback(
 
     from codegrpo.data.public_tests import public
     from codegrpo.evaluation.compare import compare
+    from codegrpo.models.loading import context_length
     from codegrpo.reward.checker import same_test
-    from codegrpo.rollout.feedback import Chat, Episode, EpisodeStats, episode_metrics, play
+    from codegrpo.rollout.chat import Chat
+    from codegrpo.rollout.engine import play
+    from codegrpo.rollout.episode import Episode
+    from codegrpo.rollout.feedback import Feedback
+    from codegrpo.rollout.metrics import EpisodeStats, episode_metrics
 
     started = time.monotonic()
     set_torch_threads()
     torch.manual_seed(settings.seed)
     was_training = model.training
     model.eval()
-    context = _context(model)
+    context = context_length(model)
     eos = _eos(model, tokenizer)
     chat = Chat(tokenizer, eos, context or 1 << 30, context)  # each turn is bounded by max_new_tokens
     same = same_test(scorer.checker, scorer.tolerance)
@@ -250,7 +240,7 @@ def evaluate_feedback(
         return replies
 
     try:
-        play(episodes, logged, scorer, rollout, chat)
+        play(episodes, logged, Feedback(scorer, rollout), chat, rollout.max_turns)
     finally:
         model.train(was_training)
     ids = [e.problem.id for e in episodes]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from codegrpo.errors import UsageError
+from codegrpo.reward import metric_names as keys
 from codegrpo.reward.verdict import Status
 from codegrpo.tracking import secrets
 from codegrpo.tracking.runinfo import codegrpo_commit
@@ -82,26 +83,26 @@ class Evaluation:
         return self.generated_tokens / self.generation_s
 
     def metrics(self) -> dict[str, float]:
-        metrics = {f"pass@{k}": v for k, v in self.pass_at.items()}
+        metrics = {keys.pass_at(k): v for k, v in self.pass_at.items()}
         if self.first_turn is not None:
-            metrics |= {f"first_turn/pass@{k}": v for k, v in self.first_turn.pass_at.items()}
+            metrics |= {keys.first_turn(keys.pass_at(k)): v for k, v in self.first_turn.pass_at.items()}
         if self.tokens_per_s is not None:
-            metrics["tokens_per_s"] = self.tokens_per_s
+            metrics[keys.EVAL_TOKENS_PER_S] = self.tokens_per_s
         return metrics | (self.feedback or {})
 
     def summary(self) -> str:
         """One line: pass@k (under rollout=feedback, after the first turn and after the last, with the change),
         and the generated tokens per second when measured."""
-        line = ", ".join(f"pass@{k} {v:.3f}" for k, v in self.pass_at.items())
+        line = ", ".join(f"{keys.pass_at(k)} {v:.3f}" for k, v in self.pass_at.items())
         rate = "" if self.tokens_per_s is None else f"; {self.tokens_per_s:.1f} generated tokens/s"
         if self.first_turn is None:
             return line + rate
-        first = ", ".join(f"pass@{k} {v:.3f}" for k, v in self.first_turn.pass_at.items())
+        first = ", ".join(f"{keys.pass_at(k)} {v:.3f}" for k, v in self.first_turn.pass_at.items())
         gain = self.turn_gain or {}
         low, high = gain.get("ci95", (float("nan"), float("nan")))
         return (
-            f"first turn {first}; last turn {line}; change {gain.get('change', float('nan')):+.3f} "
-            f"[95% CI {low:+.3f}, {high:+.3f}]; turns {(self.feedback or {}).get('feedback/turns', 1.0):.2f}" + rate
+            f"first turn {first}; last turn {line}; change {gain.get(keys.CHANGE, float('nan')):+.3f} "
+            f"[95% CI {low:+.3f}, {high:+.3f}]; turns {(self.feedback or {}).get(keys.FEEDBACK_TURNS, 1.0):.2f}" + rate
         )
 
     def outcomes(self) -> dict[str, Outcomes]:
@@ -144,7 +145,7 @@ class Evaluation:
                 f"{where} is not an eval file (it needs per_problem and num_samples, as "
                 "eval.json and eval_before.json have)"
             )
-        pass_at = {int(key[len("pass@") :]): float(v) for key, v in data.items() if key.startswith("pass@")}
+        pass_at = {k: float(v) for key, v in data.items() if (k := keys.pass_at_k(key)) is not None}
         first = data.get("first_turn")
         return cls(
             pass_at,
@@ -198,9 +199,9 @@ class Comparison:
 
     def to_json(self) -> dict[str, Any]:
         data = {
-            "pass@1_before": self.pass1_before,
-            "pass@1_after": self.pass1_after,
-            "change": self.change,
+            keys.PASS1_BEFORE: self.pass1_before,
+            keys.PASS1_AFTER: self.pass1_after,
+            keys.CHANGE: self.change,
             "ci95": list(self.ci95),
             "excludes_zero": self.excludes_zero,
             "num_problems": self.num_problems,

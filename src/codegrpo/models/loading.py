@@ -119,6 +119,16 @@ def describe_model(cfg: ModelConfig, model: Any) -> dict[str, Any]:
     }
 
 
+def context_length(model: Any) -> int | None:
+    """The most tokens a model reads, prompt and completion together (its text config's
+    ``max_position_embeddings``); None where its config does not say."""
+    config = getattr(model, "config", None)
+    if config is not None and hasattr(config, "get_text_config"):
+        config = config.get_text_config()
+    limit = getattr(config, "max_position_embeddings", None)
+    return limit if isinstance(limit, int) else None
+
+
 def load_dtype(cfg: ModelConfig) -> torch.dtype:
     """The dtype the weights are loaded in. `auto` is float32 whatever the trainer's precision: under
     bf16/fp16 training the trainable weights and AdamW's state must stay fp32 (autocast computes in

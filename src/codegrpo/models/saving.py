@@ -11,6 +11,7 @@ from typing import Any
 from codegrpo.config.choices import SaveDtype
 from codegrpo.config.schema import ModelConfig
 from codegrpo.errors import UsageError
+from codegrpo.reward.metric_names import RELATIVE_NORM
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +69,7 @@ def rounding_warning(history: list[dict[str, Any]], dtype_name: str) -> str | No
     lr 1e-6 for 8 steps, it does). Uses the per-step ||delta theta|| / ||theta|| the trainer logs."""
     rms = RMS_ROUNDING.get(dtype_name)
     # The sum of the per-step relative norms bounds the whole run's ||delta theta|| / ||theta||.
-    total = sum(row.get("update/relative_norm", 0.0) for row in history)
+    total = sum(row.get(RELATIVE_NORM, 0.0) for row in history)
     if rms is None or not total or total >= rms:
         return None
     return (

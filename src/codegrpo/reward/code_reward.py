@@ -45,10 +45,11 @@ from codegrpo.data.files import load_problems
 from codegrpo.data.problems import Problem, json_text, parse_problem
 from codegrpo.errors import ProblemError, UsageError
 from codegrpo.reward.explain import code_head, reason
-from codegrpo.reward.metric_names import CODE_REWARD
+from codegrpo.reward.metric_names import CODE_REWARD, HACKS_ANY, SANDBOX_BATCH_S
 from codegrpo.reward.monitor import HackTrend, hack_metrics, joined, warn
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer, batch_metrics
+from codegrpo.reward.shared_batch import SharedBatch
 from codegrpo.reward.verdict import Scored
 from codegrpo.sandbox.base import SandboxBackend, make_backend
 
@@ -79,13 +80,15 @@ def _whole(name: str, value: Any, least: int) -> None:
         raise UsageError(f"CodeReward: {name} must be {kind}, not {value}")
 
 
-def _sandbox_config(sandbox: str | SandboxConfig, timeout_s: float, max_concurrency: int) -> SandboxConfig:
-    if isinstance(sandbox, SandboxConfig):
+def _sandbox_config(
+    sandbox: str | SandboxConfig | SandboxBackend, timeout_s: float, max_concurrency: int
+) -> SandboxConfig | SandboxBackend:
+    if isinstance(sandbox, (SandboxConfig, SandboxBackend)):
         return sandbox
     if sandbox not in SANDBOX_KINDS:
         raise UsageError(
-            f"CodeReward(sandbox={sandbox!r}): use one of {', '.join(map(repr, SANDBOX_KINDS))} or a "
-            f"codegrpo.config.schema.SandboxConfig"
+            f"CodeReward(sandbox={sandbox!r}): use one of {', '.join(map(repr, SANDBOX_KINDS))}, a "
+            f"codegrpo.SandboxConfig or a codegrpo.SandboxBackend"
         )
     return SANDBOX_KINDS[sandbox](timeout_s=timeout_s, max_concurrency=max_concurrency)
 
@@ -184,7 +187,9 @@ class CodeReward:
 
     Args:
         sandbox: ``"local"`` (bubblewrap, the default), ``"superserve"`` (Superserve's cloud microVMs; the
-            key in ``SUPERSERVE_API_KEY``), or a ``LocalSandboxConfig``/``SuperserveSandboxConfig``.
+            key in ``SUPERSERVE_API_KEY``), a ``LocalSandboxConfig``/``SuperserveSandboxConfig``, or a
+            ``SandboxBackend`` of the caller's (a ``MemoryBackend`` in tests), which the reward uses as it is:
+            the caller opens and closes it, and it does not pickle with the reward.
         kind: ``"binary"`` (1.0 when every test passes) or ``"partial"`` (the fraction of tests passed).
         checker: how stdin/stdout output is compared: ``"tokens"``, ``"lines"`` or ``"exact"``.
         extract: which fenced code block of a completion is the code: ``"first"`` or ``"last"``.
@@ -219,7 +224,7 @@ class CodeReward:
 
     def __init__(
         self,
-        sandbox: str | SandboxConfig = "local",
+        sandbox: str | SandboxConfig | SandboxBackend = "local",
         *,
         kind: RewardKind | str = RewardKind.binary,
         checker: Checker | str = Checker.tokens,
@@ -254,7 +259,7 @@ class CodeReward:
         if isinstance(problems, (str, os.PathLike)):
             problems = load_problems(os.fspath(problems), language=self.language)
         self.problems = {p.id: p for p in problems or ()}  # the given problems; rows are in _rows
-        self._bound: Scorer | None = None
+        self._bound: SharedBatch | None = None  # of_batch's: the template's batch, read with hack_penalty
         self._init_state()
 
     def _init_state(self) -> None:
@@ -266,8 +271,15 @@ class CodeReward:
 
     @classmethod
     def of_scorer(cls, scorer: Scorer) -> AsyncCodeReward:
-        """The template's reward: the Scorer ``build.scorer`` made from the config, its problems looked up by
-        the ``problem_id`` column, scored once per batch with the other reward functions that share it."""
+        """The reward of a Scorer (``build.scorer`` made it from the config): its sandbox and settings, its
+        problems looked up by the ``problem_id`` column; it alone reads each batch."""
+        return cls.of_batch(SharedBatch(scorer))
+
+    @classmethod
+    def of_batch(cls, batch: SharedBatch) -> AsyncCodeReward:
+        """The template's reward: ``batch``'s Scorer, each batch scored once with the other reward functions
+        that read it (hack_penalty), its verdicts given to the batch's observers."""
+        scorer = batch.scorer
         sandbox = getattr(scorer.sandbox, "cfg", None)  # a backend of the user's own may keep no config
         reward = AsyncCodeReward(
             sandbox if isinstance(sandbox, SandboxConfig) else "local",
@@ -280,12 +292,14 @@ class CodeReward:
             language=scorer.language.name,
             problems=list(scorer.problems.values()),
         )
-        reward._bound = scorer  # scores through it: its sandbox, its problems
+        reward._bound = batch  # scores through it: its scorer's sandbox and problems
         return reward
 
     # -- pickling: the configuration travels, the open sandbox does not ------------------------------------
 
     def __getstate__(self) -> dict[str, Any]:
+        if isinstance(self.sandbox, SandboxBackend):
+            raise TypeError("a CodeReward given a SandboxBackend does not pickle; give it the sandbox's config instead")
         if self._bound is not None:
             raise TypeError(
                 "a CodeReward made from the template's Scorer does not pickle; build one with CodeReward(...) instead"
@@ -315,15 +329,13 @@ class CodeReward:
         self, scorer: Scorer, problem_ids: list[str], completions: Sequence[Any], columns: dict[str, Any]
     ) -> list[float | None]:
         started = time.monotonic()
-        scored = await (scorer.score_shared if self._bound else scorer.score)(problem_ids, completions)
-        for observe in scorer.observers:
-            observe(scored)
+        scored = await (self._bound.score if self._bound else scorer.score)(problem_ids, completions)
         hacks = hack_metrics([s.flags for s in scored])
-        if (message := self._trend.update(hacks["hacks/any"])) is not None:
+        if (message := self._trend.update(hacks[HACKS_ANY])) is not None:
             warn(message)
         if (log_metric := columns.get("log_metric")) is not None:
             metrics = batch_metrics(scored)
-            metrics["sandbox/batch_s"] = time.monotonic() - started
+            metrics[SANDBOX_BATCH_S] = time.monotonic() - started
             metrics.update(scorer.sandbox.stats())
             metrics.update(hacks)
             for name, value in metrics.items():
@@ -395,7 +407,7 @@ class CodeReward:
             problem = self._rows.get(problem_id)
             if problem is None:  # a row is checked (its test compiled) once, while the cache keeps it
                 id_field = "task_id" if "task_id" in record else "id"
-                language = self._bound.language.name if self._bound is not None else self.language
+                language = self._bound.scorer.language.name if self._bound is not None else self.language
                 try:
                     problem = parse_problem(record | {id_field: problem_id}, f"code_reward: row {number}", language)
                 except ProblemError as error:
@@ -415,14 +427,17 @@ class CodeReward:
 
     def _start(self) -> _Open:
         if self._bound is not None:
-            return _Open(self._bound.sandbox, self._bound, None)
-        backend = make_backend(self.sandbox, get_language(self.language).runtime)
+            return _Open(self._bound.scorer.sandbox, self._bound.scorer, None)
         loop = _Loop()
-        try:
-            loop.run(backend.__aenter__())  # a trivial program: a broken sandbox fails here, before scoring
-        except BaseException:
-            loop.stop()
-            raise
+        if isinstance(self.sandbox, SandboxBackend):
+            backend = self.sandbox  # the caller's, opened and closed by the caller
+        else:
+            backend = make_backend(self.sandbox, get_language(self.language).runtime)
+            try:
+                loop.run(backend.__aenter__())  # a trivial program: a broken sandbox fails here, before scoring
+            except BaseException:
+                loop.stop()
+                raise
         scorer = Scorer(
             list(self.problems.values()),
             backend,
@@ -443,8 +458,9 @@ class CodeReward:
         if state is None or self._bound is not None:
             return
         if state.loop is not None:
-            with contextlib.suppress(Exception):
-                state.loop.run(state.backend.aclose())
+            if state.backend is not self.sandbox:  # a backend the caller gave stays open: it is the caller's
+                with contextlib.suppress(Exception):
+                    state.loop.run(state.backend.aclose())
             state.loop.stop()
 
 

@@ -25,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
+from codegrpo.config.choices import Extract, LanguageName
+
 FENCE = "```"
 _TAG = re.compile(r"[ \t]*([A-Za-z0-9_+#.-]*)")
 
@@ -148,7 +150,7 @@ _JAVASCRIPT = _Dialect("JavaScript", "javascript", _javascript_parses, _JAVASCRI
 def _dialect(tags: frozenset[str]) -> _Dialect | None:
     # The language whose fence tags these are (each language's name is one of its tags); None for another
     # language, whose text always reads as code (no parser here to say otherwise).
-    return _PYTHON if "python" in tags else _JAVASCRIPT if "javascript" in tags else None
+    return _PYTHON if LanguageName.python in tags else _JAVASCRIPT if LanguageName.javascript in tags else None
 
 
 # Two words side by side, with only spaces between them: prose ("This adds the numbers"), unless one of
@@ -232,10 +234,12 @@ def _closes_code(text: str, fence: int, tags: frozenset[str]) -> int | None:
     return line_end if before >= _Reading.CODE and before > _reading(after, tags) else None
 
 
-def extract(text: str, tags: frozenset[str], which: str = "first") -> Extraction:
+def extract(text: str, tags: frozenset[str], which: Extract | str = Extract.first) -> Extraction:
     """The code of a completion whose language's fence tags are ``tags``, by the module's three rules."""
-    if which not in ("first", "last"):
-        raise ValueError(f"reward.extract must be 'first' or 'last', not {which!r}")
+    try:
+        which = Extract(which)
+    except ValueError:
+        raise ValueError(f"reward.extract must be 'first' or 'last', not {which!r}") from None
     dialect = _dialect(tags)
     name, tag = (dialect.name, dialect.tag) if dialect else (min(tags, default="code"), min(tags, default=""))
     if not text.strip():
@@ -255,7 +259,7 @@ def extract(text: str, tags: frozenset[str], which: str = "first") -> Extraction
         if (ours and code.strip()) or (not block_tag and reads_as_code(code, tags)):
             found.append(Extraction(code, Source.BLOCK))
     if found:
-        return found[0] if which == "first" else found[-1]
+        return found[0] if which is Extract.first else found[-1]
     if any(block_tag.lower() in tags for block_tag, _ in blocks):
         return Extraction("", Source.NONE, f"no code: the ```{tag} block is empty")
     others = sorted({f"```{block_tag}" for block_tag, _ in blocks if block_tag})
@@ -265,7 +269,7 @@ def extract(text: str, tags: frozenset[str], which: str = "first") -> Extraction
     return Extraction("", Source.NONE, "; ".join([f"no code: no ```{tag} block", *parts]))
 
 
-def extract_code(text: str, tags: frozenset[str], which: str = "first") -> str:
+def extract_code(text: str, tags: frozenset[str], which: Extract | str = Extract.first) -> str:
     """The code of ``extract``: '' when the completion holds none."""
     return extract(text, tags, which).code
 

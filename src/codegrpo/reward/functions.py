@@ -3,7 +3,7 @@
 
 An entry is one of:
   - ``code_reward``: the sandboxed test reward (code_reward.py), set up by ``reward.kind`` and ``reward.extract``;
-  - ``hack_penalty``: -1.0 for a completion the reward-hack monitor flagged, 0.0 otherwise (scorer.py);
+  - ``hack_penalty``: -1.0 for a completion the reward-hack monitor flagged, 0.0 otherwise (shared_batch.py);
   - a name from ``trl.rewards`` (``think_format_reward``, ``get_soft_overlong_punishment``,
     ``get_repetition_penalty_reward``, ...);
   - ``pkg.module:function``, a function of the user's (TRL's reward signature:
@@ -26,7 +26,7 @@ from codegrpo.config.schema import TrainConfig
 from codegrpo.errors import UsageError
 from codegrpo.reward.code_reward import CodeReward
 from codegrpo.reward.metric_names import CODE_REWARD
-from codegrpo.reward.scorer import HACK_PENALTY, Scorer, make_hack_penalty
+from codegrpo.reward.shared_batch import HACK_PENALTY, SharedBatch, make_hack_penalty
 
 
 def _factory_defaults(name: str, cfg: TrainConfig) -> dict[str, Any]:
@@ -80,7 +80,7 @@ def check(entry: str, cfg: TrainConfig) -> Callable[..., Any] | None:
         if args:
             raise UsageError("reward.args.code_reward: code_reward is set up by reward.kind and reward.extract")
         return None
-    if entry == HACK_PENALTY:  # the reward-hack monitor's opt-in penalty (scorer.py), on code_reward's batch
+    if entry == HACK_PENALTY:  # the reward-hack monitor's opt-in penalty (shared_batch.py), on code_reward's batch
         if args:
             raise UsageError("reward.args.hack_penalty: its weight is its reward.weights entry")
         return None
@@ -99,9 +99,9 @@ def check(entry: str, cfg: TrainConfig) -> Callable[..., Any] | None:
     return obj
 
 
-def of_scorer(entry: str, scorer: Scorer) -> Callable[..., Any]:
-    """The reward function of an entry a scorer serves (``check`` returned None for it)."""
-    return CodeReward.of_scorer(scorer) if entry == CODE_REWARD else make_hack_penalty(scorer)
+def of_batch(entry: str, batch: SharedBatch) -> Callable[..., Any]:
+    """The reward function of an entry a scorer serves (``check`` returned None for it), reading ``batch``."""
+    return CodeReward.of_batch(batch) if entry == CODE_REWARD else make_hack_penalty(batch)
 
 
 def reward_name(function: Callable[..., Any]) -> str:

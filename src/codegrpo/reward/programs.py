@@ -7,33 +7,49 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from codegrpo.config.choices import Form
+from codegrpo.config.choices import Form, LanguageName
 from codegrpo.data.problems import PREAMBLES, Problem, compile_error
 from codegrpo.errors import ProblemError
 from codegrpo.harness import sandbox_source
 from codegrpo.reward.verdict import CheckKind, ValueCheck
-from codegrpo.sandbox.base import Program
+from codegrpo.sandbox.base import Program, Runtime
 
 
 @dataclass(frozen=True)
 class Language:
-    name: str
-    runtime: str  # a key of codegrpo.sandbox.base.RUNTIMES
+    name: LanguageName
+    runtime: Runtime
     filename: str
-    fence_tags: frozenset[str]
+    fence_tags: frozenset[str]  # what a completion's fenced block may be tagged with: the model's free text
+
+    @property
+    def has_harness(self) -> bool:
+        """Whether its programs of the expression, HumanEval and call forms run inside the Python harness
+        (harness/python_harness.py): the completion's prints go to its stderr, the harness's report (typed
+        values) is the one line on its stdout, and the harness is the program's prelude."""
+        return self.name is LanguageName.python
+
+    @property
+    def runs_preamble(self) -> bool:
+        """Whether a problem's preamble (Python imports, data/problems.py's PREAMBLES) runs before its code."""
+        return self.name is LanguageName.python
 
 
-LANGUAGES: dict[str, Language] = {
-    "python": Language("python", "python", "solution.py", frozenset({"python", "py", "python3"})),
-    "javascript": Language("javascript", "node", "solution.js", frozenset({"javascript", "js", "node"})),
+LANGUAGES: dict[LanguageName, Language] = {
+    LanguageName.python: Language(
+        LanguageName.python, Runtime.python, "solution.py", frozenset({"python", "py", "python3"})
+    ),
+    LanguageName.javascript: Language(
+        LanguageName.javascript, Runtime.node, "solution.js", frozenset({"javascript", "js", "node"})
+    ),
 }
 
 
-def get_language(name: str) -> Language:
+def get_language(name: LanguageName | str) -> Language:
     try:
-        return LANGUAGES[name]
-    except KeyError:
-        raise ProblemError(f"unknown language {name!r}; choose one of {sorted(LANGUAGES)}") from None
+        return LANGUAGES[LanguageName(name)]
+    except ValueError:
+        raise ProblemError(f"unknown language {name!r}; choose one of {sorted(map(str, LANGUAGES))}") from None
 
 
 def _python_harness() -> str:
@@ -51,18 +67,20 @@ def build_program(
     timeout = problem.timeout_s or timeout_s
     if problem.form.per_test:
         inputs = tuple(test.input for test in problem.tests)
-        preamble = PREAMBLES[problem.preamble][problem.form] if problem.preamble and language.name == "python" else ""
+        preamble = PREAMBLES[problem.preamble][problem.form] if problem.preamble and language.runs_preamble else ""
         if preamble:
             code = _after_preamble(preamble, code)
         if problem.form is Form.stdio:
             return Program(
                 code, language.runtime, timeout, language.filename, len(preamble), inputs=inputs, budget_s=budget_s
             )
-        if language.name != "python":
+        if not language.has_harness:
             raise ProblemError(f"problem {problem.id}: the call form runs Python only")
         source = _python_program(code, problem.fn_name, "call")
-        return Program(source, "python", timeout, language.filename, len(_python_harness()), None, inputs, budget_s)
-    if language.name == "javascript":
+        return Program(
+            source, Runtime.python, timeout, language.filename, len(_python_harness()), None, inputs, budget_s
+        )
+    if language.name is LanguageName.javascript:
         source = _javascript_program(problem, code)
     elif problem.form is Form.humaneval:
         # A HumanEval prompt is code (signature, docstring, imports) the completion continues; an MBPP one is prose.
@@ -71,7 +89,7 @@ def build_program(
         source = _python_program(prefix + code, checks, "checks", problem.entry_point, prefix)
     else:
         source = _python_program(code, problem.test, "expression")
-    prelude = len(_python_harness()) if language.name == "python" else 0
+    prelude = len(_python_harness()) if language.has_harness else 0
     return Program(source, language.runtime, timeout, language.filename, prelude)
 
 

@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
+import functools
 import json
 import statistics
 import sys
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from codegrpo.config.choices import Checker, Extract, Form, RewardKind
 from codegrpo.data.problems import IOTest, Problem
+from codegrpo.reward import metric_names as keys
 from codegrpo.reward.checker import compare_output
 from codegrpo.reward.extraction import completion_text, extract
 from codegrpo.reward.monitor import CATEGORIES, audit_flags, flags_of, run_flags, without_audit_lines
 from codegrpo.reward.programs import Language, build_program, humaneval_check
+from codegrpo.reward.reports import NO_CODE, ProgramReport, TestReports
 from codegrpo.reward.verdict import (
     Failure,
     Scored,
@@ -62,10 +64,6 @@ class Scorer:
         self.checker = checker
         self.tolerance = tolerance
         self.budget_s = budget_s  # input/output problems: all the tests of one completion together
-        self.shared_by = 1  # how many reward functions score each batch (hack_penalty beside code_reward)
-        # Called with every verdict of each training reward call (codegrpo.train.sampling's pass rates).
-        self.observers: list[Callable[[Sequence[Scored]], None]] = []
-        self._shared: tuple[Any, asyncio.Future[list[Scored]], int] | None = None
 
     def problem(self, problem_id: str) -> Problem:
         try:
@@ -96,6 +94,27 @@ class Scorer:
             for (pid, code), extraction in zip(keys, found, strict=True)
         ]
 
+    async def reports(self, problems: Sequence[Problem], codes: Sequence[str]) -> list[ProgramReport]:
+        """Each code run on its own problem's tests (problems, not ids: the multi-turn rollout's public
+        problems are not this scorer's), judged as ``score`` judges, with a report of each test's run (what it
+        printed or returned, and why it failed). Identical (problem, code) pairs run once; a code without text
+        or a problem without tests runs nothing (NO_CODE)."""
+        keys = [(problem.id, code) for problem, code in zip(problems, codes, strict=True)]
+        by_key = dict(zip(keys, problems, strict=True))
+        unique = [key for key in by_key if key[1].strip() and by_key[key].tests]
+        reporting = [
+            TestReports(by_key[key], functools.partial(self.judge_run, by_key[key]), self.partial) for key in unique
+        ]
+        programs = [
+            dataclasses.replace(
+                build_program(r.problem, code, self.language, self.timeout_s, self.budget_s), digest=r.digest
+            )
+            for r, (_, code) in zip(reporting, unique, strict=True)
+        ]
+        results = await self.sandbox.run_many(programs) if programs else []
+        judged = {key: r.report(result) for key, r, result in zip(unique, reporting, results, strict=True)}
+        return [judged.get(key, NO_CODE) for key in keys]
+
     def _flags(self, judged: _Judged, code: str, result: RunResult) -> tuple[str, ...]:
         try:
             judged.fill(result)
@@ -103,17 +122,6 @@ class Scorer:
             return tuple(category for category in CATEGORIES if category in judged.evidence or category in static)
         except Exception:  # the monitor never costs a completion its verdict
             return ()
-
-    async def score_shared(self, problem_ids: Sequence[str], completions: Sequence[Any]) -> list[Scored]:
-        """``score``, shared by the reward functions of one TRL step (code_reward and hack_penalty run
-        concurrently on the same completions): the batch runs once."""
-        key = (tuple(problem_ids), tuple(map(completion_text, completions)))
-        if self._shared is None or self._shared[0] != key:
-            self._shared = (key, asyncio.ensure_future(self.score(problem_ids, completions)), 0)
-        cached, task, users = self._shared
-        users += 1
-        self._shared = None if users >= self.shared_by else (cached, task, users)
-        return await asyncio.shield(task)
 
     def judge_run(self, problem: Problem, index: int, run: RunResult) -> Verdict:
         """Run ``index`` of a program for ``problem``, judged on its own: for the input/output forms, test
@@ -129,9 +137,9 @@ class Scorer:
             return Verdict(Status.ERROR, 0.0, f"the verdict could not be computed: {type(error).__name__}")
 
     def _single(self, problem: Problem, result: RunResult) -> Verdict:
-        python = self.language.name == "python"
-        checks = problem.form is Form.humaneval and python
-        early, value = envelope(result, (decode_typed if checks else json_view) if python else None)
+        harness = self.language.has_harness
+        checks = problem.form is Form.humaneval and harness
+        early, value = envelope(result, (decode_typed if checks else json_view) if harness else None)
         if early is not None:
             return early
         if checks:
@@ -207,29 +215,13 @@ def _call(test: IOTest, run: RunResult) -> Failure | None:
 def batch_metrics(scored: Sequence[Scored]) -> dict[str, float]:
     """Pass rate, counts per status and sandbox latency for one reward call."""
     counts = Counter(s.verdict.status for s in scored)
-    metrics = {f"status/{status.value}": float(counts[status]) for status in Status}
-    metrics["pass_rate"] = counts[Status.PASSED] / len(scored) if scored else 0.0
+    metrics = {keys.status(status): float(counts[status]) for status in Status}
+    metrics[keys.PASS_RATE] = counts[Status.PASSED] / len(scored) if scored else 0.0
     latencies = sorted(s.latency_s for s in scored if s.latency_s > 0)
     if latencies:
-        metrics["sandbox/latency_p50_s"] = statistics.median(latencies)
-        metrics["sandbox/latency_p95_s"] = latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))]
+        metrics[keys.LATENCY_P50_S] = statistics.median(latencies)
+        metrics[keys.LATENCY_P95_S] = latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))]
     return metrics
-
-
-HACK_PENALTY = "hack_penalty"
-
-
-def make_hack_penalty(scorer: Scorer) -> Callable[..., Any]:
-    """The opt-in penalty ``reward.functions=[code_reward,hack_penalty]``: -1.0 for a completion the
-    monitor flagged, 0.0 for a clean one (scaled by its ``reward.weights`` entry), None where the sandbox
-    failed. It scores the same batch as code_reward, which runs once (Scorer.score_shared)."""
-    scorer.shared_by += 1
-
-    async def hack_penalty(completions: list[Any], problem_id: list[str], **_: Any) -> list[float | None]:
-        scored = await scorer.score_shared(problem_id, completions)
-        return [None if s.verdict.reward is None else -1.0 if s.flags else 0.0 for s in scored]
-
-    return hack_penalty
 
 
 async def score_all(scorer: Scorer, pairs: Sequence[tuple[str, str]], batch_size: int) -> list[Scored]:

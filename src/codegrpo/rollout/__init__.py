@@ -1,2 +1,5 @@
-"""The multi-turn stage: episodes of model turns and what the model is told between them (feedback.py),
-for training and evaluation alike, independent of the trainer."""
+"""The multi-turn stage, for training and evaluation alike and independent of the trainer: episodes of model
+turns (episode.py), the engine that plays them to their declared stop conditions (engine.py), how an episode
+becomes tokens (chat.py), the environment protocol that says what the model is told after each turn
+(environment.py) with the feedback on public tests as one environment (feedback.py), and the episodes'
+metrics (metrics.py). codegrpo.train.rollout_func binds the engine to TRL's GRPOTrainer."""

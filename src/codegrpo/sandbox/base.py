@@ -14,11 +14,29 @@ from codegrpo.config.schema import SandboxConfig
 from codegrpo.errors import SandboxFatalError, UsageError
 from codegrpo.harness import protocol, sandbox_source
 
-# How each runtime runs a program's file. A "python" program may run in a warm interpreter, forked per
-# program (codegrpo.harness.runner), exactly as this command would run it.
-RUNTIMES: dict[str, tuple[str, ...]] = {"python": ("python3", "-I"), "node": ("node",)}
+
+class Runtime(enum.StrEnum):
+    """What runs a program's file; the value is the name the configs and the problem files hold."""
+
+    python = "python"
+    node = "node"
+
+    @property
+    def runs_warm(self) -> bool:
+        """Whether its programs may run in a warm interpreter, forked per program (codegrpo.harness.runner),
+        exactly as its command (RUNTIMES) would run them: a Python one."""
+        return self is Runtime.python
+
+    @property
+    def suffix(self) -> str:
+        """The suffix of its programs' file names."""
+        return {Runtime.python: ".py", Runtime.node: ".js"}[self]
+
+
+# How each runtime runs a program's file.
+RUNTIMES: dict[Runtime, tuple[str, ...]] = {Runtime.python: ("python3", "-I"), Runtime.node: ("node",)}
 # A program each runtime must print 42 with, run when a sandbox is opened.
-TRIVIAL = {"python": "print(6 * 7)", "node": "console.log(6 * 7)"}
+TRIVIAL: dict[Runtime, str] = {Runtime.python: "print(6 * 7)", Runtime.node: "console.log(6 * 7)"}
 
 
 class Outcome(str, enum.Enum):
@@ -52,7 +70,7 @@ class Program:
     """
 
     source: str
-    runtime: str = "python"
+    runtime: Runtime = Runtime.python
     timeout_s: float = 10.0
     filename: str = "solution.py"
     prelude_chars: int = 0
@@ -60,6 +78,9 @@ class Program:
     inputs: tuple[str, ...] | None = None
     budget_s: float | None = None
     digest: Callable[[int, RunResult], RunResult] | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "runtime", Runtime(self.runtime))  # a runtime's name ("node") works too
 
     def kept(self, index: int, run: RunResult) -> RunResult:
         """What the host keeps of run ``index``: what ``digest`` keeps, or all of it."""
@@ -90,11 +111,14 @@ class Program:
     @property
     def runs_warm(self) -> bool:
         """Whether a warm Python may run it: a runtime's own command, never an argv of the caller's."""
-        return self.command is None and self.runtime == "python" and "/" not in self.filename
+        return self.command is None and self.runtime.runs_warm and "/" not in self.filename
 
 
 @dataclass(frozen=True)
 class RunResult:
+    """How a program ended (or, with ``runs``, each of its runs): outcome, exit code, output, time, and for
+    SANDBOX_ERROR what went wrong."""
+
     outcome: Outcome
     exit_code: int | None = None
     stdout: str = ""
@@ -173,7 +197,7 @@ class SandboxBackend(abc.ABC):
     releases everything it holds.
     """
 
-    runtimes: tuple[str, ...] = ("python",)
+    runtimes: tuple[Runtime, ...] = (Runtime.python,)
 
     @abc.abstractmethod
     async def run_many(self, programs: Sequence[Program]) -> list[RunResult]:
@@ -197,8 +221,8 @@ class SandboxBackend(abc.ABC):
     async def check(self) -> None:
         """Run one trivial program per runtime; raise SandboxFatalError if one does not print 42."""
         programs = [
-            Program(TRIVIAL[runtime], runtime, 30.0, "check" + ("", ".js")[runtime == "node"])
-            for runtime in self.runtimes
+            Program(TRIVIAL[runtime], runtime, 30.0, f"check{runtime.suffix}")
+            for runtime in map(Runtime, self.runtimes)  # a runtime's name set here ("node") works too
         ]
         for program, result in zip(programs, await self.run_many(programs), strict=True):
             if result.exit_code != 0 or result.stdout.strip() != "42":
@@ -236,7 +260,7 @@ def format_limits(rows: list[tuple[str, str, str]]) -> str:
     return "\n".join(f"{name:<{width[0]}}  {value:<{width[1]}}  {how}" for name, value, how in rows)
 
 
-def make_backend(cfg: SandboxConfig, runtime: str = "python") -> SandboxBackend:
+def make_backend(cfg: SandboxConfig, runtime: Runtime = Runtime.python) -> SandboxBackend:
     """The backend class ``cfg._target_`` names (codegrpo's or a user's SandboxBackend), made with ``cfg``,
     to run programs of ``runtime``; not yet opened."""
     module, _, name = cfg._target_.rpartition(".")

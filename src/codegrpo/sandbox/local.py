@@ -36,7 +36,15 @@ from pathlib import Path
 
 from codegrpo.config.schema import LocalSandboxConfig
 from codegrpo.sandbox import seccomp
-from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend, SandboxFatalError, program_limits
+from codegrpo.sandbox.base import (
+    Outcome,
+    Program,
+    RunResult,
+    Runtime,
+    SandboxBackend,
+    SandboxFatalError,
+    program_limits,
+)
 from codegrpo.sandbox.cgroups import CgroupLimits, RunCgroup
 from codegrpo.sandbox.workers import WORKER_CAPABILITIES, WORKER_PATH, Launch, Ticket, WorkerPool, worker_files
 
@@ -50,7 +58,7 @@ BWRAP_INSTALL_HINT = (
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
 _PREFLIGHT_TIMEOUT_S = 30.0
 _JOIN_EXIT = 125  # the launcher's exit status when it cannot move itself into the run's cgroup
-_PREFLIGHT = Program("print('ok')", "python", _PREFLIGHT_TIMEOUT_S, "preflight.py")
+_PREFLIGHT = Program("print('ok')", Runtime.python, _PREFLIGHT_TIMEOUT_S, "preflight.py")
 
 
 def _warn_once(key: str, message: str, *args: object) -> None:
@@ -233,7 +241,7 @@ class LocalSandbox(SandboxBackend):
 
     async def check(self) -> None:
         # The constructor's preflight has already run a Python program here: check only other runtimes.
-        if any(runtime != "python" for runtime in self.runtimes):
+        if any(runtime != _PREFLIGHT.runtime for runtime in self.runtimes):
             await super().check()
 
     def _launch(self) -> Launch:

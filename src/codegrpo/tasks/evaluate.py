@@ -13,6 +13,7 @@ from codegrpo.config.choices import RewardKind
 from codegrpo.config.schema import EvaluateConfig, TrainConfig
 from codegrpo.errors import UsageError
 from codegrpo.evaluation.results import evaluation_record
+from codegrpo.reward import metric_names as keys
 from codegrpo.tracking import wandb_run as tracking
 from codegrpo.tracking.console import tell
 
@@ -72,7 +73,7 @@ def evaluate(cfg: EvaluateConfig) -> Evaluation | Comparison:
         if not cfg.compare:
             [results] = evaluations
             if wandb_run is not None:
-                wandb_run.log({f"eval/{k}": v for k, v in results.metrics().items()})
+                wandb_run.log({keys.evaluation(k): v for k, v in results.metrics().items()})
             tell(f"{results.summary()} on {results.num_problems} problems; results in {run_dir / 'eval.json'}")
             return results
         before, after = evaluations

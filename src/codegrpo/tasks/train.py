@@ -8,8 +8,9 @@
 - ``finalize(prepared, fitted)`` saves the final model (every rank: the save gathers sharded weights), then
   on rank 0 alone writes the records, evaluates, pushes and prints the summary.
 
-``train(cfg)`` runs the three. ``settle_failed_run`` leaves no run dir behind a run that failed before its
-first step, and a ``FAILED`` file in any other.
+``train(cfg)`` runs the three; ``train_objective(cfg)`` also returns the value of the result's
+``optimized_metric`` for a sweeper (a run without it fails). ``settle_failed_run`` leaves no run dir behind a
+run that failed before its first step, and a ``FAILED`` file in any other.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from codegrpo.data.sets import problem_set_hash
 from codegrpo.errors import UsageError
 from codegrpo.evaluation.compare import compare, comparison_summary, write_comparison
 from codegrpo.evaluation.results import Comparison, Evaluation, load_evaluation, save
+from codegrpo.reward import metric_names as keys
 from codegrpo.sandbox.base import SandboxBackend, format_limits
 from codegrpo.tasks.evaluate import evaluate_loaded
 from codegrpo.tracking import console, secrets
@@ -109,6 +111,36 @@ def resume_checkpoint(cfg: TrainConfig, run_dir: Path) -> Path | None:
     return path
 
 
+def check_optimized_metric(cfg: TrainConfig) -> None:
+    """``optimized_metric`` names a metric of a training run's result (metric_names.RESULT_METRICS) that this
+    run will have: one line, before anything loads. A run can still end without it (final_reward_mean needs a
+    logged step): ``optimized_value`` says so then."""
+    name = cfg.optimized_metric
+    if name is None:
+        return
+    if name not in keys.RESULT_METRICS:
+        raise UsageError(
+            f"optimized_metric={name} is not a metric of a training run's result: use one of "
+            f"{', '.join(keys.RESULT_METRICS)} (or null)"
+        )
+    if name == keys.EVAL_CHANGE and not (cfg.evaluation.before and cfg.evaluation.after):
+        raise UsageError(
+            f"optimized_metric={name} is the change from evaluation.before to evaluation.after: set both to true"
+        )
+
+
+def optimized_value(metrics: dict[str, float], name: str | None) -> float | None:
+    """The value of the metric a sweeper optimises (lightning-hydra-template's get_metric_value): None when
+    ``name`` is None; UsageError, naming the metrics the run has, when it has no ``name``."""
+    if name is None:
+        return None
+    if name not in metrics:
+        raise UsageError(
+            f"optimized_metric={name}: the run's result has no {name}, only {', '.join(sorted(metrics)) or 'nothing'}"
+        )
+    return metrics[name]
+
+
 def sweep_identity(cfg: TrainConfig) -> tuple[str | None, str | None]:
     """W&B group and name for a multirun job: the sweep dir and the job's overrides."""
     from hydra.core.hydra_config import HydraConfig
@@ -153,7 +185,7 @@ def evaluate_phase(
     save(results, Path(cfg.run_dir, f"eval_{phase}.json"))
     log.info("eval %s: %s", phase, results.summary())
     if run is not None:
-        run.log({f"eval_{phase}/{k}": v for k, v in results.metrics().items()})
+        run.log({keys.evaluation(k, phase): v for k, v in results.metrics().items()})
     return results
 
 
@@ -174,6 +206,7 @@ def prepare(cfg: TrainConfig, stack: ExitStack, guard: Guard) -> Prepared:
 
     # GRPO's own constraints (checked when the config is read; again here for a config changed since)
     check_trainer(cfg.trainer)
+    check_optimized_metric(cfg)
     check_episode_budget(cfg.trainer, cfg.rollout)
     check_devices(cfg)  # the GPU path: no GPU, no bf16 on it, no vLLM: one line, before anything loads
     check_model(cfg.model)  # a directory that holds no model: one line
@@ -199,7 +232,8 @@ def prepare(cfg: TrainConfig, stack: ExitStack, guard: Guard) -> Prepared:
     # Every rank scores its own completions, so each gets its share of the sandbox's cap.
     sandbox = stack.enter_context(build.sandbox(cfg.sandbox, cfg.problems.language, world_size()))
     scorer = build.scorer(cfg, build.scored_problems(cfg, problems), sandbox)  # rollout=feedback: hidden tests
-    reward_funcs, reward_weights = build.reward_functions(cfg, scorer)
+    online = build.sampler_state(cfg, problems, checkpoint)
+    reward_funcs, reward_weights = build.reward_functions(cfg, scorer, [online.rates.observe])
     limits = sandbox.limits()
     if is_main_process():
         log.info("sandbox limits on this machine:\n%s", format_limits(limits))
@@ -231,7 +265,7 @@ def prepare(cfg: TrainConfig, stack: ExitStack, guard: Guard) -> Prepared:
         guard,
         run.id if run is not None else None,
         scorer,
-        checkpoint,
+        online,
     )
     return Prepared(cfg, run_dir, problems, sandbox, tokenizer, trainer, run, guard, checkpoint)
 
@@ -276,9 +310,9 @@ def fit(prepared: Prepared) -> Fitted:
         raise Preempted(name, newest)
     metrics = dict(result.metrics)
     # TRL's "reward" is the weighted sum of every reward function: what a sweep should maximize.
-    rewards = [e["reward"] for e in trainer.state.log_history if "reward" in e]
+    rewards = [e[keys.REWARD] for e in trainer.state.log_history if keys.REWARD in e]
     if rewards:
-        metrics["final_reward_mean"] = rewards[-1]
+        metrics[keys.FINAL_REWARD_MEAN] = rewards[-1]
     return Fitted(metrics, before)
 
 
@@ -304,7 +338,7 @@ def finalize(prepared: Prepared, fitted: Fitted) -> dict[str, float]:
     if cfg.evaluation.after:
         after = evaluate_phase(cfg, final, prepared.tokenizer, prepared.sandbox, "after", run)
         if fitted.before is not None:
-            metrics["eval_change"] = compare_phases(cfg, fitted.before, after, run).change
+            metrics[keys.EVAL_CHANGE] = compare_phases(cfg, fitted.before, after, run).change
     if cfg.save_model and cfg.trainer.push_to_hub:
         push_final_model(cfg, run_dir, run_dir / "final_model")
     console.final_summary(run_dir, history, run)
@@ -318,6 +352,13 @@ def train(cfg: TrainConfig) -> dict[str, float]:
         stack.push(_leave_together)  # first in, so last out: after W&B and the sandbox close
         prepared = prepare(cfg, stack, guard)
         return finalize(prepared, fit(prepared))
+
+
+def train_objective(cfg: TrainConfig) -> float | None:
+    """``train(cfg)``, then the value of its ``optimized_metric`` for the sweeper: rank 0's (the other ranks,
+    which evaluate nothing, return None)."""
+    metrics = train(cfg)
+    return optimized_value(metrics, cfg.optimized_metric) if is_main_process() else None
 
 
 def _leave_together(kind: type | None, error: BaseException | None, traceback: Any) -> None:

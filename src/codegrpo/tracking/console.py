@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codegrpo.reward.metric_names import REWARD_MEAN
+from codegrpo.reward import metric_names as keys
 from codegrpo.reward.verdict import Status
 from codegrpo.tracking import secrets
 from codegrpo.tracking.runinfo import EVAL_FILES
@@ -69,18 +69,14 @@ def _count(value: float) -> str:
 def feedback_part(logs: dict[str, Any]) -> str:
     """rollout=feedback's `turns 2.1  public 25% -> 50%  fixed 33%  cut 12%` (the public pass rate after the
     first turn and after the last; the episodes cut by max_completion_length, when any were); else ""."""
-    if "feedback/turns" not in logs:
+    if keys.FEEDBACK_TURNS not in logs:
         return ""
-    public = sorted(
-        (int(key.rsplit("_", 1)[1]), value)
-        for key, value in logs.items()
-        if key.startswith("feedback/public_pass/turn_")
-    )
+    public = sorted((turn, value) for key, value in logs.items() if (turn := keys.public_pass_turn(key)) is not None)
     parts = [
-        f"turns {logs['feedback/turns']:.1f}",
+        f"turns {logs[keys.FEEDBACK_TURNS]:.1f}",
         f"public {public[0][1]:.0%} -> {public[-1][1]:.0%}" if public else "",
-        f"fixed {logs['feedback/fix_rate']:.0%}" if "feedback/fix_rate" in logs else "",
-        f"cut {logs['feedback/cut']:.0%}" if logs.get("feedback/cut") else "",
+        f"fixed {logs[keys.FIX_RATE]:.0%}" if keys.FIX_RATE in logs else "",
+        f"cut {logs[keys.FEEDBACK_CUT]:.0%}" if logs.get(keys.FEEDBACK_CUT) else "",
     ]
     return "  ".join(p for p in parts if p)
 
@@ -92,11 +88,11 @@ def _seconds(value: float) -> str:
 def timing_part(logs: dict[str, Any]) -> str:
     """`gen 7.9 s at 41 tok/s, reward 0.02 s, update 1.1 s`: where the step's time went (the timing/* metrics,
     codegrpo.train.timing; the rest is other_s); "" without them."""
-    if "timing/generation_s" not in logs:
+    if keys.GENERATION_S not in logs:
         return ""
-    rate = logs.get("timing/tokens_per_s")
-    generation = _seconds(logs["timing/generation_s"]) + (f" at {rate:.0f} tok/s" if rate else "")
-    return f"gen {generation}, reward {_seconds(logs['timing/reward_s'])}, update {_seconds(logs['timing/update_s'])}"
+    rate = logs.get(keys.TOKENS_PER_S)
+    generation = _seconds(logs[keys.GENERATION_S]) + (f" at {rate:.0f} tok/s" if rate else "")
+    return f"gen {generation}, reward {_seconds(logs[keys.REWARD_S])}, update {_seconds(logs[keys.UPDATE_S])}"
 
 
 def step_line(logs: dict[str, Any], step: int, max_steps: int, seconds: float) -> str:
@@ -104,15 +100,15 @@ def step_line(logs: dict[str, Any], step: int, max_steps: int, seconds: float) -
     reward 0.02 s, update 1.1 s)`: the statuses that occurred, the completions the reward-hack monitor flagged
     when there were any, rollout=feedback's turns (feedback_part), and where the step's time went (timing_part)."""
     split = timing_part(logs)
-    counts = {s.value: logs.get(f"status/{s.value}") for s in Status}
+    counts = {s.value: logs.get(keys.status(s)) for s in Status}
     statuses = ", ".join(f"{name} {_count(count)}" for name, count in counts.items() if count)
-    pass_rate = logs.get("pass_rate")
+    pass_rate = logs.get(keys.PASS_RATE)
     parts = [
         f"step {step}/{max_steps}" if max_steps > 0 else f"step {step}",
-        f"reward {logs[REWARD_MEAN]:.3f}",
+        f"reward {logs[keys.REWARD_MEAN]:.3f}",
         f"pass {pass_rate:.0%}" if pass_rate is not None else "",
         statuses or "no completions scored",
-        f"hacks {_count(logs['hacks/count'])}" if logs.get("hacks/count") else "",
+        f"hacks {_count(logs[keys.HACKS_COUNT])}" if logs.get(keys.HACKS_COUNT) else "",
         feedback_part(logs),
         f"{seconds:.1f} s" + (f" ({split})" if split else ""),
     ]
@@ -152,7 +148,7 @@ def install(trainer: Trainer) -> None:
 
         def on_log(self, args, state, control, logs=None, **kwargs) -> None:
             logs = logs or {}
-            if REWARD_MEAN in logs and state.is_world_process_zero:
+            if keys.REWARD_MEAN in logs and state.is_world_process_zero:
                 now = time.monotonic()
                 bar = getattr(self.progress, "training_bar", None)  # ProgressCallback's, while it trains
                 log_over_bars(
@@ -189,14 +185,14 @@ def final_summary(run_dir: Path, history: list[dict[str, Any]], run=None) -> str
     file the run wrote is."""
     from codegrpo.tracking.plots import CURVES
 
-    steps = [row for row in history if REWARD_MEAN in row]
+    steps = [row for row in history if keys.REWARD_MEAN in row]
     lines = ["run finished"]
     if steps:
         last = steps[-1]
-        first_pass = steps[0].get("pass_rate")
-        pass_text = f", pass rate {last.get('pass_rate', 0.0):.0%}" if "pass_rate" in last else ""
+        first_pass = steps[0].get(keys.PASS_RATE)
+        pass_text = f", pass rate {last.get(keys.PASS_RATE, 0.0):.0%}" if keys.PASS_RATE in last else ""
         count = f"{len(steps)} logged step{'s' if len(steps) != 1 else ''}"
-        lines[0] += f" after {count}: final reward {last[REWARD_MEAN]:.3f}{pass_text}"
+        lines[0] += f" after {count}: final reward {last[keys.REWARD_MEAN]:.3f}{pass_text}"
         if first_pass is not None and len(steps) > 1:
             lines[0] += f" (first step {first_pass:.0%})"
     places = [

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codegrpo.reward.metric_names import REWARD_MEAN
+from codegrpo.reward.metric_names import CHANGE, PASS1_AFTER, PASS1_BEFORE, PASS_RATE, REWARD_MEAN, STEP
 
 CURVES = {
     "reward_curve.png": (REWARD_MEAN, "mean reward"),
-    "pass_rate.png": ("pass_rate", "pass rate"),
+    "pass_rate.png": (PASS_RATE, "pass rate"),
 }
 
 
@@ -22,7 +22,7 @@ def write_plots(history: list[dict], run_dir: Path) -> list[Path]:
 
     written = []
     for filename, (key, label) in CURVES.items():
-        points = [(row["step"], row[key]) for row in history if key in row and "step" in row]
+        points = [(row[STEP], row[key]) for row in history if key in row and STEP in row]
         if not points:
             continue
         figure, axes = plt.subplots(figsize=(6, 3.5))
@@ -58,11 +58,11 @@ def write_comparison_plot(comparison: dict, path: Path) -> Path:
     axes.axvline(0, color="black", linewidth=0.8)
     low, high = comparison["ci95"]
     axes.axvspan(low, high, color="tab:blue", alpha=0.15, label="95% CI of the mean change")
-    axes.axvline(comparison["change"], color="tab:blue", label=f"mean change {comparison['change']:+.3f}")
+    axes.axvline(comparison[CHANGE], color="tab:blue", label=f"mean change {comparison[CHANGE]:+.3f}")
     axes.set_xlim(-1.02, 1.02)
     axes.set_xlabel("pass@1 after - before (per problem)")
     axes.set_title(
-        f"pass@1 {comparison['pass@1_before']:.3f} -> {comparison['pass@1_after']:.3f} [{low:+.3f}, {high:+.3f}]",
+        f"pass@1 {comparison[PASS1_BEFORE]:.3f} -> {comparison[PASS1_AFTER]:.3f} [{low:+.3f}, {high:+.3f}]",
         fontsize=9,
     )
     axes.legend(fontsize=7, loc="lower right")

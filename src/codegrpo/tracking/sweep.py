@@ -16,10 +16,11 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from codegrpo.reward.metric_names import REWARD_MEAN
+from codegrpo.reward.metric_names import CHANGE, EVAL_CHANGE, PASS_RATE, REWARD, REWARD_MEAN, STEP
 
 log = logging.getLogger(__name__)
-COLUMNS = ("job", "status", "steps", "final_reward", "pass_rate", "eval_change")
+# The last logged step's REWARD (TRL's) and PASS_RATE, and comparison.json's CHANGE.
+COLUMNS = ("job", "status", "steps", "final_reward", PASS_RATE, EVAL_CHANGE)
 
 
 def job_row(job_dir: Path) -> dict[str, Any]:
@@ -32,16 +33,16 @@ def job_row(job_dir: Path) -> dict[str, Any]:
     elif not history_file.is_file():
         row["status"] = "no result"
     else:
-        steps = [e for e in json.loads(history_file.read_text()) if REWARD_MEAN in e or "reward" in e]
+        steps = [e for e in json.loads(history_file.read_text()) if REWARD_MEAN in e or REWARD in e]
         row["status"] = "done"
         if steps:
             last = steps[-1]
-            row["steps"] = last.get("step", len(steps))
-            row["final_reward"] = last.get("reward", last.get(REWARD_MEAN))
-            row["pass_rate"] = last.get("pass_rate", "")
+            row["steps"] = last.get(STEP, len(steps))
+            row["final_reward"] = last.get(REWARD, last.get(REWARD_MEAN))
+            row[PASS_RATE] = last.get(PASS_RATE, "")
     comparison = job_dir / "comparison.json"
     if comparison.is_file():
-        row["eval_change"] = json.loads(comparison.read_text()).get("change", "")
+        row[EVAL_CHANGE] = json.loads(comparison.read_text()).get(CHANGE, "")
     return row
 
 

@@ -1,4 +1,5 @@
-"""TRL's ``rollout_func`` for rollout=feedback (codegrpo.rollout.feedback plays the episodes).
+"""TRL's ``rollout_func`` for rollout=feedback: codegrpo.rollout.engine plays the episodes, in rollout.feedback's
+environment.
 
 TRL's mechanism (GRPOTrainer 1.16, ``rollout_func``): TRL calls ``rollout(prompts, trainer)`` with this
 process's prompts (chat messages, each repeated num_generations times by TRL's sampler) and expects a dict
@@ -36,20 +37,16 @@ from codegrpo.config.schema import RolloutConfig
 from codegrpo.data.problems import Problem
 from codegrpo.data.public_tests import public
 from codegrpo.errors import UsageError
+from codegrpo.models.loading import context_length
 from codegrpo.reward.checker import same_test
 from codegrpo.reward.explain import code_head
+from codegrpo.reward.metric_names import CUT_FIRST_TURN
 from codegrpo.reward.scorer import Scorer
-from codegrpo.rollout.feedback import (
-    CUT_FIRST_TURN,
-    Chat,
-    Episode,
-    EpisodeStats,
-    Generate,
-    cut_first_turn,
-    episode_metrics,
-    play,
-    warn_if_mostly_cut,
-)
+from codegrpo.rollout.chat import Chat
+from codegrpo.rollout.engine import Generate, play
+from codegrpo.rollout.episode import Episode
+from codegrpo.rollout.feedback import Feedback
+from codegrpo.rollout.metrics import EpisodeStats, cut_first_turn, episode_metrics, warn_if_mostly_cut
 from codegrpo.train import timing
 
 T = TypeVar("T")
@@ -81,11 +78,7 @@ def _context_limit(trainer: Any) -> int | None:
             return int(trainer.vllm_generation.llm.llm_engine.model_config.max_model_len)
         except AttributeError:
             pass
-    config = getattr(getattr(trainer, "model", None), "config", None)
-    if config is not None and hasattr(config, "get_text_config"):
-        config = config.get_text_config()
-    limit = getattr(config, "max_position_embeddings", None)
-    return int(limit) if isinstance(limit, int) else None
+    return context_length(getattr(trainer, "model", None))
 
 
 def _run_async(trainer: Any, coroutine: Coroutine[Any, Any, T]) -> T:
@@ -131,6 +124,7 @@ def make_feedback_rollout(
     settings = settings or RolloutConfig()
     same = same_test(scorer.checker, scorer.tolerance)  # the split build.scored_problems made for the reward
     publics = {problem.id: public(problem, same) for problem in problems}
+    environment = Feedback(scorer, settings)
     by_prompt: dict[str, str | None] = {}
     for problem in problems:
         if prompt_of is not None:
@@ -175,7 +169,13 @@ def make_feedback_rollout(
                 return _run_async(trainer, coroutine)
 
         sampled = play(
-            episodes, generate(trainer), scorer, settings, chat, widest=lambda n: _widest(trainer, n), run=run_tests
+            episodes,
+            generate(trainer),
+            environment,
+            chat,
+            settings.max_turns,
+            widest=lambda n: _widest(trainer, n),
+            run=run_tests,
         )
         log_metrics(trainer, episodes, settings.max_turns)
         return {

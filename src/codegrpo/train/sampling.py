@@ -2,8 +2,8 @@
 
 A group whose completions all pass or all fail has zero advantage: it costs a generation and teaches
 nothing. ``sampler=difficulty`` tracks each problem's recent pass rate from the reward calls themselves
-(``PassRates``: the Scorer's observers, no extra generation) and draws each generation batch with a share
-per pool: problems whose estimate is strictly between 0 and 1 (``learning``), problems never seen
+(``PassRates``: an observer of the rewards' SharedBatch, no extra generation) and draws each generation batch
+with a share per pool: problems whose estimate is strictly between 0 and 1 (``learning``), problems never seen
 (``explore``), and solved or unsolved ones (``revisit``, small but above zero, so their estimates stay
 current and the pool never empties). An empty pool's share goes to the others.
 
@@ -30,6 +30,12 @@ import numpy as np
 from codegrpo.config.choices import SamplerKind
 from codegrpo.config.schema import SamplerConfig
 from codegrpo.errors import UsageError
+from codegrpo.reward.metric_names import (
+    SAMPLER_GROUPS,
+    SAMPLER_PASS_RATE_MEAN,
+    SAMPLER_ZERO_SPREAD_SHARE,
+    sampler_pool,
+)
 from codegrpo.reward.verdict import Scored, Status
 
 STATE_FILE = "sampler_state.json"
@@ -101,14 +107,14 @@ class PassRates:
         pools = np.bincount(self.pools(), minlength=4)
         seen = [e for e in self.estimates() if e is not None]
         metrics = {
-            f"sampler/pool_{name}": float(n)
+            sampler_pool(name): float(n)
             for name, n in zip(("unseen", "learning", "solved", "unsolved"), pools, strict=True)
         }
         if seen:
-            metrics["sampler/pass_rate_mean"] = float(np.mean(seen))
+            metrics[SAMPLER_PASS_RATE_MEAN] = float(np.mean(seen))
         if self._groups:
-            metrics["sampler/zero_spread_share"] = self._flat / self._groups
-            metrics["sampler/groups"] = float(self._groups)
+            metrics[SAMPLER_ZERO_SPREAD_SHARE] = self._flat / self._groups
+            metrics[SAMPLER_GROUPS] = float(self._groups)
         self._groups = self._flat = 0
         return metrics
 

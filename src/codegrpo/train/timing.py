@@ -13,7 +13,7 @@ Each phase's clock counts only its own seconds: a phase that starts inside anoth
 no second counts twice and the four parts sum to ``step_s``. Time is booked to the logged step during which
 it was spent: a step that reuses a buffered generation batch (steps_per_generation > 1) has no generation
 time, and with gradient accumulation or logging_steps > 1 a logged step holds all its micro-batches.
-Standard library only: rollout=feedback books its public tests here without importing torch.
+Standard library only (and the metric table): rollout=feedback books its public tests here without importing torch.
 """
 
 from __future__ import annotations
@@ -22,15 +22,11 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 
+from codegrpo.reward.metric_names import GENERATION_S, OTHER_S, REWARD_S, STEP_S, TOKENS_PER_S, UPDATE_S
+
 GENERATION, REWARD, UPDATE = "generation", "reward", "update"
 PHASES = (GENERATION, REWARD, UPDATE)
-STEP_S = "timing/step_s"
-TOKENS_PER_S = "timing/tokens_per_s"
-
-
-def metric(phase: str) -> str:
-    """A phase's metric name: ``timing/generation_s`` ... (and ``timing/other_s``)."""
-    return f"timing/{phase}_s"
+SECONDS = {GENERATION: GENERATION_S, REWARD: REWARD_S, UPDATE: UPDATE_S}  # each phase's metric
 
 
 class Clock:
@@ -81,8 +77,8 @@ class Clock:
         now = self._now()
         self._book(now)
         step = now - self._lap
-        metrics = {metric(phase): seconds for phase, seconds in self._seconds.items()}
-        metrics[metric("other")] = max(0.0, step - sum(self._seconds.values()))
+        metrics = {SECONDS[phase]: seconds for phase, seconds in self._seconds.items()}
+        metrics[OTHER_S] = max(0.0, step - sum(self._seconds.values()))
         metrics[STEP_S] = step
         if self._tokens and self._seconds[GENERATION] > 0:
             metrics[TOKENS_PER_S] = self._tokens / self._seconds[GENERATION]

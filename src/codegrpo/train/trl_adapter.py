@@ -31,6 +31,13 @@ from torch.utils.data import Sampler
 from transformers import PreTrainedModel, TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 from trl import GRPOConfig, GRPOTrainer
 
+from codegrpo.reward.metric_names import (
+    FRAC_REWARD_ZERO_STD,
+    LOSS,
+    RELATIVE_NORM,
+    SAMPLER_PASS_RATE_HIST,
+    TRAIN_RUNTIME,
+)
 from codegrpo.tracking import console
 from codegrpo.train import checkpoints
 from codegrpo.train.preemption import Guard
@@ -139,10 +146,10 @@ class LearningSignal(TrainerCallback):
             return {}
         value = sum(self.ratios) / len(self.ratios)
         self.ratios = []
-        return {"update/relative_norm": value}
+        return {RELATIVE_NORM: value}
 
     def check_spread(self, logs: dict[str, Any]) -> None:
-        frac = logs.get("frac_reward_zero_std")
+        frac = logs.get(FRAC_REWARD_ZERO_STD)
         if frac is None:
             return
         self.flat_steps = self.flat_steps + 1 if frac >= 1.0 else 0
@@ -188,7 +195,7 @@ def _log_histogram(counts: Any) -> None:
     if wandb is None or wandb.run is None:
         return
     edges = [i / len(counts) for i in range(len(counts) + 1)]
-    wandb.run.log({"train/sampler/pass_rate_hist": wandb.Histogram(np_histogram=(list(counts), edges))}, commit=False)
+    wandb.run.log({SAMPLER_PASS_RATE_HIST: wandb.Histogram(np_histogram=(list(counts), edges))}, commit=False)
 
 
 class StepClock(TrainerCallback):
@@ -238,9 +245,9 @@ class CodeGRPOTrainer(GRPOTrainer):
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
         logs.update(self.learning_signal.metrics())  # empty when no step ran since the last log
-        if "loss" in logs:  # a training step's row (not an evaluation's, nor the end-of-training summary)
+        if LOSS in logs:  # a training step's row (not an evaluation's, nor the end-of-training summary)
             logs.update(self.clock.lap())
-        if self.online is not None and "train_runtime" not in logs:  # not the end-of-training summary
+        if self.online is not None and TRAIN_RUNTIME not in logs:  # not the end-of-training summary
             logs.update(self.online.rates.metrics())
             _log_histogram(self.online.rates.histogram())
         # TRL writes (and prints) a completions table at every log when log_completions: here only every
@@ -248,7 +255,7 @@ class CodeGRPOTrainer(GRPOTrainer):
         # step's completions anew and write them a second time.
         self.log_completions = (
             self.args.log_completions
-            and "train_runtime" not in logs
+            and TRAIN_RUNTIME not in logs
             and self.state.global_step % self.completions_every == 0
         )
         super().log(logs, start_time)

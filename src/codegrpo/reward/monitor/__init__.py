@@ -1,7 +1,7 @@
 """The reward-hack monitor: which ways of gaming the reward a completion tried, as flags (categories).
 
 A flag is evidence of an attempt, not a verdict: the sandbox already refuses the hacks, and flags never
-change a reward (``hack_penalty`` in reward/scorer.py is the opt-in that does). Evidence comes from three sides:
+change a reward (``hack_penalty`` in reward/shared_batch.py is the opt-in that does). Evidence comes from three sides:
 
 - static, on the host: the completion's AST (``static_flags``), Python's own, or for JavaScript
   esprima's (a pure-Python ES2017 parser, imported on the first JavaScript completion), read into the

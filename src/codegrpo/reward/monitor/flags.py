@@ -3,8 +3,9 @@ CATEGORIES order."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
+from codegrpo.config.choices import LanguageName
 from codegrpo.data.problems import Problem
 from codegrpo.reward.monitor.categories import CATEGORIES
 from codegrpo.reward.monitor.javascript_rules import _javascript_flags
@@ -12,19 +13,23 @@ from codegrpo.reward.monitor.python_rules import _python_flags
 from codegrpo.reward.monitor.run_evidence import audit_flags, run_flags
 from codegrpo.sandbox.base import RunResult
 
+# Each language's static rules: its own parser's view of the source.
+_RULES: dict[LanguageName, Callable[[str, Problem | None], set[str]]] = {
+    LanguageName.python: _python_flags,
+    LanguageName.javascript: _javascript_flags,
+}
 
-def static_flags(code: str, problem: Problem | None = None, language: str = "python") -> set[str]:
+
+def static_flags(code: str, problem: Problem | None = None, language: LanguageName = LanguageName.python) -> set[str]:
     """The categories the completion's source shows, on the host. Total: code that does not parse, or
     is too deep for Python's parser, shows none (it is an error verdict anyway); JavaScript longer than
     JS_MAX_CHARS shows none either."""
-    if not code.strip() or language not in ("python", "javascript"):
-        return set()
-    if language == "javascript":
-        return _javascript_flags(code, problem)
-    return _python_flags(code, problem)
+    return _RULES[language](code, problem) if code.strip() else set()
 
 
-def flags_of(problem: Problem, code: str, result: RunResult | None, language: str = "python") -> tuple[str, ...]:
+def flags_of(
+    problem: Problem, code: str, result: RunResult | None, language: LanguageName = LanguageName.python
+) -> tuple[str, ...]:
     """Every category the evidence supports, in CATEGORIES order. Total: a broken report gives fewer
     flags, never an exception."""
     found = static_flags(code, problem, language)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from codegrpo.config.choices import Form
+from codegrpo.config.choices import Form, LanguageName
 from codegrpo.data.problems import Problem
 from codegrpo.reward.monitor.categories import (
     _JS_ASSIGNED_OVERRIDES,
@@ -309,7 +309,9 @@ def _javascript_flags(code: str, problem: Problem | None) -> set[str]:
     """static_flags of JavaScript code."""
     if len(code) > JS_MAX_CHARS:
         return set()
-    checker = _JSStatic(problem.form if problem is not None else Form.expression, _TestLiterals(problem, "javascript"))
+    checker = _JSStatic(
+        problem.form if problem is not None else Form.expression, _TestLiterals(problem, LanguageName.javascript)
+    )
     try:
         tree = _js_tree(code)
         if tree is not None:

@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from codegrpo.config.choices import Form
+from codegrpo.config.choices import Form, LanguageName
 from codegrpo.data.problems import Problem
 from codegrpo.reward.monitor.javascript_tree import _js_literal, _js_tree, _js_walk
 from codegrpo.reward.programs import _literal
@@ -56,7 +56,7 @@ def _rich(value: Any) -> bool:
 class _TestLiterals:
     """The tests' inputs and expected values of a problem, as literal keys."""
 
-    def __init__(self, problem: Problem | None, language: str = "python") -> None:
+    def __init__(self, problem: Problem | None, language: LanguageName = LanguageName.python) -> None:
         self.inputs: set[str] = set()
         self.outputs: set[str] = set()
         self.texts: set[str] = set()  # stdio: whole input or output texts
@@ -72,7 +72,7 @@ class _TestLiterals:
         if len(values) > 1 and (key := _key(values)) is not None:
             self.arguments.add(key)
 
-    def _collect(self, problem: Problem, language: str) -> None:
+    def _collect(self, problem: Problem, language: LanguageName) -> None:
         shown = (*problem.tests, *problem.public_tests)  # public tests: what rollout=feedback showed the model
         if problem.form is Form.stdio:
             for test in shown:
@@ -91,7 +91,7 @@ class _TestLiterals:
                 if ok_out:
                     self._add(self.outputs, out)
             return
-        literals = _js_test_literals if language == "javascript" else _python_test_literals
+        literals = _js_test_literals if language is LanguageName.javascript else _python_test_literals
         for kind, value in literals(problem.test):
             if kind == "arguments":
                 self._add_arguments(value)

@@ -7,9 +7,10 @@ import dataclasses
 import re
 from typing import Any
 
-from codegrpo.config.choices import Form
+from codegrpo.config.choices import Form, LanguageName
 from codegrpo.reward.monitor.categories import CATEGORIES
 from codegrpo.reward.monitor.text_rules import _report_like
+from codegrpo.reward.programs import get_language
 from codegrpo.reward.verdict import parse_json
 from codegrpo.sandbox.base import RunResult
 
@@ -58,19 +59,19 @@ def audit_flags(run: RunResult) -> set[str]:
     return {token.partition(":")[0] for token in found if isinstance(token, str)} & set(CATEGORIES)
 
 
-def run_flags(run: RunResult, form: Form, language: str = "python") -> set[str]:
+def run_flags(run: RunResult, form: Form, language: LanguageName = LanguageName.python) -> set[str]:
     """What the runner saw: a report-like line printed by the completion (on stderr under the Python
     harness, where its prints go; a stdio program's stdout is its answer; a JavaScript expression program
     shares stdout with its report, the last line) or a second line on the Python harness's stdout."""
     flags = set()
-    python = language == "python"
+    harness = get_language(language).has_harness
     if not form.harnessed:
         printed = run.stdout
     else:
-        printed = run.stderr if python else run.stderr + "\n" + run.stdout.rstrip("\n").rpartition("\n")[0]
+        printed = run.stderr if harness else run.stderr + "\n" + run.stdout.rstrip("\n").rpartition("\n")[0]
     # The last 200 lines of the last 64K characters: a million short lines are never a million strings.
     if any(_report_like(line) and line.lstrip().startswith("{") for line in printed[-(1 << 16) :].splitlines()[-200:]):
         flags.add("forgery")
-    if form.harnessed and python and run.stdout.strip().count("\n") > 0:
+    if form.harnessed and harness and run.stdout.strip().count("\n") > 0:
         flags.add("forgery")  # the harness writes one line: anything else on its stdout is not its
     return flags

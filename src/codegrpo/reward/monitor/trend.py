@@ -6,6 +6,7 @@ import sys
 from collections import deque
 from collections.abc import Sequence
 
+from codegrpo.reward.metric_names import HACKS_ANY, HACKS_COUNT, hacks
 from codegrpo.reward.monitor.categories import CATEGORIES
 
 
@@ -13,9 +14,9 @@ def hack_metrics(flags: Sequence[Sequence[str]]) -> dict[str, float]:
     """``hacks/any`` and ``hacks/<category>``: the fraction of completions flagged; ``hacks/count`` the number."""
     total = len(flags)
     flagged = sum(1 for item in flags if item)
-    metrics = {"hacks/any": flagged / total if total else 0.0, "hacks/count": float(flagged)}
+    metrics = {HACKS_ANY: flagged / total if total else 0.0, HACKS_COUNT: float(flagged)}
     for category in CATEGORIES:
-        metrics[f"hacks/{category}"] = sum(category in item for item in flags) / total if total else 0.0
+        metrics[hacks(category)] = sum(category in item for item in flags) / total if total else 0.0
     return metrics
 
 

@@ -1,4 +1,4 @@
-"""Benchmark b: the Superserve backend vs the guide's approach, both against the fake API with latency.
+"""b. superserve: the Superserve backend vs the guide's approach, both against the fake API with latency.
 
 The guide's approach, rebuilt here for comparison: the sync SDK, one sandbox per completion
 (create, files.write, commands.run under `timeout -s KILL`, kill in a finally), and a
@@ -9,6 +9,7 @@ sandbox, run one after another by the trusted runner).
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
@@ -16,13 +17,15 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from benchmarks.common import Row
+from benchmarks.fakes import FAKE_API_KEY, FakeSuperserve
 from codegrpo.config.schema import SuperserveSandboxConfig
 from codegrpo.data.files import load_problems
 from codegrpo.reward.programs import build_program, get_language
 from codegrpo.reward.scorer import Scorer
 from codegrpo.sandbox.superserve import SuperserveSandbox
-from tests.fakes.superserve_api import FAKE_API_KEY, FakeSuperserve
 
+TITLE = "b. superserve path vs the guide (completions/s)"
 KEY_ENV = "CODEGRPO_FAKE_SUPERSERVE_KEY"  # never the user's real key
 LATENCY = {"create": 0.4, "write": 0.05, "exec": 0.05, "kill": 0.05}
 CAP = 8
@@ -97,7 +100,7 @@ def _ours(corpus: list[tuple[str, str]], base_url: str, **overrides: int) -> tup
     return time.perf_counter() - started, backend.stats()
 
 
-def bench_superserve(groups: int = 16) -> list[tuple[str, float, str]]:
+def bench_superserve(groups: int = 16) -> list[Row]:
     """``groups`` GRPO groups of 8 completions each (128 by default) per corpus."""
     default = SuperserveSandboxConfig().programs_per_sandbox
     rows = []
@@ -130,3 +133,7 @@ def bench_superserve(groups: int = 16) -> list[tuple[str, float, str]]:
                 ),
             ]
     return rows
+
+
+def run(args: argparse.Namespace) -> list[Row]:
+    return bench_superserve()

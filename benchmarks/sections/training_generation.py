@@ -1,4 +1,5 @@
-"""bench --only generation, TRL's part: tokens/s of GRPOTrainer's own generation call, per back-end and batch.
+"""e2. training_generation (also the second table of --only generation): tokens/s of GRPOTrainer's own
+generation call, per back-end and batch.
 
 Each back-end is a GRPOTrainer built with the settings that select it, and each measurement calls the method
 a training step calls (``_generate_single_turn``: the model unwrapped, the training GenerationConfig, EOS
@@ -17,6 +18,7 @@ sampled every 100 ms), and peak memory.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import shutil
 import subprocess
@@ -25,6 +27,10 @@ import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+from benchmarks.common import Row, offline_model
+
+TITLE = "e2. TRL's training generation (tokens/s)"
 
 BACKENDS = {
     "generate": {},
@@ -176,7 +182,7 @@ def measure(
     return results
 
 
-def rows(results: list[Measured], new_tokens: int) -> list[tuple[str, float, str]]:
+def rows(results: list[Measured], new_tokens: int) -> list[Row]:
     """The bench table: tokens/s per (back-end, batch), then each back-end's best batch against ``generate`` at
     the smallest batch (the guide's 4 completions a step)."""
     if not results:
@@ -200,3 +206,19 @@ def rows(results: list[Measured], new_tokens: int) -> list[tuple[str, float, str
             )
         )
     return table
+
+
+def run(args: argparse.Namespace) -> list[Row]:
+    """--generation-model (the offline model if not given), -backends, -batches and -tokens; the defaults are
+    sized for CUDA or for the CPU."""
+    import torch
+
+    from codegrpo.models.loading import resolve_model
+
+    cuda = torch.cuda.is_available()
+    model = args.generation_model
+    if model is None:
+        model = str(resolve_model(offline_model()))
+    sizes = [int(b) for b in (args.generation_batches or ("4,16,64,256" if cuda else "4,16")).split(",")]
+    tokens = args.generation_tokens or (256 if cuda else 32)
+    return rows(measure(model, args.generation_backends.split(","), sizes, tokens), tokens)

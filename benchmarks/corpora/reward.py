@@ -1,5 +1,5 @@
-"""The reward's test corpus, shared by the scorer's tests, the library's and the benchmarks: the guide's
-seed problems, a correct is_prime, and the hacks that must score 0."""
+"""The reward's corpus, shared by the scorer's tests, the library's and the benchmarks: the guide's seed
+problems, a correct is_prime, and the hacks that must score 0."""
 
 from __future__ import annotations
 

@@ -1,17 +1,15 @@
-"""rollout=feedback (codegrpo.rollout.feedback, and TRL's binding codegrpo.train.rollout_func): public and
-hidden tests, the feedback message, and the rollout TRL calls, run with a real tokenizer (the offline
+"""TRL's binding of the multi-turn rollout (codegrpo.train.rollout_func), run with a real tokenizer (the offline
 SmolLM2's) and the real local sandbox.
 
 The one stub: ``ScriptedTrainer._generate_single_turn``, TRL's generation, returns fixed token ids for fixed
 code so each turn's outcome is known; everything else (chat templating, the sandbox runs, the verdicts, the
 feedback, the token and mask bookkeeping, the reward on the hidden tests) is codegrpo's real code. The slow
-test at the end trains one step of the real GRPOTrainer with the real model and no stub.
+test trains one step of the real GRPOTrainer with the real model and no stub.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import inspect
 import json
 import time
@@ -20,323 +18,25 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from benchmarks.fakes import FAKE_API_KEY, FakeSuperserve
+from benchmarks.fakes.superserve_api import Fault
 
-from codegrpo.config.choices import Checker, Form, RewardKind
+from codegrpo.config.choices import RewardKind
 from codegrpo.config.schema import RolloutConfig, SuperserveSandboxConfig
-from codegrpo.data.problems import IOTest, Problem
-from codegrpo.data.public_tests import first_public, hidden, moved_tests, public, split_tests, split_warning
+from codegrpo.data.problems import Problem
+from codegrpo.data.public_tests import hidden
 from codegrpo.errors import UsageError
-from codegrpo.reward.checker import same_test
 from codegrpo.reward.code_reward import CodeReward
-from codegrpo.reward.monitor import static_flags
-from codegrpo.reward.programs import get_language
-from codegrpo.reward.scorer import Scorer
-from codegrpo.reward.verdict import Status, Verdict
-from codegrpo.rollout.feedback import (
-    EpisodeStats,
-    PublicResult,
-    PublicRun,
-    episode_metrics,
-    feedback_message,
-    run_public,
-)
+from codegrpo.rollout.metrics import EpisodeStats, episode_metrics
 from codegrpo.train.rollout_func import FINAL_CODE, make_feedback_rollout, score_final_code
 from codegrpo.train.timing import GENERATION, Clock
-from tests.fakes import FAKE_API_KEY, FakeSuperserve
-from tests.fakes.superserve_api import Fault
+from tests.helpers.feedback import DOUBLE, PLANTED, SAME, SUM, fenced, offline_tokenizer, scorer_of
 from tests.helpers.sandbox import FAKE_KEY_ENV, FreshSuperserve, backend_in
-
-PUBLIC = IOTest("1 2\n", "3\n")
-# Planted hidden tests: inputs and outputs that appear nowhere else, searched for in every prompt and message.
-HIDDEN = (IOTest("40917 2346\n", "43263\n"), IOTest("7777 1119\n", "8896\n"))
-PLANTED = ["40917 2346", "43263", "7777 1119", "8896"]
-SAME = same_test()  # the reward's defaults: checker=tokens, float_tolerance=1e-6
-
-
-def with_public(problem: Problem, tests: tuple[IOTest, ...]) -> Problem:
-    return dataclasses.replace(problem, public_tests=tests)
-
-
-SUM = with_public(
-    Problem(
-        id="sum",
-        prompt="Read two integers a and b from one line and print a + b.",
-        test="",
-        form=Form.stdio,
-        tests=(PUBLIC, *HIDDEN),
-    ),
-    (PUBLIC,),
-)
-DOUBLE = Problem(
-    id="double",
-    prompt="Read an integer n and print 2 * n.",
-    test="",
-    form=Form.stdio,
-    tests=(IOTest("5\n", "10\n"), IOTest("21\n", "42\n")),
-)  # no public tests: one turn, no feedback
-
-
-# -- public and hidden tests --------------------------------------------------------------------------------------
-
-
-def test_the_split_shows_the_public_tests_and_scores_the_rest():
-    assert split_tests(SUM, SAME) == ((PUBLIC,), HIDDEN)
-    assert public(SUM, SAME).tests == (PUBLIC,) and hidden(SUM, SAME).tests == HIDDEN
-    assert hidden(SUM, SAME).public_tests == (PUBLIC,)  # kept, never run: the monitor knows what the model was shown
-    # Public tests of their own (CodeContests: public vs private + generated) split the same way.
-    separate = with_public(dataclasses.replace(SUM, tests=HIDDEN), (PUBLIC,))
-    assert split_tests(separate, SAME) == ((PUBLIC,), HIDDEN)
-    assert split_tests(DOUBLE, SAME) == ((), DOUBLE.tests) and public(DOUBLE, SAME).tests == ()
-    assert split_warning(SUM, SAME) is None and split_warning(DOUBLE, SAME) is None
-
-
-def test_code_that_hard_codes_a_public_test_is_flagged_and_earns_nothing_hidden(local_sandbox):
-    shown = IOTest("3 4 5\n", "12 60\n")
-    problem = with_public(
-        Problem(
-            id="perimeter_area",
-            prompt="Print the perimeter and the area of a right triangle.",
-            test="",
-            form=Form.stdio,
-            tests=(shown, IOTest("6 8 10\n", "24 240\n")),
-        ),
-        (shown,),
-    )
-    hard_coded = "s = input()\nif s == '3 4 5':\n    print('12 60')\nelse:\n    print(0)\n"
-    assert "hardcode" in static_flags(hard_coded, hidden(problem, SAME))
-    (scored,) = asyncio.run(
-        _scorer(local_sandbox, [hidden(problem, SAME)], RewardKind.partial).score(
-            ["perimeter_area"], [fenced(hard_coded)]
-        )
-    )
-    assert scored.verdict.reward == 0.0 and "hardcode" in scored.flags
-
-
-def test_a_public_test_repeated_with_other_whitespace_is_not_hidden():
-    """Kept hidden, it would pay code that prints what the public test showed."""
-    repeated = with_public(
-        dataclasses.replace(SUM, tests=(PUBLIC, IOTest("1 2", "3"), IOTest("1  2\r\n", "3\r\n"), *HIDDEN)), (PUBLIC,)
-    )
-    assert split_tests(repeated, SAME) == ((PUBLIC,), HIDDEN)
-
-
-# A judge's hidden tests that repeat the statement's example in another spelling the reward accepts.
-HALF = IOTest("1 2\n", "0.5\n")
-SPELLINGS = {
-    "a float at another precision": (HALF, IOTest("1 2", "0.500000")),
-    "a float within the tolerance": (HALF, IOTest("1 2\n", "0.5000000001\n")),
-    "a fraction in the input at another precision": (IOTest("0.5\n", "2\n"), IOTest("0.50\n", "2\n")),
-}
-CALL_SPELLINGS = {
-    "a float return value for an int": (IOTest("[1, 1]", "2"), IOTest("[1, 1]", "2.0")),
-    "an int argument as a float": (IOTest("[1, 1]", "2"), IOTest("[1.0, 1]", "2")),
-    "argument dicts in another key order": (IOTest('[{"a": 1, "b": 2}]', "3"), IOTest('[{"b": 2, "a": 1}]', "3")),
-}
-
-
-def _twin_problem(form, shown, twin, *rest):
-    return with_public(
-        Problem(
-            id="twin",
-            prompt="P",
-            test="",
-            form=form,
-            tests=(shown, twin, *rest),
-            fn_name="f" if form is Form.call else "",
-        ),
-        (shown,),
-    )
-
-
-@pytest.mark.parametrize("case", SPELLINGS)
-def test_a_hidden_test_the_checker_cannot_tell_from_a_public_one_is_public(case):
-    shown, twin = SPELLINGS[case]
-    other = IOTest("40 2\n", "20\n")
-    problem = _twin_problem(Form.stdio, shown, twin, other)
-    assert split_tests(problem, SAME) == ((shown,), (other,))
-    assert moved_tests(problem, SAME) == [(2, 1)]
-    # Nothing hidden left but twins: not split, as for exact duplicates.
-    assert split_tests(_twin_problem(Form.stdio, shown, twin), SAME) == ((), (shown, twin))
-
-
-@pytest.mark.parametrize("case", CALL_SPELLINGS)
-def test_a_call_form_test_strictly_equal_to_a_public_one_is_public(case):
-    shown, twin = CALL_SPELLINGS[case]
-    other = IOTest("[40, 2]", "42")
-    problem = _twin_problem(Form.call, shown, twin, other)
-    assert split_tests(problem, SAME) == ((shown,), (other,)) and moved_tests(problem, SAME) == [(2, 1)]
-
-
-def test_tests_the_checker_tells_apart_stay_hidden():
-    """The split follows the run's checker: what it can tell apart, printing the shown answer fails."""
-    shown = IOTest("1 2\n", "0.5\n")
-    for twin, same in (
-        (IOTest("1 2\n", "0.500000\n"), same_test(Checker.exact)),
-        (IOTest("1 2\n", "0.500000\n"), same_test(Checker.lines)),
-        (IOTest("1 2\n", "0.51\n"), SAME),
-        (IOTest("1 3\n", "0.5\n"), SAME),
-    ):  # another input: a program must compute it
-        problem = _twin_problem(Form.stdio, shown, twin)
-        assert split_tests(problem, same) == ((shown,), (twin,)) and moved_tests(problem, same) == []
-    call = _twin_problem(Form.call, IOTest("[1]", "true"), IOTest("[1]", "1"))  # True is not 1 to the verdict
-    assert split_tests(call, SAME)[1] == (IOTest("[1]", "1"),)
-
-
-def test_a_code_contests_private_test_repeating_the_example_at_another_precision_is_public():
-    """Through the real CodeContests mapper: judges' private tests often begin with the statement's example."""
-    from codegrpo.data.problems import parse_problem
-    from codegrpo.data.public_datasets.code_contests import map_code_contests
-
-    row = {
-        "name": "1A",
-        "description": "Print a / b.",
-        "public_tests": {"input": ["1 2\n"], "output": ["0.5\n"]},
-        "private_tests": {"input": ["1 2\n", "3 4\n"], "output": ["0.500000000\n", "0.750000000\n"]},
-        "generated_tests": {"input": [], "output": []},
-        "solutions": {"language": [], "solution": []},
-    }
-    problem = parse_problem(map_code_contests(row, 1, "row 1").record, "row 1")
-    assert [t.output for t in hidden(problem, SAME).tests] == ["0.750000000\n"]
-    assert moved_tests(problem, SAME) == [(2, 1)]
-
-
-@pytest.mark.parametrize("form", [Form.stdio, Form.call])
-def test_printing_what_the_feedback_showed_earns_nothing_hidden(local_sandbox, form):
-    """The finding, end to end: a judge's copy of the example at another precision no longer pays the code
-    that prints the example's answer, under binary and partial reward alike."""
-    if form is Form.stdio:
-        shown, twin, other = HALF, IOTest("1 2", "0.500000"), IOTest("3 4\n", "0.75\n")
-        hard_coded, honest = "input()\nprint(0.5)\n", "a, b = map(int, input().split())\nprint(a / b)\n"
-    else:
-        shown, twin, other = IOTest("[1, 1]", "2"), IOTest("[1, 1]", "2.0"), IOTest("[40, 2]", "42")
-        hard_coded, honest = "def f(a, b):\n    return 2\n", "def f(a, b):\n    return a + b\n"
-    problem = hidden(_twin_problem(form, shown, twin, other), SAME)
-    for kind in (RewardKind.binary, RewardKind.partial):
-        scored = asyncio.run(
-            _scorer(local_sandbox, [problem], kind).score(["twin", "twin"], [fenced(hard_coded), fenced(honest)])
-        )
-        assert [s.verdict.reward for s in scored] == [0.0, 1.0]
-
-
-def test_public_tests_that_are_all_the_tests_are_no_split_and_a_warning():
-    everything = with_public(dataclasses.replace(SUM, id="all"), SUM.tests)
-    assert split_tests(everything, SAME) == ((), SUM.tests)  # nothing shown: nothing hidden would be left to score
-    assert "public tests are all of its tests" in (split_warning(everything, SAME) or "")
-
-
-def test_apps_and_taco_make_the_first_test_public_when_one_is_left_hidden():
-    assert first_public([1, 2, 3]) == [1] and first_public([1]) == [] and first_public([]) == []
-    assert first_public([1, 2, 3], count=5) == [1, 2]
-
-
-# -- the feedback message -------------------------------------------------------------------------------------------
-
-
-def _result(*runs: PublicRun | None) -> PublicResult:
-    failed = [r for r in runs if r is None or r.status is not Status.PASSED]
-    return PublicResult(Verdict(Status.FAILED if failed else Status.PASSED, 0.0), runs)
-
-
-PASS = PublicRun(Status.PASSED, "", "", "")
-
-
-def test_feedback_shows_input_expected_and_output_of_the_failing_tests():
-    tests = [IOTest("1 2\n", "3\n"), IOTest("5 5\n", "10\n")]
-    wrong = PublicRun(Status.FAILED, 'got "11", expected "10"', "11\n", "")
-    text = feedback_message(tests, _result(PASS, wrong), RolloutConfig())
-    assert "2 public tests: 1 passed, 1 failed" in text
-    assert "Test 2: wrong answer." in text and "```\n5 5\n```" in text and "```\n10\n```" in text
-    assert "Your code printed:\n```\n11\n```" in text and 'First difference: got "11", expected "10"' in text
-    assert "Test 1" not in text and text.endswith("in one ```python code block.")
-
-
-def test_feedback_without_expected_outputs_shows_none_even_in_the_reason():
-    tests = [IOTest("5 5\n", "EXPECTED-10\n")]
-    wrong = PublicRun(Status.FAILED, 'got "11", expected "EXPECTED-10"', "11\n", "")
-    text = feedback_message(tests, _result(wrong), RolloutConfig(show_expected=False))
-    assert "EXPECTED-10" not in text and "Expected" not in text and "```\n11\n```" in text
-
-
-def test_feedback_cuts_long_text_and_keeps_the_end_of_an_error():
-    long_input = "x" * 1000
-    traceback = "Traceback (most recent call last):\n" + "  frame\n" * 200 + "ZeroDivisionError: division by zero"
-    crash = PublicRun(Status.ERROR, "exited (exit 1): ZeroDivisionError", "", traceback)
-    text = feedback_message([IOTest(long_input, "y" * 1000)], _result(crash), RolloutConfig(truncate_chars=50))
-    assert "x" * 50 + "\n... (950 more characters)" in text and "x" * 51 not in text
-    assert "y" * 50 + "\n... (950 more characters)" in text
-    assert text.count("ZeroDivisionError: division by zero") == 1 and "characters before" in text
-    assert "Traceback (most recent" not in text  # the head of a long traceback is what is cut
-
-
-def test_feedback_shows_at_most_max_failures_and_counts_the_rest():
-    tests = [IOTest(f"in{n}\n", f"out{n}\n") for n in range(5)]
-    runs = [PublicRun(Status.FAILED, "", "nope\n", "")] * 4 + [PublicRun(Status.TIMEOUT, "timed out", "", "timed out")]
-    text = feedback_message(tests, _result(*runs), RolloutConfig(max_failures=2))
-    assert "in0" in text and "in1" in text and "in2" not in text and "(3 more failing tests not shown.)" in text
-
-
-def test_feedback_for_no_code_asks_for_a_code_block():
-    text = feedback_message([PUBLIC], PublicResult(Verdict(Status.NO_CODE, 0.0)), RolloutConfig(), fence="js")
-    assert text.startswith("No code was found") and "```js code block" in text
-
-
-def test_feedback_settings_are_checked():
-    with pytest.raises(UsageError, match=r"rollout\.max_turns=0"):
-        RolloutConfig(max_turns=0)
-
-
-# -- the public tests, run in the real sandbox ------------------------------------------------------------------------
-
-
-def _scorer(sandbox, problems, kind=RewardKind.binary) -> Scorer:
-    return Scorer(problems, sandbox, get_language("python"), kind, timeout_s=5.0)
-
-
-def test_public_runs_keep_what_each_test_printed_raised_or_returned(local_sandbox):
-    add = Problem(
-        id="add",
-        prompt="",
-        test="",
-        form=Form.call,
-        fn_name="add",
-        tests=(IOTest("[1, 2]", "3"), IOTest("[2, 2]", "4")),
-    )
-    problems = [public(SUM, SAME), public(SUM, SAME), add, public(DOUBLE, SAME)]
-    codes = [
-        "print(1/0)",
-        "a, b = map(int, input().split())\nprint(a * b)",
-        "def add(a, b):\n    return a * b",
-        "print(1)",
-    ]
-    crash, wrong, call, untested = asyncio.run(run_public(_scorer(local_sandbox, problems), problems, codes))
-    assert crash.verdict.status is Status.ERROR and "ZeroDivisionError" in crash.runs[0].error
-    assert wrong.verdict.status is Status.FAILED and wrong.runs[0].got == "2\n"
-    assert [r.status for r in call.runs] == [Status.FAILED, Status.PASSED] and call.runs[0].got == "2"
-    assert untested.verdict.status is Status.NO_CODE and untested.runs == ()  # no public tests: nothing ran
-
-
-# -- the rollout ----------------------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
-def tokenizer(tmp_path_factory):
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from omegaconf import OmegaConf
-    from transformers import AutoTokenizer
-
-    from codegrpo.commands import CONFIG_DIR
-    from codegrpo.models.conversion import convert_gguf
-
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-        model = OmegaConf.to_object(compose(config_name="train", overrides=["model=smollm2-135m"]).model)
-    GlobalHydra.instance().clear()
-    return AutoTokenizer.from_pretrained(convert_gguf(model))  # the offline model, converted once
-
-
-def fenced(code: str) -> str:
-    return f"```python\n{code}\n```"
+def tokenizer():
+    return offline_tokenizer()
 
 
 RIGHT = "a, b = map(int, input().split())\nprint(a + b)"
@@ -395,7 +95,7 @@ def prompt(name: str, problem: Problem) -> list[dict[str, str]]:
 
 def _run(tokenizer, local_sandbox, names: str, settings: RolloutConfig, **trainer_args):
     problems = {"A": SUM, "B": SUM, "C": SUM, "D": DOUBLE, "E": SUM, "F": SUM, "G": SUM}
-    scorer = _scorer(local_sandbox, [hidden(p, SAME) for p in (SUM, DOUBLE)], RewardKind.partial)
+    scorer = scorer_of(local_sandbox, [hidden(p, SAME) for p in (SUM, DOUBLE)], RewardKind.partial)
     rollout = make_feedback_rollout([SUM, DOUBLE], scorer, settings)
     trainer = ScriptedTrainer(tokenizer, **trainer_args)
     prompts = [prompt(n, problems[n]) for n in names]
@@ -511,7 +211,7 @@ def test_every_process_generates_as_many_sequences_as_the_busiest(tokenizer, loc
         return [*values, 3] if values and isinstance(values[0], int) else values
 
     monkeypatch.setattr(accelerate.utils, "gather_object", gather)
-    scorer = _scorer(local_sandbox, [hidden(SUM, SAME)])
+    scorer = scorer_of(local_sandbox, [hidden(SUM, SAME)])
     trainer = ScriptedTrainer(tokenizer)
     trainer.accelerator = SimpleNamespace(num_processes=2)
     out = make_feedback_rollout([SUM], scorer, RolloutConfig(max_turns=2), prompt_of=lambda p: prompt("B", p))(
@@ -524,7 +224,7 @@ def test_every_process_generates_as_many_sequences_as_the_busiest(tokenizer, loc
 def test_the_public_tests_between_turns_are_reward_time_not_generation(tokenizer, local_sandbox, monkeypatch):
     """CodeGRPOTrainer books the whole rollout as generation (its _generate); the public tests' sandbox runs and
     verdicts inside it go to the trainer's clock as reward, so timing/generation_s is the model's time alone."""
-    scorer = _scorer(local_sandbox, [hidden(SUM, SAME)])
+    scorer = scorer_of(local_sandbox, [hidden(SUM, SAME)])
     trainer = ScriptedTrainer(tokenizer)
     trainer.clock = Clock()
     scripted, sandbox_s = trainer._generate_single_turn, []
@@ -556,7 +256,7 @@ def test_the_public_tests_between_turns_are_reward_time_not_generation(tokenizer
 
 
 def test_without_the_trainers_inputs_a_prompt_finds_its_problem(tokenizer, local_sandbox):
-    scorer = _scorer(local_sandbox, [hidden(SUM, SAME)])
+    scorer = scorer_of(local_sandbox, [hidden(SUM, SAME)])
     rollout = make_feedback_rollout([SUM], scorer, prompt_of=lambda p: prompt("B", p))
     out = rollout([prompt("B", SUM)], ScriptedTrainer(tokenizer))
     assert out["feedback_turns"] == [1] and out["feedback_public"] == [["passed"]]
@@ -639,7 +339,7 @@ def test_no_hidden_test_reaches_the_model_on_either_backend(tokenizer, mode):
     """Planted hidden inputs and outputs, searched for in every prompt and feedback message, with the local
     sandbox and with the real Superserve SDK on the fake; the final code is scored on the hidden tests."""
     with backend_in(mode) as backend:
-        scorer = _scorer(backend, [hidden(SUM, SAME)])
+        scorer = scorer_of(backend, [hidden(SUM, SAME)])
         rollout = make_feedback_rollout([SUM], scorer, RolloutConfig(), prompt_of=lambda p: prompt("A", p))
         trainer = ScriptedTrainer(tokenizer)
         prompts = [prompt(name, SUM) for name in "ACF"]
@@ -684,7 +384,7 @@ def test_a_sandbox_failure_in_the_middle_of_an_episode_scores_it_none(tokenizer,
     reward is None (as a single turn's on a sandbox failure), though its final code would score."""
     monkeypatch.setenv(FAKE_KEY_ENV, FAKE_API_KEY)
     with FakeSuperserve() as fake:
-        scorer = _scorer(FreshSuperserve(fake), [hidden(SUM, SAME)])
+        scorer = scorer_of(FreshSuperserve(fake), [hidden(SUM, SAME)])
         rollout = make_feedback_rollout([SUM], scorer, RolloutConfig(max_turns=1), prompt_of=lambda p: prompt("F", p))
         rollout([prompt("F", SUM)], ScriptedTrainer(tokenizer))
         per_turn = fake.requests["exec"]  # the execs of one turn's public run
@@ -713,7 +413,7 @@ def test_one_grpo_step_trains_on_the_feedback_rollout(tokenizer, local_sandbox, 
     from trl import GRPOConfig, GRPOTrainer
 
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
-    scorer = _scorer(local_sandbox, [hidden(SUM, SAME)], RewardKind.partial)
+    scorer = scorer_of(local_sandbox, [hidden(SUM, SAME)], RewardKind.partial)
     posed = [{"role": "user", "content": SUM.prompt + " Reply with a Python program in a code block."}]
     settings = RolloutConfig(max_turns=2, truncate_chars=80)
     inner = make_feedback_rollout([SUM], scorer, settings, prompt_of=lambda _: posed)
@@ -764,9 +464,9 @@ def test_an_episode_cut_before_its_second_turn_is_counted_and_a_step_of_them_war
     """The README's rollout=feedback with the CPU trainer's 128 tokens never got past turn 1: `turns 1.0`,
     `cut 100%`, and nothing said why. Now the cut-before-turn-2 share is a metric, and a step where most
     episodes are cut warns in one line naming the budget."""
-    from codegrpo.rollout.feedback import CUT_FIRST_TURN
+    from codegrpo.reward.metric_names import CUT_FIRST_TURN
 
-    with caplog.at_level("WARNING", logger="codegrpo.rollout.feedback"):
+    with caplog.at_level("WARNING", logger="codegrpo.rollout.metrics"):
         trainer, _, _, out = _run(tokenizer, local_sandbox, "A", RolloutConfig(), max_completion_length=40)
     assert out["feedback_turns"] == [1] and trainer._metrics["train"][CUT_FIRST_TURN] == [1.0]
     [warning] = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
@@ -779,14 +479,14 @@ def test_an_episode_cut_before_its_second_turn_is_counted_and_a_step_of_them_war
 
 
 def test_a_step_where_few_episodes_are_cut_early_counts_them_without_a_warning(caplog):
-    from codegrpo.rollout.feedback import CUT_FIRST_TURN
+    from codegrpo.reward.metric_names import CUT_FIRST_TURN
     from codegrpo.train.rollout_func import log_metrics
 
     def episode(turns: int, cut: bool) -> Any:
         return SimpleNamespace(codes=["x"] * turns, public=[], feedback_tokens=0, cut=cut)
 
     trainer = SimpleNamespace(_metrics=defaultdict(lambda: defaultdict(list)), model=None, max_completion_length=600)
-    with caplog.at_level("WARNING", logger="codegrpo.rollout.feedback"):
+    with caplog.at_level("WARNING", logger="codegrpo.rollout.metrics"):
         log_metrics(trainer, [episode(1, True), episode(3, True), episode(2, False), episode(3, False)], 3)
         log_metrics(trainer, [episode(2, False)], 3)  # no cut: no share (the step's metrics are as before)
     assert trainer._metrics["train"][CUT_FIRST_TURN] == [0.25] and not caplog.records
