@@ -21,7 +21,7 @@ import pytest
 from benchmarks.corpora.reward import GOOD, HACKS, IS_PRIME
 
 import codegrpo
-from codegrpo import CodeReward, code_reward
+from codegrpo import CodeReward, MemoryBackend, Outcome, Program, RunResult, code_reward
 from codegrpo.config.schema import LocalSandboxConfig, RewardConfig, SuperserveSandboxConfig
 from codegrpo.data.problems import parse_problem
 from codegrpo.errors import SandboxFatalError, UsageError
@@ -190,6 +190,24 @@ def test_rows_are_kept_within_the_caches_bounds_however_many_come():
     for n in range(10):
         small([""], test=[f"f({n})"], expected=["1"])
     assert len(small._rows) == 3
+
+
+def test_a_backend_of_the_callers_scores_as_given_stays_open_and_does_not_pickle():
+    """CodeReward(sandbox=<a backend>), here the public in-memory one: the reward's programs go to it (what ran
+    is what it recorded), closing the reward leaves it to its owner, and the reward refuses to pickle."""
+
+    def handler(program: Program, stdin: str | None) -> RunResult:
+        value = 5 if "return a + b" in program.source else -1  # add(2, 3), as the harness reports it
+        return RunResult(Outcome.EXITED, 0, stdout=json.dumps({"status": "ok", "value": value}) + "\n")
+
+    backend = MemoryBackend(handler)
+    reward = CodeReward(backend, kind="partial")
+    assert reward([ADD, SUB, "no code"], test=["add(2, 3)"] * 3, expected=["5"] * 3) == [1.0, 0.0, 0.0]
+    assert len(backend.programs) == 2  # no code, no program
+    reward.close()
+    assert reward([ADD], test=["add(2, 3)"], expected=["5"]) == [1.0] and len(backend.programs) == 3
+    with pytest.raises(TypeError, match="given a SandboxBackend does not pickle"):
+        pickle.dumps(reward)
 
 
 def test_a_batch_larger_than_the_cache_is_judged_against_its_own_rows():

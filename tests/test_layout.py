@@ -39,6 +39,15 @@ def test_the_maps_name_no_file_that_is_gone(doc):
     assert not stale, f"{doc} names files that do not exist: {', '.join(stale)}"
 
 
+def test_each_command_is_a_shim_over_its_task():
+    """commands/<name>.py holds its Hydra entry point and nothing else: the work is tasks/'s."""
+    for path in sorted((PACKAGE / "commands").glob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        defined = {node.name for node in ast.parse(path.read_text()).body if isinstance(node, ast.FunctionDef)}
+        assert defined <= {f"{path.stem}_command", "main"}, f"{path.name} defines {sorted(defined)}"
+
+
 def test_every_problem_file_is_on_the_readmes_layout():
     layout = _readme_layout()
     missing = [

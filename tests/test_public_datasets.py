@@ -21,14 +21,7 @@ from codegrpo.errors import ProblemError, UsageError
 from codegrpo.resources import PROJECT_ROOT
 
 DATA = PROJECT_ROOT / "tests" / "data" / "code_datasets"
-SAMPLES = {
-    "apps": ("json", "apps.jsonl"),
-    "taco": ("arrow", "taco.arrow"),
-    "code_contests": ("parquet", "code_contests.parquet"),
-    "livecodebench": ("json", "livecodebench.jsonl"),
-    "deepcoder": ("parquet", "deepcoder.parquet"),
-    "verifiable_coding": ("parquet", "verifiable_coding.parquet"),
-}
+SAMPLES = json.loads((DATA / "samples.json").read_text())  # each loader's builder and sample file
 
 
 def _cfg(loader: str, data_files: str | None = None, **fields) -> ProblemsConfig:

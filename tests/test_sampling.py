@@ -218,9 +218,9 @@ def test_pass_rate_bounds_the_wrong_way_round_are_one_line_at_compose_time(compo
 
 @pytest.mark.slow
 def test_pass_rates_of_the_offline_model_filter_resume_and_refuse_another_problem_set(compose_cfg, tmp_path, capsys):
-    from codegrpo.commands.pass_rates import pass_rates
     from codegrpo.data.files import load_problems
     from codegrpo.data.sets import load_problem_set
+    from codegrpo.tasks.pass_rates import pass_rates
 
     small = [
         "problems.limit=4",

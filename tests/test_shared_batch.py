@@ -55,3 +55,12 @@ def test_a_reward_of_a_scorer_alone_reads_each_batch_alone():
 def test_a_batch_has_a_reader():
     with pytest.raises(ValueError, match="at least one reader"):
         SharedBatch(Scorer([DOUBLE], MemoryBackend(_doubling), get_language("python")), 0)
+
+
+def test_rows_of_their_own_are_judged_alone_not_through_the_batch():
+    """A template's reward given a tests column and no problem_id (red team, issue 41): its rows are judged by
+    the copy of the scorer that knows them, not looked up in the batch's Scorer (an unknown problem_id)."""
+    sandbox = MemoryBackend(_doubling)
+    reward = CodeReward.of_batch(SharedBatch(Scorer([DOUBLE], sandbox, get_language("python")), 2))
+    tests = [{"input": "4\n", "output": "8\n"}]
+    assert asyncio.run(reward(completions=[RIGHT], tests=[tests])) == [1.0] and len(sandbox.programs) == 1

@@ -191,14 +191,7 @@ def hack_negatives() -> tuple[list[Problem], list[tuple[str, str, str]]]:
     problems += humaneval
     cases += [("humaneval", p.id, p.reference) for p in humaneval]
     data = PROJECT_ROOT / "tests" / "data" / "code_datasets"
-    for loader, (builder, name) in {
-        "apps": ("json", "apps.jsonl"),
-        "taco": ("arrow", "taco.arrow"),
-        "code_contests": ("parquet", "code_contests.parquet"),
-        "livecodebench": ("json", "livecodebench.jsonl"),
-        "deepcoder": ("parquet", "deepcoder.parquet"),
-        "verifiable_coding": ("parquet", "verifiable_coding.parquet"),
-    }.items():
+    for loader, (builder, name) in json.loads((data / "samples.json").read_text()).items():
         cfg = ProblemsConfig(name=loader, path="", loader=loader, hub_path=builder, data_files=str(data / name))
         loaded = [replace(p, id=f"{loader}/{p.id}") for p in read_dataset(cfg).problems]
         problems += loaded

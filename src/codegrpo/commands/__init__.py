@@ -11,9 +11,9 @@ import os
 import re
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TypeVar, cast
 
 from hydra.core.config_store import ConfigStore
 from hydra.errors import ConfigCompositionException, OverrideParseException
@@ -76,10 +76,6 @@ OmegaConf.register_new_resolver("codegrpo_help", command_help, replace=True)
 # at the call (the shell's PWD can be stale in a child process); where there is none, Hydra's warning says nothing.
 OmegaConf.register_new_resolver("codegrpo_cwd", os.getcwd, replace=True)
 warnings.filterwarnings("ignore", message=r"provider=hydra\.searchpath in main, path=.* is not available")
-
-if TYPE_CHECKING:
-    from codegrpo.data.problems import Problem
-    from codegrpo.reward.verdict import Scored
 
 T = TypeVar("T")
 C = TypeVar("C", TrainConfig, EvaluateConfig, ScoreConfig, PassRatesConfig)  # the command's config, as its dataclass
@@ -147,21 +143,6 @@ def _scrub_hydra_outputs() -> list[str]:
     if hydra_cfg.mode == RunMode.MULTIRUN:
         secrets.scrub_hydra_files(Path(hydra_cfg.sweep.dir, "multirun.yaml"))
     return [*hydra_cfg.overrides.hydra, *hydra_cfg.overrides.task]
-
-
-def score_pairs(cfg: ScoreConfig, problems: list[Problem], pairs: Sequence[tuple[str, str]]) -> list[Scored]:
-    """Score (problem_id, completion) pairs in a sandbox opened for them, in batches with progress (the
-    score and validate commands)."""
-    import asyncio
-
-    from codegrpo import build
-    from codegrpo.reward.scorer import score_all
-
-    async def score_in_sandbox() -> list[Scored]:
-        async with build.sandbox(cfg.sandbox, cfg.problems.language) as sandbox:
-            return await score_all(build.scorer(cfg, problems, sandbox), pairs, cfg.batch_size)
-
-    return asyncio.run(score_in_sandbox())
 
 
 def entry_point(hydra_main: Callable[[], object]) -> Callable[[], None]:

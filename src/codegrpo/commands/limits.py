@@ -17,18 +17,10 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from codegrpo import build
 from codegrpo.commands import CONFIG_DIR, entry_point, run
-from codegrpo.config.schema import ScoreConfig
-from codegrpo.sandbox.base import format_limits
+from codegrpo.tasks.limits import limits
 
 GROUPS_READ = ("sandbox",)  # --help: its config composes problems and reward for ScoreConfig, unread
-
-
-def limits(cfg: ScoreConfig) -> int:
-    with build.sandbox(cfg.sandbox) as sandbox:
-        print(format_limits(sandbox.limits()))
-    return 0
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="limits")

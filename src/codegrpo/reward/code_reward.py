@@ -329,7 +329,10 @@ class CodeReward:
         self, scorer: Scorer, problem_ids: list[str], completions: Sequence[Any], columns: dict[str, Any]
     ) -> list[float | None]:
         started = time.monotonic()
-        scored = await (self._bound.score if self._bound else scorer.score)(problem_ids, completions)
+        # The template's batch when these rows are its Scorer's problems; rows of their own (a tests column
+        # without problem_id) are judged by the copy that knows them, alone.
+        batch = self._bound if self._bound is not None and scorer is self._bound.scorer else None
+        scored = await (batch.score if batch is not None else scorer.score)(problem_ids, completions)
         hacks = hack_metrics([s.flags for s in scored])
         if (message := self._trend.update(hacks[HACKS_ANY])) is not None:
             warn(message)

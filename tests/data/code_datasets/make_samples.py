@@ -587,14 +587,8 @@ def write() -> None:
     Dataset.from_list(verifiable_coding_rows()).to_parquet(HERE / "verifiable_coding.parquet")
 
 
-SAMPLES = {
-    "apps": ("json", "apps.jsonl"),
-    "taco": ("arrow", "taco.arrow"),
-    "code_contests": ("parquet", "code_contests.parquet"),
-    "livecodebench": ("json", "livecodebench.jsonl"),
-    "deepcoder": ("parquet", "deepcoder.parquet"),
-    "verifiable_coding": ("parquet", "verifiable_coding.parquet"),
-}
+# Each loader's sample: its datasets builder and file (samples.json, which the tests and the bench read too).
+SAMPLES = json.loads((HERE / "samples.json").read_text())
 
 
 def _tokens_equal(got: str, expected: str) -> bool:

@@ -1,5 +1,6 @@
-"""Training in steps, each alone: prepare builds every piece and trains nothing; finalize saves and records
-whatever model it is given; the ExitStack closes the sandbox. (fit alone: tests/test_preemption.py.)"""
+"""The train task (codegrpo.tasks.train) in steps, each alone: prepare builds every piece and trains nothing;
+finalize saves and records whatever model it is given; the ExitStack closes the sandbox. (fit alone:
+tests/test_preemption.py.)"""
 
 from __future__ import annotations
 
