@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import sys
 from pathlib import Path
 
 from benchmarks.common import Row
@@ -102,7 +103,12 @@ def main(argv: list[str] | None = None) -> None:
     sections = args.only.split(",")
     unknown = [name for name in sections if name not in SECTIONS]
     if unknown:
-        parser.error(f"--only: no section {', '.join(map(repr, unknown))}; the sections: {', '.join(SECTIONS)}")
+        # One line, not argparse's usage block: the sections are what to fix.
+        print(
+            f"error: --only: no section {', '.join(map(repr, unknown))}; the sections: {', '.join(SECTIONS)}",
+            file=sys.stderr,
+        )
+        sys.exit(2)
     results: dict[str, list[Row]] = {}
     for name, modules in SECTIONS.items():  # in the registry's order, each table once
         if name in sections:

@@ -20,7 +20,18 @@ def test_an_unknown_section_is_an_error_naming_the_sections(capsys):
     with pytest.raises(SystemExit) as stopped:
         main(["--only", "local,nope"])
     assert stopped.value.code == 2
-    assert "--only: no section 'nope'; the sections: local, io, superserve" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("error: --only: no section 'nope'; the sections: local, io, superserve")
+    assert err.count("\n") == 1  # one line, not argparse's usage block
+
+
+@pytest.mark.slow
+def test_the_startup_section_runs_each_command_to_the_status_it_expects(tmp_path):
+    """Its misspelt-key row expected exit 1 after usage errors became 2: the section crashed, and no test ran it."""
+    from benchmarks.sections.startup import bench_startup
+
+    rows = bench_startup(1, tmp_path)
+    assert any("misspelt" in str(row) for row in rows)
 
 
 def test_every_section_is_in_the_docstring():

@@ -255,6 +255,15 @@ def test_the_public_tests_between_turns_are_reward_time_not_generation(tokenizer
     assert metrics["timing/generation_s"] + metrics["timing/reward_s"] == pytest.approx(wall, rel=0.01)
 
 
+def test_a_problem_set_without_public_tests_warns_that_feedback_is_one_turn(local_sandbox, caplog):
+    scorer = scorer_of(local_sandbox, [DOUBLE])
+    with caplog.at_level("WARNING", logger="codegrpo.train.rollout_func"):
+        make_feedback_rollout([DOUBLE], scorer)
+        make_feedback_rollout([SUM, DOUBLE], scorer)  # one with public tests: no warning
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert warning.startswith("rollout=feedback: none of the 1 problems has public tests")
+
+
 def test_without_the_trainers_inputs_a_prompt_finds_its_problem(tokenizer, local_sandbox):
     scorer = scorer_of(local_sandbox, [hidden(SUM, SAME)])
     rollout = make_feedback_rollout([SUM], scorer, prompt_of=lambda p: prompt("B", p))

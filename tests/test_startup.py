@@ -86,6 +86,14 @@ def test_a_config_that_does_not_compose_is_one_line_without_torch(override, name
     assert not heavy_imports(done)
 
 
+def test_two_hydra_modes_at_once_are_one_line():
+    """`-m hparams_search=optuna --cfg job` (a sweep previewed) was Hydra's 12-line traceback."""
+    done = train_py("-m", "hparams_search=optuna", "--cfg", "job")
+    assert done.returncode == 2
+    [line] = messages(done)
+    assert line == "error: Only one of --run, --multirun, --cfg, --info and --shell_completion can be specified"
+
+
 def test_hydra_shares_the_config_store_it_never_writes_through():
     """codegrpo.commands makes a deep copy of Hydra's ConfigStore the store itself (Hydra copied it, every
     schema included, for each of the ~120 groups --help lists): safe while a load still copies its node."""

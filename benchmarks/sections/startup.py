@@ -61,7 +61,7 @@ def bench_startup(rounds: int, scratch: Path) -> list[Row]:
         "codegrpo-limits": ([sys.executable, "-m", "codegrpo.commands.limits"], 0),
         "train.py --help": ([sys.executable, "train.py", "--help"], 0),
         "train.py --cfg job": ([sys.executable, "train.py", "--cfg", "job"], 0),
-        "train.py trainer.learning_rte=1 (misspelt)": ([sys.executable, "train.py", "trainer.learning_rte=1"], 1),
+        "train.py trainer.learning_rte=1 (misspelt)": ([sys.executable, "train.py", "trainer.learning_rte=1"], 2),
     }
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
     for _ in range(rounds):

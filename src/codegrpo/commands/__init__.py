@@ -175,6 +175,11 @@ def entry_point(hydra_main: Callable[[], object]) -> Callable[[], None]:
         except OverrideParseException as error:
             print(f"error: {parse_error_line(error)}", file=sys.stderr)
             sys.exit(2)
+        except ValueError as error:
+            if not str(error).startswith(HYDRA_MODES):  # Hydra's own check of its flags; anything else is a bug
+                raise
+            print(f"error: {error}", file=sys.stderr)
+            sys.exit(2)
         finally:
             _report_errors_to_hydra()
 
@@ -183,6 +188,8 @@ def entry_point(hydra_main: Callable[[], object]) -> Callable[[], None]:
 
 
 FULL_ERROR = "HYDRA_FULL_ERROR"
+# Hydra's ValueError for two of its modes at once (`-m ... --cfg job`): a usage error, one line.
+HYDRA_MODES = "Only one of --run, --multirun, --cfg"
 _full_error_set_here = False  # entry_point set HYDRA_FULL_ERROR, and it is still set
 
 

@@ -124,6 +124,12 @@ def make_feedback_rollout(
     settings = settings or RolloutConfig()
     same = same_test(scorer.checker, scorer.tolerance)  # the split build.scored_problems made for the reward
     publics = {problem.id: public(problem, same) for problem in problems}
+    if publics and not any(p.tests for p in publics.values()):
+        log.warning(
+            "rollout=feedback: none of the %d problems has public tests, so every episode is one turn, as "
+            "rollout=single (problems=feedback has them; docs/research-workflow.md)",
+            len(publics),
+        )
     environment = Feedback(scorer, settings)
     by_prompt: dict[str, str | None] = {}
     for problem in problems:
