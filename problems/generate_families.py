@@ -16,6 +16,11 @@ feedback.jsonl holds the train families' tasks again, in the call form (problems
 is a test, the first one public (rollout=feedback shows the model its result) and the others hidden (they
 score it). Its ids are transfer.jsonl's, so it splits the same way.
 
+livecodebench_cpu.jsonl holds those call-form tasks once more, in LiveCodeBench's own schema (functional
+tests, public and private, metadata.func_name, difficulty from the level), for the paper recipes' CPU twins
+(docs/recipes.md): a task of the eval split is released on or after 2024-08-01 (DeepCoder's evaluation
+window opens there), one of the train split before, so problems.before/after give the same split by date.
+
 The build stops with one line naming the family when a family has a side with no task, or when a
 task's reference does not give what the family's spec says (the expected values come from the spec, a
 plain Python function written apart from the reference source).
@@ -28,6 +33,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +48,10 @@ OUTPUTS = {
     "train": HERE / "transfer.jsonl",
     "unseen": HERE / "transfer_unseen.jsonl",
     "feedback": HERE / "feedback.jsonl",
+    "livecodebench": HERE / "livecodebench_cpu.jsonl",
 }
+WINDOW_OPENS = date(2024, 8, 1)  # livecodebench_cpu.jsonl: eval tasks on or after it, train tasks before
+DIFFICULTY = {1: "easy", 2: "medium", 3: "hard"}  # LiveCodeBench's three, by level
 
 
 @dataclass(frozen=True)
@@ -742,6 +751,53 @@ def call_task(family: Family, p: Any) -> dict[str, Any]:
     }
 
 
+def livecodebench_row(record: dict[str, Any], released: date) -> dict[str, Any]:
+    """A call-form task as a row of livecodebench/code_generation_lite (data/public_datasets/livecodebench.py)."""
+
+    def cases(tests: list[dict[str, Any]]) -> str:
+        return json.dumps(
+            [
+                {
+                    "input": "\n".join(json.dumps(arg) for arg in test["input"]),
+                    "output": json.dumps(test["output"]),
+                    "testtype": "functional",
+                }
+                for test in tests
+            ]
+        )
+
+    public = record["public_tests"]
+    return {
+        "question_title": record["id"],
+        "question_content": record["prompt"],
+        "platform": "codegrpo",
+        "question_id": record["id"],
+        "contest_id": record["family"],
+        "contest_date": f"{released.isoformat()}T00:00:00",
+        "starter_code": "",
+        "difficulty": DIFFICULTY[record["level"]],
+        "public_test_cases": cases(public),
+        "private_test_cases": cases(record["tests"][len(public) :]),
+        "metadata": json.dumps({"func_name": record["fn_name"]}),
+    }
+
+
+def livecodebench_rows(records: list[dict[str, Any]], eval_fraction: float) -> list[dict[str, Any]]:
+    """The call-form tasks dated so that the eval split is released from WINDOW_OPENS on, a day apart."""
+    problems = [parse_problem(r, r["id"]) for r in records]
+    held_out = {p.id for p in select_split(problems, "eval", eval_fraction)}
+    later, earlier = WINDOW_OPENS, WINDOW_OPENS - timedelta(days=len(records) - len(held_out))
+    rows = []
+    for record in records:
+        if record["id"] in held_out:
+            rows.append(livecodebench_row(record, later))
+            later += timedelta(days=1)
+        else:
+            rows.append(livecodebench_row(record, earlier))
+            earlier += timedelta(days=1)
+    return rows
+
+
 def build(
     train: Sequence[Family], unseen: Sequence[Family], eval_fraction: float = EVAL_FRACTION
 ) -> dict[str, list[dict[str, Any]]]:
@@ -761,6 +817,7 @@ def build(
         for side, families in (("train", train), ("unseen", unseen))
     }
     records["feedback"] = [call_task(f, p) for f in train for p in f.params]
+    records["livecodebench"] = livecodebench_rows(records["feedback"], eval_fraction)
     for family in train:
         problems = [parse_problem(r, r["id"]) for r in records["train"] if r["family"] == family.family_id]
         for split in ("train", "eval"):
@@ -776,6 +833,11 @@ def build(
         duplicate = next(i for i in ids if ids.count(i) > 1)
         raise ProblemError(f"task id {duplicate} is made by two families")
     return records
+
+
+def _level(record: dict[str, Any]) -> int:
+    """A record's level; a LiveCodeBench row's from its difficulty."""
+    return record["level"] if "level" in record else {v: k for k, v in DIFFICULTY.items()}[record["difficulty"]]
 
 
 def lines(records: list[dict[str, Any]]) -> str:
@@ -795,8 +857,8 @@ def main(argv: Sequence[str]) -> int:
                 return 1
         else:
             path.write_text(lines(records[side]))
-        levels = {level: sum(r["level"] == level for r in records[side]) for level in (1, 2, 3)}
-        families = len({r["family"] for r in records[side]})
+        levels = {level: sum(_level(r) == level for r in records[side]) for level in (1, 2, 3)}
+        families = len({r.get("family", r.get("contest_id")) for r in records[side]})
         print(
             f"{path.name}: {len(records[side])} tasks in {families} families (levels 1/2/3: "
             f"{levels[1]}/{levels[2]}/{levels[3]})"

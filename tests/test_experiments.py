@@ -42,6 +42,21 @@ def test_experiment_composes_and_its_problems_load(compose_cfg, name):
     assert load_problems(cfg.problems.path, cfg.problems.limit)
 
 
+def test_a_second_stage_without_its_first_stages_model_is_one_line(tmp_path):
+    command = ["experiment=deepcoder_32k", "trainer=cpu", "trainer.use_vllm=false", f"hydra.run.dir={tmp_path}"]
+    done = subprocess.run(
+        [sys.executable, "train.py", *command],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: model.name_or_path=outputs/runs/deepcoder-16k/final_model")
+    assert "does not exist" in last
+
+
 @pytest.mark.parametrize("name", DEBUGS)
 def test_debug_config_composes(compose_cfg, name):
     cfg = compose_cfg(f"debug={name}")

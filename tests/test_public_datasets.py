@@ -6,9 +6,11 @@ from __future__ import annotations
 import base64
 import json
 import pickle
+import shutil
 import subprocess
 import sys
 import zlib
+from dataclasses import replace
 
 import pytest
 
@@ -146,6 +148,31 @@ def test_deepcoder_maps_each_source_shape():
     assert json.loads(problems["deepcoder/7"].tests[4].input) == [10]
     # No public/hidden split in its rows: the first test is public, the rest hidden (as APPS's).
     assert all(p.public_tests == p.tests[:1] for p in problems.values() if len(p.tests) > 1)
+
+
+def test_deepcoder_mix_reads_each_config_under_ids_of_its_own(tmp_path):
+    """problems.hub_names: DeepCoder's three configs, as the Hub serves them (a dataset repo whose README
+    names each config's files), read one after another; row numbers restart in each, ids do not clash."""
+    for config in ("primeintellect", "taco"):
+        (tmp_path / config).mkdir()
+        shutil.copy(DATA / SAMPLES["deepcoder"][1], tmp_path / config / "train-00000.parquet")
+    configs = "".join(
+        f"- config_name: {c}\n  data_files:\n  - split: train\n    path: {c}/train-*.parquet\n"
+        for c in ("primeintellect", "taco")
+    )
+    (tmp_path / "README.md").write_text(f"---\nconfigs:\n{configs}---\n")
+    cfg = ProblemsConfig(name="deepcoder", path="", loader="deepcoder", hub_path=str(tmp_path))
+    single = read_dataset(replace(cfg, hub_name="taco"))
+    assert sorted(p.id for p in single.problems) == sorted(_by_id("deepcoder"))
+    mix = read_dataset(replace(cfg, hub_names=["primeintellect", "taco"]))
+    assert mix.rows == 2 * single.rows and mix.skipped == {"no tests": 2}
+    assert sorted(p.id for p in mix.problems) == sorted(
+        f"{config}/{id}" for config in ("primeintellect", "taco") for id in _by_id("deepcoder")
+    )
+    with pytest.raises(UsageError, match="set one"):
+        replace(cfg, hub_name="taco", hub_names=["taco"])
+    with pytest.raises(UsageError, match=r"one problems\.data_files glob"):
+        replace(cfg, hub_names=["taco"], data_files="x.parquet")
 
 
 def test_verifiable_coding_reference_out_of_its_fence_and_time_limit():

@@ -17,6 +17,28 @@ class Extract(enum.StrEnum):
     last = "last"
 
 
+class Protocol(enum.StrEnum):
+    """recipe.protocol: how a paper evaluates its model (docs/recipes.md)."""
+
+    livecodebench = "livecodebench"  # problems by release-date window, n samples each, pass@1 by difficulty
+    humaneval_plus = "humaneval_plus"  # EvalPlus's HumanEval+ (HumanEval with its extra tests)
+    codecontests = "codecontests"  # CodeContests' test split, the private tests scored
+
+
+class ProblemAttribute(enum.StrEnum):
+    """What a protocol reads of each problem beyond its tests (data.problems.Problem's fields of those names)."""
+
+    released = "released"  # its release date: a contamination-free window
+    difficulty = "difficulty"  # easy, medium, hard: pass@1 by difficulty
+
+
+class RecipeScale(enum.StrEnum):
+    """recipe.scale: the paper's own settings, or its CPU twin (the same algorithm at a scale that trains here)."""
+
+    paper = "paper"
+    cpu = "cpu"
+
+
 class Split(enum.StrEnum):
     all = "all"
     train = "train"

@@ -24,6 +24,9 @@ from codegrpo.config.choices import (
     LanguageName,
     Loader,
     LoggerBackend,
+    ProblemAttribute,
+    Protocol,
+    RecipeScale,
     RewardKind,
     RolloutKind,
     SamplerKind,
@@ -130,6 +133,9 @@ class ProblemsConfig:
     # problems=hub: rows of datasets.load_dataset(hub_path, hub_name, split=hub_split, data_files=data_files).
     hub_path: str | None = None
     hub_name: str | None = None
+    # Several configs of hub_path read one after another, in place of hub_name (DeepCoder's mix: primeintellect,
+    # taco, lcbv5); each problem's id then starts with its config's name.
+    hub_names: list[str] = field(default_factory=list)
     hub_split: str = "train"
     data_files: str | None = None
     columns: dict[str, str] = field(default_factory=dict)  # problem field -> dataset column
@@ -161,6 +167,16 @@ class ProblemsConfig:
         check_count("problems.limit", self.limit, "the first N problems; null: all")
         check_count("problems.max_tests", self.max_tests, "the tests kept of each problem; null: all")
         check_at_least("problems.min_tests", self.min_tests, 1, "a problem needs a test to be scored")
+        if self.hub_names and self.hub_name:
+            raise UsageError(
+                f"problems.hub_name={self.hub_name!r} and problems.hub_names={list(self.hub_names)}: set one "
+                "(hub_names reads several configs of the dataset, hub_name one)"
+            )
+        if self.hub_names and self.data_files:
+            raise UsageError(
+                f"problems.hub_names={list(self.hub_names)} reads configs of a Hub dataset; a local copy of "
+                "several is one problems.data_files glob (e.g. '/data/DeepCoder-Preview-Dataset/*/train-*.parquet')"
+            )
         if isinstance(self.eval_fraction, bool) or not 0 < self.eval_fraction < 1:
             raise UsageError(
                 f"problems.eval_fraction={self.eval_fraction} must be a fraction between 0 and 1 "
@@ -583,6 +599,7 @@ class EvaluationConfig:
     k: list[int] = field(default_factory=lambda: [1])
     max_new_tokens: int = 256
     temperature: float = 0.7  # 0: greedy
+    top_p: float = 1.0  # nucleus sampling (a paper's protocol: DeepCoder 0.95, DAPO 0.7); 1.0: off
     batch_size: int = 8  # prompts per generate() call (each with num_samples sequences)
     before: bool = False  # train.py: evaluate the base model before training
     after: bool = False  # train.py: evaluate the trained model after training
@@ -603,6 +620,8 @@ class EvaluationConfig:
             )
         if self.k and max(self.k) > self.num_samples:
             raise UsageError(f"evaluation.k={self.k} needs evaluation.num_samples >= {max(self.k)}")
+        if isinstance(self.top_p, bool) or not 0 < self.top_p <= 1:
+            raise UsageError(f"evaluation.top_p={self.top_p} must be in (0, 1] (1.0: no nucleus sampling)")
 
 
 @dataclass
@@ -689,6 +708,28 @@ class PreemptionConfig:
 
 
 @dataclass
+class RecipeConfig:
+    """The published recipe an experiment follows (conf/experiment/<name>.yaml; docs/recipes.md has each
+    setting beside the paper's value and where the paper states it)."""
+
+    name: str = MISSING  # the paper's recipe: deepcoder | dapo | dr_grpo | code_r1 | rlef
+    source: str = MISSING  # the paper or post, with its address
+    scale: RecipeScale = RecipeScale.paper  # paper: its published settings; cpu: its twin on the offline model
+    twin: str = MISSING  # the other experiment of the pair: deepcoder_cpu for deepcoder, deepcoder for deepcoder_cpu
+    protocol: Protocol = MISSING  # how the paper evaluates: codegrpo-evaluate protocol=<this>
+    # The paper's GPUs: the per-device batch below times these is the paper's batch (0: a CPU twin).
+    gpus: int = 0
+    launch: str = "python train.py"  # the command that runs it as the paper did (accelerate config, processes)
+    # The paper's figures, "<benchmark>/<metric>" -> value (percent), for the model it trained from reported_for
+    # (a run from another base is not compared with them), and for that base model before training.
+    reported_for: str = ""
+    reported: dict[str, float] = field(default_factory=dict)
+    reported_base: dict[str, float] = field(default_factory=dict)
+    # Where this config departs from the paper, each with its reason (a twin's scale, a setting TRL lacks).
+    deviations: list[str] = field(default_factory=list)
+
+
+@dataclass
 class TrainConfig:
     model: ModelConfig = MISSING
     problems: ProblemsConfig = MISSING
@@ -716,10 +757,22 @@ class TrainConfig:
     # The metric of the run's result that train returns to a sweeper (conf/train.yaml: final_reward_mean): one
     # of codegrpo.reward.metric_names.RESULT_METRICS, checked before the model loads; None returns none.
     optimized_metric: Optional[str] = None
+    recipe: Optional[RecipeConfig] = None  # set by a paper's experiment (experiment=deepcoder, ...)
 
     def __post_init__(self) -> None:
         if isinstance(self.trainer, TrainerConfig) and isinstance(self.rollout, RolloutConfig):
             check_episode_budget(self.trainer, self.rollout)
+
+
+@dataclass
+class ProtocolConfig:
+    """protocol=livecodebench | humaneval_plus | codecontests (codegrpo-evaluate; conf/protocol/): a benchmark
+    evaluated as its paper does. The group also sets the problem set, its window and the sampling."""
+
+    name: Protocol = MISSING
+    source: str = ""  # where its settings are stated
+    needs: list[ProblemAttribute] = field(default_factory=list)  # every problem must have these
+    breakdown: Optional[ProblemAttribute] = None  # pass@1 is also reported per value of this attribute
 
 
 @dataclass
@@ -740,6 +793,7 @@ class EvaluateConfig:
     compare: Optional[list[str]] = None
     run_dir: str = RUN_DIR
     seed: int = 42
+    protocol: Optional[ProtocolConfig] = None  # protocol=livecodebench: a paper's benchmark, as it evaluates
 
 
 @dataclass

@@ -8,6 +8,7 @@ import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 from codegrpo.config.choices import Form, LanguageName
@@ -23,6 +24,8 @@ OPTIONAL_FIELDS: dict[str, type | tuple[type, ...]] = {
     "language": str,
     "starter_code": str,
     "preamble": str,
+    "difficulty": str,
+    "released": str,
 }
 # A sandbox request carries each test's input size: 10,000 of them (sizes up to 100 MB) fit the local
 # sandbox's socket, whose messages stop at 208 KiB by default, with the call form's harness beside them.
@@ -97,6 +100,9 @@ class Problem:
     # stdio and call forms: the tests the model may see (rollout=feedback; codegrpo.data.public_tests), a subset
     # of ``tests`` or tests of their own; the reward scores the others.
     public_tests: tuple[IOTest, ...] = ()
+    # What a benchmark's protocol reads (LiveCodeBench's): its difficulty (easy, medium, hard) and release date.
+    difficulty: str = ""
+    released: str = ""  # ISO date, YYYY-MM-DD
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "form", Form(self.form))  # a problem file's "stdio" is Form.stdio
@@ -137,6 +143,8 @@ def parse_problem(record: Any, where: str, language: str | None = None) -> Probl
         "timeout_s": timeout,
         "language": record.get("language"),
         "preamble": preamble,
+        "difficulty": (record.get("difficulty") or "").strip().lower(),
+        "released": _iso_date(record.get("released"), where),
     }
     if "tests" in record:
         return _parse_io_problem(record, where, extras)
@@ -167,6 +175,16 @@ def parse_problem(record: Any, where: str, language: str | None = None) -> Probl
         expected=fields["expected"],
         **extras,
     )
+
+
+def _iso_date(value: str | None, where: str) -> str:
+    """A record's release date as YYYY-MM-DD ("" for none); anything else is a ProblemError naming the field."""
+    if not value:
+        return ""
+    try:
+        return date.fromisoformat(value[:10]).isoformat()
+    except ValueError:
+        raise ProblemError(f"{where}: field 'released' must be an ISO date (YYYY-MM-DD), not {value!r}") from None
 
 
 def _check_test(problem_id: str, test: str, form: Form, language: str | None, where: str) -> None:
@@ -257,6 +275,8 @@ def to_record(problem: Problem) -> dict[str, Any]:
         "timeout_s": problem.timeout_s,
         "language": problem.language,
         "preamble": problem.preamble,
+        "difficulty": problem.difficulty,
+        "released": problem.released,
     }
     if problem.form.per_test:
         call = problem.form is Form.call

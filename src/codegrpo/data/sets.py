@@ -159,5 +159,8 @@ def problem_set_hash(problems: Iterable[Problem]) -> str:
             del fields["preamble"]  # added later: a set without one keeps its hash, so resume takes older checkpoints
         if not problem.public_tests:
             del fields["public_tests"]  # added later, likewise
+        for later in ("difficulty", "released"):
+            if not fields[later]:
+                del fields[later]  # added later, likewise
         digest.update(json.dumps(fields, sort_keys=True).encode())
     return digest.hexdigest()

@@ -105,7 +105,7 @@ def generate(
 
 def _sampling(settings: EvaluationConfig) -> dict[str, object]:
     if settings.temperature > 0:
-        return {"do_sample": True, "temperature": settings.temperature}
+        return {"do_sample": True, "temperature": settings.temperature, "top_p": settings.top_p}
     return {"do_sample": False}
 
 

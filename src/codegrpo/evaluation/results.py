@@ -74,6 +74,9 @@ class Evaluation:
     # What was evaluated, to repeat it: the model, the problem set and its hash, the sampling settings, the
     # commit (evaluation_record, below); None in files written before it existed.
     record: dict[str, Any] | None = None
+    # protocol=...: pass@1 by its breakdown ({"easy": {"problems", "pass@1"}, ...}) and the run beside the
+    # paper's figure (evaluation.protocol.BesidePaper.to_json()), where its recipe reports one.
+    protocol: dict[str, Any] | None = None
 
     @property
     def tokens_per_s(self) -> float | None:
@@ -131,6 +134,8 @@ class Evaluation:
             data |= {"first_turn": self.first_turn.to_json(), "turn_gain": self.turn_gain, "feedback": self.feedback}
         if self.record is not None:
             data["record"] = self.record
+        if self.protocol is not None:
+            data["protocol"] = self.protocol
         return data
 
     @classmethod
@@ -161,6 +166,7 @@ class Evaluation:
             data.get("generated_tokens"),
             data.get("generation_s"),
             data.get("record"),
+            data.get("protocol"),
         )
 
 
@@ -260,6 +266,7 @@ def evaluation_record(
                 "num_samples": settings.num_samples,
                 "k": list(settings.k),
                 "temperature": settings.temperature,
+                "top_p": settings.top_p,
                 "max_new_tokens": settings.max_new_tokens,
                 "seed": settings.seed,
                 "limit": settings.limit,

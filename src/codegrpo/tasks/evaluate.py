@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from codegrpo import build
 from codegrpo.config.choices import RewardKind
-from codegrpo.config.schema import EvaluateConfig, TrainConfig
+from codegrpo.config.schema import EvaluateConfig, ProtocolConfig, TrainConfig
 from codegrpo.errors import UsageError
+from codegrpo.evaluation.protocol import beside_paper, by_attribute, check_problems, run_config
 from codegrpo.evaluation.results import evaluation_record
 from codegrpo.reward import metric_names as keys
 from codegrpo.tracking import wandb_run as tracking
@@ -32,6 +33,44 @@ def evaluate_loaded(
 
     scorer = build.scorer(cfg, build.scored_problems(cfg, problems), sandbox, kind=RewardKind.binary)
     return evaluate_model(model, tokenizer, scorer, problems, cfg.problems, cfg.evaluation, cfg.rollout)
+
+
+def protocol_results(
+    cfg: EvaluateConfig, results: Evaluation, problems: list[Problem], trained: dict[str, Any] | None, base: bool
+) -> dict[str, Any]:
+    """What the protocol reports of one evaluation: pass@1 by its breakdown, and beside the paper's figure."""
+    assert cfg.protocol is not None
+    found: dict[str, Any] = {"name": cfg.protocol.name.value}
+    if cfg.protocol.breakdown is not None:
+        found["by"] = {
+            "attribute": cfg.protocol.breakdown.value,
+            "values": by_attribute(problems, results.per_problem, results.num_samples, cfg.protocol.breakdown),
+        }
+    if trained is not None:
+        paper = beside_paper(
+            cfg.protocol, results.per_problem, results.num_samples, cfg.evaluation, trained, base, cfg.seed
+        )
+        if paper is not None:
+            found["beside_paper"] = paper.to_json()
+    return found
+
+
+def protocol_summary(protocol: ProtocolConfig, found: dict[str, Any], label: str) -> str:
+    """The protocol's lines for one evaluation: pass@1 by difficulty, the paper's figure beside the run's."""
+    lines = []
+    if "by" in found:
+        values = found["by"]["values"].items()
+        parts = ", ".join(f"{value} {row['pass@1']:.3f} ({row['problems']:g} problems)" for value, row in values)
+        lines.append(f"{label}: {protocol.name} pass@1 by {found['by']['attribute']}: {parts}")
+    if "beside_paper" in found:
+        paper = found["beside_paper"]
+        low, high = paper["ci95"]
+        lines.append(
+            f"{label}: beside the paper ({paper['recipe']}, {paper['model']}): {paper['metric']} {paper['run']:.1f} "
+            f"[{low:.1f}, {high:.1f}] here against {paper['paper']:.1f} reported: {paper['difference']:+.1f} points"
+        )
+        lines += [f"  differs: {item}" for item in paper["differ"]]
+    return "\n".join(lines)
 
 
 def evaluate(cfg: EvaluateConfig) -> Evaluation | Comparison:
@@ -55,8 +94,11 @@ def evaluate(cfg: EvaluateConfig) -> Evaluation | Comparison:
     if any(not item or item == "base" for item in checkpoints):
         check_hub_model(cfg.model)
     evaluations = []
+    # A trained run's saved config: its recipe's published figures, for either item of a compare (the base too).
+    trained = next((found for item in checkpoints if (found := run_config(item)) is not None), None)
     with build.sandbox(cfg.sandbox, cfg.problems.language) if checkpoints else nullcontext() as sandbox:
         problems = build.eval_problems(cfg) if checkpoints else []
+        check_problems(cfg.protocol, problems, cfg.problems.name)  # before a model loads
         for label, item in zip("ab" if cfg.compare else [""], items, strict=True):
             if item is not None and item.endswith(".json"):
                 results = load_evaluation(Path(item))
@@ -65,6 +107,9 @@ def evaluate(cfg: EvaluateConfig) -> Evaluation | Comparison:
                 assert sandbox is not None  # opened whenever a checkpoint is evaluated
                 results = evaluate_loaded(cfg, model, tokenizer, sandbox, problems)
                 results.record = evaluation_record(cfg, item, problems, model)
+                if cfg.protocol is not None:
+                    results.protocol = protocol_results(cfg, results, problems, trained, base=run_config(item) is None)
+                    tell(protocol_summary(cfg.protocol, results.protocol, item or "base"))
             run_dir.mkdir(parents=True, exist_ok=True)
             save(results, run_dir / f"eval{'_' * bool(label)}{label}.json")
             evaluations.append(results)

@@ -44,6 +44,7 @@ from codegrpo.tracking.secrets import mask_text
 from codegrpo.train import checkpoints
 from codegrpo.train.devices import check_devices
 from codegrpo.train.preemption import MARKER, Guard, Preempted, parse_signals, write_marker
+from codegrpo.train.recipe import naming_the_twin, warn_if_scaled
 from codegrpo.train.sampling import check_batch
 
 if TYPE_CHECKING:  # imported by the steps that load them
@@ -208,9 +209,10 @@ def prepare(cfg: TrainConfig, stack: ExitStack, guard: Guard) -> Prepared:
     check_trainer(cfg.trainer)
     check_optimized_metric(cfg)
     check_episode_budget(cfg.trainer, cfg.rollout)
-    check_devices(cfg)  # the GPU path: no GPU, no bf16 on it, no vLLM: one line, before anything loads
-    check_model(cfg.model)  # a directory that holds no model: one line
-    check_hub_model(cfg.model)  # one connection attempt, before anything heavy
+    with naming_the_twin(cfg.recipe):  # a paper-scale recipe that cannot start here names its CPU twin
+        check_devices(cfg)  # the GPU path: no GPU, no bf16 on it, no vLLM: one line, before anything loads
+        check_model(cfg.model)  # a directory that holds no model: one line
+        check_hub_model(cfg.model)  # one connection attempt, before anything heavy
     if world_size() > 1 and not os.environ.get("CODEGRPO_RUN_DIR"):
         raise UsageError(
             "a distributed launch needs one run dir for every rank: set CODEGRPO_RUN_DIR, e.g. "
@@ -220,7 +222,10 @@ def prepare(cfg: TrainConfig, stack: ExitStack, guard: Guard) -> Prepared:
     check_push(cfg)
     build_peft_config(cfg.peft)  # peft=lora without peft installed fails here, not after the model loads
     build.check_reward_functions(cfg)
-    problems = build.problems(cfg.problems)
+    with naming_the_twin(cfg.recipe):
+        problems = build.problems(cfg.problems)
+    if is_main_process():
+        warn_if_scaled(cfg.recipe, cfg.trainer, world_size())
     # Every mistake above is the run's only line: the run dir is named once the run can start.
     run_dir = Path(cfg.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)

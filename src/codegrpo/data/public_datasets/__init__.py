@@ -112,22 +112,47 @@ def read_dataset(cfg: ProblemsConfig) -> Loaded:
     if (after or before) and not schema.dated:
         raise UsageError(f"problems.after/before: {cfg.loader} rows have no release date (livecodebench does)")
     data_files = _data_files(cfg)
+    names: list[str | None] = list(cfg.hub_names) or [cfg.hub_name]
+    loaded = Loaded([], rows=0)
+    seen: set[str] = set()
+    for name in names:
+        # Several configs: each id starts with its config's, as row numbers restart in each.
+        prefix = f"{name}/" if len(names) > 1 else ""
+        _read_config(cfg, schema, name, data_files, (after, before), prefix, loaded, seen)
+    return loaded
+
+
+def _read_config(
+    cfg: ProblemsConfig,
+    schema: Schema,
+    name: str | None,
+    data_files: dict[str, str] | None,
+    window: tuple[datetime | None, datetime | None],
+    prefix: str,
+    loaded: Loaded,
+    seen: set[str],
+) -> None:
+    """The usable rows of config ``name`` of the dataset, added to ``loaded`` (ids in ``seen`` are skipped)."""
     from datasets import load_dataset
 
-    source = cfg.data_files or cfg.hub_path
+    after, before = window
+    source = cfg.data_files or (f"{cfg.hub_path} ({name})" if prefix else cfg.hub_path)
     try:
-        rows = load_dataset(cfg.hub_path, cfg.hub_name, split=cfg.hub_split, data_files=data_files)
+        rows = load_dataset(cfg.hub_path, name, split=cfg.hub_split, data_files=data_files)
     except Exception as error:  # the datasets library raises many kinds; all mean "cannot load"
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ProblemError(f"cannot load dataset {source!r} (split {cfg.hub_split!r}): {first_line}") from None
+        remote = not cfg.data_files or "://" in cfg.data_files
+        local = " (or a local copy in its own schema: problems.data_files=FILE)"
+        raise ProblemError(
+            f"cannot load dataset {source!r} (split {cfg.hub_split!r}): {first_line}{local if remote else ''}"
+        ) from None
     missing = [column for column in schema.columns if column not in rows.column_names]
     if missing:
         raise ProblemError(
             f"dataset {source!r} has no column {', '.join(missing)} that problems.loader="
             f"{cfg.loader} reads (its columns: {', '.join(rows.column_names)})"
         )
-    loaded = Loaded([], rows=len(rows))
-    seen: set[str] = set()
+    loaded.rows += len(rows)
     for number, row in enumerate(rows):
         where = f"{source}[{cfg.hub_split}] row {number}"
         try:
@@ -141,7 +166,8 @@ def read_dataset(cfg: ProblemsConfig) -> Loaded:
         if released is not None and ((after and released < after) or (before and released >= before)):
             loaded.skipped["outside the release-date window"] += 1
             continue
-        problem = parse_problem(mapped.record, where)
+        record = mapped.record | {"id": prefix + mapped.record["id"]} if prefix else mapped.record
+        problem = parse_problem(record, where)
         if problem.id in seen:
             loaded.skipped["duplicate id"] += 1
             continue

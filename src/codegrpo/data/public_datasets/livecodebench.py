@@ -126,4 +126,8 @@ def map_livecodebench(row: Mapping[str, Any], number: int, where: str) -> Row:
     )
     if public:  # shown to the model under rollout=feedback; the private ones are hidden
         record["public_tests"] = tests[: len(public)]
-    return Row(record, _date(row["contest_date"], f"{where}: contest_date"))
+    released = _date(row["contest_date"], f"{where}: contest_date")
+    record["released"] = released.date().isoformat()
+    if isinstance(row.get("difficulty"), str):  # easy, medium or hard: the protocol's breakdown
+        record["difficulty"] = row["difficulty"]
+    return Row(record, released)

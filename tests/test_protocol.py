@@ -1,0 +1,193 @@
+"""Evaluation as the papers evaluate (codegrpo.evaluation.protocol, conf/protocol/): the fields a protocol needs,
+pass@1 by difficulty, and a run's figure beside its recipe's published one."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+
+from codegrpo.config.choices import ProblemAttribute, Protocol
+from codegrpo.config.schema import EvaluationConfig, ProtocolConfig
+from codegrpo.data.problems import parse_problem
+from codegrpo.errors import UsageError
+from codegrpo.evaluation.protocol import beside_paper, by_attribute, check_problems, interval, run_config
+from codegrpo.evaluation.results import Evaluation
+from codegrpo.resources import PROJECT_ROOT
+
+LIVECODEBENCH = ProtocolConfig(
+    Protocol.livecodebench,
+    needs=[ProblemAttribute.released, ProblemAttribute.difficulty],
+    breakdown=ProblemAttribute.difficulty,
+)
+
+
+def _problem(pid: str, difficulty: str = "", released: str = ""):
+    record = {"id": pid, "prompt": "p", "fn_name": "f", "tests": [{"input": [1], "output": 1}]}
+    return parse_problem(record | {"difficulty": difficulty, "released": released}, pid)
+
+
+def _trained(scale: str = "paper") -> dict:
+    """A run's saved config, as tasks/train.py writes it: its recipe and evaluation blocks."""
+    return {
+        "recipe": {
+            "name": "deepcoder",
+            "scale": scale,
+            "twin": "deepcoder_cpu" if scale == "paper" else "deepcoder",
+            "reported_for": "deepseek-ai/DeepSeek-R1-Distill-Qwen-14B",
+            "reported": {"livecodebench/pass@1": 60.6},
+            "reported_base": {"livecodebench/pass@1": 53.0},
+            "deviations": ["a setting TRL lacks"],
+        },
+        "evaluation": {"num_samples": 16, "temperature": 0.6, "top_p": 0.95, "max_new_tokens": 65536},
+    }
+
+
+def test_a_problem_without_what_the_protocol_reads_is_one_line_naming_the_field():
+    dated = [_problem("a", "easy", "2024-09-01"), _problem("b", "hard", "2024-10-01")]
+    check_problems(LIVECODEBENCH, dated, "livecodebench")
+    check_problems(None, [_problem("c")], "trivial")  # no protocol, nothing needed
+    with pytest.raises(UsageError, match=r"needs each problem's 'released' field, and 1 of the 2 problems"):
+        check_problems(LIVECODEBENCH, [dated[0], _problem("c", "easy")], "mine")
+    with pytest.raises(UsageError, match=r"'difficulty' field.*first: c"):
+        check_problems(LIVECODEBENCH, [dated[0], _problem("c", released="2024-09-02")], "mine")
+    with pytest.raises(Exception, match="must be an ISO date"):
+        _problem("d", released="last year")
+
+
+def test_pass_at_1_by_difficulty_is_the_mean_over_each_groups_problems_in_livecodebenchs_order():
+    problems = [_problem("a", "hard"), _problem("b", "easy"), _problem("c", "easy"), _problem("d", "medium")]
+    per_problem = {"a": 0, "b": 4, "c": 2, "d": 1}
+    found = by_attribute(problems, per_problem, 4, ProblemAttribute.difficulty)
+    assert list(found) == ["easy", "medium", "hard"]
+    assert found["easy"] == {"problems": 2, "pass@1": 0.75} and found["medium"]["pass@1"] == 0.25
+    assert found["hard"] == {"problems": 1, "pass@1": 0.0}
+
+
+def test_the_run_beside_the_paper_differs_where_its_settings_do():
+    settings = EvaluationConfig(num_samples=4, temperature=0.2, top_p=0.95, max_new_tokens=1200)
+    per_problem = {"a": 4, "b": 2, "c": 0, "d": 2}  # pass@1 0.5
+    paper = beside_paper(LIVECODEBENCH, per_problem, 4, settings, _trained(), base=False)
+    assert paper is not None and paper.paper == 60.6 and paper.run == pytest.approx(50.0)
+    assert paper.difference == pytest.approx(-10.6) and paper.ci95[0] <= 50.0 <= paper.ci95[1]
+    assert paper.model == "trained from deepseek-ai/DeepSeek-R1-Distill-Qwen-14B"
+    assert paper.differ == [
+        "a setting TRL lacks",
+        "evaluation.num_samples 4 here, the recipe's 16",
+        "evaluation.temperature 0.2 here, the recipe's 0.6",
+        "evaluation.max_new_tokens 1200 here, the recipe's 65536",
+    ]
+    base = beside_paper(LIVECODEBENCH, per_problem, 4, settings, _trained(), base=True)
+    assert base is not None and base.paper == 53.0 and base.model.startswith("base: ")
+    twin = beside_paper(LIVECODEBENCH, per_problem, 4, settings, _trained("cpu"), base=False)
+    assert twin is not None and twin.differ[0].startswith("a CPU twin (deepcoder's algorithm")
+    # No figure for this protocol (or no recipe): nothing to put beside.
+    codecontests = ProtocolConfig(Protocol.codecontests)
+    assert beside_paper(codecontests, per_problem, 4, settings, _trained(), base=False) is None
+    assert beside_paper(LIVECODEBENCH, per_problem, 4, settings, {"evaluation": {}}, base=False) is None
+
+
+def test_the_interval_covers_the_mean_and_is_a_point_when_every_problem_agrees():
+    assert interval({"a": 2, "b": 2}, 4, 1000, 0) == (0.5, 0.5)
+    low, high = interval({"a": 0, "b": 4, "c": 1, "d": 3}, 4, 2000, 0)
+    assert low < 0.5 < high
+
+
+def test_a_runs_config_is_found_beside_its_checkpoint_and_not_for_the_base(tmp_path):
+    (tmp_path / "final_model").mkdir()
+    (tmp_path / "config.yaml").write_text("recipe:\n  name: dapo\n")
+    assert run_config(str(tmp_path / "final_model")) == {"recipe": {"name": "dapo"}}
+    assert run_config("base") is None and run_config(None) is None
+    assert run_config(str(tmp_path / "elsewhere" / "model")) is None
+
+
+def test_an_evaluations_protocol_results_survive_its_file():
+    evaluation = Evaluation({1: 0.5}, 2, 4, {"passed": 4}, {"a": 4, "b": 0}, protocol={"name": "livecodebench"})
+    assert Evaluation.from_json(evaluation.to_json(), "x").protocol == {"name": "livecodebench"}
+
+
+@pytest.mark.parametrize(("protocol", "split"), [("livecodebench", "test"), ("codecontests", "test")])
+def test_each_protocol_composes_with_its_problem_set(compose_cfg, protocol, split):
+    cfg = compose_cfg(f"protocol={protocol}", config_name="evaluate")
+    assert cfg.protocol.name == protocol and cfg.problems.loader == protocol.replace("codecontests", "code_contests")
+    assert cfg.problems.hub_split == split and cfg.evaluation.split == "all" and cfg.evaluation.top_p == 0.95
+    if protocol == "livecodebench":
+        assert (cfg.problems.after, cfg.problems.before) == ("2024-08-01", "2025-02-01")
+        assert (cfg.evaluation.num_samples, cfg.evaluation.temperature) == (10, 0.2)  # lcb_runner's defaults
+
+
+def _evaluate(*overrides: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "codegrpo.commands.evaluate", *overrides]
+    return subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900)
+
+
+def test_a_protocol_on_a_set_without_release_dates_stops_before_the_model_loads(tmp_path):
+    done = _evaluate("protocol=livecodebench", "problems=trivial", f"hydra.run.dir={tmp_path}")
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert (
+        done.stderr.strip()
+        .splitlines()[-1]
+        .startswith("error: protocol=livecodebench needs each problem's 'released' field")
+    )
+    assert "model:" not in done.stderr  # nothing loaded
+
+
+@pytest.mark.slow
+def test_livecodebench_on_a_local_file_filters_by_date_samples_n_and_reports_beside_the_recipe(tmp_path):
+    """A twin's run (its saved config; the offline model stands for its final model) evaluated as DeepCoder
+    evaluates: the window keeps the tasks released from 2024-08-01, n samples each, pass@1 by difficulty and
+    the paper's 60.6 beside the run's figure with what differs."""
+    import codegrpo
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "final_model").symlink_to(codegrpo.offline_model())
+    composed = subprocess.run(
+        [sys.executable, "train.py", "experiment=deepcoder_cpu", "--cfg", "job"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    (run / "config.yaml").write_text(composed.stdout)
+    done = _evaluate(
+        "protocol=livecodebench",
+        "problems.data_files=problems/livecodebench_cpu.jsonl",
+        "problems.before=null",
+        "evaluation.num_samples=2",
+        "evaluation.limit=4",
+        "evaluation.max_new_tokens=48",
+        f"checkpoint={run / 'final_model'}",
+        f"hydra.run.dir={tmp_path / 'eval'}",
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "skipped 99 of 161 rows (outside the release-date window)" in done.stderr
+    results = json.loads((tmp_path / "eval" / "eval.json").read_text())
+    assert results["num_samples"] == 2 and len(results["samples"]) == 2 * results["num_problems"] == 8
+    by = results["protocol"]["by"]
+    assert by["attribute"] == "difficulty" and sum(row["problems"] for row in by["values"].values()) == 4
+    paper = results["protocol"]["beside_paper"]
+    assert paper["paper"] == 60.6 and paper["metric"] == "livecodebench/pass@1" and paper["recipe"] == "deepcoder"
+    assert paper["run"] == pytest.approx(100 * results["pass@1"])
+    assert any("SmolLM2-135M-Instruct" in item for item in paper["differ"])
+    assert "evaluation.temperature 0.2 here, the recipe's 0.6" in paper["differ"]
+    assert "livecodebench pass@1 by difficulty: " in done.stdout + done.stderr
+    assert "against 60.6 reported" in done.stdout + done.stderr
+
+
+def test_the_local_livecodebench_set_splits_by_date_as_by_id(compose_cfg):
+    """problems/livecodebench_cpu.jsonl dates the held-out split from 2024-08-01: the window is the split."""
+    from codegrpo import build
+    from codegrpo.data.files import load_problems
+    from codegrpo.data.sets import select_split
+
+    feedback = load_problems(str(PROJECT_ROOT / "problems" / "feedback.jsonl"))
+    held_out = {p.id for p in select_split(feedback, "eval", 0.3)}
+    cfg = compose_cfg("problems=livecodebench", "problems.data_files=problems/livecodebench_cpu.jsonl")
+    later = build.problems(replace(cfg.problems, after="2024-08-01"))
+    assert {p.id.removeprefix("livecodebench/") for p in later} == held_out
+    assert {p.difficulty for p in later} == {"easy", "medium", "hard"}
+    assert all(p.released >= "2024-08-01" for p in later)
