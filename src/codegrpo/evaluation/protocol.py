@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
+import yaml  # type: ignore[import-untyped]
 
 from codegrpo.config.choices import ProblemAttribute, RecipeScale
 from codegrpo.config.schema import EvaluationConfig, ProtocolConfig

@@ -35,7 +35,8 @@ def paper_batch(trainer: TrainerConfig, processes: int) -> int:
     """Completions one generation samples: per-device batch x processes x steps_per_generation (TRL's default for
     the last: gradient_accumulation_steps)."""
     steps = getattr(trainer, "steps_per_generation", None) or getattr(trainer, "gradient_accumulation_steps", 1)
-    return int(getattr(trainer, "per_device_train_batch_size", 8)) * processes * int(steps)
+    per_device = getattr(trainer, "per_device_train_batch_size", 8)
+    return int(per_device) * processes * int(steps or 1)
 
 
 def warn_if_scaled(recipe: RecipeConfig | None, trainer: TrainerConfig, processes: int) -> str | None:

@@ -173,7 +173,6 @@ def _read_config(
             continue
         seen.add(problem.id)
         loaded.problems.append(problem)
-    return loaded
 
 
 def load(cfg: ProblemsConfig) -> list[Problem]:
