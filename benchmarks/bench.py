@@ -28,10 +28,11 @@ i. hacks: the reward-hack monitor's recall on the project's attack and hack suit
    its false-flag rate on every reference solution (problems/*.jsonl, HumanEval's 164, the dataset sample
    files), with the flagged and missed cases on stderr; and the scoring time of the negatives with the
    monitor vs without it (no static pass, the harness without its audit hook) (`--only hacks`).
-j. sampler: sampler=uniform vs sampler=difficulty on trivial + basics, same seeds and steps: the share
-   of zero-spread groups, the reward curve, held-out pass@1 before -> after with the paired 95% interval,
-   the wall time (`--only sampler`; 35-45 min a run on one core, four runs at the defaults: not in the
-   default run; `--sampler-seeds 1` halves it).
+j. sampler: sampler=uniform vs sampler=difficulty vs sampler.dynamic=true (DAPO's dynamic sampling) on
+   trivial + basics, same seeds and steps: the share of zero-spread groups trained on, the generations a
+   step took, the reward curve, held-out pass@1 before -> after with the paired 95% interval, the wall time
+   (`--only sampler`; 35-45 min a run on one core, six runs at the defaults: not in the default run;
+   `--sampler-seeds 1` halves it, `--sampler-arms` picks the arms).
 k. feedback: rollout=feedback's own overhead in one step (8 episodes, one each of 8 problems=feedback tasks
    across its levels, up to 3 turns of 96 tokens, the offline model): the episodes are generated once, then
    replayed with the same tokens, so the replay's time is the loop alone: the public tests run after each
@@ -88,6 +89,9 @@ def main(argv: list[str] | None = None) -> None:
     # With 4 generations even a p = 0.5 group has no spread 1 time in 8, and a 4-sample estimate is coarse.
     parser.add_argument("--sampler-generations", type=int, default=8, help="completions of each prompt")
     parser.add_argument("--sampler-prompts", type=int, default=1, help="prompts of each step")
+    parser.add_argument(
+        "--sampler-arms", default="uniform,difficulty,dynamic", help="of uniform, difficulty, dynamic (sampler.dynamic)"
+    )
     parser.add_argument("--generation-model", help="a model dir for TRL's generation (default: the offline model)")
     parser.add_argument(
         "--generation-backends",

@@ -817,7 +817,6 @@ def build(
         for side, families in (("train", train), ("unseen", unseen))
     }
     records["feedback"] = [call_task(f, p) for f in train for p in f.params]
-    records["livecodebench"] = livecodebench_rows(records["feedback"], eval_fraction)
     for family in train:
         problems = [parse_problem(r, r["id"]) for r in records["train"] if r["family"] == family.family_id]
         for split in ("train", "eval"):
@@ -832,6 +831,7 @@ def build(
     if len(ids) != len(set(ids)):
         duplicate = next(i for i in ids if ids.count(i) > 1)
         raise ProblemError(f"task id {duplicate} is made by two families")
+    records["livecodebench"] = livecodebench_rows(records["feedback"], eval_fraction)  # every family splits
     return records
 
 

@@ -45,6 +45,8 @@ ALGORITHM = [
     "reward.kind",
     "reward.functions",
     "problems.test_selection",
+    "sampler.dynamic",
+    "sampler.max_rounds",
     "problems.max_tests",
     "rollout.kind",
     "rollout.max_turns",
@@ -168,8 +170,6 @@ def test_the_provenance_tables_and_deviations_agree_with_the_experiment_files(co
         assert section["rows"], name
         for setting, paper, where, key, value in section["rows"]:
             assert setting and paper and where, (name, setting)  # every row says where the paper states it
-            if key == "—":
-                continue
             key, value = key.strip("`"), value.strip("`")
             assert plain(select(cfg, key)) == yaml.safe_load(value), (name, setting, key)
             checked += 1
@@ -190,6 +190,7 @@ def test_a_recipe_on_fewer_gpus_than_the_papers_says_how_its_batch_differs(compo
     message = warn_if_scaled(cfg.recipe, cfg.trainer, 1)
     assert message is not None and "32 GPUs and runs on 1 process" in message
     assert "samples 32 completions, the paper's 1024" in message and message in caplog.text
+    assert message.endswith(f"launch as the paper did: {cfg.recipe.launch})") and "--num_processes 32" in message
     assert warn_if_scaled(cfg.recipe, cfg.trainer, 32) is None  # the paper's own GPUs
     assert warn_if_scaled(compose_cfg("experiment=deepcoder_cpu").recipe, cfg.trainer, 1) is None  # a twin
 
@@ -224,9 +225,9 @@ def test_a_hub_dataset_out_of_reach_names_the_local_copys_setting(compose_cfg):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", RECIPES)
 def test_each_twin_trains_a_step_end_to_end(name, tmp_path, compose_cfg):
-    """The twin as documented, one optimizer step on one prompt's group (its generation of several groups would
-    only take longer): the local set in LiveCodeBench's schema loads through its window, the sandbox scores every
-    completion, and the step logs its reward."""
+    """The twin as documented, one optimizer step on one prompt's group (its generation of several groups, and
+    more than two rounds of dynamic sampling, would only take longer): the local set in LiveCodeBench's schema
+    loads through its window, the sandbox scores every completion, and the step logs its reward."""
     twin = compose_cfg(f"experiment={name}_cpu").trainer
     one_group = twin.num_generations // twin.per_device_train_batch_size
     run_dir = tmp_path / "run"
@@ -238,6 +239,7 @@ def test_each_twin_trains_a_step_end_to_end(name, tmp_path, compose_cfg):
             "trainer.max_steps=1",
             f"trainer.steps_per_generation={one_group}",
             f"trainer.gradient_accumulation_steps={min(one_group, twin.gradient_accumulation_steps)}",
+            "sampler.max_rounds=2",  # dapo_cpu's dynamic sampling: a refill, not ten
             "logger=none",
             "save_model=false",
             f"hydra.run.dir={run_dir}",

@@ -1,7 +1,8 @@
-"""j. sampler: sampler=uniform vs sampler=difficulty on trivial + basics, same seeds and steps: the share of
-zero-spread groups, the reward curve, held-out pass@1 before -> after with the paired 95% interval, the wall time
-(`--only sampler`; 35-45 min a run on one core, four runs at the defaults: not in the default run;
-`--sampler-seeds 1` halves it)."""
+"""j. sampler: sampler=uniform vs sampler=difficulty vs sampler.dynamic=true (DAPO's dynamic sampling) on
+trivial + basics, same seeds and steps: the share of zero-spread groups trained on, the generations a step took,
+the reward curve, held-out pass@1 before -> after with the paired 95% interval, the wall time (`--only sampler`;
+35-45 min a run on one core, six runs at the defaults: not in the default run; `--sampler-seeds 1` halves it,
+`--sampler-arms uniform,dynamic` picks the arms)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,13 @@ from benchmarks.common import Row, in_scratch, ints, timed
 from codegrpo.data.files import load_problems
 from codegrpo.resources import PROJECT_ROOT
 
-TITLE = "j. sampler=uniform vs sampler=difficulty (trivial + basics)"
+TITLE = "j. sampler=uniform vs difficulty vs dynamic (trivial + basics)"
+# Each arm's overrides: which problems a batch draws (sampler=) and whether all-agree groups are dropped.
+ARMS = {
+    "uniform": ["sampler=uniform"],
+    "difficulty": ["sampler=difficulty"],
+    "dynamic": ["sampler=uniform", "sampler.dynamic=true"],
+}
 
 
 def sampler_mix(path: Path) -> Path:
@@ -35,8 +42,12 @@ def _sampler_run(run_dir: Path) -> dict[str, object]:
     history = json.loads((run_dir / "log_history.json").read_text())
     steps = [row for row in history if "reward" in row]
     comparison = json.loads((run_dir / "comparison.json").read_text())
+    # The zero-spread groups trained on: TRL's share of those generated, or under dynamic sampling (whose
+    # generations include the dropped groups) the share of the batch agreeing groups had to fill.
+    trained = "sampler/dynamic_filler_share" if "sampler/dynamic_filler_share" in steps[0] else "frac_reward_zero_std"
     return {
-        "zero_spread": sum(r["frac_reward_zero_std"] for r in steps) / len(steps),
+        "zero_spread": sum(r[trained] for r in steps) / len(steps),
+        "generations": sum(r.get("sampler/dynamic_rounds", 1.0) for r in steps) / len(steps),
         "rewards": [round(r["reward"], 3) for r in steps],
         "before": comparison["pass@1_before"],
         "after": comparison["pass@1_after"],
@@ -47,12 +58,19 @@ def _sampler_run(run_dir: Path) -> dict[str, object]:
 
 
 def bench_sampler(
-    steps: int, seeds: list[int], eval_limit: int, eval_samples: int, generations: int, prompts: int, scratch: Path
+    steps: int,
+    seeds: list[int],
+    eval_limit: int,
+    eval_samples: int,
+    generations: int,
+    prompts: int,
+    arms: list[str],
+    scratch: Path,
 ) -> list[Row]:
-    """sampler=uniform vs sampler=difficulty on trivial + basics (train split; the held-out eval split is
-    scored before and after), same seeds and steps, alternated so drift in machine load hits both alike.
-    Per run: TRL's frac_reward_zero_std averaged over the steps (the same measure for both), the reward
-    curve, held-out pass@1 before -> after with the paired 95% interval, and the wall time."""
+    """The arms (ARMS) on trivial + basics (train split; the held-out eval split is scored before and after),
+    same seeds and steps, alternated so drift in machine load hits each alike. Per run: the share of
+    zero-spread groups trained on, averaged over the steps, the generations a step took, the reward curve,
+    held-out pass@1 before -> after with the paired 95% interval, and the wall time."""
     env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONUNBUFFERED": "1"}
     mix = sampler_mix(scratch / "mix.jsonl")
     common = [
@@ -77,13 +95,13 @@ def bench_sampler(
         "evaluation.temperature=1.0",
         "evaluation.max_new_tokens=96",
     ]
-    runs: dict[str, list[dict[str, object]]] = {"uniform": [], "difficulty": []}
+    runs: dict[str, list[dict[str, object]]] = {arm: [] for arm in arms}
     for seed in seeds:
         for kind in runs:
             run_dir = scratch / f"{kind}-{seed}"
             seconds, _ = timed(
                 lambda k=kind, s=seed, d=run_dir: subprocess.run(
-                    [*common, f"sampler={k}", f"seed={s}", f"hydra.run.dir={d}"],
+                    [*common, *ARMS[k], f"seed={s}", f"hydra.run.dir={d}"],
                     cwd=PROJECT_ROOT,
                     env=env,
                     check=True,
@@ -96,13 +114,17 @@ def bench_sampler(
             print(f"[sampler] {kind} seed {seed}: {json.dumps(result)}", file=sys.stderr)
     rows = []
     for kind, results in runs.items():
-        mean = {key: sum(r[key] for r in results) / len(results) for key in ("zero_spread", "change", "wall_s")}
+        mean = {
+            key: sum(r[key] for r in results) / len(results)
+            for key in ("zero_spread", "generations", "change", "wall_s")
+        }
         intervals = "; ".join(
             f"seed {r['seed']}: {r['before']:.3f} -> {r['after']:.3f} [{r['ci95'][0]:+.3f}, {r['ci95'][1]:+.3f}]"
             for r in results
         )
         rows += [
             (f"{kind}: zero-spread share of groups", mean["zero_spread"], f"{steps} steps, {len(seeds)} seeds"),
+            (f"{kind}: generations a step", mean["generations"], "dynamic sampling's rounds; 1 otherwise"),
             (f"{kind}: held-out pass@1 change", mean["change"], intervals),
             (f"{kind}: wall time (s)", mean["wall_s"], "training and both evaluations"),
             (
@@ -112,8 +134,12 @@ def bench_sampler(
             ),
         ]
     flat = {kind: sum(r["zero_spread"] for r in results) for kind, results in runs.items()}
-    ratio = flat["difficulty"] / max(1e-9, flat["uniform"])
-    return [*rows, ("ratio zero-spread difficulty / uniform", ratio, "target <= 0.5")]
+    ratios = [
+        (f"ratio zero-spread {kind} / uniform", flat[kind] / max(1e-9, flat["uniform"]), "target <= 0.5")
+        for kind in flat
+        if kind != "uniform" and "uniform" in flat
+    ]
+    return [*rows, *ratios]
 
 
 def run(args: argparse.Namespace) -> list[Row]:
@@ -125,6 +151,7 @@ def run(args: argparse.Namespace) -> list[Row]:
             args.sampler_eval_samples,
             args.sampler_generations,
             args.sampler_prompts,
+            [arm.strip() for arm in args.sampler_arms.split(",")],
             scratch,
         )
     )

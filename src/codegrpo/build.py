@@ -292,5 +292,6 @@ def trainer(
         guard=guard,
         checkpoint_state=state,
         online=online,
+        dynamic=cfg.sampler if cfg.sampler.dynamic else None,
         rollout_func=rollout(cfg, problem_set, scorer),
     )

@@ -635,8 +635,13 @@ class SamplerConfig:
     explore: float = 0.2
     learning: float = 0.7
     revisit: float = 0.1
+    # DAPO's dynamic sampling (codegrpo.train.dynamic_sampling): a generation batch keeps the groups whose
+    # correctness differs and generates more prompts until it is full, at most max_rounds generations a batch.
+    dynamic: bool = False
+    max_rounds: int = 4
 
     def __post_init__(self) -> None:
+        check_at_least("sampler.max_rounds", self.max_rounds, 1, "generations a batch, the first included")
         if self.window < 1:
             raise UsageError(f"sampler.window={self.window}: needs at least 1 generation batch")
         weights = {"explore": self.explore, "learning": self.learning, "revisit": self.revisit}

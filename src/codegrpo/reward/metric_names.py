@@ -96,6 +96,11 @@ def sampler_pool(pool: str) -> str:
 SAMPLER_PASS_RATE_MEAN = "sampler/pass_rate_mean"  # the mean recent pass rate of the problems seen
 SAMPLER_ZERO_SPREAD_SHARE = "sampler/zero_spread_share"  # the share of the groups without reward spread
 SAMPLER_GROUPS = "sampler/groups"  # the groups seen since the last logged step
+# sampler.dynamic (DAPO's dynamic sampling), per generation batch: the generations it took, the share of the groups
+# generated that had correctness spread, and the share of the batch that agreeing groups filled.
+DYNAMIC_ROUNDS = "sampler/dynamic_rounds"
+DYNAMIC_SPREAD_SHARE = "sampler/dynamic_spread_share"
+DYNAMIC_FILLER_SHARE = "sampler/dynamic_filler_share"
 # The pass rates' histogram: to W&B alone (no histogram goes into log_history.json), so with TRL's prefix.
 SAMPLER_PASS_RATE_HIST = "train/sampler/pass_rate_hist"
 

@@ -41,7 +41,7 @@ from codegrpo.tracking import console, secrets
 from codegrpo.tracking import wandb_run as tracking
 from codegrpo.tracking.runinfo import record_in_run_info, write_run_info
 from codegrpo.tracking.secrets import mask_text
-from codegrpo.train import checkpoints
+from codegrpo.train import checkpoints, dynamic_sampling
 from codegrpo.train.devices import check_devices
 from codegrpo.train.preemption import MARKER, Guard, Preempted, parse_signals, write_marker
 from codegrpo.train.recipe import naming_the_twin, warn_if_scaled
@@ -255,6 +255,8 @@ def prepare(cfg: TrainConfig, stack: ExitStack, guard: Guard) -> Prepared:
     args = build.grpo_config(cfg, run_dir, reward_weights)
     assert args.generation_batch_size is not None and args.num_generations is not None  # GRPOConfig sets both
     check_batch(cfg.sampler, len(problems), args.generation_batch_size // args.num_generations)
+    per_device, steps = args.per_device_train_batch_size, args.steps_per_generation or args.gradient_accumulation_steps
+    dynamic_sampling.check(cfg.sampler, per_device, steps, args.num_generations)
     model, tokenizer = build.model(cfg.model, bf16=bool(args.bf16))
     if is_main_process():
         record_in_run_info(run_dir, {"model": describe_model(cfg.model, model)})  # what loaded, not what was asked

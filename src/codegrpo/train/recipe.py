@@ -48,7 +48,7 @@ def warn_if_scaled(recipe: RecipeConfig | None, trainer: TrainerConfig, processe
         f"experiment={recipe.name} is sized for {recipe.gpus} GPUs and runs on {processes} process(es): a "
         f"generation samples {paper_batch(trainer, processes)} completions, the paper's "
         f"{paper_batch(trainer, recipe.gpus)} (raise trainer.steps_per_generation and "
-        "trainer.gradient_accumulation_steps to match; docs/recipes.md)"
+        f"trainer.gradient_accumulation_steps to match, or launch as the paper did: {recipe.launch})"
     )
     log.warning(message)
     return message

@@ -31,7 +31,12 @@ from torch.utils.data import Sampler
 from transformers import PreTrainedModel, TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 from trl import GRPOConfig, GRPOTrainer
 
+from codegrpo.config.schema import SamplerConfig
 from codegrpo.reward.metric_names import (
+    CODE_REWARD,
+    DYNAMIC_FILLER_SHARE,
+    DYNAMIC_ROUNDS,
+    DYNAMIC_SPREAD_SHARE,
     FRAC_REWARD_ZERO_STD,
     LOSS,
     RELATIVE_NORM,
@@ -40,6 +45,7 @@ from codegrpo.reward.metric_names import (
 )
 from codegrpo.tracking import console
 from codegrpo.train import checkpoints
+from codegrpo.train.dynamic_sampling import DynamicSampling
 from codegrpo.train.preemption import Guard
 from codegrpo.train.sampling import Online
 from codegrpo.train.timing import GENERATION, REWARD, UPDATE, Clock
@@ -68,7 +74,9 @@ PRIVATE_OVERRIDES: dict[str, Override] = {
     "_generate_and_score_completions": Override(
         "trl.GRPOTrainer",
         ("self", "inputs"),
-        "it is called once per generation batch, with the model in training mode while training",
+        "it is called once per generation batch, with the model in training mode while training, and returns "
+        "the batch's tensors in its rows' order (each group's completions together), the keys "
+        "train/dynamic_sampling.py pads",
     ),
     "_generate": Override(
         "trl.GRPOTrainer",
@@ -79,7 +87,8 @@ PRIVATE_OVERRIDES: dict[str, Override] = {
     "_calculate_rewards": Override(
         "trl.GRPOTrainer",
         ("self", "inputs", "prompts", "completions", "completion_ids_list"),
-        "it runs every reward function, the async ones on TRL's loop while it waits, and gathers their rewards",
+        "it runs every reward function, the async ones on TRL's loop while it waits, and gathers their rewards "
+        "(one row per completion of every process, process by process; a column per reward function)",
     ),
     "_get_output_dir": Override(
         "transformers.Trainer",
@@ -221,6 +230,7 @@ class CodeGRPOTrainer(GRPOTrainer):
         guard: Guard | None = None,
         checkpoint_state: dict[str, Any] | None = None,
         online: Online | None = None,
+        dynamic: SamplerConfig | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -237,6 +247,21 @@ class CodeGRPOTrainer(GRPOTrainer):
         if self.stop_on_signal is not None:
             self.add_callback(self.stop_on_signal)
         self._staging = False
+        # sampler.dynamic: DAPO's dynamic sampling (codegrpo.train.dynamic_sampling); the correctness rewards of the
+        # last generation on this process, which it keeps or drops groups by.
+        self.dynamic = (
+            None
+            if dynamic is None
+            else DynamicSampling(
+                dynamic,
+                int(self.args.num_generations or 0),  # GRPOConfig sets it
+                len(self.train_dataset),  # type: ignore[arg-type]  # a datasets.Dataset: sized
+                self.args.seed,
+                self.accelerator.process_index,
+                self.processing_class.pad_token_id,  # type: ignore[union-attr]
+            )
+        )
+        self._correctness: torch.Tensor | None = None
 
     @property
     def stopped_at(self) -> int | None:
@@ -307,7 +332,13 @@ class CodeGRPOTrainer(GRPOTrainer):
         completion_ids_list: list[list[int]],
     ) -> torch.Tensor:
         with self.clock.phase(REWARD):
-            return super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+            rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        if self.dynamic is not None:  # this process's rows of the gathered rewards, by the correctness reward's
+            rank, local = self.accelerator.process_index, len(prompts)
+            column = self.reward_func_names.index(CODE_REWARD) if CODE_REWARD in self.reward_func_names else None
+            mine = rewards[rank * local : (rank + 1) * local]
+            self._correctness = mine[:, column] if column is not None else torch.nansum(mine, dim=1)
+        return rewards
 
     def _get_train_sampler(self, dataset: Dataset | None = None) -> Sampler:
         sampler = super()._get_train_sampler(dataset)
@@ -322,12 +353,45 @@ class CodeGRPOTrainer(GRPOTrainer):
     def _generate_and_score_completions(
         self, inputs: list[dict[str, torch.Tensor | Any]]
     ) -> dict[str, torch.Tensor | Any]:
+        output = self.generate_and_score(inputs)
+        if self.dynamic is None or not self.model.training:
+            return output
+        assert self._correctness is not None  # _calculate_rewards kept it
+        filled = self.dynamic.fill(
+            output, self._correctness, self.generate_more, self.fewest_over_processes, self.total_over_processes
+        )
+        last = self.dynamic.last
+        assert last is not None
+        metrics = self._metrics["train"]
+        metrics[DYNAMIC_ROUNDS].append(float(last.rounds))
+        metrics[DYNAMIC_SPREAD_SHARE].append(last.spread / max(1, last.groups))
+        metrics[DYNAMIC_FILLER_SHARE].append(last.filler * self.dynamic.num_generations / len(inputs))
+        return filled
+
+    def generate_and_score(self, inputs: list[dict[str, torch.Tensor | Any]]) -> dict[str, torch.Tensor | Any]:
         self.rollout_inputs = inputs  # rollout=feedback reads each prompt's problem_id here (train/rollout_func.py)
         output = super()._generate_and_score_completions(inputs)
         if self.online is not None and self.model.training:  # one generation batch scored on every rank
             many = self.accelerator.num_processes > 1
             self.online.rates.end_generation(gather_object if many else None)
         return output
+
+    def generate_more(self, indices: list[int]) -> tuple[dict[str, Any], torch.Tensor]:
+        """sampler.dynamic's next round: the training rows at ``indices`` generated and scored, with their
+        correctness rewards."""
+        output = self.generate_and_score([self.train_dataset[index] for index in indices])  # type: ignore[index]
+        assert self._correctness is not None
+        return output, self._correctness
+
+    def fewest_over_processes(self, count: int) -> int:
+        """The least of ``count`` over the processes (each takes another round while any is short)."""
+        if self.accelerator.num_processes == 1:
+            return count
+        return int(self.accelerator.gather(torch.tensor([count], device=self.accelerator.device)).min().item())
+
+    def total_over_processes(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Loss tokens summed over the processes, as TRL counts num_items_in_batch."""
+        return self.accelerator.gather(tokens.reshape(1)).sum()
 
     def create_model_card(self, *args: Any, **kwargs: Any) -> None:
         """None: TRL writes its card into the run dir at every checkpoint, and it is boilerplate ("a

@@ -1,0 +1,169 @@
+"""DAPO's dynamic sampling (codegrpo.train.dynamic_sampling): which groups agree, how generation outputs of
+different widths merge, how a batch is refilled round by round, and a real GRPO step with it."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from codegrpo.config.schema import SamplerConfig
+from codegrpo.errors import UsageError
+from codegrpo.resources import PROJECT_ROOT
+from codegrpo.train.dynamic_sampling import DynamicSampling, agreeing, check, merge, take_groups
+
+PAD = 9
+G = 2  # completions a group, in these tests
+
+
+def _output(widths: tuple[int, int], groups: int, tag: float) -> dict:
+    """A generation output as TRL returns one: ``groups`` groups of G rows, prompts ``widths[0]`` wide (left
+    padded), completions ``widths[1]`` wide; every value of row r is tag + r, so rows can be traced."""
+    rows = G * groups
+    base = torch.arange(rows, dtype=torch.float).unsqueeze(1) + tag
+    prompt, completion = widths
+    return {
+        "prompt_ids": base.expand(rows, prompt).long(),
+        "prompt_mask": torch.ones(rows, prompt, dtype=torch.long),
+        "completion_ids": base.expand(rows, completion).long(),
+        "completion_mask": torch.ones(rows, completion, dtype=torch.long),
+        "advantages": base.squeeze(1),
+        "old_per_token_logps": base.expand(rows, completion).clone(),
+        "num_items_in_batch": torch.tensor(float(rows * completion)),
+    }
+
+
+def test_a_group_agrees_when_its_correctness_rewards_are_all_equal_or_fewer_than_two_are_known():
+    nan = math.nan
+    correct = torch.tensor([1, 1, 0, 1, 0, 0, nan, 1, nan, 0, 0.5, 0.5 + 1e-12])
+    assert agreeing(correct, G).tolist() == [True, False, True, True, True, True]
+    assert agreeing(torch.tensor([nan, 1, 0, nan, 1, 1]), 3).tolist() == [False, True]  # NaN left out
+
+
+def test_outputs_of_different_widths_merge_padded_as_trl_pads_them():
+    narrow, wide = _output((2, 3), 1, 0), _output((4, 5), 1, 100)
+    merged = merge([take_groups(narrow, [0], G), take_groups(wide, [0], G)], PAD, total=lambda t: t)
+    assert merged["prompt_ids"].tolist()[0] == [PAD, PAD, 0, 0]  # prompts padded on the left
+    assert merged["prompt_mask"].tolist()[0] == [0, 0, 1, 1]
+    assert merged["completion_ids"].tolist()[1] == [1, 1, 1, PAD, PAD]  # completions on the right
+    assert merged["completion_mask"].tolist()[1] == [1, 1, 1, 0, 0]
+    assert merged["old_per_token_logps"].tolist()[0] == [0, 0, 0, 0, 0]
+    assert merged["advantages"].tolist() == [0, 1, 100, 101]
+    assert merged["num_items_in_batch"].item() == 2 * 3 + 2 * 5  # the loss tokens recounted, padding not
+
+
+def test_a_generation_with_an_unknown_field_is_refused():
+    output = _output((1, 1), 1, 0) | {"pixel_values": torch.zeros(2, 3)}
+    with pytest.raises(UsageError, match="text models"):
+        take_groups(output, [0], G)
+
+
+def _sampler(max_rounds: int = 3) -> DynamicSampling:
+    return DynamicSampling(SamplerConfig(dynamic=True, max_rounds=max_rounds), G, 50, 0, 0, PAD)
+
+
+def test_a_batch_keeps_its_spread_groups_and_generates_more_until_it_is_full():
+    sampler = _sampler()
+    first = _output((2, 2), 3, 0)  # groups: agree, spread, agree
+    first_correct = torch.tensor([1.0, 1, 0, 1, 0, 0])
+    more = iter(
+        [
+            (_output((3, 4), 3, 100), torch.tensor([0.0, 0, 1, 1, 1, 1])),  # agree, agree, agree
+            (_output((2, 3), 3, 200), torch.tensor([1.0, 0, 0, 1, 1, 0])),  # spread x 3: two are needed
+        ]
+    )
+    drawn = []
+
+    def generate(indices):
+        drawn.append(indices)
+        return next(more)
+
+    batch = sampler.fill(first, first_correct, generate, fewest=lambda n: n, total=lambda t: t)
+    assert batch["advantages"].tolist() == [2, 3, 200, 201, 202, 203]  # the spread groups, in the order drawn
+    assert batch["completion_ids"].shape == (6, 3) and batch["prompt_ids"].shape == (6, 2)  # an empty round adds none
+    assert sampler.last is not None and (sampler.last.rounds, sampler.last.groups, sampler.last.spread) == (3, 9, 4)
+    assert sampler.last.filler == 0
+    # Each round draws as many rows as the batch has, whole groups: each prompt repeated for its group.
+    assert [len(d) for d in drawn] == [6, 6] and all(d[0] == d[1] and d[2] == d[3] for d in drawn)
+    assert all(0 <= i < 50 for d in drawn for i in d)
+
+
+def test_after_max_rounds_the_agreeing_groups_fill_the_batch():
+    sampler = _sampler(max_rounds=2)
+    first = _output((2, 2), 2, 0)
+    batch = sampler.fill(
+        first,
+        torch.tensor([1.0, 1, 1, 0]),  # agree, spread
+        lambda indices: (_output((2, 2), 2, 100), torch.tensor([0.0, 0, 1, 1])),  # agree, agree
+        fewest=lambda n: n,
+        total=lambda t: t,
+    )
+    assert batch["advantages"].tolist() == [2, 3, 0, 1]  # the spread group, then the first agreeing one
+    assert sampler.last is not None and (sampler.last.rounds, sampler.last.filler) == (2, 1)
+
+
+def test_every_process_takes_another_round_while_any_is_short():
+    sampler = _sampler()
+    rounds = []
+
+    def generate(indices):
+        rounds.append(indices)
+        return _output((2, 2), 1, 100), torch.tensor([1.0, 0])
+
+    # This process is full at once; another one is short until the second round.
+    others = iter([0, 1])
+    batch = sampler.fill(
+        _output((2, 2), 1, 0),
+        torch.tensor([1.0, 0]),
+        generate,
+        fewest=lambda n: min(n, next(others)),
+        total=lambda t: t,
+    )
+    assert len(rounds) == 1 and batch["advantages"].tolist() == [0, 1]  # its own first group, nothing more
+
+
+def test_a_process_batch_of_partial_groups_is_refused_before_the_model_loads():
+    on = SamplerConfig(dynamic=True)
+    check(on, 4, 4, 8)  # 16 rows: two whole groups
+    check(SamplerConfig(), 3, 1, 8)  # off: nothing to check
+    with pytest.raises(UsageError, match=r"per_device_train_batch_size x steps_per_generation = 6"):
+        check(on, 3, 2, 4)
+    with pytest.raises(UsageError, match="max_rounds=0"):
+        SamplerConfig(dynamic=True, max_rounds=0)
+
+
+@pytest.mark.slow
+def test_a_grpo_step_with_dynamic_sampling_trains_on_the_refilled_batch(tmp_path):
+    """Real TRL, the offline model, the sandbox: two steps on the trivial set with 2 prompts x 4 a generation,
+    each batch refilled by dynamic sampling (as many rounds as it takes, at most 3)."""
+    run_dir = tmp_path / "run"
+    command = [
+        sys.executable,
+        "train.py",
+        "sampler.dynamic=true",
+        "sampler.max_rounds=3",
+        "trainer.max_steps=2",
+        "trainer.num_generations=4",
+        "trainer.per_device_train_batch_size=8",
+        "trainer.max_completion_length=48",
+        "trainer.temperature=1.0",
+        "logger=none",
+        "save_model=false",
+        f"hydra.run.dir={run_dir}",
+    ]
+    environment = {k: v for k, v in os.environ.items() if k != "WANDB_API_KEY"}
+    done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900, env=environment)
+    assert done.returncode == 0, done.stderr[-4000:]
+    history = json.loads((run_dir / "log_history.json").read_text())
+    steps = [row for row in history if "loss" in row]
+    assert len(steps) == 2
+    for row in steps:
+        assert 1 <= row["sampler/dynamic_rounds"] <= 3 and math.isfinite(row["loss"])
+        assert 0 <= row["sampler/dynamic_spread_share"] <= 1 and 0 <= row["sampler/dynamic_filler_share"] <= 1
+        if row["sampler/dynamic_rounds"] < 3:  # it stopped early: the batch was full of groups with spread
+            assert row["sampler/dynamic_filler_share"] == 0
