@@ -167,3 +167,39 @@ def test_a_grpo_step_with_dynamic_sampling_trains_on_the_refilled_batch(tmp_path
         assert 0 <= row["sampler/dynamic_spread_share"] <= 1 and 0 <= row["sampler/dynamic_filler_share"] <= 1
         if row["sampler/dynamic_rounds"] < 3:  # it stopped early: the batch was full of groups with spread
             assert row["sampler/dynamic_filler_share"] == 0
+
+
+@pytest.mark.slow
+def test_two_processes_take_their_rounds_in_lockstep(tmp_path):
+    """accelerate's 2-process CPU launch, a group on each process: each keeps its own groups, and both generate
+    another round while either is short (a process that stopped alone would leave the other's gather hanging)."""
+    run_dir = tmp_path / "ddp"
+    command = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        "accelerate/cpu2.yaml",
+        "train.py",
+        "sampler.dynamic=true",
+        "sampler.max_rounds=3",
+        "trainer.max_steps=2",
+        "trainer.num_generations=2",
+        "trainer.per_device_train_batch_size=2",
+        "trainer.max_completion_length=32",
+        "trainer.temperature=1.0",
+        "logger=none",
+        "save_model=false",
+    ]
+    environment = {k: v for k, v in os.environ.items() if k not in ("WANDB_API_KEY", "CODEGRPO_RUN_DIR")}
+    done = subprocess.run(
+        command,
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=environment | {"CODEGRPO_RUN_DIR": str(run_dir)},
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    steps = [row for row in json.loads((run_dir / "log_history.json").read_text()) if "loss" in row]
+    assert len(steps) == 2 and all(1 <= row["sampler/dynamic_rounds"] <= 3 for row in steps)
