@@ -210,6 +210,25 @@ def test_a_backend_of_the_callers_scores_as_given_stays_open_and_does_not_pickle
         pickle.dumps(reward)
 
 
+def test_fail_fast_is_the_templates_default_and_a_setting_of_the_library():
+    """CodeReward(kind="binary") stops a completion's tests at its first failing one (reward.fail_fast, read from
+    the schema), ``fail_fast=False`` runs them all; partial always does; the reward is the same."""
+    asked: list[str | None] = []
+
+    def handler(program: Program, stdin: str | None) -> RunResult:
+        asked.append(stdin)
+        return RunResult(Outcome.EXITED, 0, stdout="0\n")
+
+    tests = [{"input": f"{n}\n", "output": f"{n}\n"} for n in range(4)]
+    assert CodeReward().fail_fast is RewardConfig().fail_fast is True
+    for settings, runs in (({}, 2), ({"fail_fast": False}, 4), ({"kind": "partial"}, 4)):
+        asked.clear()
+        reward = CodeReward(MemoryBackend(handler), **settings)
+        assert reward(["print(0)"], tests=[tests]) == [1.0 / 4 if settings.get("kind") == "partial" else 0.0]
+        assert len(asked) == runs, settings
+    assert pickle.loads(pickle.dumps(CodeReward(fail_fast=False))).fail_fast is False
+
+
 def test_a_batch_larger_than_the_cache_is_judged_against_its_own_rows():
     # Each batch holds its rows itself: the cache dropping one (or another thread's rows) changes no verdict.
     reward = CodeReward(cache_rows=1)

@@ -271,3 +271,34 @@ def test_call_form_calls_a_function_or_a_solution_method(local_sandbox):
     assert [s.verdict.reward for s in results] == [1.0, 1.0, 1.0, 0.5, 0.0]
     assert results[3].verdict.detail == "test 2 of 2: got [0, 1], expected [1, 2]"
     assert "defines no function 'twoSum'" in results[4].verdict.detail
+
+
+def test_fail_fast_is_the_binary_rewards_default_and_the_config_turns_it_off(compose_cfg):
+    """reward.fail_fast reaches the Scorer (build.scorer); partial never stops early. On a MemoryBackend (tests
+    of the local sandbox itself: tests/sandbox/test_fail_fast.py): binary stops at the first failing test, in
+    index order there, with the verdict of every test's run."""
+    from codegrpo import build
+
+    asked: list[str | None] = []
+
+    def handler(program: Program, stdin: str | None) -> RunResult:
+        asked.append(stdin)
+        a, b = map(int, (stdin or "0 0").split())
+        return RunResult(Outcome.EXITED, 0, stdout=f"{a + b if a < 5 else a * b}\n", duration_s=0.01)
+
+    off = "print('the handler answers')"
+    for overrides, kind, stops in (((), "binary", True), (("reward.fail_fast=false",), "binary", False)):
+        cfg = compose_cfg(*overrides)
+        assert cfg.reward.fail_fast is stops
+        scorer = build.scorer(cfg, IO, MemoryBackend(handler), kind)
+        assert (scorer.fail_fast, scorer.stops_early) == (stops, stops)
+        asked.clear()
+        [scored] = run(scorer.score(["add"], [off]))
+        assert (scored.verdict.status, scored.verdict.reward) == (Status.FAILED, 0.0)
+        assert scored.verdict.detail == 'test 2 of 3: got "25", expected "10"'
+        assert len(asked) == (2 if stops else 3)
+    partial = build.scorer(compose_cfg(), IO, MemoryBackend(handler), "partial")
+    asked.clear()
+    [scored] = run(partial.score(["add"], [off]))
+    assert partial.fail_fast and not partial.stops_early and len(asked) == 3
+    assert scored.verdict.reward == pytest.approx(1 / 3)

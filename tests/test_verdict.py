@@ -98,7 +98,7 @@ from codegrpo.reward.verdict import (  # noqa: E402
     json_view,
     score_io,
 )
-from codegrpo.sandbox.base import Outcome, RunResult  # noqa: E402
+from codegrpo.sandbox.base import SKIPPED_RUN, Outcome, RunResult  # noqa: E402
 
 HARNESS = runpy.run_path(str(resources.files("codegrpo.harness").joinpath("python_harness.py")))
 HUGE = [10**400, -(10**400), 10**5000, 2**100000]
@@ -294,3 +294,19 @@ def test_io_verdicts_say_which_test_failed_and_count_the_rest():
         RunResult(Outcome.EXITED, 0, runs=(ok, RunResult(Outcome.SANDBOX_ERROR, error="gone"))), 2, judge, partial=True
     )
     assert (infra.status, infra.reward) == (Status.INFRA, None)
+
+
+def test_skipped_runs_after_a_failing_test_are_neither_passed_nor_the_reason():
+    """Fail-fast: the runs after the first failing test are SKIPPED; the verdict is the one of every run."""
+    ok, wrong, skipped = RunResult(Outcome.EXITED, 0, "4\n"), RunResult(Outcome.EXITED, 0, "3\n"), SKIPPED_RUN
+
+    def judge(_, run):
+        assert run.outcome is not Outcome.SKIPPED  # never judged
+        return None if run.stdout == "4\n" else (Status.FAILED, f'got "{run.stdout.strip()}", expected "4"')
+
+    every = score_io(RunResult(Outcome.EXITED, 0, runs=(ok, wrong, wrong, ok)), 4, judge, partial=False)
+    fast = score_io(RunResult(Outcome.EXITED, 0, runs=(ok, wrong, skipped, skipped)), 4, judge, partial=False)
+    assert fast == every == Verdict(Status.FAILED, 0.0, 'test 2 of 4: got "3", expected "4"')
+    # Skipped runs with no failing test before them: the sandbox's doing, never a pass.
+    odd = score_io(RunResult(Outcome.EXITED, 0, runs=(ok, skipped)), 2, judge, partial=False)
+    assert (odd.status, odd.reward) == (Status.INFRA, None) and "1 of 2 tests were skipped" in odd.detail

@@ -121,6 +121,7 @@ def scorer(
         checker=cfg.reward.checker,
         tolerance=cfg.reward.float_tolerance,
         budget_s=cfg.reward.time_budget_s,
+        fail_fast=cfg.reward.fail_fast,
     )
 
 

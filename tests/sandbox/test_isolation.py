@@ -45,8 +45,12 @@ def backend(request):
 
 
 def score(backend, problem: Problem, completion: str):
+    # Every test runs (no fail-fast), so that what each run saw can be looked at; a program's reward is the
+    # same either way, and one that passes ran every test in a random order whether or not it fails fast.
     recording = Recording(backend)
-    scorer = Scorer([problem], recording, get_language("python"), "binary", timeout_s=10.0, budget_s=BUDGET)
+    scorer = Scorer(
+        [problem], recording, get_language("python"), "binary", timeout_s=10.0, budget_s=BUDGET, fail_fast=False
+    )
     (scored,) = asyncio.run(scorer.score([problem.id], [textwrap.dedent(completion)]))
     (result,) = recording.results
     return scored, result

@@ -50,6 +50,28 @@ def test_a_program_with_inputs_runs_once_per_input_in_order_each_kept_as_it_arri
     assert [run.stdout for run in result.runs] == ["judged 0", "judged 1", "judged 2"]
 
 
+def test_a_failing_run_ends_the_runs_there_when_the_program_asks_and_the_rest_come_back_skipped():
+    """Program.failed (the binary reward's fail-fast): in index order, the first failing run is the lowest, so
+    the later inputs are never asked; without it, every input is."""
+    asked: list[str | None] = []
+
+    def handler(program: Program, stdin: str | None) -> RunResult:
+        asked.append(stdin)
+        return RunResult(Outcome.EXITED, 1 if stdin == "b\n" else 0, stdout=stdin or "", duration_s=0.25)
+
+    inputs = ("a\n", "b\n", "c\n", "d\n")
+    stopping = Program("io", inputs=inputs, failed=lambda index, run: run.exit_code != 0)
+    sandbox = MemoryBackend(handler)
+    [result] = asyncio.run(sandbox.run_many([stopping]))
+    assert asked == ["a\n", "b\n"]
+    assert [run.outcome for run in result.runs] == [Outcome.EXITED, Outcome.EXITED, Outcome.SKIPPED, Outcome.SKIPPED]
+    assert result.duration_s == 0.5 and sandbox.stats()["sandbox/skipped_runs"] == 2.0
+    asked.clear()
+    [every] = asyncio.run(sandbox.run_many([Program("io", inputs=inputs)]))
+    assert asked == list(inputs) and Outcome.SKIPPED not in {run.outcome for run in every.runs}
+    assert every.runs[:2] == result.runs[:2]  # the runs up to the first failing one are the same
+
+
 def test_a_handler_that_raises_is_that_programs_sandbox_error_and_the_batch_goes_on():
     asked: list[str | None] = []
 

@@ -199,6 +199,10 @@ class RewardConfig:
     float_tolerance: float = 1e-6  # numbers equal within this, relative or absolute (checker=tokens)
     # Input/output problems: all the tests of one completion together get at most this many seconds.
     time_budget_s: float = 60.0
+    # kind=binary, input/output problems: a completion's tests stop at its first failing one; the verdict
+    # (status, reward, reason) is the same (docs/reward-design.md). partial and rollout=feedback's public
+    # tests always run every test.
+    fail_fast: bool = True
 
     def __post_init__(self) -> None:
         check_seconds("reward.time_budget_s", self.time_budget_s, MAX_BUDGET_S)

@@ -14,11 +14,13 @@
 #   open     {"open": true} with the read ends of the run's stdout and stderr, pipes made in the sandbox
 #   answer   {"code", "timeout", "duration_s"} once every process of the run is gone
 #   error    {"error"}: the run could not be started (the sandbox's fault); the request is over
-#   kill     {"kill": true} from the host: kill the run (its output went past its limit, or the budget is
-#            spent); one that arrives after its run was answered is stale, and dropped
+#   kill     {"kill": true} from the host: kill the run (its output went past its limit, the budget is
+#            spent, or the host needs no more runs); one that arrives after its run was answered is stale,
+#            and dropped
 #
 # The host sends the next run only once the last is answered, so a stale kill always comes before it.
-# A run the budget left no time for is never sent. Standard library only.
+# A run the budget left no time for is never sent, nor one the host no longer needs (`exchange`'s
+# `failed`: a binary reward past a failing test). Standard library only.
 import fcntl
 import json
 import os
@@ -123,7 +125,7 @@ class OutputCap:
         return self.kept.decode("utf-8", "replace")
 
 
-def exchange(control, document, fds, output_limits, grace_s=ANSWER_GRACE_S):
+def exchange(control, document, fds, output_limits, grace_s=ANSWER_GRACE_S, failed=None):
     """The host's side of one request: its runs one after another, in an order drawn anew for each request,
     each sent with its own input alone, and yield, run by run, (index, answer, [stdout bytes, stderr bytes],
     over_limit), ``index`` being the run's place in the request. Each next run is sent as soon as the last
@@ -132,11 +134,20 @@ def exchange(control, document, fds, output_limits, grace_s=ANSWER_GRACE_S):
 
     The order is random because a run can always learn how many ran before it through what the machine
     shares (the page cache, the sandbox's timestamps): in a random order that count says nothing about
-    which test it is, so a program cannot replay a dataset's examples (its first tests) by position."""
+    which test it is, so a program cannot replay a dataset's examples (its first tests) by position.
+
+    ``failed(index)``, where given, is asked once the caller has read run ``index`` (as it asks for the next
+    run): True says the caller needs no run above that index. From then on only the runs below it that have
+    not run are sent, in index order (the fewest runs to find the lowest failing one), until another fails
+    or none is left. The run already sent, if above it, is killed and its answer awaited unread, so that
+    the runner is idle and ready for the next request; it is yielded with the answer None (no result: the
+    caller learns only that it is over) before the next run is sent. Runs never sent are not yielded. The
+    runs after a failure go in index order, where a program might tell its test's place: what they show
+    decides which test failed first, never a reward (the caller's is 0 once one failed)."""
     count, sizes, uids = runs(document), document["inputs"], document.get("uids")
     import random  # here: only a host runs this, and no program's interpreter gets the module from the runner
 
-    order = list(range(count))
+    order = list(range(count))  # the runs in the order they go; after a failure, what is left of it changes
     random.SystemRandom().shuffle(order)
     offsets = [0]
     for size in sizes or []:
@@ -145,9 +156,9 @@ def exchange(control, document, fds, output_limits, grace_s=ANSWER_GRACE_S):
 
     def start(position):
         """Send the run at ``position`` of the order; its end of budget (if sooner than its timeout) and
-        answer deadline, or None when the budget leaves it no time."""
+        answer deadline, or None when the budget leaves it no time (or no run is left)."""
         started = time.monotonic()
-        if position >= count or (budget_end is not None and budget_end <= started):
+        if position >= len(order) or (budget_end is not None and budget_end <= started):
             return None
         index = order[position]
         run = {name: document[name] for name in RUN_FIELDS} | ({} if uids is None else {"uid": uids[index]})
@@ -161,23 +172,52 @@ def exchange(control, document, fds, output_limits, grace_s=ANSWER_GRACE_S):
         return cut, (started + document["timeout"] if cut is None else cut) + grace_s
 
     sent = start(0)
-    for position, index in enumerate(order):
+    position = 0
+    while position < len(order):
+        index = order[position]
         if sent is None:  # no time left: the run never starts
             yield index, {"code": None, "timeout": True, "duration_s": 0.0}, [b"", b""], False
+        else:
+            cut, deadline = sent
+            answer, outputs, over = collect(
+                control, index, opened(control, index, deadline), output_limits, deadline, cut
+            )
+            sent = start(position + 1)
+            yield index, checked(answer), outputs, over
+        position += 1
+        if failed is None or not failed(index):
             continue
-        cut, deadline = sent
-        message, streams = receive(control, 2, deadline)
-        if message is None:
-            raise ProtocolError("the runner is gone")
-        if "error" in message:
-            close_all(streams)
-            raise ProtocolError(f"the program could not be started: {message['error']}")
-        if message != {"open": True} or len(streams) != 2:
-            close_all(streams)
-            raise ProtocolError(f"an unexpected message for run {index}: {message}")
-        answer, outputs, over = collect(control, index, streams, output_limits, deadline, cut)
-        sent = start(position + 1)
-        yield index, checked(answer), outputs, over
+        below = sorted(other for other in order[position:] if other < index)
+        if position < len(order) and order[position] > index:  # the next run is not needed
+            if sent is not None:
+                abandon(control, order[position], sent[1], output_limits)
+                yield order[position], None, [b"", b""], False  # over before the next is sent; no result
+            order[position:] = below
+            sent = start(position) if sent is not None else None
+        else:  # the next run (sent, if any) is needed: it stays next
+            order[position + 1 :] = [other for other in below if other != order[position]]
+
+
+def opened(control, index, deadline):
+    """Run ``index``'s stdout and stderr, as the runner opens the run."""
+    message, streams = receive(control, 2, deadline)
+    if message is None:
+        raise ProtocolError("the runner is gone")
+    if "error" in message:
+        close_all(streams)
+        raise ProtocolError(f"the program could not be started: {message['error']}")
+    if message != {"open": True} or len(streams) != 2:
+        close_all(streams)
+        raise ProtocolError(f"an unexpected message for run {index}: {message}")
+    return streams
+
+
+def abandon(control, index, deadline, output_limits):
+    """Kill run ``index``, sent but no longer wanted, and wait for its answer, keeping nothing of it. Killed
+    in its setup, it is answered as a run that could not be started: here that is no fault, and the runner,
+    having answered, is idle."""
+    streams = opened(control, index, deadline)
+    collect(control, index, streams, output_limits, deadline, time.monotonic(), abandoned=True)
 
 
 def own_input(stdin, offset, size):
@@ -200,11 +240,12 @@ def own_input(stdin, offset, size):
     return memfd
 
 
-def collect(control, index, streams, output_limits, deadline, cut=None):
+def collect(control, index, streams, output_limits, deadline, cut=None, abandoned=False):
     """Run ``index``'s output (up to the limits) and its answer; past a limit, or at ``cut`` (the end of the
     budget), the runner is told to kill the run, and the rest is drained unread. Once the answer is in,
     every process of the run is gone: what is in the pipes now is all there is, even if a write end lives
-    on as an fd in flight, so the pipes are drained without waiting for their end."""
+    on as an fd in flight, so the pipes are drained without waiting for their end. An ``abandoned`` run
+    (killed at once, see `abandon`) may be answered with an error."""
     caps = {fd: OutputCap(limit) for fd, limit in zip(streams, output_limits, strict=True)}
     reading, answer, over, cut_off = list(streams), None, False, False
     try:
@@ -227,8 +268,9 @@ def collect(control, index, streams, output_limits, deadline, cut=None):
                 answer, extra = receive(control, 2)
                 close_all(extra)
                 if answer is not None and "error" in answer:
-                    raise ProtocolError(f"the program could not be started: {answer['error']}")
-                if answer is None or "code" not in answer:
+                    if not abandoned:
+                        raise ProtocolError(f"the program could not be started: {answer['error']}")
+                elif answer is None or "code" not in answer:
                     raise ProtocolError(f"an unexpected answer for run {index}: {answer}")
             for fd in [fd for fd in ready if fd in reading]:
                 chunk = os.read(fd, READ_CHUNK)

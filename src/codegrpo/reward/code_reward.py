@@ -200,6 +200,8 @@ class CodeReward:
         max_concurrency: programs run at the same time (the guide's MAX_SANDBOXES).
         tolerance: how far apart two numbers may be and still match (stdin/stdout, ``checker="tokens"``):
             0 or more (the template's ``reward.float_tolerance``).
+        fail_fast: with ``kind="binary"``, a completion's stdin/stdout or call-based tests stop at its first
+            failing one, the verdict unchanged (the template's ``reward.fail_fast``, on by default).
         language: ``"python"`` or ``"javascript"``.
         problems: for a ``problem_id`` column: a list of ``Problem`` or the path of a JSONL problem file.
         cache_rows, cache_bytes: the dataset rows kept parsed for the next time they come (least recently
@@ -234,6 +236,7 @@ class CodeReward:
         time_budget_s: float = RewardConfig.time_budget_s,
         max_concurrency: int = SandboxConfig.max_concurrency,
         tolerance: float = RewardConfig.float_tolerance,
+        fail_fast: bool = RewardConfig.fail_fast,
         language: LanguageName | str = LanguageName.python,
         problems: Sequence[Problem] | str | os.PathLike[str] | None = None,
         cache_rows: int = CACHE_ROWS,
@@ -255,6 +258,7 @@ class CodeReward:
         self.timeout_s = timeout_s
         self.time_budget_s = time_budget_s
         self.tolerance = tolerance
+        self.fail_fast = fail_fast
         self.cache_rows, self.cache_bytes = cache_rows, cache_bytes
         if isinstance(problems, (str, os.PathLike)):
             problems = load_problems(os.fspath(problems), language=self.language)
@@ -289,6 +293,7 @@ class CodeReward:
             timeout_s=scorer.timeout_s,
             time_budget_s=RewardConfig.time_budget_s if scorer.budget_s is None else scorer.budget_s,
             tolerance=scorer.tolerance,
+            fail_fast=scorer.fail_fast,
             language=scorer.language.name,
             problems=list(scorer.problems.values()),
         )
@@ -451,6 +456,7 @@ class CodeReward:
             checker=self.checker,
             tolerance=self.tolerance,
             budget_s=self.time_budget_s,
+            fail_fast=self.fail_fast,
         )
         return _Open(backend, scorer, loop)
 

@@ -83,7 +83,7 @@ class TestReports:
 
     def report(self, result: RunResult) -> ProgramReport:
         for index, run in enumerate(result.runs):  # a backend that does not digest (a user's own)
-            if index not in self.runs and run.outcome is not Outcome.SANDBOX_ERROR:
+            if index not in self.runs and run.outcome not in (Outcome.SANDBOX_ERROR, Outcome.SKIPPED):
                 self.digest(index, run)
         total = len(self.problem.tests)
 

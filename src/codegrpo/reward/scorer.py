@@ -53,6 +53,7 @@ class Scorer:
         checker: Checker = Checker.tokens,
         tolerance: float = 1e-6,
         budget_s: float | None = None,
+        fail_fast: bool = True,
     ) -> None:
         self.problems = {problem.id: problem for problem in problems}
         self.sandbox = sandbox
@@ -64,6 +65,14 @@ class Scorer:
         self.checker = checker
         self.tolerance = tolerance
         self.budget_s = budget_s  # input/output problems: all the tests of one completion together
+        # Binary reward, input/output problems: a program's runs stop at its first failing test (by index),
+        # the verdict unchanged (docs/reward-design.md); partial reward and reports run every test.
+        self.fail_fast = fail_fast
+
+    @property
+    def stops_early(self) -> bool:
+        """Whether ``score`` stops a program's runs at its first failing test: fail-fast, binary reward."""
+        return self.fail_fast and not self.partial
 
     def problem(self, problem_id: str) -> Problem:
         try:
@@ -79,7 +88,9 @@ class Scorer:
         judged = [_Judged(self, self.problem(pid)) for pid, _ in unique]
         programs = [
             dataclasses.replace(
-                build_program(j.problem, code, self.language, self.timeout_s, self.budget_s), digest=j.digest
+                build_program(j.problem, code, self.language, self.timeout_s, self.budget_s),
+                digest=j.digest,
+                failed=j.failed if self.stops_early else None,
             )
             for j, (_, code) in zip(judged, unique, strict=True)
         ]
@@ -178,10 +189,15 @@ class _Judged:
         self.room -= len(stdout) + len(stderr)
         return dataclasses.replace(run, stdout=stdout, stderr=stderr)
 
+    def failed(self, index: int, _: RunResult) -> bool:
+        """Whether test ``index``'s run, just digested, failed (``Program.failed``: fail-fast)."""
+        verdict = self.verdicts.get(index)
+        return verdict is not None and verdict.status is not Status.PASSED
+
     def fill(self, result: RunResult) -> None:
         """Judge the runs a backend returned without digesting them (a backend of a user's own)."""
         for index, run in enumerate(result.runs or (result,)):
-            if index not in self.verdicts and run.outcome is not Outcome.SANDBOX_ERROR:
+            if index not in self.verdicts and run.outcome not in (Outcome.SANDBOX_ERROR, Outcome.SKIPPED):
                 self.digest(index, run)
 
     def verdict(self, result: RunResult) -> Verdict:

@@ -331,19 +331,28 @@ def score_io(
     """Input/output forms: one run per test (``total`` of them), test i failed as ``failure(i, run)`` says
     (None when it passed; ``failure_of`` judges a run). The reward is the fraction of tests passed with
     ``partial``, else all or nothing; the status and the reason are the first failing test's: "test 2 of
-    5: got "3", expected "4"". A sandbox failure of any run leaves the whole completion out (infra)."""
+    5: got "3", expected "4"". A sandbox failure of any run leaves the whole completion out (infra).
+
+    A SKIPPED run (fail-fast: a lower test failed, so it never ran) is neither passed nor a reason; it
+    only ever follows a failing test, so the first failing test, and with binary reward the whole
+    verdict, is the one every test's run gives. Skipped runs with no failing test are the sandbox's fault."""
     if result.outcome is Outcome.SANDBOX_ERROR or any(run.outcome is Outcome.SANDBOX_ERROR for run in result.runs):
         errors = [run.error for run in result.runs if run.error]
         return Verdict(Status.INFRA, None, result.error or (errors[0] if errors else "sandbox error"))
     if len(result.runs) != total:
         return Verdict(Status.ERROR, 0.0, f"{len(result.runs)} of {total} tests ran")
-    passed, first = 0, None
+    passed, first, skipped = 0, None, 0
     for number, run in enumerate(result.runs):
+        if run.outcome is Outcome.SKIPPED:
+            skipped += 1
+            continue
         failed = failure(number, run)
         if failed is None:
             passed += 1
         elif first is None:
             first = (failed[0], f"test {number + 1} of {total}: {failed[1]}")
     if first is None:
+        if skipped:
+            return Verdict(Status.INFRA, None, f"{skipped} of {total} tests were skipped, and none failed")
         return Verdict(Status.PASSED, 1.0)
     return Verdict(first[0], passed / total if partial else 0.0, first[1])

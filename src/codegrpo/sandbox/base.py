@@ -48,6 +48,9 @@ class Outcome(str, enum.Enum):
     OUTPUT_LIMIT = "output_limit"
     SIGNALED = "signaled"  # killed by a signal we did not send
     SANDBOX_ERROR = "sandbox_error"  # infrastructure failure: the program's fault is unknown
+    # A run of a program with inputs that never started because its caller wanted no more (Program.failed):
+    # neither the program's doing nor the sandbox's.
+    SKIPPED = "skipped"
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,14 @@ class Program:
     the others (no files, /tmp, working directory or memory), with that text on its stdin;
     ``timeout_s`` is then per run, and ``budget_s`` bounds all the runs together. Every run of one
     program goes to the sandbox in one request.
+
+    ``failed(index, kept)``, where given with inputs, says on the host whether run ``index`` (as ``kept``)
+    failed, for a caller that needs the runs only up to the first failing one by index (a binary reward:
+    the first failing test decides the verdict). Once a run has failed, a backend that runs them one by
+    one starts only the runs below it that have not run (in index order, until one of them fails too) and
+    no others, which come back SKIPPED: every run up to the first failing one is as it would be without
+    ``failed``. A backend may run them all anyway (Superserve does), and the result is then as without it.
+    The predicate stays on the host: the sandbox only sees that no more runs come.
     """
 
     source: str
@@ -78,6 +89,7 @@ class Program:
     inputs: tuple[str, ...] | None = None
     budget_s: float | None = None
     digest: Callable[[int, RunResult], RunResult] | None = field(default=None, compare=False, repr=False)
+    failed: Callable[[int, RunResult], bool] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "runtime", Runtime(self.runtime))  # a runtime's name ("node") works too
@@ -85,6 +97,10 @@ class Program:
     def kept(self, index: int, run: RunResult) -> RunResult:
         """What the host keeps of run ``index``: what ``digest`` keeps, or all of it."""
         return run if self.digest is None else self.digest(index, run)
+
+    def fails_at(self, index: int, kept: RunResult) -> bool:
+        """Whether run ``index`` failed, as ``failed`` says (never, without it): runs above it may be skipped."""
+        return self.failed is not None and self.failed(index, kept)
 
     @property
     def argv(self) -> tuple[str, ...]:
@@ -125,7 +141,8 @@ class RunResult:
     stderr: str = ""
     duration_s: float = 0.0
     error: str = ""  # what went wrong, for SANDBOX_ERROR
-    # A program with inputs: one result per input, in order (a run the budget left no time for is a TIMEOUT).
+    # A program with inputs: one result per input, in order (a run the budget left no time for is a TIMEOUT,
+    # one skipped after a failing run, Program.failed, is SKIPPED).
     runs: tuple[RunResult, ...] = ()
 
     @property
@@ -178,6 +195,9 @@ def program_limits(cfg: SandboxConfig, processes: int | None = None, memory_byte
         processes=processes,
         memory_bytes=memory_bytes,
     )
+
+
+SKIPPED_RUN = RunResult(Outcome.SKIPPED)  # a run that never started: its caller wanted no more (Program.failed)
 
 
 def program_result(program: Program, runs: list[RunResult], duration_s: float) -> RunResult:

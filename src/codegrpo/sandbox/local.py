@@ -379,6 +379,9 @@ class LocalSandbox(SandboxBackend):
             self._counts["warm_reruns"] += 1
             result = await self._on_worker(program, fresh=True)
         self._counts[result.outcome.value] += 1
+        skipped = sum(run.outcome is Outcome.SKIPPED for run in result.runs)
+        if skipped:
+            self._counts["skipped_runs"] += skipped  # runs a failing one made unneeded (Program.failed)
         return result
 
     async def _on_worker(self, program: Program, fresh: bool) -> RunResult:
@@ -420,8 +423,9 @@ class LocalSandbox(SandboxBackend):
         ]
 
     def stats(self) -> dict[str, float]:
-        """sandbox/runs, sandbox/<outcome> for each outcome seen, sandbox/cgroup_leaks if any, and how
-        many warm workers were started and retired."""
+        """sandbox/runs, sandbox/<outcome> for each outcome seen, sandbox/cgroup_leaks if any,
+        sandbox/skipped_runs (runs not started after a failing one, Program.failed) if any, and how many warm
+        workers were started and retired."""
         stats = {f"sandbox/{name}": float(count) for name, count in self._counts.items()}
         stats["sandbox/warm_started"] = float(self._pool.started)
         stats["sandbox/warm_retired"] = float(self._pool.retired)

@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 
 from codegrpo.errors import SandboxFatalError
-from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend, program_result
+from codegrpo.sandbox.base import SKIPPED_RUN, Outcome, Program, RunResult, SandboxBackend, program_result
 
 # handler(program, stdin) -> the run's result, or an awaitable of it: stdin is None for a program without inputs.
 Handler = Callable[[Program, str | None], RunResult | Awaitable[RunResult]]
@@ -27,6 +27,8 @@ class MemoryBackend(SandboxBackend):
     per input, in order, with that input's text. The rest is what the real backends do:
 
     - each run goes through ``program.kept(index, run)`` as it is answered (the Scorer judges it there);
+    - the runs go in index order, and once ``program.failed`` says a run failed the later inputs are not
+      asked: those runs come back SKIPPED (the Scorer's binary reward fails fast so);
     - a program with inputs gets one result, outcome EXITED, its runs in ``runs`` and their durations
       added up in ``duration_s``; a program without inputs gets its one run, as kept;
     - a handler that raises, or answers ``Outcome.SANDBOX_ERROR``, is a failed sandbox: that program's
@@ -63,13 +65,21 @@ class MemoryBackend(SandboxBackend):
     async def _run(self, program: Program) -> RunResult:
         runs: list[RunResult] = []
         duration_s = 0.0
-        for index, stdin in enumerate((None,) if program.inputs is None else program.inputs):
+        inputs = (None,) if program.inputs is None else program.inputs
+        for index, stdin in enumerate(inputs):
             run = await self._answer(program, stdin)
             if run.outcome is Outcome.SANDBOX_ERROR:  # the program's result is unknown, as a failed worker's
                 result = run
                 break
             duration_s += run.duration_s
             runs.append(program.kept(index, run))
+            if program.inputs is not None and program.fails_at(index, runs[-1]):
+                # In index order, the first failing run is the lowest: the rest are not asked.
+                if left := len(inputs) - len(runs):
+                    self._counts["skipped_runs"] += left
+                runs += [SKIPPED_RUN] * left
+                result = program_result(program, runs, duration_s)
+                break
         else:
             result = program_result(program, runs, duration_s)
         self._counts["runs"] += 1

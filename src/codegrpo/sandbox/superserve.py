@@ -654,6 +654,9 @@ def _chunk_results(result: CommandResult, programs: list[Program], header: str) 
     checked = [(program, _runs(record, program)) for program, record in zip(programs, records, strict=True)]
     del records
     results = []
+    # Program.failed (a binary reward's fail-fast) is not applied: the chunk already ran every run in its VM,
+    # which cannot tell a failing run (the expected outputs never go there), so every run is judged, as
+    # without it; skipping the judging of the rest would save little and lose the monitor's evidence.
     for program, runs in checked:
         kept = [program.kept(index, _to_result(run)) for index, run in enumerate(runs)]
         results.append(program_result(program, kept, sum(run.duration_s for run in kept)))

@@ -31,7 +31,15 @@ from dataclasses import dataclass
 
 from codegrpo.harness.protocol import ProtocolError, close_all, exchange, receive
 from codegrpo.harness.protocol import runs as protocol_runs
-from codegrpo.sandbox.base import Outcome, Program, RunResult, classify, program_result, runner_sources
+from codegrpo.sandbox.base import (
+    SKIPPED_RUN,
+    Outcome,
+    Program,
+    RunResult,
+    classify,
+    program_result,
+    runner_sources,
+)
 from codegrpo.sandbox.cgroups import RunCgroup
 
 log = logging.getLogger(__name__)
@@ -176,11 +184,25 @@ class Worker:
             fds = [_memfd("codegrpo-program", program.source.encode("utf-8", "surrogatepass"))]
             if stdin is not None:
                 fds.append(_memfd("codegrpo-stdin", stdin))
+
+            def failed(index: int) -> bool:
+                kept = runs[index]
+                return kept is not None and program.fails_at(index, kept)
+
+            # With program.failed, a failing run ends the program's runs there: exchange runs only the runs
+            # below it that are left, and kills the one already sent above it (the runner answers it, so the
+            # worker is clean for the next program); that one and the runs never started are SKIPPED.
+            answers = exchange(
+                self._control, request, fds, self._output_limits, failed=None if program.failed is None else failed
+            )
             try:
-                for index, answer, (stdout, stderr), over in exchange(self._control, request, fds, self._output_limits):
+                for index, answer, (stdout, stderr), over in answers:
                     # Read as each answer comes: the next run starts at once, and a memory bomb takes far
                     # longer than this to reach the limit.
                     now = self.group.oom_kills() if self.group is not None else 0
+                    if answer is None:  # a run killed unneeded: no result, and its OOM kill is no other's
+                        ooms = now
+                        continue
                     run = classify(
                         answer["code"],
                         stdout.decode("utf-8", "replace"),
@@ -199,12 +221,18 @@ class Worker:
             message = f"worker failed: {error!r}{self._stderr_tail()}"
             self.close()
             return RunResult(Outcome.SANDBOX_ERROR, error=message)
+        except BaseException:
+            # The caller's own code (digest, failed) raised, or the thread was interrupted, with a run perhaps
+            # in flight: the runner is in the middle of a request, so no later program may use this worker.
+            self.close()
+            raise
         if self._pinned_beyond_slack():
             # What this program left charged to the worker (xattrs, files or sockets kept alive by fds in
             # flight) would count against every later program's limit: the worker goes. The worker was
             # clean before this program, so the result is the program's own and stands.
             self.close()
-        return program_result(program, [run for run in runs if run is not None], time.monotonic() - started)
+        kept = [SKIPPED_RUN if run is None else run for run in runs]
+        return program_result(program, kept, time.monotonic() - started)
 
     def _pinned_beyond_slack(self) -> bool:
         """Whether the worker's cgroup holds more than at its start, by over the slack (False if unknown)."""

@@ -1,0 +1,183 @@
+"""Fail-fast for the binary reward (issue 42), in the real local sandbox: a program's runs stop at its first
+failing test, with the verdict (status, reward, reason) it gets when every test runs; partial reward and the
+feedback rollout's public tests run every test; the warm worker that ran it is clean for the next program.
+
+Runs are counted on the host as they are sent to the runner (a pass-through spy on ``protocol.send``), so the
+counts hold whatever the timing: a run killed in flight counts as sent."""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+import uuid
+
+import pytest
+
+from codegrpo.config.choices import Form
+from codegrpo.config.schema import RolloutConfig
+from codegrpo.data.problems import IOTest, Problem
+from codegrpo.harness import protocol
+from codegrpo.reward.programs import get_language
+from codegrpo.reward.scorer import Scorer
+from codegrpo.reward.verdict import Scored, Status
+from codegrpo.rollout.episode import Episode
+from codegrpo.rollout.feedback import Feedback
+from codegrpo.sandbox.base import Outcome, RunResult, SandboxBackend
+from tests.helpers.run_if import run_if
+from tests.helpers.sandbox import Recording, assert_nothing_left, daemon_source, make_sandbox, open_fds
+
+pytestmark = run_if(bwrap=True)
+
+TESTS = 10
+# Test i reads i and expects 2 * i.
+DOUBLE = Problem(
+    "double",
+    "Print twice the integer read.",
+    "",
+    Form.stdio,
+    tests=tuple(IOTest(f"{i}\n", f"{2 * i}\n") for i in range(TESTS)),
+)
+RIGHT = "n = int(input())\nprint(2 * n)\n"
+WRONG = "n = int(input())\nprint(2 * n + 1)\n"
+WRONG_FIRST = "n = int(input())\nprint(2 * n + (n == 0))\n"  # fails test 1 of 10 alone
+# Each fails several tests, differently: the first failing test (by index) decides the status and the reason.
+MIXED = {
+    "wrong, then an error, then a timeout": (
+        "n = int(input())\nif n == 8:\n    while True: pass\n"
+        "if n == 5:\n    raise ValueError(n)\nprint(2 * n + (n == 2))\n"
+    ),
+    "an error, then wrong answers": "n = int(input())\nif n == 1:\n    raise ValueError(n)\nprint(2 * n + (n >= 4))\n",
+    "a timeout, then a wrong answer": "n = int(input())\nif n == 3:\n    while True: pass\nprint(2 * n + (n == 7))\n",
+    "a wrong answer last": "n = int(input())\nprint(2 * n + (n == 9))\n",
+    "an exit status everywhere": "raise SystemExit(3)\n",
+}
+TIMEOUT_S = 1.0
+
+
+@pytest.fixture(scope="module")
+def box():
+    sandbox = make_sandbox()
+    yield sandbox
+    asyncio.run(sandbox.aclose())
+
+
+@pytest.fixture
+def one_worker():
+    """A warm sandbox with a single worker, so that one program's successor runs in the same one."""
+    sandbox = make_sandbox(max_concurrency=1)
+    yield sandbox
+    asyncio.run(sandbox.aclose())
+
+
+@pytest.fixture
+def sent(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
+    """Every run the host sends a runner, as it sends it (the runs of programs with inputs have a filename)."""
+    runs: list[dict] = []
+    send = protocol.send
+
+    def counting(control, document, fds=()):
+        if "filename" in document:
+            runs.append(document)
+        send(control, document, fds)
+
+    monkeypatch.setattr(protocol, "send", counting)
+    return runs
+
+
+def scorer(sandbox: SandboxBackend, kind: str = "binary", fail_fast: bool = True, problem: Problem = DOUBLE) -> Scorer:
+    return Scorer([problem], sandbox, get_language("python"), kind, timeout_s=TIMEOUT_S, fail_fast=fail_fast)
+
+
+def score(sandbox: SandboxBackend, codes: list[str], **settings) -> tuple[list[Scored], list[RunResult]]:
+    recording = Recording(sandbox)
+    scored = asyncio.run(scorer(recording, **settings).score([DOUBLE.id] * len(codes), codes))
+    return scored, recording.results
+
+
+def skipped(result: RunResult) -> int:
+    return sum(run.outcome is Outcome.SKIPPED for run in result.runs)
+
+
+def test_a_program_failing_test_1_of_10_stops_early_and_one_failing_every_test_at_once(box, sent):
+    variants = [f"{WRONG_FIRST}# {n}\n" for n in range(8)]  # distinct programs: each runs on its own
+    fds = open_fds()
+    scored, results = score(box, variants)
+    assert {(s.verdict.status, s.verdict.reward, s.verdict.detail) for s in scored} == {
+        (Status.FAILED, 0.0, 'test 1 of 10: got "1", expected "0"')
+    }
+    # Test 1 (index 0) ran in each; what its random place left after it did not: all 8 at the end of the
+    # order has a chance of 1 in 10^8.
+    assert all(result.runs[0].outcome is Outcome.EXITED for result in results)
+    assert len(sent) < len(variants) * TESTS and sum(map(skipped, results)) > 0
+    assert all(len(result.runs) == TESTS for result in results)
+    # Failing every test: the first run fails, then only test 1 is needed. At most 3 runs kept (the first, the
+    # one already sent if below it, test 1) and 2 killed in flight; 10 each without fail-fast.
+    sent.clear()
+    scored, results = score(box, [f"{WRONG}# {n}\n" for n in range(8)])
+    assert {s.verdict.detail for s in scored} == {'test 1 of 10: got "1", expected "0"'}
+    assert len(sent) <= 8 * 5 and all(TESTS - skipped(result) <= 3 for result in results)
+    sent.clear()
+    scored, results = score(box, [f"{WRONG}# {n}\n" for n in range(8)], fail_fast=False)
+    assert len(sent) == 8 * TESTS and sum(map(skipped, results)) == 0
+    assert box.stats()["sandbox/skipped_runs"] > 0
+    assert_nothing_left(fds)
+
+
+def test_the_verdict_is_the_same_with_and_without_fail_fast(box):
+    """Passing, wrong, an error, a timeout and mixes of them: status, reward and reason alike, whatever order
+    the runs went in (three orders drawn with fail-fast)."""
+    codes = [RIGHT, WRONG, WRONG_FIRST, *MIXED.values()]
+    every, results = score(box, codes, fail_fast=False)
+    assert not any(map(skipped, results))
+    expected = [(s.verdict.status, s.verdict.reward, s.verdict.detail) for s in every]
+    assert [status for status, _, _ in expected] == [
+        Status.PASSED,
+        Status.FAILED,
+        Status.FAILED,
+        Status.FAILED,
+        Status.ERROR,
+        Status.TIMEOUT,
+        Status.FAILED,
+        Status.ERROR,
+    ]
+    assert expected[3][2] == 'test 3 of 10: got "5", expected "4"' and expected[5][2] == "test 4 of 10: timed out"
+    for _ in range(3):
+        fast, results = score(box, codes)
+        assert [(s.verdict.status, s.verdict.reward, s.verdict.detail) for s in fast] == expected
+        assert skipped(results[0]) == 0  # a passing program runs every test
+
+
+def test_partial_reward_runs_every_test(box, sent):
+    scored, results = score(box, [WRONG_FIRST, WRONG], kind="partial")  # fail_fast is on: partial ignores it
+    assert [s.verdict.reward for s in scored] == [pytest.approx(0.9), 0.0]
+    assert len(sent) == 2 * TESTS and not any(map(skipped, results))
+
+
+def test_the_feedback_rollout_runs_every_public_test(box, sent):
+    """rollout=feedback shows up to max_failures failing tests: its public runs (Scorer.reports) never stop
+    early, with a binary scorer that fails fast."""
+    environment = Feedback(scorer(box), RolloutConfig())
+    assert environment.scorer.stops_early
+    episode = Episode(DOUBLE, [])
+    episode.codes.append(WRONG)
+    (response,) = asyncio.run(environment.respond([episode]))
+    assert response.report is not None and all(run is not None for run in response.report.runs)
+    assert len(response.report.runs) == TESTS and len(sent) == TESTS
+    assert response.message.startswith(f"Your code was run on the {TESTS} public tests: 0 passed, {TESTS} failed.")
+
+
+def test_the_worker_is_clean_for_the_next_program_and_nothing_is_left(one_worker, sent):
+    """A program whose runs each leave a daemon and fail: its run in flight is killed, its daemons are gone,
+    and the same warm worker gives every following program its right verdict."""
+    marker = f"codegrpo-fail-fast-{uuid.uuid4().hex}"
+    leaving = textwrap.dedent(daemon_source(marker)).replace('print("parent done")', "print(-1)")
+    fds = open_fds()
+    for round_ in range(3):
+        scored, results = score(one_worker, [f"{leaving}# {round_}\n"])
+        assert scored[0].verdict.detail == 'test 1 of 10: got "-1", expected "0"' and skipped(results[0]) > 0
+        scored, _ = score(one_worker, [f"{RIGHT}# {round_}\n", f"{WRONG_FIRST}# {round_}\n"])
+        assert [s.verdict.status for s in scored] == [Status.PASSED, Status.FAILED]
+    stats = one_worker.stats()
+    assert (stats["sandbox/warm_started"], stats["sandbox/warm_retired"]) == (1.0, 0.0)  # one worker, reused
+    assert "sandbox/warm_reruns" not in stats
+    assert_nothing_left(fds, marker)
