@@ -302,3 +302,6 @@ def test_fail_fast_is_the_binary_rewards_default_and_the_config_turns_it_off(com
     [scored] = run(partial.score(["add"], [off]))
     assert partial.fail_fast and not partial.stops_early and len(asked) == 3
     assert scored.verdict.reward == pytest.approx(1 / 3)
+    # hack_penalty pays on what the monitor sees in every run: a skipped test would hide its evidence (red team).
+    penalised = compose_cfg("reward.functions=[code_reward,hack_penalty]", "reward.weights=[1.0,0.5]")
+    assert not build.scorer(penalised, IO, MemoryBackend(handler), "binary").stops_early

@@ -121,7 +121,9 @@ def scorer(
         checker=cfg.reward.checker,
         tolerance=cfg.reward.float_tolerance,
         budget_s=cfg.reward.time_budget_s,
-        fail_fast=cfg.reward.fail_fast,
+        # hack_penalty pays on the monitor's evidence, which a run that fail-fast skips never gives: with it,
+        # every test runs, so the reward is the same either way.
+        fail_fast=cfg.reward.fail_fast and HACK_PENALTY not in cfg.reward.functions,
     )
 
 

@@ -181,3 +181,44 @@ def test_the_worker_is_clean_for_the_next_program_and_nothing_is_left(one_worker
     assert (stats["sandbox/warm_started"], stats["sandbox/warm_retired"]) == (1.0, 0.0)  # one worker, reused
     assert "sandbox/warm_reruns" not in stats
     assert_nothing_left(fds, marker)
+
+
+def test_a_run_the_budgets_end_kills_in_its_setup_is_a_timeout_not_a_sandbox_fault():
+    """The host's kill at the end of reward.time_budget_s can reach a run while the runner still sets it up; the
+    runner then answers with an error. That run ran out of time (red team: it read as infra, reward None, and
+    retired the worker). Here the runner's side is a socket the test answers as the runner would."""
+    import os
+    import socket
+    import time
+
+    host, runner = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    os.close(out_w)
+    os.close(err_w)
+    try:
+        protocol.send(runner, {"open": True}, [out_r, err_r])
+        os.close(out_r)
+        os.close(err_r)
+        _, streams = protocol.receive(host, 2)
+        now = time.monotonic()
+        protocol.send(runner, {"error": "the program's process died during setup"})  # as a kill in setup makes it
+        answer, outputs, over = protocol.collect(host, 0, streams, (1024, 1024), now + 5, cut=now - 1)
+        assert protocol.receive(runner, 0)[0] == {"kill": True}  # the budget's end was told to the runner
+        assert protocol.checked(answer)["timeout"] is True and answer["code"] is None
+        assert (outputs, over) == ([b"", b""], False)
+        # Without the budget's kill, the same error is the sandbox's fault, as before.
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        os.close(out_w)
+        os.close(err_w)
+        protocol.send(runner, {"open": True}, [out_r, err_r])
+        os.close(out_r)
+        os.close(err_r)
+        _, streams = protocol.receive(host, 2)
+        protocol.send(runner, {"error": "no such interpreter"})
+        with pytest.raises(protocol.ProtocolError, match="could not be started"):
+            protocol.collect(host, 0, streams, (1024, 1024), time.monotonic() + 5)
+    finally:
+        host.close()
+        runner.close()

@@ -245,7 +245,8 @@ def collect(control, index, streams, output_limits, deadline, cut=None, abandone
     budget), the runner is told to kill the run, and the rest is drained unread. Once the answer is in,
     every process of the run is gone: what is in the pipes now is all there is, even if a write end lives
     on as an fd in flight, so the pipes are drained without waiting for their end. An ``abandoned`` run
-    (killed at once, see `abandon`) may be answered with an error."""
+    (killed at once, see `abandon`) may be answered with an error, and so may one the budget's end killed
+    while it was being set up: that one is a timeout, as any run the budget cuts."""
     caps = {fd: OutputCap(limit) for fd, limit in zip(streams, output_limits, strict=True)}
     reading, answer, over, cut_off = list(streams), None, False, False
     try:
@@ -268,7 +269,9 @@ def collect(control, index, streams, output_limits, deadline, cut=None, abandone
                 answer, extra = receive(control, 2)
                 close_all(extra)
                 if answer is not None and "error" in answer:
-                    if not abandoned:
+                    if cut_off:  # the budget's end killed it while it was set up: the program ran out of time
+                        answer = {"code": None, "timeout": True, "duration_s": 0.0}
+                    elif not abandoned:
                         raise ProtocolError(f"the program could not be started: {answer['error']}")
                 elif answer is None or "code" not in answer:
                     raise ProtocolError(f"an unexpected answer for run {index}: {answer}")
