@@ -82,8 +82,11 @@ def test_the_run_beside_the_paper_differs_where_its_settings_do():
     ]
     base = beside_paper(LIVECODEBENCH, per_problem, 4, settings, _trained(), base=True)
     assert base is not None and base.paper == 53.0 and base.model.startswith("base: ")
-    twin = beside_paper(LIVECODEBENCH, per_problem, 4, settings, _trained("cpu"), base=False)
+    trained_twin = _trained("cpu")
+    trained_twin["recipe"]["scale_deviations"] = ["the offline model"]
+    twin = beside_paper(LIVECODEBENCH, per_problem, 4, settings, trained_twin, base=False)
     assert twin is not None and twin.differ[0].startswith("a CPU twin (deepcoder's algorithm")
+    assert twin.differ[1:3] == ["the offline model", "a setting TRL lacks"]  # its own, then its paper's
     # No figure for this protocol (or no recipe): nothing to put beside.
     codecontests = ProtocolConfig(Protocol.codecontests)
     assert beside_paper(codecontests, per_problem, 4, settings, _trained(), base=False) is None
@@ -173,6 +176,7 @@ def test_livecodebench_on_a_local_file_filters_by_date_samples_n_and_reports_bes
     assert paper["paper"] == 60.6 and paper["metric"] == "livecodebench/pass@1" and paper["recipe"] == "deepcoder"
     assert paper["run"] == pytest.approx(100 * results["pass@1"])
     assert any("SmolLM2-135M-Instruct" in item for item in paper["differ"])
+    assert any(item.startswith("stage 1 of 2") for item in paper["differ"])  # the paper recipe's own, kept
     assert "evaluation.temperature 0.2 here, the recipe's 0.6" in paper["differ"]
     assert "livecodebench pass@1 by difficulty: " in done.stdout + done.stderr
     assert "against 60.6 reported" in done.stdout + done.stderr

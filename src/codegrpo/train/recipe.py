@@ -24,11 +24,11 @@ def naming_the_twin(recipe: RecipeConfig | None) -> Iterator[None]:
     except CodegrpoError as error:
         if recipe is None or recipe.scale is not RecipeScale.paper:
             raise
-        hint = (
-            f"this is {recipe.name}'s recipe at the paper's scale ({recipe.gpus} GPUs, the Hub's model and data); "
-            f"on this machine its CPU twin trains the same algorithm: python train.py experiment={recipe.twin}"
-        )
-        raise type(error)(f"{error}; {hint}") from None
+        raise type(error)(
+            f"{recipe.name}'s recipe runs at the paper's scale ({recipe.gpus} GPUs, the Hub's model and data), which "
+            f"this machine cannot: its CPU twin trains the same algorithm here, python train.py "
+            f"experiment={recipe.twin} (what stopped it: {error})"
+        ) from None
 
 
 def paper_batch(trainer: TrainerConfig, processes: int) -> int:
