@@ -111,6 +111,7 @@ def test_evaluate_command_writes_pass_at_k(tmp_path):
         "num_samples": 2,
         "k": [1, 2],
         "temperature": 0.8,
+        "top_p": 1.0,
         "max_new_tokens": 48,
         "seed": 0,
         "limit": 2,
