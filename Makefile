@@ -72,8 +72,8 @@ test-transformers: ## debug=fast on trainer=cpu and trainer=gpu (on the CPU) wit
 	  hydra.run.dir=outputs/runs/transformers-$(TRANSFORMERS)-gpu
 
 lint: setup ## ruff: the lint rules, and the formatter's check (run `ruff format` to apply it)
-	$(VENV)/bin/ruff check src tests benchmarks train.py problems
-	$(VENV)/bin/ruff format --check src tests benchmarks train.py problems
+	$(VENV)/bin/ruff check src tests benchmarks train.py problems .ci
+	$(VENV)/bin/ruff format --check src tests benchmarks train.py problems .ci
 
 types: setup ## mypy on src/codegrpo (pyproject's [tool.mypy])
 	$(VENV)/bin/mypy

@@ -34,6 +34,17 @@ def test_the_startup_section_runs_each_command_to_the_status_it_expects(tmp_path
     assert any("misspelt" in str(row) for row in rows)
 
 
+@pytest.mark.slow
+def test_the_feedback_section_replays_its_episodes_and_prints_the_loops_share():
+    """It crashed twice on a changed signature (public() and hidden() took the reward's SameTest, the
+    generation read evaluation.top_p) with no test running it: two episodes of short turns, one replay."""
+    from benchmarks.sections.feedback import bench_feedback
+
+    rows = dict((measure, value) for measure, value, _ in bench_feedback(episodes=2, new_tokens=16, rounds=1))
+    share = rows["the loop's share of the rollout, %"]
+    assert 0 < share < 100 and rows["the loop's own time per step, s (best replay)"] > 0
+
+
 def test_every_section_is_in_the_docstring():
     import benchmarks.bench
 

@@ -12,6 +12,7 @@ import pytest
 from codegrpo.commands import CONFIG_DIR
 from codegrpo.data.files import load_problems
 from codegrpo.resources import PROJECT_ROOT
+from tests.helpers.commands import train as run_train
 
 EXPERIMENTS = sorted(p.stem for p in (Path(CONFIG_DIR) / "experiment").glob("*.yaml"))
 DEBUGS = sorted(p.stem for p in (Path(CONFIG_DIR) / "debug").glob("*.yaml"))
@@ -44,13 +45,7 @@ def test_experiment_composes_and_its_problems_load(compose_cfg, name):
 
 def test_a_second_stage_without_its_first_stages_model_is_one_line(tmp_path):
     command = ["experiment=deepcoder_32k", "trainer=cpu", "trainer.use_vllm=false", f"hydra.run.dir={tmp_path}"]
-    done = subprocess.run(
-        [sys.executable, "train.py", *command],
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_train(*command)
     assert done.returncode != 0 and "Traceback" not in done.stderr
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("error: ") and "model.name_or_path=outputs/runs/deepcoder-16k/final_model" in last

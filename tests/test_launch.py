@@ -3,28 +3,19 @@ check before anything heavy loads, one line, no traceback, and no run dir left b
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import time
 
 import pytest
 from hydra.errors import ConfigCompositionException
 from omegaconf.errors import ValidationError
 
-from codegrpo.resources import PROJECT_ROOT
+from tests.helpers.commands import train as run_train
 
 
 def _train(*overrides: str, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess, float]:
     started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "train.py", *overrides],
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=os.environ | (env or {}),
-    )
+    done = run_train(*overrides, env=env)
     return done, time.monotonic() - started
 
 

@@ -149,6 +149,15 @@ def _upward_imports() -> list[str]:
     return sorted(found)
 
 
+def test_architecture_md_draws_the_floors_in_order_and_names_every_command():
+    text = (PROJECT_ROOT / "docs" / "architecture.md").read_text()
+    drawing = text.split("**Floors.**", 1)[1].split("```", 2)[1]
+    drawn = [name.strip() for floor in " ".join(drawing.split()).split("->") for name in floor.split(",")]
+    assert tuple(drawn) == LAYERS
+    commands = {p.stem for p in (PACKAGE / "commands").glob("*.py") if p.stem != "__init__"}
+    assert {name for name in commands if f"`{name}`" not in text} == set()
+
+
 def test_every_package_is_on_a_floor():
     names = {
         p.stem

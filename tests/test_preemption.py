@@ -28,17 +28,10 @@ from codegrpo.resources import PROJECT_ROOT
 from codegrpo.tasks.train import finalize, fit, prepare, settle_failed_run, train
 from codegrpo.train import checkpoints
 from codegrpo.train.preemption import PREEMPTED_EXIT, Guard, parse_signals
+from tests.helpers.commands import TINY as TINY_RUN
 from tests.helpers.sandbox import child_pids, run_cgroups
 
-TINY = [
-    "logger=none",
-    "plots=false",
-    "problems.limit=2",
-    "trainer.num_generations=2",
-    "trainer.per_device_train_batch_size=2",
-    "trainer.max_completion_length=16",
-    "trainer.log_completions=false",
-]
+TINY = [*TINY_RUN, "trainer.log_completions=false"]
 SIGNAL = "tests.helpers.preempt:get_signal_at"
 LENGTH = "tests.helpers.preempt:length_reward"
 

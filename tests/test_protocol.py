@@ -17,6 +17,7 @@ from codegrpo.errors import UsageError
 from codegrpo.evaluation.protocol import beside_paper, by_attribute, check_problems, interval, run_config
 from codegrpo.evaluation.results import Evaluation
 from codegrpo.resources import PROJECT_ROOT
+from tests.helpers.commands import train as run_train
 
 LIVECODEBENCH = ProtocolConfig(
     Protocol.livecodebench,
@@ -112,14 +113,18 @@ def test_an_evaluations_protocol_results_survive_its_file():
     assert Evaluation.from_json(evaluation.to_json(), "x").protocol == {"name": "livecodebench"}
 
 
-@pytest.mark.parametrize(("protocol", "split"), [("livecodebench", "test"), ("codecontests", "test")])
-def test_each_protocol_composes_with_its_problem_set(compose_cfg, protocol, split):
+@pytest.mark.parametrize("protocol", list(Protocol))
+def test_each_protocol_composes_with_its_problem_set(compose_cfg, protocol):
     cfg = compose_cfg(f"protocol={protocol}", config_name="evaluate")
     assert cfg.protocol.name == protocol and cfg.problems.loader == protocol.replace("codecontests", "code_contests")
-    assert cfg.problems.hub_split == split and cfg.evaluation.split == "all" and cfg.evaluation.top_p == 0.95
-    if protocol == "livecodebench":
+    assert cfg.problems.hub_split == "test" and cfg.evaluation.split == "all"
+    if protocol == Protocol.livecodebench:
         assert (cfg.problems.after, cfg.problems.before) == ("2024-08-01", "2025-02-01")
         assert (cfg.evaluation.num_samples, cfg.evaluation.temperature) == (10, 0.2)  # lcb_runner's defaults
+    if protocol == Protocol.humaneval_plus:  # EvalPlus's greedy pass@1
+        assert (cfg.evaluation.num_samples, cfg.evaluation.temperature, cfg.evaluation.max_new_tokens) == (1, 0, 768)
+    else:
+        assert cfg.evaluation.top_p == 0.95
 
 
 def _evaluate(*overrides: str) -> subprocess.CompletedProcess:
@@ -148,13 +153,7 @@ def test_livecodebench_on_a_local_file_filters_by_date_samples_n_and_reports_bes
     run = tmp_path / "run"
     run.mkdir()
     (run / "final_model").symlink_to(codegrpo.offline_model())
-    composed = subprocess.run(
-        [sys.executable, "train.py", "experiment=deepcoder_cpu", "--cfg", "job"],
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    composed = run_train("experiment=deepcoder_cpu", "--cfg", "job")
     (run / "config.yaml").write_text(composed.stdout)
     done = _evaluate(
         "protocol=livecodebench",
@@ -195,3 +194,23 @@ def test_the_local_livecodebench_set_splits_by_date_as_by_id(compose_cfg):
     assert {p.id.removeprefix("livecodebench/") for p in later} == held_out
     assert {p.difficulty for p in later} == {"easy", "medium", "hard"}
     assert all(p.released >= "2024-08-01" for p in later)
+
+
+@pytest.mark.slow
+def test_humaneval_plus_on_a_local_file_evaluates_greedily_with_its_checks_in_the_sandbox(tmp_path):
+    """EvalPlus's protocol on a file in its schema (the sample of tests/data/code_datasets): one greedy sample per
+    problem, every check run in the sandbox without numpy, pass@1 recorded under the protocol's name."""
+    sample = PROJECT_ROOT / "tests" / "data" / "code_datasets" / "humaneval_plus.jsonl"
+    done = _evaluate(
+        "protocol=humaneval_plus",
+        "problems.hub_path=json",
+        f"problems.data_files={sample}",
+        "evaluation.max_new_tokens=48",
+        f"hydra.run.dir={tmp_path}",
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((tmp_path / "eval.json").read_text())
+    assert results["num_problems"] == 6 and results["num_samples"] == 1
+    assert results["protocol"]["name"] == "humaneval_plus" and results["record"]["sampling"]["temperature"] == 0
+    assert results["record"]["problems"]["name"] == "humaneval_plus"
+    assert set(results["per_problem"]) == {f"HumanEval/{n}" for n in range(6)}

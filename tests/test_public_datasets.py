@@ -21,6 +21,8 @@ from codegrpo.data.public_datasets.livecodebench import decode_private_tests
 from codegrpo.data.public_datasets.rows import _SECONDS
 from codegrpo.errors import ProblemError, UsageError
 from codegrpo.resources import PROJECT_ROOT
+from tests.helpers.run_if import run_if
+from tests.helpers.sandbox import run
 
 DATA = PROJECT_ROOT / "tests" / "data" / "code_datasets"
 SAMPLES = json.loads((DATA / "samples.json").read_text())  # each loader's builder and sample file
@@ -61,6 +63,7 @@ def _jsonl(tmp_path, rows: list[dict], name: str = "rows.jsonl") -> str:
             10,
             {"no tests": 1, "not Python": 1, "function-call tests (their argument encoding is not documented)": 1},
         ),
+        ("humaneval_plus", 6, {}),
     ],
 )
 def test_each_sample_loads_with_its_skips_counted(loader, problems, skipped):
@@ -68,7 +71,10 @@ def test_each_sample_loads_with_its_skips_counted(loader, problems, skipped):
     assert len(loaded.problems) == problems
     assert dict(loaded.skipped) == skipped
     assert loaded.rows == problems + sum(skipped.values())
-    assert all(p.form in ("stdio", "call") and p.tests for p in loaded.problems)
+    if loader == "humaneval_plus":  # HumanEval's form: one check over every input
+        assert all(p.form == "humaneval" and "def check(candidate)" in p.test for p in loaded.problems)
+    else:
+        assert all(p.form in ("stdio", "call") and p.tests for p in loaded.problems)
 
 
 def test_apps_rows_map_stdio_and_call_forms_with_their_references():
@@ -480,3 +486,124 @@ def test_a_second_row_of_one_id_is_skipped_and_counted_never_scored_on_the_first
     [problem] = loaded.problems
     assert (problem.id, problem.prompt, problem.tests[0].output) == ("apps/0", "Print a + b.", "3\n")
     assert loaded.report() == ["problems: skipped 1 of 2 rows (duplicate id)"]
+
+
+# -- HumanEval+: EvalPlus's assertion without numpy --------------------------------------------------------
+
+# (answer, expected, atol) pairs around the tolerances EvalPlus's assertion uses, and values numpy refuses.
+CLOSE_CASES = [
+    (0.5, 0.5, 0),
+    (0.1 + 0.2, 0.3, 0),
+    (0.30001, 0.3, 0),
+    (1.0 + 1e-7, 1.0, 0),
+    (1e-9, 3e-9, 0),
+    (2.0, 2, 0),
+    (True, 1.0, 0),
+    (3, 3.0000001, 1e-6),
+    (3, 3.1, 1e-6),
+    ([1.0, 2.0], [1.0, 2.0000001], 0),
+    ([1.0, 2.0], [1.0, 2.1], 0),
+    ([1.0, 2.0], [1.0, 2.0, 3.0], 0),
+    ((0.5, 1.5), [0.5, 1.5 + 1e-12], 1e-9),
+    ([], [], 1e-9),
+    (float("nan"), float("nan"), 0),
+    (float("nan"), 1.0, 0),
+    (float("inf"), float("inf"), 0),
+    (float("inf"), -float("inf"), 0),
+    (float("inf"), 1e308, 0),
+    (1e308, float("inf"), 0),
+    ([[1.0, 2.0], [3.0]], [[1.0, 2.0], [3.0 + 1e-9]], 0),
+    ("0.5", 0.5, 0),
+    (None, 0.5, 0),
+    ({"a": 1.0}, 0.5, 0),
+    (0.5, [0.5, 0.5000001], 0),
+    ([0.5, 0.5000001], 0.5, 0),
+]
+
+
+def _verdict(assertion, out, exp, atol) -> bool:
+    try:
+        assertion(out, exp, atol)
+    except Exception:  # numpy's refusals (a string, a ragged list) fail the check as the assertion's do
+        return False
+    return True
+
+
+def test_numpy_free_assertion_agrees_with_numpys_on_every_case():
+    import numpy as np
+
+    from codegrpo.data.public_datasets.humaneval_plus import numpy_free
+
+    sys.path.insert(0, str(DATA))
+    from make_samples import PLUS_ASSERTION
+
+    with_numpy: dict = {"np": np}
+    exec(PLUS_ASSERTION, with_numpy)
+    without: dict = {}
+    mapped = numpy_free(PLUS_ASSERTION, "sample")
+    assert "import numpy" not in mapped
+    exec(mapped, without)
+    assert without["np"] is not np
+    for out, exp, atol in CLOSE_CASES:
+        expected = _verdict(with_numpy["assertion"], out, exp, atol)
+        assert _verdict(without["assertion"], out, exp, atol) == expected, (out, exp, atol, expected)
+    # and the two verdicts differ somewhere, so the cases test something
+    assert {_verdict(without["assertion"], *case) for case in CLOSE_CASES} == {True, False}
+
+
+def test_a_value_whose_own_arithmetic_says_close_is_not_close():
+    from codegrpo.data.public_datasets.humaneval_plus import NUMPY_FREE
+
+    space: dict = {}
+    exec(NUMPY_FREE, space)
+
+    class Liar(float):
+        def __sub__(self, other):
+            return 0.0
+
+        def __abs__(self):
+            return 0.0
+
+    with pytest.raises(AssertionError):
+        space["np"].testing.assert_allclose(Liar(5.0), 1.0, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        "import numpy as np\ndef check(candidate):\n    assert np.isclose(candidate(1), 2)\n",
+        "import numpy\ndef check(candidate):\n    assert candidate(1) == 2\n",
+        "from numpy import testing\ndef check(candidate):\n    testing.assert_allclose(candidate(1), 2)\n",
+    ],
+)
+def test_a_check_reading_more_of_numpy_names_the_row(tmp_path, test):
+    row = {"task_id": "HumanEval/9", "prompt": "def f(x):\n", "entry_point": "f", "test": test}
+    with pytest.raises(ProblemError, match=r"rows.jsonl\[train\] row 0: the check reads numpy \(.+\) beyond"):
+        read_dataset(_cfg("humaneval_plus", _jsonl(tmp_path, [row])))
+
+
+@pytest.mark.slow
+@run_if(bwrap=True)
+def test_humaneval_plus_checks_score_in_the_sandbox(local_sandbox):
+    """The sample's checks in the real sandbox (no numpy there): the references pass; an answer off by more
+    than the tolerance, a wrong list and a wrong big answer fail; one within it passes."""
+    from codegrpo.reward.programs import get_language
+    from codegrpo.reward.scorer import Scorer
+
+    loaded = read_dataset(_cfg("humaneval_plus")).problems
+    problems = {p.id: p for p in loaded}
+    scorer = Scorer(loaded, local_sandbox, get_language("python"), "binary")
+    answers = {
+        "HumanEval/1": [
+            "    return sum(xs) / len(xs)\n",
+            "    return sum(xs) / len(xs) + 1e-3\n",
+            "    return sum(xs) / len(xs) + 1e-8\n",
+        ],
+        "HumanEval/2": ["    return [x / 2 for x in xs]\n", "    return [x / 2 + 1e-6 for x in xs]\n"],
+        "HumanEval/4": ["    return (c ** 0.5,)\n", "    return (c / 2,)\n"],
+        "HumanEval/5": ["    return [i * (i + 1) // 2 for i in range(n + 1)]\n", "    return list(range(n + 1))\n"],
+    }
+    ids = [pid for pid, bodies in answers.items() for _ in bodies]
+    completions = [f"```python\n{problems[pid].prompt}{body}```" for pid, bodies in answers.items() for body in bodies]
+    rewards = [scored.verdict.reward for scored in run(scorer.score(ids, completions))]
+    assert rewards == [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0]

@@ -12,7 +12,7 @@ from codegrpo.data.problems import IOTest, Problem
 from codegrpo.data.public_tests import first_public, hidden, moved_tests, public, split_tests, split_warning
 from codegrpo.reward.checker import same_test
 from codegrpo.reward.monitor import static_flags
-from tests.helpers.feedback import DOUBLE, HIDDEN, PUBLIC, SAME, SUM, fenced, scorer_of, with_public
+from tests.helpers.feedback import DOUBLE, HIDDEN, PUBLIC, SAME, SUM, fenced, scorer_of, stdio_problem, with_public
 
 
 def test_the_split_shows_the_public_tests_and_scores_the_rest():
@@ -28,14 +28,10 @@ def test_the_split_shows_the_public_tests_and_scores_the_rest():
 
 def test_code_that_hard_codes_a_public_test_is_flagged_and_earns_nothing_hidden(local_sandbox):
     shown = IOTest("3 4 5\n", "12 60\n")
-    problem = with_public(
-        Problem(
-            id="perimeter_area",
-            prompt="Print the perimeter and the area of a right triangle.",
-            test="",
-            form=Form.stdio,
-            tests=(shown, IOTest("6 8 10\n", "24 240\n")),
-        ),
+    problem = stdio_problem(
+        "perimeter_area",
+        "Print the perimeter and the area of a right triangle.",
+        (shown, IOTest("6 8 10\n", "24 240\n")),
         (shown,),
     )
     hard_coded = "s = input()\nif s == '3 4 5':\n    print('12 60')\nelse:\n    print(0)\n"

@@ -14,6 +14,7 @@ import pytest
 from codegrpo.data.sets import load_problem_set
 from codegrpo.resources import PROJECT_ROOT
 from tests import wandb_offline
+from tests.helpers.commands import train as run_train
 
 FAST = [
     "trainer.max_steps=2",
@@ -244,13 +245,7 @@ def test_a_run_is_repeated_from_its_record_with_new_overrides_on_top(tmp_path, f
     run's own overrides (which used to crash on a schema-less config and write FAILED into the source run)."""
     source = _recorded_run(tmp_path / "source", ["reward=partial", "trainer.max_steps=3", "seed=7"])
     how = [f"rerun={source}"] if form == "rerun" else ["--config-dir", f"{source}/.hydra", "--config-name", "config"]
-    done = subprocess.run(
-        [sys.executable, "train.py", *how, "seed=8", "--cfg", "job"],
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_train(*how, "seed=8", "--cfg", "job", timeout=120)
     assert done.returncode == 0, done.stderr
     assert "kind: partial" in done.stdout and "max_steps: 3" in done.stdout and "seed: 8" in done.stdout
 
@@ -297,13 +292,7 @@ def test_bad_override_fails_at_compose_time(tmp_path):
 
 
 def test_cfg_job_prints_the_resolved_config():
-    done = subprocess.run(
-        [sys.executable, "train.py", "--cfg", "job", "reward=partial"],
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_train("--cfg", "job", "reward=partial", timeout=120)
     assert done.returncode == 0, done.stderr
     assert "kind: partial" in done.stdout and "learning_rate:" in done.stdout
 

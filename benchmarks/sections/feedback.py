@@ -23,10 +23,9 @@ TITLE = "k. rollout=feedback's own overhead per step"
 def bench_feedback(episodes: int = 8, new_tokens: int = 96, rounds: int = 3) -> list[Row]:
     """rollout=feedback's loop without its generation: one step's episodes generated live (recorded), then
     replayed token for token; the replay's time is the loop's own (public runs, messages, templating)."""
-    from omegaconf import OmegaConf
 
     from codegrpo.config.choices import Split
-    from codegrpo.config.schema import ProblemsConfig, RolloutConfig
+    from codegrpo.config.schema import EvaluationConfig, ProblemsConfig, RolloutConfig
     from codegrpo.data.prompts import messages_for
     from codegrpo.data.public_tests import hidden, public
     from codegrpo.data.sets import select_split
@@ -49,9 +48,8 @@ def bench_feedback(episodes: int = 8, new_tokens: int = 96, rounds: int = 3) -> 
     scorer = Scorer([hidden(p, same) for p in chosen], sandbox, get_language("python"), "binary", timeout_s=5.0)
     eos = {tokenizer.eos_token_id}
     chat = Chat(tokenizer, eos, 576, None)
-    sampling = OmegaConf.create(
-        {"num_samples": 1, "temperature": 0.7, "max_new_tokens": new_tokens, "batch_size": episodes, "seed": 0}
-    )
+    # The typed settings, as the evaluate task passes them: every field the generation reads has its default.
+    sampling = EvaluationConfig(num_samples=1, temperature=0.7, max_new_tokens=new_tokens, batch_size=episodes)
     set_torch_threads()
 
     def fresh() -> list[Episode]:

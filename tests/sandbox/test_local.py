@@ -10,7 +10,6 @@ import asyncio
 import logging
 import math
 import os
-import platform
 import random
 import shutil
 import signal
@@ -409,6 +408,7 @@ def test_next_run_sees_a_clean_tmp(sandbox):
     assert not list(Path("/tmp").glob(f"*{marker}*"))  # nor did anything reach the host's /tmp
 
 
+@run_if(x86_64=True)  # the add_key number in this test is x86_64's
 def test_state_a_namespace_keeps_without_a_process_is_refused(sandbox):
     # Keyrings, SysV IPC and POSIX message queues outlive every process of a sandbox: a warm worker's
     # next program could read them, so the seccomp filter refuses them in every sandbox.
@@ -428,8 +428,6 @@ def test_state_a_namespace_keeps_without_a_process_is_refused(sandbox):
             ctypes.set_errno(0)
             print(name, attempt(), errno.errorcode.get(ctypes.get_errno()))
     """
-    if platform.machine() != "x86_64":
-        pytest.skip("the add_key number in this test is x86_64's")
     lines = run_source(sandbox, source).stdout.splitlines()
     assert lines == [f"{name} -1 EPERM" for name in ("add_key", "shmget", "semget", "msgget", "mq_open")]
 
@@ -770,9 +768,8 @@ def test_the_limits_table_says_what_enforces_each(sandbox, fallback):
     assert "\n" in format_limits(fallback.limits()) and format_limits([]).startswith("(")
 
 
+@run_if(root=True)  # only a root trainer chooses the sandbox's uid
 def test_never_host_root():
-    if os.geteuid() != 0:
-        pytest.skip("only a root trainer chooses the sandbox's uid")
     with pytest.raises(SandboxFatalError, match="host root"):
         make_sandbox(uid=0)
 
@@ -810,11 +807,10 @@ def test_the_least_limits_the_config_admits_still_run_a_program(limits):
     assert result.outcome is Outcome.EXITED and result.stdout == '["a", "a", "a"]\n', result
 
 
+@run_if(root=True)  # only a root trainer runs the sandbox as another uid
 def test_the_unreachable_python_warning_is_said_once_on_a_machine(tmp_path, monkeypatch, caplog):
     # A trainer's Python under /root: the sandbox's uid falls back to /usr/bin/python3. Said on every command,
     # the warning was noise; now once on the console, and in each job's log file.
-    if os.geteuid() != 0:
-        pytest.skip("only a root trainer runs the sandbox as another uid")
     private = tmp_path / "root-python"
     private.mkdir(mode=0o700)
     monkeypatch.setattr(sys, "base_prefix", str(private))

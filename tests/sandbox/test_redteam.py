@@ -27,6 +27,7 @@ from benchmarks.corpora.redteam import (
 
 from codegrpo.reward.verdict import Status
 from codegrpo.sandbox.base import Outcome, Program
+from tests.helpers.run_if import run_if
 from tests.helpers.sandbox import PROBLEMS, make_sandbox, run_source, score
 
 CORRECT = PROBLEMS["is_prime"].reference
@@ -140,9 +141,8 @@ def test_f_a_later_program_finds_nothing_an_earlier_one_set(box, channel):
 # -- the syscalls a program never needs ------------------------------------------------------------
 
 
+@run_if(x86_64=True)
 def test_the_kernel_surface_a_program_does_not_need_is_refused(box):
-    if os.uname().machine != "x86_64":
-        pytest.skip("the syscall numbers in this test are x86_64's")
     probe = """
         import ctypes, errno
         libc = ctypes.CDLL(None, use_errno=True)

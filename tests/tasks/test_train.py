@@ -14,16 +14,8 @@ from codegrpo.errors import UsageError
 from codegrpo.reward.functions import reward_name
 from codegrpo.tasks.train import Fitted, finalize, prepare
 from codegrpo.train.preemption import Guard, parse_signals
+from tests.helpers.commands import TINY
 from tests.helpers.sandbox import child_pids, run_cgroups
-
-TINY = [
-    "logger=none",
-    "plots=false",
-    "problems.limit=2",
-    "trainer.num_generations=2",
-    "trainer.per_device_train_batch_size=2",
-    "trainer.max_completion_length=16",
-]
 
 
 def test_prepare_builds_everything_then_finalize_saves_the_model_it_is_given(compose_cfg):

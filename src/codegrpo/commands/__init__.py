@@ -7,13 +7,14 @@ job, and so its log file, after the command's module: train.log, evaluate.log.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar, cast
+from typing import NoReturn, TypeVar, cast
 
 from hydra.core.config_store import ConfigStore
 from hydra.errors import ConfigCompositionException, OverrideParseException
@@ -90,6 +91,22 @@ def check_mandatory(cfg: DictConfig) -> None:
         raise UsageError(f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set ({hints})")
 
 
+def exit_usage(message: str) -> NoReturn:
+    """End the command with codegrpo's report of a user's error: one line on stderr, any secret masked, and
+    exit status 2 (Hydra's 1 is also a failed run's)."""
+    print(f"error: {secrets.mask_text(message)}", file=sys.stderr)
+    sys.exit(2)
+
+
+@contextlib.contextmanager
+def one_line_errors() -> Iterator[None]:
+    """A CodegrpoError raised inside ends the command as ``exit_usage`` does: every command's errors, one way."""
+    try:
+        yield
+    except CodegrpoError as error:
+        exit_usage(str(error))
+
+
 def run(task: Callable[[C], T], cfg: DictConfig, on_failure: Callable[[BaseException], None] | None = None) -> T:
     """Run ``task`` on the config as its typed dataclasses (codegrpo.config.schema), calling ``on_failure`` with
     any error first. The one place user errors are reported: a CodegrpoError ends the command with one
@@ -97,7 +114,7 @@ def run(task: Callable[[C], T], cfg: DictConfig, on_failure: Callable[[BaseExcep
     job log are masked, Hydra's files scrubbed, and a secret in the overrides or the config refused."""
     _report_errors_to_hydra()  # from here on, Hydra reports what is not a CodegrpoError (entry_point)
     secrets.mask_logging()  # Hydra's console and job log handlers exist by now
-    try:
+    with one_line_errors():
         try:
             # Hydra wrote its files before calling us; a secret is masked there before it is refused here.
             overrides = _scrub_hydra_outputs()
@@ -115,9 +132,6 @@ def run(task: Callable[[C], T], cfg: DictConfig, on_failure: Callable[[BaseExcep
             if on_failure is not None:
                 on_failure(error)
             raise
-    except CodegrpoError as error:
-        print(f"error: {secrets.mask_text(str(error))}", file=sys.stderr)
-        sys.exit(2)
 
 
 def discard_empty_run_dir(run_dir: Path, log_name: str) -> None:
@@ -157,12 +171,9 @@ def entry_point(hydra_main: Callable[[], object]) -> Callable[[], None]:
 
     def main() -> None:
         global _full_error_set_here
-        try:
+        with one_line_errors():
             # Before Hydra sees argv: it writes the overrides to .hydra/ before any task runs.
             secrets.refuse_overrides(sys.argv[1:])
-        except UsageError as error:
-            print(f"error: {error}", file=sys.stderr)
-            sys.exit(2)  # as run() ends on a usage error
         if os.environ.get(FULL_ERROR):
             hydra_main()
             return
@@ -170,16 +181,13 @@ def entry_point(hydra_main: Callable[[], object]) -> Callable[[], None]:
         try:
             hydra_main()
         except (ConfigCompositionException, OmegaConfBaseException) as error:
-            print(f"error: {secrets.mask_text(compose_error_line(error))}", file=sys.stderr)
-            sys.exit(2)
+            exit_usage(compose_error_line(error))
         except OverrideParseException as error:
-            print(f"error: {parse_error_line(error)}", file=sys.stderr)
-            sys.exit(2)
+            exit_usage(parse_error_line(error))
         except ValueError as error:
             if not str(error).startswith(HYDRA_MODES):  # Hydra's own check of its flags; anything else is a bug
                 raise
-            print(f"error: {error}", file=sys.stderr)
-            sys.exit(2)
+            exit_usage(str(error))
         finally:
             _report_errors_to_hydra()
 

@@ -13,19 +13,15 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
-from codegrpo.commands import CONFIG_DIR, entry_point, run
+from codegrpo.commands import CONFIG_DIR, entry_point, one_line_errors, run
 from codegrpo.config.registration import register_configs
 from codegrpo.config.requirements import check_dependencies
-from codegrpo.errors import UsageError
 from codegrpo.tracking.runinfo import rerun_arguments
 
 # register_configs reads trl's GRPOConfig when the field cache is for other versions, so an out-of-range trl
 # or transformers could fail inside it: the one-line version check (also in run()) comes first.
-try:
+with one_line_errors():
     check_dependencies()
-except UsageError as error:
-    print(f"error: {error}", file=sys.stderr)
-    sys.exit(2)  # as run() exits on a usage error
 register_configs()  # with the trainer schema (every trl.GRPOConfig field), which only train.yaml composes
 
 
@@ -44,11 +40,8 @@ _train_main = entry_point(train_command)
 
 def main() -> None:
     """``rerun=<run dir>`` repeats a recorded run into a new dir (tracking.runinfo.rerun_arguments)."""
-    try:
+    with one_line_errors():
         sys.argv = [sys.argv[0], *rerun_arguments(sys.argv[1:])]
-    except UsageError as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(2)
     _train_main()
 
 

@@ -130,3 +130,4 @@ class Loader(enum.StrEnum):
     livecodebench = "livecodebench"
     deepcoder = "deepcoder"
     verifiable_coding = "verifiable_coding"
+    humaneval_plus = "humaneval_plus"

@@ -786,6 +786,14 @@ class ProtocolConfig:
     breakdown: Optional[ProblemAttribute] = None  # pass@1 is also reported per value of this attribute
 
 
+BASE_CHECKPOINT = "base"  # checkpoint=base, compare=[base, ...]: the model group's own weights
+
+
+def saved_dir(checkpoint: str | None) -> str | None:
+    """The saved model dir ``checkpoint`` names, or None where it names the model group's base (none, or "base")."""
+    return None if not checkpoint or checkpoint == BASE_CHECKPOINT else checkpoint
+
+
 @dataclass
 class EvaluateConfig:
     """The evaluate command: a base model (model group) or a run's checkpoint."""

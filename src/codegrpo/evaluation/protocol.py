@@ -12,9 +12,12 @@ import numpy as np
 import yaml  # type: ignore[import-untyped]
 
 from codegrpo.config.choices import ProblemAttribute, RecipeScale
-from codegrpo.config.schema import EvaluationConfig, ProtocolConfig
+from codegrpo.config.schema import EvaluationConfig, ProtocolConfig, saved_dir
 from codegrpo.data.problems import Problem
 from codegrpo.errors import UsageError
+from codegrpo.reward.metric_names import pass_at
+
+PASS1 = pass_at(1)
 
 # Where a problem's attribute comes from, for the one-line error when a problem set has none.
 SOURCES = {
@@ -50,7 +53,7 @@ def by_attribute(
         if problem.id in per_problem:
             rates[getattr(problem, attribute.value) or "unknown"].append(per_problem[problem.id] / num_samples)
     ordered = sorted(rates, key=lambda value: (ORDER.get(value, len(ORDER)), value))
-    return {value: {"problems": len(rates[value]), "pass@1": float(np.mean(rates[value]))} for value in ordered}
+    return {value: {"problems": len(rates[value]), PASS1: float(np.mean(rates[value]))} for value in ordered}
 
 
 def interval(per_problem: dict[str, int], num_samples: int, resamples: int, seed: int) -> tuple[float, float]:
@@ -103,9 +106,9 @@ class BesidePaper:
 def run_config(checkpoint: str | None) -> dict[str, Any] | None:
     """The composed config a training run saved beside its checkpoint (<run>/config.yaml for <run>/final_model or
     <run>/checkpoint-N), or None (a base model, a model from elsewhere)."""
-    if not checkpoint or checkpoint == "base":
+    if (saved := saved_dir(checkpoint)) is None:
         return None
-    path = Path(checkpoint).absolute().parent / "config.yaml"  # not resolved: a linked model stays the run's
+    path = Path(saved).absolute().parent / "config.yaml"  # not resolved: a linked model stays the run's
     if not path.is_file():
         return None
     loaded = yaml.safe_load(path.read_text())
@@ -125,14 +128,14 @@ def beside_paper(
     the run's saved config) follows no recipe or the paper reports no such figure. ``base``: the model evaluated is
     the run's base model, compared with the paper's base figure."""
     recipe = trained.get("recipe") or {}
-    metric = f"{protocol.name}/pass@1"
+    metric = f"{protocol.name}/{PASS1}"
     reported = (recipe.get("reported_base") if base else recipe.get("reported")) or {}
     if metric not in reported or not per_problem:
         return None
     run = 100 * float(np.mean([passed / num_samples for passed in per_problem.values()]))
     low, high = interval(per_problem, num_samples, settings.bootstrap, seed)
     differ = [*(recipe.get("scale_deviations") or []), *(recipe.get("deviations") or [])]
-    if recipe.get("scale") == RecipeScale.cpu.value:
+    if RecipeScale(recipe.get("scale") or RecipeScale.paper) is RecipeScale.cpu:
         differ.insert(0, f"a CPU twin ({recipe.get('twin')}'s algorithm at a scale that trains on a CPU)")
     paper_eval = trained.get("evaluation") or {}
     differ += [

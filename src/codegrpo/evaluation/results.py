@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from codegrpo.config.schema import saved_dir
 from codegrpo.errors import UsageError
 from codegrpo.reward import metric_names as keys
 from codegrpo.reward.verdict import Status
@@ -112,8 +113,8 @@ class Evaluation:
         """Each problem's samples by outcome, from the sample records (empty when there are none)."""
         counts: dict[str, Counter] = {pid: Counter() for pid in self.per_problem}
         for sample in self.samples:
-            status = sample["status"]
-            kind = "passed" if status == Status.PASSED else "wrong" if status == Status.FAILED else "error"
+            status = Status(sample["status"])
+            kind = "passed" if status is Status.PASSED else "wrong" if status is Status.FAILED else "error"
             counts.setdefault(sample["problem_id"], Counter())[kind] += 1
         return {pid: Outcomes(**c) for pid, c in counts.items()} if self.samples else {}
 
@@ -249,8 +250,8 @@ def evaluation_record(
 
     settings = cfg.evaluation
     model_cfg = cfg.model
-    if checkpoint and checkpoint != "base":  # as build.model loads it
-        model_cfg = dataclasses.replace(cfg.model, name_or_path=checkpoint, gguf_package="")
+    if (saved := saved_dir(checkpoint)) is not None:  # as build.model loads it
+        model_cfg = dataclasses.replace(cfg.model, name_or_path=saved, gguf_package="")
     return secrets.mask(
         {
             "model": describe_model(model_cfg, model),

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codegrpo.config.choices import Dtype
-from codegrpo.config.schema import LoraSchema, ModelConfig
+from codegrpo.config.schema import LoraSchema, ModelConfig, saved_dir
 from codegrpo.errors import ModelNotFoundError, UsageError
 from codegrpo.models.conversion import convert_gguf
 from codegrpo.models.saving import ADAPTER_CONFIG
@@ -75,9 +75,9 @@ def check_model(cfg: ModelConfig) -> None:
 
 def check_checkpoint(checkpoint: str | None) -> None:
     """``checkpoint=`` names a model dir (or "base", the model group's): one line if it is missing."""
-    if checkpoint and checkpoint != "base":
+    if (saved := saved_dir(checkpoint)) is not None:
         try:
-            model_choice(ModelConfig(name_or_path=checkpoint))
+            model_choice(ModelConfig(name_or_path=saved))
         except ModelNotFoundError as error:
             raise UsageError(str(error).replace("model.name_or_path=", "checkpoint=", 1)) from None
 

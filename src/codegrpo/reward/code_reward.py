@@ -48,7 +48,7 @@ from codegrpo.reward.explain import code_head, reason
 from codegrpo.reward.metric_names import CODE_REWARD, HACKS_ANY, SANDBOX_BATCH_S
 from codegrpo.reward.monitor import HackTrend, hack_metrics, joined, warn
 from codegrpo.reward.programs import get_language
-from codegrpo.reward.scorer import Scorer, batch_metrics
+from codegrpo.reward.scorer import Scorer, batch_metrics, make_scorer
 from codegrpo.reward.shared_batch import SharedBatch
 from codegrpo.reward.verdict import Scored
 from codegrpo.sandbox.base import SandboxBackend, make_backend
@@ -286,7 +286,7 @@ class CodeReward:
         scorer = batch.scorer
         sandbox = getattr(scorer.sandbox, "cfg", None)  # a backend of the user's own may keep no config
         reward = AsyncCodeReward(
-            sandbox if isinstance(sandbox, SandboxConfig) else "local",
+            sandbox if isinstance(sandbox, SandboxConfig) else scorer.sandbox,
             kind=scorer.kind,
             checker=scorer.checker,
             extract=scorer.extract,
@@ -303,12 +303,12 @@ class CodeReward:
     # -- pickling: the configuration travels, the open sandbox does not ------------------------------------
 
     def __getstate__(self) -> dict[str, Any]:
-        if isinstance(self.sandbox, SandboxBackend):
-            raise TypeError("a CodeReward given a SandboxBackend does not pickle; give it the sandbox's config instead")
         if self._bound is not None:
             raise TypeError(
                 "a CodeReward made from the template's Scorer does not pickle; build one with CodeReward(...) instead"
             )
+        if isinstance(self.sandbox, SandboxBackend):
+            raise TypeError("a CodeReward given a SandboxBackend does not pickle; give it the sandbox's config instead")
         return {k: v for k, v in self.__dict__.items() if k not in ("_open", "_lock", "_trend", "_rows")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -446,18 +446,15 @@ class CodeReward:
             except BaseException:
                 loop.stop()
                 raise
-        scorer = Scorer(
-            list(self.problems.values()),
-            backend,
-            get_language(self.language),
-            self.kind,
+        settings = RewardConfig(
+            kind=self.kind,
             extract=self.extract,
-            timeout_s=self.timeout_s,
             checker=self.checker,
-            tolerance=self.tolerance,
-            budget_s=self.time_budget_s,
+            float_tolerance=self.tolerance,
+            time_budget_s=self.time_budget_s,
             fail_fast=self.fail_fast,
         )
+        scorer = make_scorer(list(self.problems.values()), backend, self.language, settings, self.timeout_s)
         return _Open(backend, scorer, loop)
 
     def close(self) -> None:

@@ -25,8 +25,8 @@ from typing import Any
 from codegrpo.config.schema import TrainConfig
 from codegrpo.errors import UsageError
 from codegrpo.reward.code_reward import CodeReward
-from codegrpo.reward.metric_names import CODE_REWARD
-from codegrpo.reward.shared_batch import HACK_PENALTY, SharedBatch, make_hack_penalty
+from codegrpo.reward.metric_names import CODE_REWARD, HACK_PENALTY
+from codegrpo.reward.shared_batch import SharedBatch, make_hack_penalty
 
 
 def _factory_defaults(name: str, cfg: TrainConfig) -> dict[str, Any]:

@@ -23,6 +23,7 @@ def reward_mean(function: str) -> str:
 
 
 CODE_REWARD = "code_reward"  # CodeReward's __name__, so TRL logs it as rewards/code_reward/...
+HACK_PENALTY = "hack_penalty"  # the monitor's opt-in penalty (shared_batch.py): rewards/hack_penalty/...
 REWARD_MEAN = reward_mean(CODE_REWARD)  # code_reward's mean: a training step's row has it
 REWARD = "reward"  # the weighted sum of every reward function's mean over a step's completions (TRL's)
 FRAC_REWARD_ZERO_STD = "frac_reward_zero_std"  # the share of groups whose rewards have no spread (TRL's)

@@ -80,7 +80,7 @@ def build_program(
         return Program(
             source, Runtime.python, timeout, language.filename, len(_python_harness()), None, inputs, budget_s
         )
-    if language.name is LanguageName.javascript:
+    if not language.has_harness:  # JavaScript: node runs the completion and its checks in one script
         source = _javascript_program(problem, code)
     elif problem.form is Form.humaneval:
         # A HumanEval prompt is code (signature, docstring, imports) the completion continues; an MBPP one is prose.

@@ -12,13 +12,15 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from codegrpo.config.choices import Checker, Extract, Form, RewardKind
+from codegrpo.config.choices import Checker, Extract, Form, LanguageName, RewardKind
+from codegrpo.config.schema import RewardConfig
 from codegrpo.data.problems import IOTest, Problem
 from codegrpo.reward import metric_names as keys
 from codegrpo.reward.checker import compare_output
 from codegrpo.reward.extraction import completion_text, extract
+from codegrpo.reward.metric_names import HACK_PENALTY
 from codegrpo.reward.monitor import CATEGORIES, audit_flags, flags_of, run_flags, without_audit_lines
-from codegrpo.reward.programs import Language, build_program, humaneval_check
+from codegrpo.reward.programs import Language, build_program, get_language, humaneval_check
 from codegrpo.reward.reports import NO_CODE, ProgramReport, TestReports
 from codegrpo.reward.verdict import (
     Failure,
@@ -58,8 +60,8 @@ class Scorer:
         self.problems = {problem.id: problem for problem in problems}
         self.sandbox = sandbox
         self.language = language
-        self.kind = kind
-        self.partial = kind == RewardKind.partial
+        self.kind = RewardKind(kind)  # a script may name it
+        self.partial = self.kind is RewardKind.partial
         self.extract = extract
         self.timeout_s = timeout_s
         self.checker = checker
@@ -166,6 +168,31 @@ class Scorer:
 # the verdict and the monitor's evidence are taken from each run as it arrives, so the host holds a
 # program's output one run at a time, whatever its number of tests (docs/security.md).
 KEPT_OUTPUT_CHARS = 1 << 14
+
+
+def make_scorer(
+    problems: Sequence[Problem],
+    sandbox: SandboxBackend,
+    language: LanguageName,
+    reward: RewardConfig,
+    timeout_s: float,
+) -> Scorer:
+    """The Scorer of ``reward``'s settings, the one place both callers make one: build.scorer (a run's config)
+    and CodeReward (its arguments)."""
+    return Scorer(
+        problems,
+        sandbox,
+        get_language(language),
+        reward.kind,
+        extract=reward.extract,
+        timeout_s=timeout_s,
+        checker=reward.checker,
+        tolerance=reward.float_tolerance,
+        budget_s=reward.time_budget_s,
+        # hack_penalty pays on the monitor's evidence, which a run that fail-fast skips never gives: with it,
+        # every test runs, so the reward is the same either way.
+        fail_fast=reward.fail_fast and HACK_PENALTY not in reward.functions,
+    )
 
 
 class _Judged:

@@ -47,9 +47,6 @@ class SharedBatch:
         return await asyncio.shield(task)
 
 
-HACK_PENALTY = "hack_penalty"
-
-
 def make_hack_penalty(batch: SharedBatch) -> Callable[..., Any]:
     """The opt-in penalty ``reward.functions=[code_reward,hack_penalty]``: -1.0 for a completion the
     monitor flagged, 0.0 for a clean one (scaled by its ``reward.weights`` entry), None where the sandbox

@@ -93,7 +93,7 @@ def feedback_message(
     expected output (``show_expected``), what the code printed or returned and its error, each cut to
     ``truncate_chars``."""
     ask = f"Fix the code and reply with the whole corrected program in one ```{fence} code block."
-    if result.verdict.status is Status.NO_CODE:
+    if result.no_code:
         return f"No code was found in your reply. {ask}"
     limit = settings.truncate_chars
     failing = [(index, run) for index, run in enumerate(result.runs) if run is None or run.status is not Status.PASSED]

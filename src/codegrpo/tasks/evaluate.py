@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from codegrpo import build
 from codegrpo.config.choices import RewardKind
-from codegrpo.config.schema import EvaluateConfig, ProtocolConfig, TrainConfig
+from codegrpo.config.schema import BASE_CHECKPOINT, EvaluateConfig, ProtocolConfig, TrainConfig, saved_dir
 from codegrpo.errors import UsageError
-from codegrpo.evaluation.protocol import beside_paper, by_attribute, check_problems, run_config
+from codegrpo.evaluation.protocol import PASS1, beside_paper, by_attribute, check_problems, run_config
 from codegrpo.evaluation.results import evaluation_record
 from codegrpo.reward import metric_names as keys
 from codegrpo.tracking import wandb_run as tracking
@@ -60,7 +60,7 @@ def protocol_summary(protocol: ProtocolConfig, found: dict[str, Any], label: str
     lines = []
     if "by" in found:
         values = found["by"]["values"].items()
-        parts = ", ".join(f"{value} {row['pass@1']:.3f} ({row['problems']:g} problems)" for value, row in values)
+        parts = ", ".join(f"{value} {row[PASS1]:.3f} ({row['problems']:g} problems)" for value, row in values)
         lines.append(f"{label}: {protocol.name} pass@1 by {found['by']['attribute']}: {parts}")
     if "beside_paper" in found:
         paper = found["beside_paper"]
@@ -91,7 +91,7 @@ def evaluate(cfg: EvaluateConfig) -> Evaluation | Comparison:
     checkpoints = [item for item in items if not str(item).endswith(".json")]
     for item in checkpoints:
         check_checkpoint(item)  # a mistyped dir is one line naming it, not the Hub's error
-    if any(not item or item == "base" for item in checkpoints):
+    if any(saved_dir(item) is None for item in checkpoints):
         check_hub_model(cfg.model)
     evaluations = []
     # A trained run's saved config: its recipe's published figures, for either item of a compare (the base too).
@@ -109,7 +109,7 @@ def evaluate(cfg: EvaluateConfig) -> Evaluation | Comparison:
                 results.record = evaluation_record(cfg, item, problems, model)
                 if cfg.protocol is not None:
                     results.protocol = protocol_results(cfg, results, problems, trained, base=run_config(item) is None)
-                    tell(protocol_summary(cfg.protocol, results.protocol, item or "base"))
+                    tell(protocol_summary(cfg.protocol, results.protocol, item or BASE_CHECKPOINT))
             run_dir.mkdir(parents=True, exist_ok=True)
             save(results, run_dir / f"eval{'_' * bool(label)}{label}.json")
             evaluations.append(results)

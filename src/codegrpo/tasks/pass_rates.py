@@ -11,7 +11,7 @@ from typing import Any
 
 from codegrpo import build
 from codegrpo.config.choices import RewardKind
-from codegrpo.config.schema import PassRatesConfig
+from codegrpo.config.schema import BASE_CHECKPOINT, PassRatesConfig, saved_dir
 from codegrpo.data.files import write_problems
 from codegrpo.data.problems import Problem
 from codegrpo.data.sets import problem_set_hash
@@ -49,14 +49,14 @@ def pass_rates(cfg: PassRatesConfig) -> list[Problem]:
     todo = [p for p in problems if p.id not in rates]
     if todo:
         check_checkpoint(cfg.checkpoint)
-        if not cfg.checkpoint or cfg.checkpoint == "base":
+        if saved_dir(cfg.checkpoint) is None:
             check_hub_model(cfg.model)
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.is_file():
             header = {
                 "problem_set_sha256": sha256,
                 "problems": cfg.problems.name,
-                "model": cfg.checkpoint or "base",
+                "model": cfg.checkpoint or BASE_CHECKPOINT,
                 "num_samples": cfg.evaluation.num_samples,
                 "temperature": cfg.evaluation.temperature,
             }

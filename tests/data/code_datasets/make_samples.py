@@ -571,6 +571,125 @@ def verifiable_coding_rows() -> list[dict]:
     ]
 
 
+# -- evalplus/humanevalplus (EvalPlus's compatible_humaneval_plus_*.jsonl) -----------------------------------
+
+# The shape of EvalPlus's checks: an assertion that imports numpy for assert_allclose (reached when a float answer
+# is not exactly equal), a check over inputs and expected outputs, a poly-style check of its own helper, and a
+# cross-check against a reference for answers too large to store.
+PLUS_ASSERTION = """import numpy as np
+
+def is_floats(x) -> bool:
+    if isinstance(x, float):
+        return True
+    if isinstance(x, (list, tuple)) and x:
+        return all(isinstance(i, float) for i in x)
+    if isinstance(x, np.ndarray):
+        return x.dtype == np.float64 or x.dtype == np.float32
+    return False
+
+def assertion(out, exp, atol):
+    exact_match = out == exp
+    if atol == 0 and is_floats(exp):
+        atol = 1e-6
+    if not exact_match and atol != 0:
+        np.testing.assert_allclose(out, exp, atol=atol)
+    else:
+        assert exact_match
+"""
+
+
+def plus_check(inputs: list, results: list, atol: float = 0) -> str:
+    return (
+        f"\n\n{PLUS_ASSERTION}\n\ndef check(candidate):\n    inputs = {inputs!r}\n    results = {results!r}\n"
+        f"    for i, (inp, exp) in enumerate(zip(inputs, results)):\n        assertion(candidate(*inp), exp, {atol})\n"
+    )
+
+
+HALVES = "    return [x / 2 for x in xs]\n"
+SECOND_ROOT = (
+    "    lo, hi = 0.0, max(1.0, c)\n    for _ in range(200):\n        mid = (lo + hi) / 2\n"
+    "        if mid * mid < c:\n            lo = mid\n        else:\n            hi = mid\n    return (lo,)\n"
+)
+TRIANGLE = "    return [i * (i + 1) // 2 for i in range(n + 1)]\n"
+
+
+def humaneval_plus_rows() -> list[dict]:
+    def row(n, signature, doc, solution, entry_point, test):
+        prompt = f'{signature}\n    """{doc}"""\n'
+        return {
+            "task_id": f"HumanEval/{n}",
+            "prompt": prompt,
+            "canonical_solution": solution,
+            "entry_point": entry_point,
+            "test": test,
+        }
+
+    means = [[[1.0, 2.0]], [[0.1, 0.2, 0.3]], [[-4.5]], [[1e-9, 3e-9]]]
+    roots = "\n".join(
+        [
+            "import math",
+            "",
+            "def _root_error(root, c):",
+            "    return abs(root * root - c)",
+            "",
+            "def check(candidate):",
+            f"    inputs = {[[2.0], [9.0], [0.25], [1e6]]!r}",
+            "    for i, inp in enumerate(inputs):",
+            "        assert _root_error(*candidate(*inp), *inp) <= 1e-06 * max(1.0, inp[0])",
+            "",
+        ]
+    )
+    triangle_reference = "def ref_func(n: int) -> list:\n" + TRIANGLE
+    triangles = (
+        f"\n{PLUS_ASSERTION}\n\n{triangle_reference}\n\ndef check(candidate):\n"
+        f"    inputs = {[[0], [1], [5], [300]]!r}\n"
+        "    for i, inp in enumerate(inputs):\n        assertion(candidate(*inp), ref_func(*inp), 0)\n"
+    )
+    return [
+        row(
+            0,
+            "def add(a: int, b: int) -> int:",
+            "The sum of a and b.",
+            "    return a + b\n",
+            "add",
+            plus_check([[1, 2], [-5, 5], [10**20, 1], [0, 0]], [3, 0, 10**20 + 1, 0]),
+        ),
+        row(
+            1,
+            "def mean(xs: list) -> float:",
+            "The mean of xs.",
+            "    return sum(xs) / len(xs)\n",
+            "mean",
+            plus_check(means, [sum(x[0]) / len(x[0]) for x in means]),
+        ),
+        row(
+            2,
+            "def halves(xs: list) -> list:",
+            "Each of xs halved.",
+            HALVES,
+            "halves",
+            plus_check([[[1.0, 3.0]], [[0.3, 0.1]], [[]]], [[0.5, 1.5], [0.15, 0.05], []], 1e-09),
+        ),
+        row(
+            3,
+            "def words(s: str) -> list:",
+            "The words of s.",
+            "    return s.split()\n",
+            "words",
+            plus_check([["a b"], [""], ["  x  y z "]], [["a", "b"], [], ["x", "y", "z"]]),
+        ),
+        row(
+            4,
+            "def second_root(c: float) -> tuple:",
+            "A root of x * x - c, as a 1-tuple.",
+            SECOND_ROOT,
+            "second_root",
+            roots,
+        ),
+        row(5, "def triangle(n: int) -> list:", "The triangular numbers 0..n.", TRIANGLE, "triangle", triangles),
+    ]
+
+
 def write() -> None:
     from datasets import Dataset
 
@@ -585,6 +704,7 @@ def write() -> None:
     Dataset.from_list(code_contests_rows()).to_parquet(HERE / "code_contests.parquet")
     Dataset.from_list([r for r, _ in deepcoder_rows()]).to_parquet(HERE / "deepcoder.parquet")
     Dataset.from_list(verifiable_coding_rows()).to_parquet(HERE / "verifiable_coding.parquet")
+    (HERE / "humaneval_plus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in humaneval_plus_rows()))
 
 
 # Each loader's sample: its datasets builder and file (samples.json, which the tests and the bench read too).
@@ -635,6 +755,12 @@ def check() -> int:
                 print(f"NO SOLUTION {problem.id}")
                 failures += 1
                 continue
+            if problem.form == "humaneval":  # the mapped check, numpy made plain Python
+                program = f"{problem.prompt}{source}\n{problem.test}\ncheck({problem.entry_point})\n"
+                run = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=20)
+                if run.returncode != 0:
+                    failures += 1
+                    print(f"FAIL {problem.id}: {run.stderr[-300:]!r}")
             for number, test in enumerate(problem.tests):
                 if problem.form == "stdio":
                     run = subprocess.run(

@@ -1,10 +1,11 @@
 """The public code-RL datasets, read in their own schemas (``problems.loader``): one module a source
-(apps.py: apps and taco; code_contests.py; livecodebench.py; deepcoder.py; verifiable_coding.py), what they
-share in rows.py, and here the loading: the columns each needs, the date window, the skip counts.
+(apps.py: apps and taco; code_contests.py; livecodebench.py; deepcoder.py; verifiable_coding.py;
+humaneval_plus.py), what they share in rows.py, and here the loading: the columns each needs, the date
+window, the skip counts.
 
 Each loader maps one row of its dataset into a record for ``data.problems.parse_problem`` (the stdio or call
-form), or says why the row cannot be used; unusable rows are skipped and counted on stderr, never
-silently. Rows load through ``datasets.load_dataset(hub_path, hub_name, split=hub_split,
+form; HumanEval's for humaneval_plus), or says why the row cannot be used; unusable rows are skipped and
+counted on stderr, never silently. Rows load through ``datasets.load_dataset(hub_path, hub_name, split=hub_split,
 data_files=...)``: from the Hub by default, or from a local copy with ``problems.hub_path=json`` (or
 ``parquet``, ``arrow``) and ``problems.data_files=FILE`` in the dataset's own schema. A row that is
 malformed (an ``input_output`` that is not JSON, tests that do not pair up) stops loading with a
@@ -31,6 +32,7 @@ from codegrpo.data.problems import Problem, parse_problem
 from codegrpo.data.public_datasets.apps import map_apps, map_taco
 from codegrpo.data.public_datasets.code_contests import map_code_contests
 from codegrpo.data.public_datasets.deepcoder import map_deepcoder
+from codegrpo.data.public_datasets.humaneval_plus import map_humaneval_plus
 from codegrpo.data.public_datasets.livecodebench import map_livecodebench
 from codegrpo.data.public_datasets.rows import Row, Skip, _naive_utc
 from codegrpo.data.public_datasets.verifiable_coding import map_verifiable_coding
@@ -72,6 +74,7 @@ SCHEMAS = {
     ),
     Loader.deepcoder: Schema(map_deepcoder, ("problem", "tests")),
     Loader.verifiable_coding: Schema(map_verifiable_coding, ("verification_info",)),
+    Loader.humaneval_plus: Schema(map_humaneval_plus, ("task_id", "prompt", "entry_point", "test")),
 }
 
 
