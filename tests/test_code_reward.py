@@ -1,11 +1,14 @@
 """The reward as a library: the guide's train.py with one import changed, CodeReward's contract (columns,
 settings refused as the template refuses them, its bounds in time and memory, pickling, threads, fork,
-async), codegrpo.score against codegrpo-score, and a light `import codegrpo`."""
+async), codegrpo.score against codegrpo-score, and a light `import codegrpo`. The tests of CodeReward's own
+bookkeeping (its row cache, its metrics, the problem it judges) run on the public in-memory backend
+(``adding``); those that score real programs run them in the local sandbox."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import operator
 import os
 import pickle
 import re
@@ -28,10 +31,17 @@ from codegrpo.errors import SandboxFatalError, UsageError
 from codegrpo.resources import PROJECT_ROOT
 from codegrpo.reward.verdict import Status
 from tests.helpers.commands import command
+from tests.helpers.sandbox import answering
 
-ADD = "```python\ndef add(a, b):\n    return a + b\n```"
-SUB = "```python\ndef add(a, b):\n    return a - b\n```"
+ADD_CODE, SUB_CODE = "def add(a, b):\n    return a + b", "def add(a, b):\n    return a - b"
+ADD, SUB = f"```python\n{ADD_CODE}\n```", f"```python\n{SUB_CODE}\n```"
 SLEEPS = "import time\ntime.sleep(1000)"  # never finishes, and costs the shared machine no CPU while it waits
+
+
+def adding() -> MemoryBackend:
+    """A sandbox where no program runs: ADD's and SUB's harness programs report the test expression's value with
+    their ``add`` (a + b, or a - b), as the real harness does; any other program is a failed sandbox."""
+    return answering(defines={ADD_CODE: {"add": operator.add}, SUB_CODE: {"add": operator.sub}})
 
 
 def _readme_blocks() -> list[str]:
@@ -175,15 +185,15 @@ def _rss() -> int:
 
 
 def test_rows_are_kept_within_the_caches_bounds_however_many_come():
-    reward = CodeReward()
+    reward = CodeReward(answering())  # no code, no program: one would be a failed sandbox (None)
     big = "x" * (2 << 20)
-    assert reward([""], test=["f()"], expected=["1"]) == [0.0]  # opens the sandbox before measuring
+    assert reward([""], test=["f()"], expected=["1"]) == [0.0]  # opens the reward (its loop) before measuring
     before = _rss()
     for n in range(200):  # no code: nothing runs, the row is still parsed and kept
         assert reward([""], test=["f()"], expected=[json.dumps(f"{n}{big}")]) == [0.0]
     # Today's main kept all 200 rows: +400 MiB. The default cache holds 64 MiB of rows.
     assert _rss() - before < 160 << 20
-    small = CodeReward(cache_rows=3, cache_bytes=5 << 20)
+    small = CodeReward(answering(), cache_rows=3, cache_bytes=5 << 20)
     for n in range(10):
         small([""], test=["f()"], expected=[json.dumps(f"{n}{big}")])
     assert len(small._rows) <= 2 and small._rows.bytes <= 5 << 20  # two 2 MiB rows fit in 5 MiB
@@ -231,12 +241,12 @@ def test_fail_fast_is_the_templates_default_and_a_setting_of_the_library():
 
 def test_a_batch_larger_than_the_cache_is_judged_against_its_own_rows():
     # Each batch holds its rows itself: the cache dropping one (or another thread's rows) changes no verdict.
-    reward = CodeReward(cache_rows=1)
+    reward = CodeReward(adding(), cache_rows=1)
     assert reward(
         [ADD, ADD, SUB, ADD], test=["add(2, 3)", "add(1, 1)", "add(2, 3)", "add(2, 3)"], expected=["5", "2", "5", "5"]
     ) == [1.0, 1.0, 0.0, 1.0]
     assert len(reward._rows) == 1 and reward.problems == {}  # the given problems, never the rows
-    assert CodeReward(cache_rows=0)([ADD, SUB], test=["add(2, 3)"] * 2, expected=["5"] * 2) == [1.0, 0.0]
+    assert CodeReward(adding(), cache_rows=0)([ADD, SUB], test=["add(2, 3)"] * 2, expected=["5"] * 2) == [1.0, 0.0]
 
 
 def test_a_missing_bubblewrap_and_a_missing_key_say_what_to_do(tmp_path, monkeypatch):
@@ -313,7 +323,7 @@ def test_a_fork_while_another_thread_opens_the_sandbox_leaves_a_child_that_score
 def test_the_async_reward_is_awaited_and_logs_the_templates_metrics():
     from trl.trainer.utils import get_callable_name, is_async_callable
 
-    reward = codegrpo.AsyncCodeReward()
+    reward = codegrpo.AsyncCodeReward(adding())
     assert is_async_callable(reward) and not is_async_callable(CodeReward())
     assert get_callable_name(reward) == get_callable_name(code_reward) == "code_reward"
     metrics: dict[str, float] = {}
@@ -387,9 +397,12 @@ def test_score_judges_the_problem_it_is_given_not_an_earlier_one_of_its_id():
     first = parse_problem({"id": "p", "prompt": "", "test": "add(2, 3)", "expected": "5"}, "first")
     second = parse_problem({"id": "p", "prompt": "", "test": "add(2, 2)", "expected": "4"}, "second")
     fives = "def add(a, b):\n    return 5"  # right for the first, wrong for the second
-    assert codegrpo.score(fives, problem=first).verdict.reward == 1.0
-    assert codegrpo.score(fives, problem=second).verdict.reward == 0.0  # today's main: 1.0, the first's tests
-    reward = CodeReward(problems=[first])
+    sandbox = answering(defines={fives: {"add": lambda a, b: 5}})
+    plain = CodeReward(sandbox)  # as code_reward's default, with no problems of its own
+    assert codegrpo.score(fives, problem=first, reward=plain).verdict.reward == 1.0
+    # today's main: 1.0, the first's tests
+    assert codegrpo.score(fives, problem=second, reward=plain).verdict.reward == 0.0
+    reward = CodeReward(sandbox, problems=[first])
     assert codegrpo.score(fives, problem=second, reward=reward).verdict.reward == 0.0
     assert reward([fives], problem_id=["p"]) == [1.0]  # the reward's own set is left as it was
 

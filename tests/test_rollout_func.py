@@ -1,10 +1,12 @@
 """TRL's binding of the multi-turn rollout (codegrpo.train.rollout_func), run with a real tokenizer (the offline
-SmolLM2's) and the real local sandbox.
+SmolLM2's) and the real local sandbox where what real programs print is the subject.
 
 The one stub: ``ScriptedTrainer._generate_single_turn``, TRL's generation, returns fixed token ids for fixed
 code so each turn's outcome is known; everything else (chat templating, the sandbox runs, the verdicts, the
-feedback, the token and mask bookkeeping, the reward on the hidden tests) is codegrpo's real code. The slow
-test trains one step of the real GRPOTrainer with the real model and no stub.
+feedback, the token and mask bookkeeping, the reward on the hidden tests) is codegrpo's real code. The tests of
+the rollout's own bookkeeping (budgets, widths, timing, lookups) run on the public in-memory backend
+(``script_sandbox``), which answers the scripts' codes as CPython does. The slow test trains one step of the real
+GRPOTrainer with the real model and no stub.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from codegrpo.rollout.metrics import EpisodeStats, episode_metrics
 from codegrpo.train.rollout_func import FINAL_CODE, make_feedback_rollout, score_final_code
 from codegrpo.train.timing import GENERATION, Clock
 from tests.helpers.feedback import DOUBLE, PLANTED, SAME, SUM, fenced, offline_tokenizer, scorer_of
-from tests.helpers.sandbox import FAKE_KEY_ENV, FreshSuperserve, backend_in
+from tests.helpers.sandbox import FAKE_KEY_ENV, FreshSuperserve, answering, backend_in
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +58,23 @@ SCRIPTS = {  # each episode's replies, turn by turn; False: the reply has no EOS
         fenced(RIGHT),
     ],
 }
+
+
+def script_sandbox(delay_s: float = 0.0):
+    """A sandbox where no program runs (a MemoryBackend): the codes of episodes A to D, each answered with what
+    CPython prints for it on the test's input (C's first code raises: exit 1, its traceback on stderr)."""
+    return answering(
+        prints={
+            "print(0)": lambda stdin: "0\n",
+            "print(3)": lambda stdin: "3\n",
+            RIGHT: lambda stdin: f"{sum(map(int, (stdin or '').split()))}\n",
+            "print(1/0)": lambda stdin: f"{1 / 0}\n",
+            "print(-1)": lambda stdin: "-1\n",
+            "print(-2)": lambda stdin: "-2\n",
+            "print(int(input()) * 2)": lambda stdin: f"{int(stdin or '') * 2}\n",
+        },
+        delay_s=delay_s,
+    )
 
 
 class ScriptedTrainer:
@@ -93,9 +112,9 @@ def prompt(name: str, problem: Problem) -> list[dict[str, str]]:
     return [{"role": "system", "content": f"episode {name}"}, {"role": "user", "content": problem.prompt}]
 
 
-def _run(tokenizer, local_sandbox, names: str, settings: RolloutConfig, **trainer_args):
+def _run(tokenizer, sandbox, names: str, settings: RolloutConfig, **trainer_args):
     problems = {"A": SUM, "B": SUM, "C": SUM, "D": DOUBLE, "E": SUM, "F": SUM, "G": SUM}
-    scorer = scorer_of(local_sandbox, [hidden(p, SAME) for p in (SUM, DOUBLE)], RewardKind.partial)
+    scorer = scorer_of(sandbox, [hidden(p, SAME) for p in (SUM, DOUBLE)], RewardKind.partial)
     rollout = make_feedback_rollout([SUM, DOUBLE], scorer, settings)
     trainer = ScriptedTrainer(tokenizer, **trainer_args)
     prompts = [prompt(n, problems[n]) for n in names]
@@ -190,19 +209,19 @@ def test_the_rollout_revises_on_public_feedback_and_stops_when_the_public_tests_
     )
 
 
-def test_feedback_that_would_pass_max_completion_length_ends_the_episode(tokenizer, local_sandbox):
-    trainer, _, _, out = _run(tokenizer, local_sandbox, "A", RolloutConfig(), max_completion_length=40)
+def test_feedback_that_would_pass_max_completion_length_ends_the_episode(tokenizer):
+    trainer, _, _, out = _run(tokenizer, script_sandbox(), "A", RolloutConfig(), max_completion_length=40)
     assert out["feedback_turns"] == [1] and out["env_mask"] == [[1] * len(trainer.replies["A"][0])]
     assert trainer._metrics["train"]["feedback/cut"] == [1.0]
 
 
-def test_a_turn_is_cut_to_max_completion_length(tokenizer, local_sandbox):
-    trainer, _, _, out = _run(tokenizer, local_sandbox, "B", RolloutConfig(), max_completion_length=5)
+def test_a_turn_is_cut_to_max_completion_length(tokenizer):
+    trainer, _, _, out = _run(tokenizer, script_sandbox(), "B", RolloutConfig(), max_completion_length=5)
     assert out["completion_ids"] == [trainer.replies["B"][0][:5]] and out["env_mask"] == [[1] * 5]
     assert trainer._metrics["train"]["feedback/cut"] == [1.0]
 
 
-def test_every_process_generates_as_many_sequences_as_the_busiest(tokenizer, local_sandbox, monkeypatch):
+def test_every_process_generates_as_many_sequences_as_the_busiest(tokenizer, monkeypatch):
     """vLLM's server mode slices its output by each process's count, and collectives wait for every process:
     a process with fewer episodes going pads its batch (and drops what the padding generated)."""
     import accelerate.utils
@@ -211,7 +230,7 @@ def test_every_process_generates_as_many_sequences_as_the_busiest(tokenizer, loc
         return [*values, 3] if values and isinstance(values[0], int) else values
 
     monkeypatch.setattr(accelerate.utils, "gather_object", gather)
-    scorer = scorer_of(local_sandbox, [hidden(SUM, SAME)])
+    scorer = scorer_of(script_sandbox(), [hidden(SUM, SAME)])
     trainer = ScriptedTrainer(tokenizer)
     trainer.accelerator = SimpleNamespace(num_processes=2)
     out = make_feedback_rollout([SUM], scorer, RolloutConfig(max_turns=2), prompt_of=lambda p: prompt("B", p))(
@@ -221,10 +240,12 @@ def test_every_process_generates_as_many_sequences_as_the_busiest(tokenizer, loc
     assert out["completion_ids"] == [trainer.replies["B"][0]]
 
 
-def test_the_public_tests_between_turns_are_reward_time_not_generation(tokenizer, local_sandbox, monkeypatch):
+def test_the_public_tests_between_turns_are_reward_time_not_generation(tokenizer, monkeypatch):
     """CodeGRPOTrainer books the whole rollout as generation (its _generate); the public tests' sandbox runs and
-    verdicts inside it go to the trainer's clock as reward, so timing/generation_s is the model's time alone."""
-    scorer = scorer_of(local_sandbox, [hidden(SUM, SAME)])
+    verdicts inside it go to the trainer's clock as reward, so timing/generation_s is the model's time alone.
+    Each sandbox run takes 50 ms of real time, as a fast sandbox's would."""
+    sandbox = script_sandbox(delay_s=0.05)
+    scorer = scorer_of(sandbox, [hidden(SUM, SAME)])
     trainer = ScriptedTrainer(tokenizer)
     trainer.clock = Clock()
     scripted, sandbox_s = trainer._generate_single_turn, []
@@ -233,7 +254,7 @@ def test_the_public_tests_between_turns_are_reward_time_not_generation(tokenizer
         time.sleep(0.1)
         return scripted(*args, **kwargs)
 
-    async def run_many(programs, _real=local_sandbox.run_many):
+    async def run_many(programs, _real=sandbox.run_many):
         began = time.perf_counter()
         try:
             return await _real(programs)
@@ -241,7 +262,7 @@ def test_the_public_tests_between_turns_are_reward_time_not_generation(tokenizer
             sandbox_s.append(time.perf_counter() - began)
 
     monkeypatch.setattr(trainer, "_generate_single_turn", generate)
-    monkeypatch.setattr(local_sandbox, "run_many", run_many)
+    monkeypatch.setattr(sandbox, "run_many", run_many)
     prompts = [prompt(name, SUM) for name in "AC"]
     trainer.rollout_inputs = [{"prompt": p, "problem_id": SUM.id} for p in prompts]
     began = time.perf_counter()
@@ -255,8 +276,8 @@ def test_the_public_tests_between_turns_are_reward_time_not_generation(tokenizer
     assert metrics["timing/generation_s"] + metrics["timing/reward_s"] == pytest.approx(wall, rel=0.01)
 
 
-def test_a_problem_set_without_public_tests_warns_that_feedback_is_one_turn(local_sandbox, caplog):
-    scorer = scorer_of(local_sandbox, [DOUBLE])
+def test_a_problem_set_without_public_tests_warns_that_feedback_is_one_turn(caplog):
+    scorer = scorer_of(script_sandbox(), [DOUBLE])
     with caplog.at_level("WARNING", logger="codegrpo.train.rollout_func"):
         make_feedback_rollout([DOUBLE], scorer)
         make_feedback_rollout([SUM, DOUBLE], scorer)  # one with public tests: no warning
@@ -264,8 +285,8 @@ def test_a_problem_set_without_public_tests_warns_that_feedback_is_one_turn(loca
     assert warning.startswith("rollout=feedback: none of the 1 problems has public tests")
 
 
-def test_without_the_trainers_inputs_a_prompt_finds_its_problem(tokenizer, local_sandbox):
-    scorer = scorer_of(local_sandbox, [hidden(SUM, SAME)])
+def test_without_the_trainers_inputs_a_prompt_finds_its_problem(tokenizer):
+    scorer = scorer_of(script_sandbox(), [hidden(SUM, SAME)])
     rollout = make_feedback_rollout([SUM], scorer, prompt_of=lambda p: prompt("B", p))
     out = rollout([prompt("B", SUM)], ScriptedTrainer(tokenizer))
     assert out["feedback_turns"] == [1] and out["feedback_public"] == [["passed"]]
@@ -469,14 +490,14 @@ def test_one_grpo_step_trains_on_the_feedback_rollout(tokenizer, local_sandbox, 
 # -- episodes cut before their second turn (issue 40, item 4) ------------------------------------------------------
 
 
-def test_an_episode_cut_before_its_second_turn_is_counted_and_a_step_of_them_warns(tokenizer, local_sandbox, caplog):
+def test_an_episode_cut_before_its_second_turn_is_counted_and_a_step_of_them_warns(tokenizer, caplog):
     """The README's rollout=feedback with the CPU trainer's 128 tokens never got past turn 1: `turns 1.0`,
     `cut 100%`, and nothing said why. Now the cut-before-turn-2 share is a metric, and a step where most
     episodes are cut warns in one line naming the budget."""
     from codegrpo.reward.metric_names import CUT_FIRST_TURN
 
     with caplog.at_level("WARNING", logger="codegrpo.rollout.metrics"):
-        trainer, _, _, out = _run(tokenizer, local_sandbox, "A", RolloutConfig(), max_completion_length=40)
+        trainer, _, _, out = _run(tokenizer, script_sandbox(), "A", RolloutConfig(), max_completion_length=40)
     assert out["feedback_turns"] == [1] and trainer._metrics["train"][CUT_FIRST_TURN] == [1.0]
     [warning] = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert (

@@ -2,28 +2,34 @@
 
 ``make_sandbox`` builds the local sandbox as users configure it; ``score`` runs a completion through the
 real reward and keeps the RunResult beside the verdict; the rest looks at what a run left on the host.
+``answering`` is the public in-memory backend for the tests whose subject is not what real programs print.
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
 import json
 import os
 import textwrap
-from collections.abc import Iterator, Sequence
+import traceback
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from benchmarks.fakes import FAKE_API_KEY, FakeSuperserve
 
 from codegrpo.config.schema import LocalSandboxConfig, SuperserveSandboxConfig
 from codegrpo.data.files import load_problems
+from codegrpo.harness import sandbox_source
+from codegrpo.harness.python_harness import _typed
 from codegrpo.resources import PROJECT_ROOT
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer
 from codegrpo.reward.verdict import Scored
-from codegrpo.sandbox.base import Program, RunResult, SandboxBackend
+from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend
 from codegrpo.sandbox.cgroups import PREFIX, find_hierarchies
+from codegrpo.sandbox.memory import MemoryBackend
 from codegrpo.sandbox.superserve import SuperserveSandbox
 
 PYTHON = ("python3", "-I", "/tmp/solution.py")
@@ -192,3 +198,67 @@ def backend_in(mode: str) -> Iterator[SandboxBackend]:
         yield box
     finally:
         asyncio.run(box.aclose())
+
+
+# -- the public in-memory backend, answering as CPython and the harness answer -----------------------------
+
+
+def harness_call(program: Program) -> tuple | None:
+    """The arguments of the line the host appends to a Python harness program, ``main(code, test, mode, ...)``,
+    or None for a program without the harness (a stdin/stdout one: the code itself)."""
+    if not program.prelude_chars or program.source[: program.prelude_chars] != sandbox_source("python_harness"):
+        return None
+    last = program.source.rstrip("\n").rpartition("\n")[2]
+    return ast.literal_eval(last.removeprefix("main"))
+
+
+def _traceback(error: Exception) -> str:
+    where = '  File "/tmp/solution.py", line 1, in <module>\n'
+    return "Traceback (most recent call last):\n" + where + "".join(traceback.format_exception_only(error))
+
+
+def answering(
+    prints: Mapping[str, Callable[[str | None], str]] | None = None,
+    defines: Mapping[str, Mapping[str, Callable]] | None = None,
+    delay_s: float = 0.0,
+) -> MemoryBackend:
+    """A sandbox where no program runs (a MemoryBackend), each answered as CPython and the Python harness answer
+    the code it stands for (tests/sandbox/ and test_scorer.py's end-to-end tests check the real ones):
+
+    - a stdin/stdout program of code ``c`` prints ``prints[c](stdin)`` and exits 0; where that raises, it
+      exits 1 with the exception's traceback on stderr, as ``python3`` does;
+    - a harness program (the expression or call form) of code ``c`` reports, in the one JSON line the harness
+      prints, the value of the test expression with ``defines[c]`` as the code's names, or the value of
+      ``defines[c][fn_name]`` called with stdin's JSON arguments; where that raises, the harness's error
+      report, with the traceback on stderr (where the harness sends the completion's output).
+
+    Codes are compared stripped. A program of any other code, or of another form, is a failed sandbox (the
+    handler raises): the verdicts then say infra, and the test fails. Each run takes ``delay_s`` of real time
+    (an ``await``), for tests that measure where the sandbox's time goes."""
+    stdio = {code.strip(): answer for code, answer in (prints or {}).items()}
+    harness = {code.strip(): names for code, names in (defines or {}).items()}
+
+    async def handler(program: Program, stdin: str | None) -> RunResult:
+        if delay_s:
+            await asyncio.sleep(delay_s)
+        call = harness_call(program)
+        if call is None:
+            answer = stdio[program.source.strip()]
+            try:
+                printed = answer(stdin)
+            except Exception as error:
+                return RunResult(Outcome.EXITED, 1, stderr=_traceback(error), duration_s=0.01)
+            return RunResult(Outcome.EXITED, 0, stdout=printed, duration_s=0.01)
+        code, test, mode = call[:3]
+        names = dict(harness[code.strip()])
+        if mode not in ("expression", "call"):
+            raise ValueError(f"answering: no answer for the harness's {mode!r} form")
+        try:
+            # The expression is the problem's test (test data), never a completion's code.
+            value = eval(test, names) if mode == "expression" else names[test](*json.loads(stdin or "[]"))
+            report, stderr = {"status": "ok", "value": _typed(value)}, ""
+        except Exception as error:
+            report, stderr = {"status": "error", "error": f"{type(error).__name__}: {error}"}, _traceback(error)
+        return RunResult(Outcome.EXITED, 0, stdout=json.dumps(report) + "\n", stderr=stderr, duration_s=0.01)
+
+    return MemoryBackend(handler)

@@ -17,6 +17,7 @@ from codegrpo.rollout.environment import Response
 from codegrpo.rollout.episode import Episode, Stop
 from codegrpo.rollout.feedback import Feedback, feedback_message
 from tests.helpers.feedback import DOUBLE, PUBLIC, SAME, SUM, fenced, scorer_of
+from tests.helpers.sandbox import answering
 
 
 def _result(*runs: RunReport | None) -> ProgramReport:
@@ -72,12 +73,17 @@ def test_feedback_settings_are_checked():
         RolloutConfig(max_turns=0)
 
 
-def test_the_environment_stops_a_solved_or_untested_episode_and_tells_a_failing_one(local_sandbox):
-    """Feedback, the environment: each episode's last code run on its public tests in the real sandbox."""
+def test_the_environment_stops_a_solved_or_untested_episode_and_tells_a_failing_one():
+    """Feedback, the environment: each episode's last code run on its public tests (on the public in-memory
+    backend, which prints what CPython prints for these codes; print(1) has no answer: nothing may run it)."""
+    right = "a, b = map(int, input().split())\nprint(a + b)"
+    sandbox = answering(
+        prints={right: lambda stdin: f"{sum(map(int, (stdin or '').split()))}\n", "print(0)": lambda _: "0\n"}
+    )
     problems = [public(SUM, SAME), public(SUM, SAME), public(DOUBLE, SAME)]
-    environment = Feedback(scorer_of(local_sandbox, problems), RolloutConfig())
+    environment = Feedback(scorer_of(sandbox, problems), RolloutConfig())
     episodes = [Episode(problem, []) for problem in problems]
-    replies = [fenced("a, b = map(int, input().split())\nprint(a + b)"), fenced("print(0)"), fenced("print(1)")]
+    replies = [fenced(right), fenced("print(0)"), fenced("print(1)")]
     for episode, reply in zip(episodes, replies, strict=True):
         episode.codes.append(environment.code(reply))
     solved, told, untested = asyncio.run(environment.respond(episodes))
