@@ -125,6 +125,10 @@ def test_a_resume_with_another_problem_set_or_config_is_refused_in_one_line(comp
         problem_set_hash(load_problem_set(cfg.problems)),
         force=False,
     )
+    # A recipe's record (its source, the paper's figures, its deviations) describes the run; it trains nothing.
+    plain = to_plain(cfg)
+    first, corrected = ({"name": "deepcoder", "deviations": [why]} for why in ("a deviation", "said better"))
+    assert checkpoints.differences(plain | {"recipe": first}, plain | {"recipe": corrected}) == []
 
 
 def test_a_full_disk_during_a_save_keeps_the_previous_checkpoint_for_resume(compose_cfg, tmp_path):

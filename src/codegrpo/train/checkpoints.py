@@ -45,6 +45,7 @@ FREE_ON_RESUME = (
     "trainer.hub_token",
     "trainer.hub_private_repo",
     "trainer.hub_revision",
+    "recipe",  # what the run reproduces and how it differs from its paper: prose and the paper's figures
 )
 
 
