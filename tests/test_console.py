@@ -39,6 +39,21 @@ def test_step_line_shows_the_feedback_turns():
     assert "turns 2.2  public 25% -> 75%  5.0 s" in step_line(logs, 1, 2, 5.0)
 
 
+def test_step_line_says_dynamic_samplings_rounds_beside_the_statuses_of_every_round():
+    logs = {
+        "rewards/code_reward/mean": 0.5,
+        "pass_rate": 0.5,
+        "status/passed": 12.0,
+        "status/failed": 12.0,
+        "sampler/dynamic_rounds": 1.5,
+        "sampler/dynamic_spread_share": 0.5,
+        "sampler/dynamic_filler_share": 0.25,
+    }
+    assert "passed 12, failed 12  rounds 1.5  filler 25%  5.0 s" in step_line(logs, 1, 2, 5.0)
+    logs["sampler/dynamic_filler_share"] = 0.0
+    assert step_line(logs, 1, 2, 5.0).endswith("failed 12  rounds 1.5  5.0 s")
+
+
 def test_step_line_shows_where_the_steps_time_went():
     logs = {
         "rewards/code_reward/mean": 0.5,

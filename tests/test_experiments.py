@@ -48,7 +48,8 @@ def test_a_second_stage_without_its_first_stages_model_is_one_line(tmp_path):
     done = run_train(*command)
     assert done.returncode != 0 and "Traceback" not in done.stderr
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("error: ") and "model.name_or_path=outputs/runs/deepcoder-16k/final_model" in last
+    assert last.startswith("error: this stage of deepcoder's recipe trains from experiment=deepcoder's final model")
+    assert "run experiment=deepcoder first" in last and "outputs/runs/deepcoder-16k/final_model" in last
     assert "does not exist" in last
 
 

@@ -177,6 +177,10 @@ def test_livecodebench_on_a_local_file_filters_by_date_samples_n_and_reports_bes
     assert any("SmolLM2-135M-Instruct" in item for item in paper["differ"])
     assert any(item.startswith("stage 1 of 2") for item in paper["differ"])  # the paper recipe's own, kept
     assert "evaluation.temperature 0.2 here, the recipe's 0.6" in paper["differ"]
+    assert paper["differ"][0] == (
+        "the problems: problems/livecodebench_cpu.jsonl stands in for the benchmark's "
+        "hf://datasets/livecodebench/code_generation_lite/test*.jsonl"
+    )
     assert "livecodebench pass@1 by difficulty: " in done.stdout + done.stderr
     assert "against 60.6 reported" in done.stdout + done.stderr
 

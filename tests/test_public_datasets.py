@@ -513,12 +513,25 @@ CLOSE_CASES = [
     (float("inf"), 1e308, 0),
     (1e308, float("inf"), 0),
     ([[1.0, 2.0], [3.0]], [[1.0, 2.0], [3.0 + 1e-9]], 0),
+    ([[0.5], [1.5]], [0.5, 1.5], 1e-9),
+    ([0.5, 1.5], [[0.5], [1.5]], 1e-9),
+    ([[[[0.5]]]], [0.5], 1e-9),
+    ([[1.0, 2.0000001], [3.0]], [[1.0, 2.0], [3.0]], 1e-6),
+    ([[], []], [[], []], 1e-6),
+    ([[]], [], 1e-6),
+    (1.5 + 1e-9j, 1.5, 1e-6),
+    (1.5 + 1e-3j, 1.5, 1e-6),
+    (2**53 + 1, 2**53, 0.5),
+    (10**400, 10**400 + 1, 1e-6),
+    (-0.0, 0.0, 1e-9),
     ("0.5", 0.5, 0),
     (None, 0.5, 0),
     ({"a": 1.0}, 0.5, 0),
-    (0.5, [0.5, 0.5000001], 0),
-    ([0.5, 0.5000001], 0.5, 0),
+    ({1.0}, 1.0, 1e-6),
 ]
+# Where numpy stretches a scalar over a list (an empty one too), which would pay `return []` for any number:
+# the plain-Python test wants one shape, and fails these.
+STRETCHED = [(0.5, [0.5, 0.5000001], 0), ([0.5, 0.5000001], 0.5, 0), ([], 1.5, 1e-6), (0.0, [], 1e-9)]
 
 
 def _verdict(assertion, out, exp, atol) -> bool:
@@ -547,6 +560,10 @@ def test_numpy_free_assertion_agrees_with_numpys_on_every_case():
     for out, exp, atol in CLOSE_CASES:
         expected = _verdict(with_numpy["assertion"], out, exp, atol)
         assert _verdict(without["assertion"], out, exp, atol) == expected, (out, exp, atol, expected)
+    for out, exp, atol in STRETCHED:
+        assert _verdict(with_numpy["assertion"], out, exp, atol) and not _verdict(without["assertion"], out, exp, atol)
+    # numpy's keywords are taken (a check may pass err_msg)
+    without["np"].testing.assert_allclose(1.0, 1.0 + 1e-9, atol=1e-6, err_msg="x", verbose=False)
     # and the two verdicts differ somewhere, so the cases test something
     assert {_verdict(without["assertion"], *case) for case in CLOSE_CASES} == {True, False}
 
@@ -574,6 +591,17 @@ def test_a_value_whose_own_arithmetic_says_close_is_not_close():
         "import numpy as np\ndef check(candidate):\n    assert np.isclose(candidate(1), 2)\n",
         "import numpy\ndef check(candidate):\n    assert candidate(1) == 2\n",
         "from numpy import testing\ndef check(candidate):\n    testing.assert_allclose(candidate(1), 2)\n",
+        # found by the red team: each loaded, then judged every right answer wrong (no numpy in the sandbox)
+        "import numpy as np\ndef check(candidate):\n    assert getattr(np, 'isclose')(candidate(1), 2)\n",
+        "import numpy as np\nn = np\ndef check(candidate):\n    n.testing.assert_allclose(candidate(1), 2)\n",
+        "import numpy as np\ndef check(candidate):\n    __import__('numpy').testing.assert_allclose(candidate(1), 2)\n",
+        "import numpy as np\n_t = np.testing\ndef check(candidate):\n    np.testing.assert_allclose(candidate(1), 2)\n"
+        "    _t.assert_array_almost_equal(candidate(1), 2)\n",
+        "S = 'import numpy as np\\n'\nimport numpy as np  # real\ndef check(candidate):\n"
+        "    np.testing.assert_allclose(candidate(1), 2)\n",
+        "import numpy as np\nimport numpy.testing as np\ndef check(candidate):\n"
+        "    np.testing.assert_allclose(candidate(1), 2)\n",
+        "def check(candidate):\n    import numpy as np\n    np.testing.assert_allclose(candidate(1), 2)\n",
     ],
 )
 def test_a_check_reading_more_of_numpy_names_the_row(tmp_path, test):
@@ -586,7 +614,8 @@ def test_a_check_reading_more_of_numpy_names_the_row(tmp_path, test):
 @run_if(bwrap=True)
 def test_humaneval_plus_checks_score_in_the_sandbox(local_sandbox):
     """The sample's checks in the real sandbox (no numpy there): the references pass; an answer off by more
-    than the tolerance, a wrong list and a wrong big answer fail; one within it passes."""
+    than the tolerance, a wrong list and a wrong big answer fail; one within it passes. The red team's two wrong
+    answers that were paid 1.0 (an extra nesting, an empty list for a number) fail."""
     from codegrpo.reward.programs import get_language
     from codegrpo.reward.scorer import Scorer
 
@@ -598,12 +627,17 @@ def test_humaneval_plus_checks_score_in_the_sandbox(local_sandbox):
             "    return sum(xs) / len(xs)\n",
             "    return sum(xs) / len(xs) + 1e-3\n",
             "    return sum(xs) / len(xs) + 1e-8\n",
+            "    return []\n",
         ],
-        "HumanEval/2": ["    return [x / 2 for x in xs]\n", "    return [x / 2 + 1e-6 for x in xs]\n"],
+        "HumanEval/2": [
+            "    return [x / 2 for x in xs]\n",
+            "    return [x / 2 + 1e-6 for x in xs]\n",
+            "    return [[x / 2] for x in xs]\n",
+        ],
         "HumanEval/4": ["    return (c ** 0.5,)\n", "    return (c / 2,)\n"],
         "HumanEval/5": ["    return [i * (i + 1) // 2 for i in range(n + 1)]\n", "    return list(range(n + 1))\n"],
     }
     ids = [pid for pid, bodies in answers.items() for _ in bodies]
     completions = [f"```python\n{problems[pid].prompt}{body}```" for pid, bodies in answers.items() for body in bodies]
     rewards = [scored.verdict.reward for scored in run(scorer.score(ids, completions))]
-    assert rewards == [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0]
+    assert rewards == [1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0]

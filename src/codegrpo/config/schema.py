@@ -729,6 +729,8 @@ class RecipeConfig:
     # The paper's GPUs: the per-device batch below times these is the paper's batch (0: a CPU twin).
     gpus: int = 0
     launch: str = "python train.py"  # the command that runs it as the paper did (accelerate config, processes)
+    # A later stage (deepcoder_32k): the experiment whose final model it trains from (model.name_or_path).
+    starts_from: str = ""
     # The paper's figures, "<benchmark>/<metric>" -> value (percent), for the model it trained from reported_for
     # (a run from another base is not compared with them), and for that base model before training.
     reported_for: str = ""
@@ -782,6 +784,9 @@ class ProtocolConfig:
 
     name: Protocol = MISSING
     source: str = ""  # where its settings are stated
+    # The benchmark's own problems (its problems.data_files, or problems.hub_path where it has none): another set
+    # (a local file) is said beside the paper's figure as standing in for it.
+    benchmark: str = ""
     needs: list[ProblemAttribute] = field(default_factory=list)  # every problem must have these
     breakdown: Optional[ProblemAttribute] = None  # pass@1 is also reported per value of this attribute
 

@@ -51,6 +51,9 @@ def protocol_results(
             cfg.protocol, results.per_problem, results.num_samples, cfg.evaluation, trained, base, cfg.seed
         )
         if paper is not None:
+            used = cfg.problems.data_files or cfg.problems.hub_path
+            if cfg.protocol.benchmark and used != cfg.protocol.benchmark:
+                paper.differ.insert(0, f"the problems: {used} stands in for the benchmark's {cfg.protocol.benchmark}")
             found["beside_paper"] = paper.to_json()
     return found
 

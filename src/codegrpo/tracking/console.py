@@ -81,6 +81,16 @@ def feedback_part(logs: dict[str, Any]) -> str:
     return "  ".join(p for p in parts if p)
 
 
+def dynamic_part(logs: dict[str, Any]) -> str:
+    """sampler.dynamic's `rounds 2.5  filler 20%` (the generations a batch took, averaged over the logged steps,
+    and the share of the batch that groups without spread filled), so the statuses before it, which count every
+    round's completions, read as such; else ""."""
+    if keys.DYNAMIC_ROUNDS not in logs:
+        return ""
+    filler = logs.get(keys.DYNAMIC_FILLER_SHARE)
+    return f"rounds {logs[keys.DYNAMIC_ROUNDS]:.1f}" + (f"  filler {filler:.0%}" if filler else "")
+
+
 def _seconds(value: float) -> str:
     return f"{value:.1f} s" if value >= 1 else f"{value:.2f} s"
 
@@ -98,7 +108,8 @@ def timing_part(logs: dict[str, Any]) -> str:
 def step_line(logs: dict[str, Any], step: int, max_steps: int, seconds: float) -> str:
     """`step 3/8  reward 0.250  pass 25%  passed 1, failed 2, error 1  hacks 1  12.3 s (gen 7.9 s at 41 tok/s,
     reward 0.02 s, update 1.1 s)`: the statuses that occurred, the completions the reward-hack monitor flagged
-    when there were any, rollout=feedback's turns (feedback_part), and where the step's time went (timing_part)."""
+    when there were any, rollout=feedback's turns (feedback_part), sampler.dynamic's rounds (dynamic_part), and
+    where the step's time went (timing_part)."""
     split = timing_part(logs)
     counts = {s.value: logs.get(keys.status(s)) for s in Status}
     statuses = ", ".join(f"{name} {_count(count)}" for name, count in counts.items() if count)
@@ -110,6 +121,7 @@ def step_line(logs: dict[str, Any], step: int, max_steps: int, seconds: float) -
         statuses or "no completions scored",
         f"hacks {_count(logs[keys.HACKS_COUNT])}" if logs.get(keys.HACKS_COUNT) else "",
         feedback_part(logs),
+        dynamic_part(logs),
         f"{seconds:.1f} s" + (f" ({split})" if split else ""),
     ]
     return "  ".join(p for p in parts if p)

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 from codegrpo.config.choices import RecipeScale
 from codegrpo.config.schema import RecipeConfig, TrainerConfig
-from codegrpo.errors import CodegrpoError
+from codegrpo.errors import CodegrpoError, ModelNotFoundError
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +24,12 @@ def naming_the_twin(recipe: RecipeConfig | None) -> Iterator[None]:
     except CodegrpoError as error:
         if recipe is None or recipe.scale is not RecipeScale.paper:
             raise
+        if recipe.starts_from and isinstance(error, ModelNotFoundError):  # the earlier stage has not run
+            raise ModelNotFoundError(
+                f"this stage of {recipe.name}'s recipe trains from experiment={recipe.starts_from}'s final model, "
+                f"which is not there: run experiment={recipe.starts_from} first, or set model.name_or_path to its "
+                f"final_model (what stopped it: {error})"
+            ) from None
         raise type(error)(
             f"{recipe.name}'s recipe runs at the paper's scale ({recipe.gpus} GPUs, the Hub's model and data), which "
             f"this machine cannot: its CPU twin trains the same algorithm here, python train.py "
