@@ -17,6 +17,7 @@ import pytest
 from benchmarks.corpora.attacks import FORK_UNTIL_REFUSED
 from benchmarks.fakes import FAKE_API_KEY, FakeSuperserve
 
+from codegrpo.harness import runner
 from codegrpo.sandbox.base import Outcome, Program, RunResult
 from tests.helpers.run_if import run_if
 from tests.helpers.sandbox import (
@@ -98,6 +99,25 @@ def test_runs_share_no_files_directory_or_memory(backend):
     """
     result = run(backend, counter, ["", "", ""])
     assert [r.stdout for r in result.runs] == ["[0, 0, 0] 1 1 ['a', 'b', 'c', 'solution.py'] /tmp\n"] * 3, result.runs
+
+
+def test_a_run_the_kernel_kills_at_its_cpu_limit_before_the_runner_wakes_ran_out_of_time():
+    """On a busy machine the runner could wake for the wall deadline after the kernel had killed the run at its
+    CPU limit (the wall timeout, rounded up): the run read as signaled, not timeout (a flake of the test below,
+    cold-rlimits, under load). Here the runner's deadline is far off, as if it had not woken yet."""
+    import resource
+
+    pid = os.fork()
+    if pid == 0:
+        resource.setrlimit(resource.RLIMIT_CPU, (1, 1))
+        while True:
+            pass
+    control, other = socket.socketpair()
+    try:
+        assert runner.wait(pid, time.monotonic() + 30, control, 1) == {"code": 128 + 9, "timeout": True}
+    finally:
+        control.close()
+        other.close()
 
 
 def test_a_run_that_times_out_leaves_the_others_counted(backend):

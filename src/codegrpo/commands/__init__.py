@@ -91,10 +91,10 @@ def check_mandatory(cfg: DictConfig) -> None:
         raise UsageError(f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set ({hints})")
 
 
-def exit_usage(message: str) -> NoReturn:
-    """End the command with codegrpo's report of a user's error: one line on stderr, any secret masked, and
-    exit status 2 (Hydra's 1 is also a failed run's)."""
-    print(f"error: {secrets.mask_text(message)}", file=sys.stderr)
+def exit_usage(message: str, mask: bool = True) -> NoReturn:
+    """End the command with codegrpo's report of a user's error: one line on stderr, any secret masked (``mask``),
+    and exit status 2 (Hydra's 1 is also a failed run's)."""
+    print(f"error: {secrets.mask_text(message) if mask else message}", file=sys.stderr)
     sys.exit(2)
 
 
@@ -183,7 +183,9 @@ def entry_point(hydra_main: Callable[[], object]) -> Callable[[], None]:
         except (ConfigCompositionException, OmegaConfBaseException) as error:
             exit_usage(compose_error_line(error))
         except OverrideParseException as error:
-            exit_usage(parse_error_line(error))
+            # Unmasked: an override holding a secret was refused above, and the hint's example, 'key="~/my dir"',
+            # reads as one to the masker.
+            exit_usage(parse_error_line(error), mask=False)
         except ValueError as error:
             if not str(error).startswith(HYDRA_MODES):  # Hydra's own check of its flags; anything else is a bug
                 raise

@@ -105,7 +105,7 @@ def run_once(message, fds, config, dispositions, control):
     try:
         os.waitpid(maker, 0)
         pid = int(read_report(pid_r) or 0)
-        answer = wait(pid, deadline, control) if pid else None
+        answer = wait(pid, deadline, control, cpu_limit(message["timeout"])) if pid else None
         report = read_report(report_r)
     finally:
         os.close(report_r)
@@ -144,8 +144,15 @@ def read_report(fd):
         return b""
 
 
-def wait(pid, deadline, control):
-    """Until the run ends, runs out of time, or the host says kill it; then kill what it left."""
+def cpu_limit(timeout):
+    """The run's RLIMIT_CPU, in whole seconds: its wall timeout, rounded up (a backstop for the wall timer)."""
+    return max(1, int(timeout + 0.999))
+
+
+def wait(pid, deadline, control, cpu):
+    """Until the run ends, runs out of time, or the host says kill it; then kill what it left. A run the kernel
+    killed at its CPU limit (``cpu`` s) ran out of time too: on a busy machine that can come before this
+    process wakes for the wall deadline, and it read as 'signaled'."""
     pidfd = os.pidfd_open(pid)
     timed_out = host_gone = False
     try:
@@ -167,11 +174,13 @@ def wait(pid, deadline, control):
         os.close(pidfd)
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)  # the pid namespace's pid 1: the kernel kills everything in it
-    status = os.waitpid(pid, 0)[1]
+    _, status, usage = os.wait4(pid, 0)
     if os.getpid() == 1:
         kill_everything()
     if host_gone:
         sys.exit(0)
+    killed = os.WIFSIGNALED(status) and os.WTERMSIG(status) in (signal.SIGKILL, signal.SIGXCPU)
+    timed_out = timed_out or (killed and usage.ru_utime + usage.ru_stime >= cpu - 0.01)
     code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.waitstatus_to_exitcode(status)
     return {"code": code, "timeout": timed_out}
 
@@ -338,7 +347,7 @@ def setup(message, fds, outputs, config, dispositions):
     os.dup2(stdin, 0)
     os.dup2(outputs[0], 1)
     os.dup2(outputs[1], 2)
-    cpu = max(1, int(message["timeout"] + 0.999))
+    cpu = cpu_limit(message["timeout"])
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
     for name, value in config["rlimits"].items():
         resource.setrlimit(getattr(resource, name), (value, value))
