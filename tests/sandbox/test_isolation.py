@@ -258,8 +258,10 @@ def test_the_runners_history_does_not_count_a_programs_runs(backend):
     _, result = score(backend, problem, look)
     seen = [run.stdout.split(" ", 1) for run in result.runs]
     assert len({rest for _, rest in seen}) == 1, seen
+    # The allocator's own noise moves the block count by a few (3 seen under CI's load), at random; a count
+    # that numbered the runs would need 12 values. Half as many, at most, tell no run its position.
     blocks = [int(count) for count, _ in seen]
-    assert max(blocks) - min(blocks) <= 2, blocks
+    assert max(blocks) - min(blocks) < len(blocks) // 2, blocks
 
 
 # -- a VM's uids -----------------------------------------------------------------------------------
