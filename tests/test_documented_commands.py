@@ -459,6 +459,7 @@ NEEDS = {
     ),
     "push": ("an upload to the Hugging Face Hub", "tests/test_hub.py"),
     "gpu": ("a GPU (trainer.use_cpu=false)", "tests/test_devices.py"),
+    "vllm": ("vLLM on a GPU (evaluation.backend=vllm)", "tests/evaluation/test_vllm_engine.py"),
     "superserve": ("a real Superserve key and network", "tests/sandbox/"),
     "resume": (
         "a run's checkpoint (1.6 GB for the offline model); resume=auto from one",
@@ -479,6 +480,8 @@ def needs(command: Command, composed: dict[str, Any], ws: Path) -> str | None:
         return "slurm" if any("submitit" in o for o in command.overrides) else "multirun"
     if command.launcher[:1] == ["srun"]:
         return "slurm"
+    if composed.get("evaluation", {}).get("backend") == "vllm":
+        return "vllm"
     model = composed.get("model", {})
     named = [model.get("name_or_path") or "", str(composed.get("checkpoint") or "")]
     compare = composed.get("compare") or []

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from codegrpo.config import requirements
+
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
@@ -59,16 +61,17 @@ def _third_party_imports() -> dict[str, set[str]]:
 
 
 # Modules of an optional extra (module -> extra), imported only inside the functions that need them.
-EXTRA_IMPORTS = {"peft": "peft"}
+EXTRA_IMPORTS = {"peft": "peft", "vllm": "vllm"}
 
 
 def test_every_direct_import_is_a_declared_dependency():
     declared = {_name(r) for r in PYPROJECT["project"]["dependencies"]}
     distributions = importlib.metadata.packages_distributions()
+    in_extras = requirements.declared()
     missing = {}
     for module, files in _third_party_imports().items():
-        if module in EXTRA_IMPORTS:  # declared in its extra, and not a dependency (the next test)
-            assert module in {_name(r) for r in PYPROJECT["project"]["optional-dependencies"][EXTRA_IMPORTS[module]]}
+        if module in EXTRA_IMPORTS:  # declared in its extra (or brought by it: trl[vllm]), not a dependency
+            assert module in {_name(d.name) for d in in_extras if d.extra == EXTRA_IMPORTS[module]}
             continue
         names = {_name(d) for d in distributions.get(module, [module])}
         if not names & declared:

@@ -114,6 +114,7 @@ def test_evaluate_command_writes_pass_at_k(tmp_path):
         "top_p": 1.0,
         "max_new_tokens": 48,
         "seed": 0,
+        "backend": "transformers",
         "limit": 2,
     }
     assert record["rollout"] == "single" and "codegrpo_commit" in record

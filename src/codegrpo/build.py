@@ -25,11 +25,12 @@ import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from codegrpo.config.choices import LanguageName, LoggerBackend, RewardKind, RolloutKind, Split
+from codegrpo.config.choices import GenerationBackend, LanguageName, LoggerBackend, RewardKind, RolloutKind, Split
 from codegrpo.config.schema import (
     EvaluateConfig,
+    EvaluationConfig,
     ModelConfig,
     PassRatesConfig,
     ProblemsConfig,
@@ -125,6 +126,18 @@ def model(
     if (saved := saved_dir(checkpoint)) is not None:
         cfg = dataclasses.replace(cfg, name_or_path=saved, gguf_package="")
     return load_model_and_tokenizer(cfg, bf16=bf16)
+
+
+def sampling_model(cfg: ModelConfig, checkpoint: str | None, settings: EvaluationConfig) -> tuple[Any, Any]:
+    """(model, tokenizer) to sample an evaluation with: ``model`` as above under evaluation.backend=transformers,
+    the same weights in vLLM's engine under evaluation.backend=vllm."""
+    if settings.backend is not GenerationBackend.vllm:
+        return model(cfg, checkpoint)
+    from codegrpo.evaluation.vllm_engine import load_vllm
+
+    if (saved := saved_dir(checkpoint)) is not None:
+        cfg = dataclasses.replace(cfg, name_or_path=saved, gguf_package="")
+    return load_vllm(cfg, settings)
 
 
 def tracking(cfg: TrainConfig | EvaluateConfig, run_dir: Path, job_type: str, run_id: str | None = None) -> Run | None:

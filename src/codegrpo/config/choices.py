@@ -39,6 +39,13 @@ class RecipeScale(enum.StrEnum):
     cpu = "cpu"
 
 
+class GenerationBackend(enum.StrEnum):
+    """evaluation.backend: what samples an evaluation's completions (codegrpo.evaluation.evaluate)."""
+
+    transformers = "transformers"  # the model's generate(), on any device
+    vllm = "vllm"  # vLLM's engine (pip install vllm, on a GPU): many samples per problem, far faster
+
+
 class Split(enum.StrEnum):
     all = "all"
     train = "train"

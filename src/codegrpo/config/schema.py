@@ -21,6 +21,7 @@ from codegrpo.config.choices import (
     Checker,
     Dtype,
     Extract,
+    GenerationBackend,
     LanguageName,
     Loader,
     LoggerBackend,
@@ -609,10 +610,17 @@ class EvaluationConfig:
     after: bool = False  # train.py: evaluate the trained model after training
     bootstrap: int = 10000  # paired bootstrap resamples over problems for the change in pass@1
     seed: int = 0  # sampling seed of each evaluation, so before and after draw alike
+    # transformers | vllm: what samples (codegrpo-evaluate and codegrpo-pass-rates). vLLM needs its package and a
+    # GPU; it samples the same settings, far faster at num_samples per problem.
+    backend: GenerationBackend = GenerationBackend.transformers
+    # backend=vllm: the most tokens, prompt and replies, a sequence holds; null: the model's own context. A
+    # long-context model (Qwen2.5-7B-Instruct-1M) needs a bound its KV cache fits in.
+    vllm_max_model_len: Optional[int] = None
 
     def __post_init__(self) -> None:
         # Found when the config is read, not after the model has loaded.
         check_count("evaluation.limit", self.limit, "the first N problems; null: all")
+        check_count("evaluation.vllm_max_model_len", self.vllm_max_model_len, "tokens; null: the model's context")
         for name in ("num_samples", "max_new_tokens", "batch_size"):
             check_at_least(f"evaluation.{name}", getattr(self, name), 1)
         if any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in self.k):
@@ -775,6 +783,15 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if isinstance(self.trainer, TrainerConfig) and isinstance(self.rollout, RolloutConfig):
             check_episode_budget(self.trainer, self.rollout)
+        evaluation = self.evaluation
+        vllm = isinstance(evaluation, EvaluationConfig) and evaluation.backend is GenerationBackend.vllm
+        if vllm and (evaluation.before or evaluation.after):
+            # The trained model is on the GPU in training's process: a second engine would not fit beside it.
+            raise UsageError(
+                "evaluation.backend=vllm samples in codegrpo-evaluate, not in training's evaluation.before/after: "
+                "evaluate the run's final_model with codegrpo-evaluate checkpoint=<run>/final_model "
+                "evaluation.backend=vllm, or set evaluation.backend=transformers"
+            )
 
 
 @dataclass

@@ -16,6 +16,8 @@ import logging
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +27,7 @@ from codegrpo.config.schema import EvaluationConfig, ProblemsConfig, RolloutConf
 from codegrpo.data.problems import Problem
 from codegrpo.data.prompts import messages_for
 from codegrpo.evaluation.results import Evaluation, pass_at_k
+from codegrpo.evaluation.vllm_engine import Turn, VllmModel, vllm_turn
 from codegrpo.reward.explain import explain
 from codegrpo.reward.scorer import Scored, Scorer
 
@@ -51,7 +54,7 @@ class Generated:
     seconds: float = 0.0
 
     def add(self, replies: list[list[int]], eos: set[int], seconds: float) -> None:
-        self.tokens += sum(_reply_length(row, eos) for row in replies)
+        self.tokens += sum(reply_length(row, eos) for row in replies)
         self.seconds += seconds
 
     @property
@@ -59,7 +62,7 @@ class Generated:
         return self.tokens / self.seconds if self.seconds > 0 else 0.0
 
 
-def _reply_length(row: list[int], eos: set[int]) -> int:
+def reply_length(row: list[int], eos: set[int]) -> int:
     """A generated row's own tokens: up to its first end-of-turn token, which counts; the padding after it does not."""
     return next((i + 1 for i, token in enumerate(row) if token in eos), len(row))
 
@@ -81,13 +84,11 @@ def generate(
 
     set_torch_threads()
     torch.manual_seed(settings.seed)
-    was_training = model.training
-    model.eval()
     generated = generated if generated is not None else Generated()
-    turn = generate_ids(model, tokenizer, settings, _eos(model, tokenizer), generated)
+    turn = sampling_turn(model, tokenizer, settings, _eos(model, tokenizer), generated)
     n = settings.num_samples
     outputs: list[list[str]] = []
-    try:
+    with inference(model):
         for start in range(0, len(messages), settings.batch_size):
             batch = messages[start : start + settings.batch_size]
             replies, _ = turn([prompt_ids(tokenizer, m) for m in batch for _ in range(n)])
@@ -98,9 +99,32 @@ def generate(
                 f"({generated.per_second:.1f} tokens/s)",
                 file=sys.stderr,
             )
+    return outputs
+
+
+@contextmanager
+def inference(model) -> Iterator[None]:
+    """A transformers model in eval mode while it samples, then back to the mode it was in (training's own
+    evaluations sample the model that trains); vLLM's engine has no modes."""
+    if isinstance(model, VllmModel):
+        yield
+        return
+    was_training = model.training
+    model.eval()
+    try:
+        yield
     finally:
         model.train(was_training)
-    return outputs
+
+
+def sampling_turn(
+    model, tokenizer, settings: EvaluationConfig, eos: set[int], generated: Generated | None = None
+) -> Turn:
+    """A turn's generation by evaluation.backend: ``model`` is a transformers model, or a VllmModel
+    (build.sampling_model loads the one the backend names)."""
+    if isinstance(model, VllmModel):
+        return vllm_turn(model, settings, eos, generated)
+    return generate_ids(model, tokenizer, settings, eos, generated)
 
 
 def _sampling(settings: EvaluationConfig) -> dict[str, object]:
@@ -154,7 +178,9 @@ def evaluate_model(
     return _evaluation(problems, asyncio.run(scorer.score(ids, flat)), settings, started, generated)
 
 
-def generate_ids(model, tokenizer, settings: EvaluationConfig, eos: set[int], generated: Generated | None = None):
+def generate_ids(
+    model, tokenizer, settings: EvaluationConfig, eos: set[int], generated: Generated | None = None
+) -> Turn:
     """A turn's generation for evaluation episodes: token-id prompts, left-padded, batch_size x num_samples
     sequences per generate(), each reply up to evaluation.max_new_tokens and cut after its end-of-turn token.
     ``generated`` adds up the tokens generated and the seconds generate() took."""
@@ -183,7 +209,7 @@ def generate_ids(model, tokenizer, settings: EvaluationConfig, eos: set[int], ge
             rows = tokens[:, width:].tolist()
             if generated is not None:
                 generated.add(rows, eos, time.perf_counter() - began)
-            replies += [row[: _reply_length(row, eos)] for row in rows]
+            replies += [row[: reply_length(row, eos)] for row in rows]
         return replies, None
 
     return turn
@@ -215,8 +241,6 @@ def evaluate_feedback(
     started = time.monotonic()
     set_torch_threads()
     torch.manual_seed(settings.seed)
-    was_training = model.training
-    model.eval()
     context = context_length(model)
     eos = _eos(model, tokenizer)
     chat = Chat(tokenizer, eos, context or 1 << 30, context)  # each turn is bounded by max_new_tokens
@@ -227,7 +251,7 @@ def evaluate_feedback(
         for _ in range(settings.num_samples)
     ]
     generated = Generated()  # every turn's generate(); the public tests between turns are not in its seconds
-    turn = generate_ids(model, tokenizer, settings, eos, generated)
+    turn = sampling_turn(model, tokenizer, settings, eos, generated)
 
     def logged(prompt_ids: list[list[int]]) -> tuple[list[list[int]], None]:
         replies = turn(prompt_ids)
@@ -239,10 +263,8 @@ def evaluate_feedback(
         )
         return replies
 
-    try:
+    with inference(model):
         play(episodes, logged, Feedback(scorer, rollout), chat, rollout.max_turns)
-    finally:
-        model.train(was_training)
     ids = [e.problem.id for e in episodes]
     # One batch: an episode that stopped after its first turn has one code, which the scorer runs once.
     scored = asyncio.run(scorer.score(ids + ids, [e.texts[0] for e in episodes] + [e.texts[-1] for e in episodes]))

@@ -270,6 +270,7 @@ def evaluation_record(
                 "top_p": settings.top_p,
                 "max_new_tokens": settings.max_new_tokens,
                 "seed": settings.seed,
+                "backend": settings.backend.value,
                 "limit": settings.limit,
             },
             "rollout": cfg.rollout.kind.value,

@@ -108,8 +108,14 @@ def describe_model(cfg: ModelConfig, model: Any) -> dict[str, Any]:
             revision = f"{cfg.gguf_package} {metadata.version(cfg.gguf_package.replace('_', '-'))}"
         except metadata.PackageNotFoundError:
             revision = None
-    parameters = sum(p.numel() for p in model.parameters())
-    dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
+    if hasattr(model, "parameters"):
+        parameters: int | None = sum(p.numel() for p in model.parameters())
+        dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
+    else:  # in vLLM's engine (evaluation.backend=vllm): the checkpoint's dtype; the weights are the engine's
+        parameters = None
+        dtype = str(getattr(model.config, "dtype", None) or getattr(model.config, "torch_dtype", "")).removeprefix(
+            "torch."
+        )
     return {
         "name_or_path": choice.name,
         "source": choice.source.value,

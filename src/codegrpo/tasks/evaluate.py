@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codegrpo import build
-from codegrpo.config.choices import RewardKind
+from codegrpo.config.choices import GenerationBackend, RewardKind
 from codegrpo.config.schema import BASE_CHECKPOINT, EvaluateConfig, ProtocolConfig, TrainConfig, saved_dir
 from codegrpo.errors import UsageError
 from codegrpo.evaluation.protocol import PASS1, beside_paper, by_attribute, check_problems, run_config
 from codegrpo.evaluation.results import evaluation_record
+from codegrpo.evaluation.vllm_engine import check_vllm
 from codegrpo.reward import metric_names as keys
 from codegrpo.tracking import wandb_run as tracking
 from codegrpo.tracking.console import tell
@@ -94,6 +95,8 @@ def evaluate(cfg: EvaluateConfig) -> Evaluation | Comparison:
     checkpoints = [item for item in items if not str(item).endswith(".json")]
     for item in checkpoints:
         check_checkpoint(item)  # a mistyped dir is one line naming it, not the Hub's error
+    if checkpoints and cfg.evaluation.backend is GenerationBackend.vllm:
+        check_vllm()
     if any(saved_dir(item) is None for item in checkpoints):
         check_hub_model(cfg.model)
     evaluations = []
@@ -106,7 +109,7 @@ def evaluate(cfg: EvaluateConfig) -> Evaluation | Comparison:
             if item is not None and item.endswith(".json"):
                 results = load_evaluation(Path(item))
             else:
-                model, tokenizer = build.model(cfg.model, item)
+                model, tokenizer = build.sampling_model(cfg.model, item, cfg.evaluation)
                 assert sandbox is not None  # opened whenever a checkpoint is evaluated
                 results = evaluate_loaded(cfg, model, tokenizer, sandbox, problems)
                 results.record = evaluation_record(cfg, item, problems, model)

@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from codegrpo import build
-from codegrpo.config.choices import RewardKind
+from codegrpo.config.choices import GenerationBackend, RewardKind
 from codegrpo.config.schema import BASE_CHECKPOINT, PassRatesConfig, saved_dir
 from codegrpo.data.files import write_problems
 from codegrpo.data.problems import Problem
 from codegrpo.data.sets import problem_set_hash
 from codegrpo.errors import UsageError
+from codegrpo.evaluation.vllm_engine import check_vllm
 from codegrpo.models.loading import check_checkpoint
 
 
@@ -49,6 +50,8 @@ def pass_rates(cfg: PassRatesConfig) -> list[Problem]:
     todo = [p for p in problems if p.id not in rates]
     if todo:
         check_checkpoint(cfg.checkpoint)
+        if cfg.evaluation.backend is GenerationBackend.vllm:
+            check_vllm()
         if saved_dir(cfg.checkpoint) is None:
             check_hub_model(cfg.model)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -62,7 +65,7 @@ def pass_rates(cfg: PassRatesConfig) -> list[Problem]:
             }
             path.write_text(json.dumps(header) + "\n")
         print(f"rating {len(todo)} of {len(problems)} problems ({len(rates)} already in {path})", file=sys.stderr)
-        model, tokenizer = build.model(cfg.model, cfg.checkpoint)
+        model, tokenizer = build.sampling_model(cfg.model, cfg.checkpoint, cfg.evaluation)
         started = time.monotonic()
         with build.sandbox(cfg.sandbox, cfg.problems.language) as sandbox:
             scorer = build.scorer(cfg, problems, sandbox, kind=RewardKind.binary)

@@ -22,6 +22,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from codegrpo.errors import UsageError
+from codegrpo.evaluation.vllm_engine import VLLM_EXTRA
 
 if TYPE_CHECKING:
     from codegrpo.config.schema import TrainConfig, TrainerConfig
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CPU_ONLY = "trainer=cpu (or trainer.use_cpu=true trainer.bf16=false)"
-VLLM_EXTRA = "pip install -e '.[vllm]' (an installed codegrpo: pip install 'codegrpo[vllm]')"
 
 
 class DeviceKind(enum.StrEnum):
