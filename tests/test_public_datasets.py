@@ -64,6 +64,14 @@ def _jsonl(tmp_path, rows: list[dict], name: str = "rows.jsonl") -> str:
             {"no tests": 1, "not Python": 1, "function-call tests (their argument encoding is not documented)": 1},
         ),
         ("humaneval_plus", 6, {}),
+        (
+            "leetcode",
+            6,
+            {
+                "checks other than candidate(...) == value on JSON values (linked lists, trees, ...)": 1,
+                "the entry point is not a method of class Solution": 1,
+            },
+        ),
     ],
 )
 def test_each_sample_loads_with_its_skips_counted(loader, problems, skipped):
@@ -121,6 +129,79 @@ def test_livecodebench_private_tests_functional_tests_and_starter_code():
     assert two_sum.starter_code.startswith("class Solution:")
     assert json.loads(two_sum.tests[0].input) == [[2, 7, 11, 15], 9] and json.loads(two_sum.tests[0].output) == [0, 1]
     assert all(not p.reference for p in problems.values())
+
+
+def test_leetcode_asserts_become_call_tests_in_the_signatures_order():
+    problems = _by_id("leetcode")
+    two_sum = problems["leetcode/two-sum"]
+    assert (two_sum.form, two_sum.fn_name, two_sum.preamble) == ("call", "twoSum", "leetcode")
+    # keywords in the signature's order, whatever order the assert names them in; the expected value on the host
+    assert [json.loads(t.input) for t in two_sum.tests] == [[[2, 7, 11, 15], 9], [[3, 2, 4], 6], [[3, 3], 6]]
+    assert [json.loads(t.output) for t in two_sum.tests] == [[0, 1], [1, 2], [0, 1]]
+    assert two_sum.public_tests == two_sum.tests[:1] and two_sum.difficulty == "easy"
+    assert two_sum.prompt.startswith("Given nums and target") and "class Solution" not in two_sum.prompt
+    assert two_sum.starter_code.startswith("class Solution:\n    def twoSum(self, nums: List[int]")
+    assert two_sum.released == "2015-08-07" and "seen[x] = i" in two_sum.reference
+    assert json.loads(problems["leetcode/longest-common-prefix"].tests[0].input) == [["flower", "flow", "flight"]]
+    assert (
+        json.loads(problems["leetcode/average-salary-excluding-the-minimum-and-maximum-salary"].tests[0].output)
+        == 2500.0
+    )
+    nested = problems["leetcode/valid-parentheses"]  # v1/v2: the query holds the starter code; meta the rest
+    assert nested.prompt.startswith("Given a string s of brackets") and "def isValid(self, s: str)" in nested.prompt
+    assert (nested.starter_code, nested.difficulty, nested.released) == ("", "easy", "")
+    assert [json.loads(t.output) for t in nested.tests] == [True, False, True]
+    later = read_dataset(_cfg("leetcode", after="2024-07-01"))
+    assert [p.id for p in later.problems] == ["leetcode/count-pairs-summing-to-k"]
+    assert later.skipped["no release date, with a release-date window"] == 1
+
+
+@pytest.mark.parametrize(
+    ("check", "why"),
+    [
+        ("assert candidate(x = (1, 2)) == 3", "checks other than"),  # a tuple: JSON brings back a list
+        ("assert candidate(x = 1) != 3", "checks other than"),
+        ("assert candidate(x = {1: 2}) == 3", "checks other than"),
+        ("assert candidate(y = 1) == 3", "names an argument the method does not take"),
+        ("assert candidate(1, 2) == 3", "more arguments than the method takes"),
+        ("assert candidate(1, x = 1) == 3", "names an argument the method does not take"),
+        ("assert candidate() == 3", "leaves out an argument"),
+        ("x = 1", "checks other than"),
+    ],
+)
+def test_a_leetcode_check_that_is_not_a_call_and_a_value_skips_the_row(tmp_path, check, why):
+    row = {
+        "task_id": "t",
+        "entry_point": "Solution().f",
+        "completion": "class Solution:\n    def f(self, x):\n        return 3\n",
+        "test": f"def check(candidate):\n    {check}\n",
+    }
+    loaded = read_dataset(_cfg("leetcode", _jsonl(tmp_path, [row])))
+    [(reason, count)] = loaded.skipped.items()
+    assert why in reason and count == 1 and not loaded.problems
+
+
+@pytest.mark.slow
+@run_if(bwrap=True)
+def test_leetcode_problems_score_in_the_sandbox_with_the_judges_imports(local_sandbox):
+    """The references pass in the real sandbox, List and inf from the judge's imports; wrong answers fail."""
+    from codegrpo.reward.programs import get_language
+    from codegrpo.reward.scorer import Scorer
+
+    loaded = read_dataset(_cfg("leetcode")).problems
+    scorer = Scorer(loaded, local_sandbox, get_language("python"), "binary")
+    problems = {p.id: p for p in loaded}
+    wrong_two_sum = problems["leetcode/two-sum"].reference.replace("[seen[target - x], i]", "[i, seen[target - x]]")
+    answers = [
+        ("leetcode/two-sum", problems["leetcode/two-sum"].reference),
+        ("leetcode/two-sum", wrong_two_sum),
+        ("leetcode/maximum-subarray", problems["leetcode/maximum-subarray"].reference),
+        ("leetcode/maximum-subarray", "class Solution:\n    def maxSubArray(self, nums):\n        return max(nums)\n"),
+        ("leetcode/valid-parentheses", problems["leetcode/valid-parentheses"].reference),
+        ("leetcode/valid-parentheses", "class Solution:\n    def isValid(self, s):\n        return 'True'\n"),
+    ]
+    scored = run(scorer.score([pid for pid, _ in answers], [f"```python\n{code}```" for _, code in answers]))
+    assert [s.verdict.reward for s in scored] == [1.0, 0.0, 1.0, 0.0, 1.0, 0.0]
 
 
 def test_livecodebench_date_window():
@@ -461,6 +542,7 @@ def test_json_nested_too_deep_names_the_row_and_field(tmp_path):
         ("code_contests", {""}),
         ("livecodebench", {"livecodebench"}),
         ("verifiable_coding", {""}),
+        ("leetcode", {"leetcode"}),
     ],
 )
 def test_each_dataset_gets_the_preamble_its_grader_runs(loader, preambles):

@@ -138,3 +138,4 @@ class Loader(enum.StrEnum):
     deepcoder = "deepcoder"
     verifiable_coding = "verifiable_coding"
     humaneval_plus = "humaneval_plus"
+    leetcode = "leetcode"

@@ -64,9 +64,20 @@ _LIVECODEBENCH = (  # lcb_runner's import_string, line for line
     + "".join(f"import {name}\n" for name in _LCB_MODULES)
     + "sys.setrecursionlimit(50000)\n"
 )
+# What LeetCode's judge imports for a solution: LeetCodeDataset's prompt field (its v0.3 files; v1/v2 import a
+# subset), without the ListNode and TreeNode helpers that only the rows its loader skips need.
+_LEETCODE = (
+    "".join(f"import {name}\n" for name in ("random", "functools", "collections", "string", "math", "datetime"))
+    + "".join(
+        f"from {name} import *\n"
+        for name in ("typing", "functools", "collections", "itertools", "heapq", "bisect", "string", "operator", "math")
+    )
+    + "inf = float('inf')\n"
+)
 PREAMBLES = {
     "apps": {Form.stdio: _APPS + "stdin = sys.stdin\nstdout = sys.stdout\n", Form.call: _APPS},
     "livecodebench": {Form.stdio: _LIVECODEBENCH, Form.call: _LIVECODEBENCH},
+    "leetcode": {Form.stdio: _LEETCODE, Form.call: _LEETCODE},
 }
 
 

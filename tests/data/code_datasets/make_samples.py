@@ -690,6 +690,193 @@ def humaneval_plus_rows() -> list[dict]:
     ]
 
 
+# -- newfacade/LeetCodeDataset (its v0.3 files' layout, and one row of v1/v2's, meta nested) -----------------------
+
+LEETCODE_IMPORTS = (  # the shape of the dataset's prompt field: the judge's imports and, in v0.3, node helpers
+    "import random\nimport functools\nimport collections\nimport string\nimport math\nimport datetime\n\n"
+    "from typing import *\nfrom functools import *\nfrom collections import *\nfrom itertools import *\n"
+    "from heapq import *\nfrom bisect import *\nfrom string import *\nfrom operator import *\nfrom math import *\n\n"
+    "inf = float('inf')\n\nclass ListNode:\n    def __init__(self, val=0, next=None):\n        self.val = val\n"
+    "        self.next = next\n\ndef list_node(values: list):\n    head = ListNode()\n    p = head\n"
+    "    for val in values:\n        p.next = ListNode(val)\n        p = p.next\n    return head.next\n\n"
+    "def is_same_list(p1, p2):\n    while p1 and p2:\n        if p1.val != p2.val:\n            return False\n"
+    "        p1, p2 = p1.next, p2.next\n    return p1 is None and p2 is None\n"
+)
+
+
+def leetcode_rows() -> list[dict]:
+    def row(slug, number, difficulty, description, starter, completion, entry, asserts, date):
+        query = f"{description}\n\n### Format: Use the starter code.\n```python\n{starter}\n```"
+        return {
+            "task_id": slug,
+            "question_id": number,
+            "difficulty": difficulty,
+            "tags": ["Array"],
+            "problem_description": description,
+            "starter_code": starter,
+            "estimated_date": date,
+            "prompt": LEETCODE_IMPORTS,
+            "completion": completion,
+            "entry_point": entry,
+            "test": "def check(candidate):\n" + "".join(f"    assert {a}\n" for a in asserts),
+            "query": query,
+            "response": f"```python\n{completion}```",
+        }
+
+    two_sum = (
+        "class Solution:\n    def twoSum(self, nums: List[int], target: int) -> List[int]:\n"
+        "        seen = {}\n        for i, x in enumerate(nums):\n            if target - x in seen:\n"
+        "                return [seen[target - x], i]\n            seen[x] = i\n"
+    )
+    prefix = (
+        "class Solution:\n    def longestCommonPrefix(self, strs: List[str]) -> str:\n"
+        "        first = strs[0]\n        for i, c in enumerate(first):\n"
+        "            if any(i >= len(s) or s[i] != c for s in strs):\n                return first[:i]\n"
+        "        return first\n"
+    )
+    subarray = (  # inf is the judge's import, not the completion's
+        "class Solution:\n    def maxSubArray(self, nums: List[int]) -> int:\n        best, run = -inf, 0\n"
+        "        for x in nums:\n            run = max(run + x, x)\n            best = max(best, run)\n"
+        "        return best\n"
+    )
+    pairs = (
+        "class Solution:\n    def countPairs(self, nums: List[int], k: int) -> int:\n        seen = Counter()\n"
+        "        total = 0\n        for x in nums:\n            total += seen[k - x]\n            seen[x] += 1\n"
+        "        return total\n"
+    )
+    average = (
+        "class Solution:\n    def average(self, salary: List[int]) -> float:\n"
+        "        return (sum(salary) - max(salary) - min(salary)) / (len(salary) - 2)\n"
+    )
+    reverse = (
+        "class Solution:\n    def reverseList(self, head: Optional[ListNode]) -> Optional[ListNode]:\n"
+        "        prev = None\n        while head:\n            head.next, prev, head = prev, head, head.next\n"
+        "        return prev\n"
+    )
+    stack = "class MinStack:\n    def __init__(self):\n        self.items = []\n"
+    rows = [
+        row(
+            "two-sum",
+            1,
+            "Easy",
+            "Given nums and target, return the indices of the two numbers that add up to target.",
+            "class Solution:\n    def twoSum(self, nums: List[int], target: int) -> List[int]:\n        ",
+            two_sum,
+            "Solution().twoSum",
+            [
+                "candidate(nums = [2,7,11,15], target = 9) == [0,1]",
+                "candidate(nums = [3,2,4], target = 6) == [1,2]",
+                "candidate(target = 6, nums = [3,3]) == [0,1]",
+            ],
+            "2015-08-07T00:00:00",
+        ),
+        row(
+            "longest-common-prefix",
+            14,
+            "Easy",
+            "Return the longest common prefix of the strings.",
+            "class Solution:\n    def longestCommonPrefix(self, strs: List[str]) -> str:\n        ",
+            prefix,
+            "Solution().longestCommonPrefix",
+            [
+                'candidate(["flower","flow","flight"]) == "fl"',
+                'candidate(strs = ["dog","racecar","car"]) == ""',
+                'candidate(strs = ["a"]) == "a"',
+            ],
+            "2015-08-07T00:00:00",
+        ),
+        row(
+            "maximum-subarray",
+            53,
+            "Medium",
+            "Return the largest sum of a non-empty subarray.",
+            "class Solution:\n    def maxSubArray(self, nums: List[int]) -> int:\n        ",
+            subarray,
+            "Solution().maxSubArray",
+            [
+                "candidate(nums = [-2,1,-3,4,-1,2,1,-5,4]) == 6",
+                "candidate(nums = [1]) == 1",
+                "candidate(nums = [-3,-1,-2]) == -1",
+            ],
+            "2015-08-07T00:00:00",
+        ),
+        row(
+            "count-pairs-summing-to-k",
+            3200,
+            "Medium",
+            "Return the number of pairs i < j with nums[i] + nums[j] == k.",
+            "class Solution:\n    def countPairs(self, nums: List[int], k: int) -> int:\n        ",
+            pairs,
+            "Solution().countPairs",
+            [
+                "candidate(nums = [1,2,3,4], k = 5) == 2",
+                "candidate(nums = [1,1,1], k = 2) == 3",
+                "candidate(nums = [5], k = 10) == 0",
+            ],
+            "2024-08-15T00:00:00",
+        ),
+        row(
+            "average-salary-excluding-the-minimum-and-maximum-salary",
+            1491,
+            "Easy",
+            "Return the average salary without the minimum and the maximum.",
+            "class Solution:\n    def average(self, salary: List[int]) -> float:\n        ",
+            average,
+            "Solution().average",
+            ["candidate(salary = [4000,3000,1000,2000]) == 2500.0", "candidate(salary = [1000,2000,3000]) == 2000.0"],
+            "2020-06-27T00:00:00",
+        ),
+        row(  # skipped: its checks build linked lists with the prompt's helpers
+            "reverse-linked-list",
+            206,
+            "Easy",
+            "Reverse a singly linked list.",
+            "class Solution:\n    def reverseList(self, head: Optional[ListNode]) -> Optional[ListNode]:\n        ",
+            reverse,
+            "Solution().reverseList",
+            ["is_same_list(candidate(head = list_node([1,2,3])), list_node([3,2,1]))"],
+            "2015-08-07T00:00:00",
+        ),
+        row(  # skipped: a design problem, no method of class Solution
+            "min-stack",
+            155,
+            "Medium",
+            "Design a stack that returns its minimum.",
+            "class MinStack:\n    def __init__(self):\n        ",
+            stack,
+            "MinStack",
+            ["candidate() is not None"],
+            "2015-08-07T00:00:00",
+        ),
+    ]
+    valid = (
+        "class Solution:\n    def isValid(self, s: str) -> bool:\n        pairs = {')': '(', ']': '[', '}': '{'}\n"
+        "        stack = []\n        for c in s:\n            if c in pairs:\n"
+        "                if not stack or stack.pop() != pairs[c]:\n                    return False\n"
+        "            else:\n                stack.append(c)\n        return not stack\n"
+    )
+    rows.append(  # v1/v2's layout: the query (description and starter code) and difficulty under meta
+        {
+            "task_id": "valid-parentheses",
+            "prompt": LEETCODE_IMPORTS.split("class ListNode")[0],
+            "entry_point": "Solution().isValid",
+            "test": "def check(candidate):\n    assert candidate(s = '()[]{}') == True\n"
+            "    assert candidate(s = '(]') == False\n    assert candidate(s = '([])') == True\n",
+            "completion": valid,
+            "meta": {
+                "question_id": 20,
+                "difficulty": "Easy",
+                "lang_code": "class Solution:\n    def isValid(self, s: str) -> bool:",
+                "question_title": "Valid Parentheses",
+                "query": "Given a string s of brackets, say whether it is valid.\n\n```python\nclass Solution:\n"
+                "    def isValid(self, s: str) -> bool:\n```",
+                "response": f"```python\n{valid}```",
+            },
+        }
+    )
+    return rows
+
+
 def write() -> None:
     from datasets import Dataset
 
@@ -705,6 +892,7 @@ def write() -> None:
     Dataset.from_list([r for r, _ in deepcoder_rows()]).to_parquet(HERE / "deepcoder.parquet")
     Dataset.from_list(verifiable_coding_rows()).to_parquet(HERE / "verifiable_coding.parquet")
     (HERE / "humaneval_plus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in humaneval_plus_rows()))
+    (HERE / "leetcode.jsonl").write_text("".join(json.dumps(r) + "\n" for r in leetcode_rows()))
 
 
 # Each loader's sample: its datasets builder and file (samples.json, which the tests and the bench read too).
@@ -741,6 +929,7 @@ def check() -> int:
     """Every problem's solution against every test the loader produced, with plain python3."""
     sys.path.insert(0, str(HERE.parents[2] / "src"))
     from codegrpo.config.schema import ProblemsConfig
+    from codegrpo.data.problems import PREAMBLES
     from codegrpo.data.public_datasets import read_dataset
 
     extra = {f"livecodebench/{k}": v for k, v in LCB_SOLUTIONS.items()}
@@ -768,7 +957,8 @@ def check() -> int:
                     )
                     ok = run.returncode == 0 and _tokens_equal(run.stdout, test.output)
                 else:
-                    payload = json.dumps([source, problem.fn_name, json.loads(test.input)])
+                    preamble = PREAMBLES[problem.preamble][problem.form] if problem.preamble else ""
+                    payload = json.dumps([preamble + source, problem.fn_name, json.loads(test.input)])
                     run = subprocess.run(
                         [sys.executable, "-c", CALL_RUNNER], input=payload, capture_output=True, text=True, timeout=20
                     )

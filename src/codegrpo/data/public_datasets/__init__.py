@@ -1,6 +1,6 @@
 """The public code-RL datasets, read in their own schemas (``problems.loader``): one module a source
 (apps.py: apps and taco; code_contests.py; livecodebench.py; deepcoder.py; verifiable_coding.py;
-humaneval_plus.py), what they share in rows.py, and here the loading: the columns each needs, the date
+humaneval_plus.py; leetcode.py), what they share in rows.py, and here the loading: the columns each needs, the date
 window, the skip counts.
 
 Each loader maps one row of its dataset into a record for ``data.problems.parse_problem`` (the stdio or call
@@ -33,6 +33,7 @@ from codegrpo.data.public_datasets.apps import map_apps, map_taco
 from codegrpo.data.public_datasets.code_contests import map_code_contests
 from codegrpo.data.public_datasets.deepcoder import map_deepcoder
 from codegrpo.data.public_datasets.humaneval_plus import map_humaneval_plus
+from codegrpo.data.public_datasets.leetcode import map_leetcode
 from codegrpo.data.public_datasets.livecodebench import map_livecodebench
 from codegrpo.data.public_datasets.rows import Row, Skip, _naive_utc
 from codegrpo.data.public_datasets.verifiable_coding import map_verifiable_coding
@@ -60,7 +61,7 @@ class Loaded:
 class Schema:
     mapper: Callable[[Mapping[str, Any], int, str], Row]
     columns: tuple[str, ...]  # the columns the mapper needs: a dataset without them is not this group's
-    dated: bool = False  # rows carry a release date (problems.after / before)
+    dated: bool = False  # rows carry a release date (problems.after / before; LeetCodeDataset's v0.3 rows only)
 
 
 SCHEMAS = {
@@ -75,6 +76,7 @@ SCHEMAS = {
     Loader.deepcoder: Schema(map_deepcoder, ("problem", "tests")),
     Loader.verifiable_coding: Schema(map_verifiable_coding, ("verification_info",)),
     Loader.humaneval_plus: Schema(map_humaneval_plus, ("task_id", "prompt", "entry_point", "test")),
+    Loader.leetcode: Schema(map_leetcode, ("task_id", "entry_point", "test"), dated=True),
 }
 
 
@@ -113,7 +115,9 @@ def read_dataset(cfg: ProblemsConfig) -> Loaded:
     schema = SCHEMAS[cfg.loader]
     after, before = _window(cfg)
     if (after or before) and not schema.dated:
-        raise UsageError(f"problems.after/before: {cfg.loader} rows have no release date (livecodebench does)")
+        raise UsageError(
+            f"problems.after/before: {cfg.loader} rows have no release date (livecodebench and leetcode do)"
+        )
     data_files = _data_files(cfg)
     names: list[str | None] = list(cfg.hub_names) or [cfg.hub_name]
     loaded = Loaded([], rows=0)
@@ -166,6 +170,9 @@ def _read_config(
         except (TypeError, AttributeError, KeyError, IndexError) as error:  # a value of a shape the schema has not
             raise ProblemError(f"{where}: a malformed row ({type(error).__name__}: {error})") from None
         released = mapped.released
+        if (after or before) and released is None:  # a LeetCodeDataset v1/v2 row: no estimated_date
+            loaded.skipped["no release date, with a release-date window"] += 1
+            continue
         if released is not None and ((after and released < after) or (before and released >= before)):
             loaded.skipped["outside the release-date window"] += 1
             continue
