@@ -266,7 +266,9 @@ def test_timeouts_up_to_60_seconds_load():
     ],
 )
 def test_a_preamble_must_be_a_known_one_on_an_io_problem(tmp_path, line):
-    with pytest.raises(ProblemError, match=":2: field 'preamble' must be one of apps, livecodebench, leetcode, on a stdin"):
+    with pytest.raises(
+        ProblemError, match=":2: field 'preamble' must be one of apps, livecodebench, leetcode, on a stdin"
+    ):
         load_problems(str(write(tmp_path, GOOD, line)))
 
 

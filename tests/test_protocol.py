@@ -14,7 +14,14 @@ from codegrpo.config.choices import ProblemAttribute, Protocol
 from codegrpo.config.schema import EvaluationConfig, ProtocolConfig
 from codegrpo.data.problems import parse_problem
 from codegrpo.errors import UsageError
-from codegrpo.evaluation.protocol import beside_paper, by_attribute, check_problems, interval, run_config
+from codegrpo.evaluation.protocol import (
+    beside_paper,
+    by_attribute,
+    check_problems,
+    interval,
+    recipe_sampling,
+    run_config,
+)
 from codegrpo.evaluation.results import Evaluation
 from codegrpo.resources import PROJECT_ROOT
 from tests.helpers.commands import train as run_train
@@ -108,6 +115,43 @@ def test_a_runs_config_is_found_beside_its_checkpoint_and_not_for_the_base(tmp_p
     assert run_config(str(tmp_path / "elsewhere" / "model")) is None
 
 
+def test_recipe_sampling_is_the_runs_evaluation_block_and_then_nothing_differs_in_it():
+    protocols = EvaluationConfig(num_samples=10, temperature=0.2, top_p=0.95, max_new_tokens=1200)
+    recipes = recipe_sampling(protocols, _trained())
+    assert (recipes.num_samples, recipes.temperature, recipes.top_p, recipes.max_new_tokens) == (16, 0.6, 0.95, 65536)
+    assert recipes.k == protocols.k and recipes.seed == protocols.seed  # the rest is the command's
+    paper = beside_paper(LIVECODEBENCH, {"a": 8, "b": 16}, 16, recipes, _trained(), base=False)
+    assert paper is not None and not [item for item in paper.differ if item.startswith("evaluation.")]
+    for trained in (None, {"evaluation": {"num_samples": 16}}):  # a base model; a run of no recipe
+        with pytest.raises(UsageError, match=r"evaluation\.sampling_from=recipe samples as a recipe's run does"):
+            recipe_sampling(protocols, trained)
+
+
+def test_recipe_sampling_of_a_runs_checkpoint_is_what_evaluate_samples_and_records(compose_cfg, tmp_path):
+    import yaml
+
+    import codegrpo
+    from codegrpo.tasks.evaluate import evaluate
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "final_model").symlink_to(codegrpo.offline_model())
+    trained = _trained() | {"evaluation": {"num_samples": 2, "temperature": 0.9, "top_p": 0.8, "max_new_tokens": 8}}
+    (run / "config.yaml").write_text(yaml.safe_dump(trained))
+    cfg = compose_cfg(
+        "problems=trivial",
+        "evaluation.split=eval",
+        "evaluation.limit=2",
+        "evaluation.sampling_from=recipe",
+        f"checkpoint={run / 'final_model'}",
+        config_name="evaluate",
+    )
+    result = evaluate(cfg)
+    sampling = result.record["sampling"]
+    assert (sampling["num_samples"], sampling["temperature"], sampling["top_p"]) == (2, 0.9, 0.8)
+    assert (sampling["max_new_tokens"], sampling["from"]) == (8, "recipe") and len(result.samples) == 4
+
+
 def test_an_evaluations_protocol_results_survive_its_file():
     evaluation = Evaluation({1: 0.5}, 2, 4, {"passed": 4}, {"a": 4, "b": 0}, protocol={"name": "livecodebench"})
     assert Evaluation.from_json(evaluation.to_json(), "x").protocol == {"name": "livecodebench"}
@@ -130,6 +174,14 @@ def test_each_protocol_composes_with_its_problem_set(compose_cfg, protocol):
 def _evaluate(*overrides: str) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "codegrpo.commands.evaluate", *overrides]
     return subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900)
+
+
+def test_recipe_sampling_of_a_base_model_is_one_line_before_the_model_loads(tmp_path):
+    done = _evaluate("evaluation.sampling_from=recipe", f"hydra.run.dir={tmp_path / 'eval'}")
+    assert done.returncode == 2, done.stderr[-3000:]
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("error: evaluation.sampling_from=recipe samples as a recipe's run does")
+    assert not (tmp_path / "eval").exists()
 
 
 def test_a_protocol_on_a_set_without_release_dates_stops_before_the_model_loads(tmp_path):

@@ -115,6 +115,7 @@ def test_evaluate_command_writes_pass_at_k(tmp_path):
         "max_new_tokens": 48,
         "seed": 0,
         "backend": "transformers",
+        "from": "config",
         "limit": 2,
     }
     assert record["rollout"] == "single" and "codegrpo_commit" in record

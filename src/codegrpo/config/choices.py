@@ -46,6 +46,13 @@ class GenerationBackend(enum.StrEnum):
     vllm = "vllm"  # vLLM's engine (pip install vllm, on a GPU): many samples per problem, far faster
 
 
+class SamplingFrom(enum.StrEnum):
+    """evaluation.sampling_from: whose sampling settings an evaluation uses (codegrpo-evaluate)."""
+
+    config = "config"  # evaluation.* as composed: the protocol's, then the command line's
+    recipe = "recipe"  # the evaluated run's recipe: its saved config.yaml's evaluation block
+
+
 class Split(enum.StrEnum):
     all = "all"
     train = "train"

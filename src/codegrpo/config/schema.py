@@ -31,6 +31,7 @@ from codegrpo.config.choices import (
     RewardKind,
     RolloutKind,
     SamplerKind,
+    SamplingFrom,
     SaveDtype,
     Split,
     TestSelection,
@@ -613,6 +614,9 @@ class EvaluationConfig:
     # transformers | vllm: what samples (codegrpo-evaluate and codegrpo-pass-rates). vLLM needs its package and a
     # GPU; it samples the same settings, far faster at num_samples per problem.
     backend: GenerationBackend = GenerationBackend.transformers
+    # config: the sampling above (a protocol's, or the command line's) | recipe: codegrpo-evaluate samples as the
+    # evaluated run's recipe does (num_samples, temperature, top_p, max_new_tokens of the run's config.yaml).
+    sampling_from: SamplingFrom = SamplingFrom.config
     # backend=vllm: the most tokens, prompt and replies, a sequence holds; null: the model's own context. A
     # long-context model (Qwen2.5-7B-Instruct-1M) needs a bound its KV cache fits in.
     vllm_max_model_len: Optional[int] = None

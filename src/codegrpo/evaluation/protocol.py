@@ -3,6 +3,7 @@ pass@1 by difficulty, and the run's figure beside the paper's (the run's ``recip
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,6 +114,19 @@ def run_config(checkpoint: str | None) -> dict[str, Any] | None:
         return None
     loaded = yaml.safe_load(path.read_text())
     return loaded if isinstance(loaded, dict) else None
+
+
+def recipe_sampling(settings: EvaluationConfig, trained: dict[str, Any] | None) -> EvaluationConfig:
+    """evaluation.sampling_from=recipe: ``settings`` with the evaluated run's recipe's sampling (``SAMPLING`` of the
+    evaluation block in ``trained``, the run's saved config), or UsageError in one line where there is no recipe."""
+    if not trained or not trained.get("recipe"):
+        raise UsageError(
+            "evaluation.sampling_from=recipe samples as a recipe's run does: checkpoint= (or compare=) must name "
+            "a run's final_model or checkpoint-N with its config.yaml beside it, of a recipe's experiment "
+            "(experiment=deepcoder_cpu, ...); or set the sampling with evaluation.* (sampling_from=config)"
+        )
+    own = trained.get("evaluation") or {}
+    return dataclasses.replace(settings, **{name: own[name] for name in SAMPLING if name in own})
 
 
 def beside_paper(

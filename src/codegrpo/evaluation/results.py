@@ -271,6 +271,7 @@ def evaluation_record(
                 "max_new_tokens": settings.max_new_tokens,
                 "seed": settings.seed,
                 "backend": settings.backend.value,
+                "from": settings.sampling_from.value,
                 "limit": settings.limit,
             },
             "rollout": cfg.rollout.kind.value,

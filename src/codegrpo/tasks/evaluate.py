@@ -4,15 +4,24 @@ two (codegrpo-evaluate); and ``evaluate_loaded``, the one evaluation of a loaded
 
 from __future__ import annotations
 
+import dataclasses
 from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codegrpo import build
-from codegrpo.config.choices import GenerationBackend, RewardKind
+from codegrpo.config.choices import GenerationBackend, RewardKind, SamplingFrom
 from codegrpo.config.schema import BASE_CHECKPOINT, EvaluateConfig, ProtocolConfig, TrainConfig, saved_dir
 from codegrpo.errors import UsageError
-from codegrpo.evaluation.protocol import PASS1, beside_paper, by_attribute, check_problems, run_config
+from codegrpo.evaluation.protocol import (
+    PASS1,
+    SAMPLING,
+    beside_paper,
+    by_attribute,
+    check_problems,
+    recipe_sampling,
+    run_config,
+)
 from codegrpo.evaluation.results import evaluation_record
 from codegrpo.evaluation.vllm_engine import check_vllm
 from codegrpo.reward import metric_names as keys
@@ -102,6 +111,9 @@ def evaluate(cfg: EvaluateConfig) -> Evaluation | Comparison:
     evaluations = []
     # A trained run's saved config: its recipe's published figures, for either item of a compare (the base too).
     trained = next((found for item in checkpoints if (found := run_config(item)) is not None), None)
+    if cfg.evaluation.sampling_from is SamplingFrom.recipe:
+        cfg = dataclasses.replace(cfg, evaluation=recipe_sampling(cfg.evaluation, trained))
+        tell("sampling as the run's recipe: " + ", ".join(f"{n} {getattr(cfg.evaluation, n)}" for n in SAMPLING))
     with build.sandbox(cfg.sandbox, cfg.problems.language) if checkpoints else nullcontext() as sandbox:
         problems = build.eval_problems(cfg) if checkpoints else []
         check_problems(cfg.protocol, problems, cfg.problems.name)  # before a model loads
