@@ -3,13 +3,13 @@ samples with transformers: vLLM needs a GPU build) gives the evaluation transfor
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import pytest
 
 from codegrpo.errors import UsageError
 from codegrpo.resources import PROJECT_ROOT
+from tests.helpers.commands import command
 
 FAKE_VLLM = PROJECT_ROOT / "tests" / "fakes" / "vllm_api"
 SMALL = ("problems=trivial", "evaluation.split=eval", "evaluation.limit=3", "evaluation.batch_size=1")
@@ -67,13 +67,7 @@ def test_a_problems_samples_are_draws_of_one_seeded_stream(compose_cfg, fake_vll
 
 def test_vllm_without_its_package_is_one_line_before_anything_loads(tmp_path):
     out = tmp_path / "o"
-    done = subprocess.run(
-        [sys.executable, "-m", "codegrpo.commands.evaluate", f"hydra.run.dir={out}", "evaluation.backend=vllm"],
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = command("codegrpo.commands.evaluate", f"hydra.run.dir={out}", "evaluation.backend=vllm")
     assert done.returncode == 2, done.stderr[-3000:]
     [line] = done.stderr.strip().splitlines()
     assert line.startswith("error: evaluation.backend=vllm needs the vllm package") and "pip install" in line
