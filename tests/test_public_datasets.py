@@ -181,6 +181,73 @@ def test_a_leetcode_check_that_is_not_a_call_and_a_value_skips_the_row(tmp_path,
     assert why in reason and count == 1 and not loaded.problems
 
 
+def _leetcode_row(method: str, check: str, completion: str = "") -> dict:
+    completion = completion or f"class Solution:\n    def {method}(self, x):\n        return x\n"
+    return {"task_id": method, "entry_point": f"Solution().{method}", "completion": completion, "test": check}
+
+
+@pytest.mark.parametrize(
+    ("check", "why"),
+    [
+        ("def check(candidate):\n    assert candidate(x = " + "-" * 200000 + "1) == 1\n", "does not compile"),
+        ("def check(candidate):\n    assert candidate(x = " + "1+" * 100000 + "1) == 1\n", "does not compile"),
+        ("def check(candidate):\n    assert candidate(x = [" + "0," * 600000 + "]) == 1\n", "over 1 MiB"),
+        ("def check(candidate):\n    assert candidate(x = 1) == None\n", "every expected value is None"),
+    ],
+)
+def test_a_hostile_or_in_place_leetcode_row_is_skipped_not_a_crash(tmp_path, check, why):
+    """Red team: a deep or huge field raised MemoryError or RecursionError out of the load (or took gigabytes
+    to parse); a check of an in-place method (== None) paid any program."""
+    loaded = read_dataset(_cfg("leetcode", _jsonl(tmp_path, [_leetcode_row("f", check)])))
+    [(reason, count)] = loaded.skipped.items()
+    assert why in reason and count == 1 and not loaded.problems
+
+
+def test_a_local_file_with_a_hub_dataset_named_is_one_line_before_the_hub(tmp_path):
+    """It went to the Hub five times (26 s) before an error that never named problems.hub_path=json."""
+    cfg = _cfg("humaneval_plus", hub_path="evalplus/humanevalplus")
+    with pytest.raises(UsageError, match=r"is a local file, and problems\.hub_path=evalplus/humanevalplus names"):
+        read_dataset(cfg)
+
+
+@pytest.mark.slow
+@run_if(bwrap=True)
+def test_leetcode_scores_as_its_check_compares(local_sandbox, tmp_path):
+    """Red team: a correct merge() scored 0 (heapq's merge, a star import of the judge's, was called), and a
+    correct isValid returning 1 for True scored 0 (the check's == says equal)."""
+    from codegrpo.reward.programs import get_language
+    from codegrpo.reward.scorer import Scorer
+
+    merge = (
+        "class Solution:\n    def merge(self, intervals):\n        out = []\n"
+        "        for a, b in sorted(intervals):\n            if out and a <= out[-1][1]:\n"
+        "                out[-1][1] = max(out[-1][1], b)\n            else:\n                out.append([a, b])\n"
+        "        return out\n"
+    )
+    rows = [
+        _leetcode_row(
+            "merge",
+            "def check(candidate):\n    assert candidate(intervals = [[1,3],[2,6],[8,10]]) == [[1,6],[8,10]]\n",
+            merge,
+        ),
+        _leetcode_row(
+            "isValid",
+            "def check(candidate):\n    assert candidate(s = '()') == True\n    assert candidate(s = '(') == False\n",
+            "class Solution:\n    def isValid(self, s):\n        return s == '()'\n",
+        ),
+    ]
+    loaded = read_dataset(_cfg("leetcode", _jsonl(tmp_path, rows))).problems
+    scorer = Scorer(loaded, local_sandbox, get_language("python"), "binary")
+    answers = [
+        ("leetcode/merge", merge),
+        ("leetcode/merge", merge.replace("return out", "return intervals")),
+        ("leetcode/isValid", "class Solution:\n    def isValid(self, s):\n        return 1 if s == '()' else 0\n"),
+        ("leetcode/isValid", "class Solution:\n    def isValid(self, s):\n        return 'yes' if s == '()' else ''\n"),
+    ]
+    scored = run(scorer.score([pid for pid, _ in answers], [f"```python\n{code}```" for _, code in answers]))
+    assert [s.verdict.reward for s in scored] == [1.0, 0.0, 1.0, 0.0]
+
+
 @pytest.mark.slow
 @run_if(bwrap=True)
 def test_leetcode_problems_score_in_the_sandbox_with_the_judges_imports(local_sandbox):

@@ -2,7 +2,16 @@ import math
 
 import pytest
 
-from codegrpo.reward.verdict import CheckKind, Status, ValueCheck, parse_json, score_checks, score_values, strict_equal
+from codegrpo.reward.verdict import (
+    CheckKind,
+    Status,
+    ValueCheck,
+    parse_json,
+    python_equal,
+    score_checks,
+    score_values,
+    strict_equal,
+)
 
 
 @pytest.mark.parametrize(
@@ -25,6 +34,30 @@ from codegrpo.reward.verdict import CheckKind, Status, ValueCheck, parse_json, s
 )
 def test_strict_equal(a, b, equal):
     assert strict_equal(a, b) is equal
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "equal"),
+    [
+        (True, 1, True),  # the call form's graders (APPS, LiveCodeBench, LeetCode's check) compare with ==
+        ([1, [0]], [True, [False]], True),
+        (2, 2.0, True),
+        ("1", 1, False),
+        (None, 0, False),
+        ([1, 2], [2, 1], False),
+        ({"a": 1}, {"a": 1.0}, True),
+    ],
+)
+def test_python_equal_is_the_graders_equality(a, b, equal):
+    assert python_equal(a, b) is equal
+
+
+def test_python_equal_of_values_too_deep_is_unequal_not_an_error():
+    a: list = []
+    b: list = []
+    for _ in range(100000):
+        a, b = [a], [b]
+    assert python_equal(a, b) is False  # Python's == would raise RecursionError
 
 
 def test_guide_comparison_would_accept_bool_for_int_but_we_do_not():

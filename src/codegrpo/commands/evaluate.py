@@ -9,6 +9,9 @@ paired comparison of two.
     codegrpo-evaluate 'compare=[<run>/eval_before.json,<run>/eval_after.json]'   # two eval files
     codegrpo-evaluate problems=code_contests rollout=feedback evaluation.num_samples=4 evaluation.temperature=0.7
         # episodes that revise on the public tests: pass@k after the first turn and after the last
+    codegrpo-evaluate protocol=livecodebench checkpoint=<run>/final_model    # as LiveCodeBench's paper evaluates
+    codegrpo-evaluate protocol=livecodebench evaluation.sampling_from=recipe checkpoint=<run>/final_model
+        # sampled as the run's recipe samples (docs/recipes.md)
 
 Input: a model (the model group, or checkpoint=<a run's final_model or checkpoint-N dir>) and a problem set
 (the problems group, with evaluation.split; or evaluation.problems_path=FILE).
@@ -17,8 +20,10 @@ Results go to eval.json (pass@k, status counts, per problem, every sample with i
 eval_b.json, comparison.json and comparison.png) in the run dir (outputs/evals/<time>), and to W&B with
 logger=wandb.
 
-Main options: checkpoint=DIR, compare=[a,b], evaluation.num_samples, evaluation.k=[1,...],
-evaluation.temperature (0: greedy, one sample), evaluation.max_new_tokens, evaluation.limit, evaluation.split.
+Main options: checkpoint=DIR, compare=[a,b], protocol=livecodebench|humaneval_plus|codecontests,
+evaluation.num_samples, evaluation.k=[1,...], evaluation.temperature (0: greedy, one sample),
+evaluation.max_new_tokens, evaluation.limit, evaluation.split, evaluation.sampling_from=config|recipe,
+evaluation.backend=transformers|vllm (vLLM on a GPU: pip install -e '.[vllm]').
 """
 
 from __future__ import annotations

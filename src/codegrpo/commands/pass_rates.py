@@ -15,7 +15,7 @@ another problem set is refused. ``filtered`` is a problem file (problems=jsonl p
 problems with ``lo < pass rate < hi``.
 
 Main options: problems=NAME, checkpoint=DIR, lo, hi, evaluation.num_samples, evaluation.temperature,
-rates=FILE, filtered=FILE.
+rates=FILE, filtered=FILE, evaluation.backend=transformers|vllm.
 """
 
 from __future__ import annotations

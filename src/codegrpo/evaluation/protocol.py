@@ -129,6 +129,14 @@ def recipe_sampling(settings: EvaluationConfig, trained: dict[str, Any] | None) 
     return dataclasses.replace(settings, **{name: own[name] for name in SAMPLING if name in own})
 
 
+def _model_name(trained: dict[str, Any]) -> str:
+    """The model a run's saved config names: its Hub id or directory, or its offline package file."""
+    model = trained.get("model") or {}
+    if model.get("name_or_path"):
+        return str(model["name_or_path"])
+    return f"{model.get('gguf_package')}/{model.get('gguf_file')}" if model.get("gguf_package") else ""
+
+
 def beside_paper(
     protocol: ProtocolConfig,
     per_problem: dict[str, int],
@@ -148,16 +156,20 @@ def beside_paper(
         return None
     run = 100 * float(np.mean([passed / num_samples for passed in per_problem.values()]))
     low, high = interval(per_problem, num_samples, settings.bootstrap, seed)
-    differ = [*(recipe.get("scale_deviations") or []), *(recipe.get("deviations") or [])]
-    if RecipeScale(recipe.get("scale") or RecipeScale.paper) is RecipeScale.cpu:
-        differ.insert(0, f"a CPU twin ({recipe.get('twin')}'s algorithm at a scale that trains on a CPU)")
+    model = recipe.get("reported_for", "")
+    if base:  # not trained: the recipe's training and its deviations say nothing of it, but its model may differ
+        ours = _model_name(trained)
+        differ = [f"the model: {ours} here, the paper's {model}"] if ours and ours != model else []
+    else:
+        differ = [*(recipe.get("scale_deviations") or []), *(recipe.get("deviations") or [])]
+        if RecipeScale(recipe.get("scale") or RecipeScale.paper) is RecipeScale.cpu:
+            differ.insert(0, f"a CPU twin ({recipe.get('twin')}'s algorithm at a scale that trains on a CPU)")
     paper_eval = trained.get("evaluation") or {}
     differ += [
         f"evaluation.{name} {getattr(settings, name)} here, the recipe's {paper_eval[name]}"
         for name in SAMPLING
         if name in paper_eval and paper_eval[name] != getattr(settings, name)
     ]
-    model = recipe.get("reported_for", "")
     return BesidePaper(
         recipe.get("name", ""),
         metric,

@@ -396,13 +396,14 @@ def _read_exactly(fd, size):
 
 
 def _callable(namespace, name):
-    """The function a call-form test calls: a top-level one, else a method of class Solution (LeetCode)."""
-    function = namespace.get(name)
-    if callable(function):
-        return function
+    """The function a call-form test calls: a method of class Solution (LeetCode's), else a top-level one. The
+    method first: a preamble's star imports put names such as heapq's merge at the top level."""
     solution = namespace.get("Solution")
     if isinstance(solution, type) and callable(getattr(solution, name, None)):
         return getattr(solution(), name)
+    function = namespace.get(name)
+    if callable(function):
+        return function
     raise NameError(f"the code defines no function {name!r}")
 
 

@@ -32,10 +32,10 @@ from codegrpo.reward.verdict import (
     failure_of,
     got_expected,
     json_view,
+    python_equal,
     score_checks,
     score_io,
     score_values,
-    strict_equal,
 )
 from codegrpo.sandbox.base import Outcome, RunResult, SandboxBackend
 
@@ -247,12 +247,13 @@ def _failure(verdict: Verdict) -> Failure | None:
 
 
 def _call(test: IOTest, run: RunResult) -> Failure | None:
-    """A call-form test: the harness's report of the function's value, against the test's output (strict JSON)."""
+    """A call-form test: the harness's report of the function's value, against the test's output (Python's ==,
+    as the datasets' own graders compare it)."""
     early, value = envelope(run)
     if early is not None:
         return early.status, early.detail
     expected = json.loads(test.output)
-    return None if strict_equal(value, expected) else (Status.FAILED, got_expected(value, expected))
+    return None if python_equal(value, expected) else (Status.FAILED, got_expected(value, expected))
 
 
 def batch_metrics(scored: Sequence[Scored]) -> dict[str, float]:

@@ -69,6 +69,15 @@ def strict_equal(a: Any, b: Any) -> bool:
         return False
 
 
+def python_equal(a: Any, b: Any) -> bool:
+    """Python's == on two JSON views, as APPS's, TACO's, LiveCodeBench's and LeetCode's graders compare a call's
+    value: True equals 1, 2 equals 2.0 (a tuple returned is already a list). Total: values too deep are unequal."""
+    try:
+        return bool(a == b)
+    except RecursionError:
+        return False
+
+
 def _strict_equal(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b

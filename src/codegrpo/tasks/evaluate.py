@@ -62,6 +62,8 @@ def protocol_results(
         )
         if paper is not None:
             used = cfg.problems.data_files or cfg.problems.hub_path
+            if cfg.evaluation.limit is not None:
+                paper.differ.insert(0, f"evaluation.limit={cfg.evaluation.limit}: the first {len(problems)} problems")
             if cfg.protocol.benchmark and used != cfg.protocol.benchmark:
                 paper.differ.insert(0, f"the problems: {used} stands in for the benchmark's {cfg.protocol.benchmark}")
             found["beside_paper"] = paper.to_json()

@@ -49,8 +49,9 @@ def check_batch(cfg: SamplerConfig, num_problems: int, prompts_per_batch: int) -
     if num_problems < prompts_per_batch:
         raise UsageError(
             f"sampler={cfg.kind}: the problem set has {num_problems} problems, fewer than one generation batch "
-            f"of {prompts_per_batch} prompts (trainer.generation_batch_size / trainer.num_generations): use more "
-            f"problems or a smaller trainer.per_device_train_batch_size"
+            f"of {prompts_per_batch} prompts (trainer.generation_batch_size / trainer.num_generations, the batch "
+            "per_device_train_batch_size x processes x steps_per_generation): raise problems.limit, or lower "
+            "trainer.steps_per_generation or trainer.per_device_train_batch_size"
         )
 
 

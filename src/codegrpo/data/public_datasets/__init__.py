@@ -83,6 +83,10 @@ SCHEMAS = {
 # -- loading ------------------------------------------------------------------------------------------
 
 
+# The datasets library's builders that read files (problems.hub_path=json with problems.data_files=FILE).
+FILE_BUILDERS = frozenset({"json", "parquet", "arrow", "csv", "text"})
+
+
 def _window(cfg: ProblemsConfig) -> tuple[datetime | None, datetime | None]:
     bounds = []
     for key in ("after", "before"):
@@ -104,6 +108,11 @@ def _data_files(cfg: ProblemsConfig) -> dict[str, str] | None:
         local = resolve_path(files)
         if not (glob.glob(str(local)) if glob.has_magic(str(local)) else local.exists()):
             raise ProblemError(f"problems.data_files: {local} does not exist")
+        if cfg.hub_path not in FILE_BUILDERS:  # a Hub id beside a local file: the library would ask the Hub
+            raise UsageError(
+                f"problems.data_files={files} is a local file, and problems.hub_path={cfg.hub_path} names a Hub "
+                f"dataset: add problems.hub_path=json (or {', '.join(sorted(FILE_BUILDERS - {'json'}))}) to read it"
+            )
         files = str(local)
     return {cfg.hub_split: files}
 

@@ -21,6 +21,9 @@ from codegrpo.data.public_datasets.rows import Row, Skip, _date, _first_public, 
 
 _METHOD = re.compile(r"\s*Solution\(\)\.([A-Za-z_]\w*)\s*")
 NOT_VALUES = "checks other than candidate(...) == value on JSON values (linked lists, trees, ...)"
+# A field parsed on the host is at most this long: ast.parse takes hundreds of times a text's size in memory.
+MAX_FIELD_CHARS = 1 << 20
+TOO_DEEP = (SyntaxError, ValueError, RecursionError, MemoryError)  # what parsing a hostile field may raise
 
 
 def _parameters(source: str, method: str) -> list[str] | None:
@@ -29,7 +32,7 @@ def _parameters(source: str, method: str) -> list[str] | None:
     for text in (source, source.rstrip() + "\n        pass\n"):
         try:
             tree = ast.parse(text)
-        except (SyntaxError, ValueError):
+        except TOO_DEEP:
             continue
         for node in tree.body:
             if isinstance(node, ast.ClassDef) and node.name == "Solution":
@@ -45,7 +48,7 @@ def _value(node: ast.expr) -> Any:
     try:
         value = ast.literal_eval(node)
         text = json.dumps(value, allow_nan=False)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+    except (*TOO_DEEP, TypeError):
         raise Skip(NOT_VALUES) from None
     if json.loads(text) != value:  # a tuple, a dict with keys that are not strings: not what JSON brings back
         raise Skip(NOT_VALUES)
@@ -56,7 +59,7 @@ def _tests(test: str, parameters: list[str]) -> list[dict[str, Any]]:
     """One call-form test per assert of check(candidate), its arguments in ``parameters``' order."""
     try:
         tree = ast.parse(test)
-    except (SyntaxError, ValueError):
+    except TOO_DEEP:
         raise Skip("its test does not compile") from None
     check = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"), None)
     if check is None or len(check.args.args) != 1:
@@ -86,6 +89,8 @@ def _tests(test: str, parameters: list[str]) -> list[dict[str, Any]]:
         tests.append({"input": [given[name] for name in parameters], "output": _value(statement.test.comparators[0])})
     if not tests:
         raise Skip("no tests")
+    if all(test["output"] is None for test in tests):  # the check cannot see what an in-place method did
+        raise Skip("every expected value is None (an in-place method)")
     return tests
 
 
@@ -99,6 +104,8 @@ def map_leetcode(row: Mapping[str, Any], number: int, where: str) -> Row:
     fn_name = method.group(1)
     reference = row.get("completion") or ""
     starter = row.get("starter_code") or ""
+    if any(len(str(text)) > MAX_FIELD_CHARS for text in (reference, starter, row["test"])):
+        raise Skip(f"a test, completion or starter code over {MAX_FIELD_CHARS >> 20} MiB")
     parameters = _parameters(reference, fn_name) or _parameters(starter, fn_name)
     if parameters is None:
         raise Skip("no signature of the method (in the completion or the starter code)")
