@@ -61,7 +61,7 @@ def _third_party_imports() -> dict[str, set[str]]:
 
 
 # Modules of an optional extra (module -> extra), imported only inside the functions that need them.
-EXTRA_IMPORTS = {"peft": "peft", "vllm": "vllm"}
+EXTRA_IMPORTS = {"peft": "peft", "vllm": "vllm", "ray": "ray"}
 
 
 def test_every_direct_import_is_a_declared_dependency():
@@ -82,8 +82,8 @@ def test_every_direct_import_is_a_declared_dependency():
 def test_optional_tools_are_extras_not_dependencies():
     declared = {_name(r) for r in PYPROJECT["project"]["dependencies"]}
     extras = PYPROJECT["project"]["optional-dependencies"]
-    assert {"sweep", "slurm", "vllm", "peft", "deepspeed", "dev"} <= set(extras)
-    for tool in ("hydra-optuna-sweeper", "hydra-submitit-launcher", "vllm", "deepspeed", "peft", "optuna"):
+    assert {"sweep", "slurm", "vllm", "peft", "deepspeed", "ray", "dev"} <= set(extras)
+    for tool in ("hydra-optuna-sweeper", "hydra-submitit-launcher", "vllm", "deepspeed", "peft", "optuna", "ray"):
         assert tool not in declared
     # make test installs .[dev]: it must bring the plugins the tests compose (sweeper, launcher).
     assert "codegrpo[sweep,slurm]" in extras["dev"]

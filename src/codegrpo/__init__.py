@@ -27,6 +27,7 @@ __all__ = [
     "Outcome",
     "Problem",
     "Program",
+    "RaySandboxConfig",
     "RunResult",
     "SandboxBackend",
     "SandboxConfig",
@@ -57,10 +58,11 @@ _WHERE = {
     "SandboxConfig": "codegrpo.config.schema",
     "LocalSandboxConfig": "codegrpo.config.schema",
     "SuperserveSandboxConfig": "codegrpo.config.schema",
+    "RaySandboxConfig": "codegrpo.config.schema",
 }
 
 if TYPE_CHECKING:
-    from codegrpo.config.schema import LocalSandboxConfig, SandboxConfig, SuperserveSandboxConfig
+    from codegrpo.config.schema import LocalSandboxConfig, RaySandboxConfig, SandboxConfig, SuperserveSandboxConfig
     from codegrpo.data.problems import Problem
     from codegrpo.models.conversion import offline_model
     from codegrpo.reward.code_reward import AsyncCodeReward, CodeReward, code_reward, score

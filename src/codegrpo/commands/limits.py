@@ -6,7 +6,7 @@
 Input: none but the sandbox group's settings. It opens the sandbox as training does, so the table is the
 one a run gets; the trainer logs the same table at start and keeps it in run_info.json.
 
-Main options: sandbox=local|superserve, sandbox.memory_mb, sandbox.timeout_s, sandbox.use_cgroups,
+Main options: sandbox=local|superserve|ray, sandbox.memory_mb, sandbox.timeout_s, sandbox.use_cgroups,
 sandbox.max_concurrency.
 """
 

@@ -19,6 +19,7 @@ from codegrpo.config.schema import (
     ModelConfig,
     PassRatesConfig,
     ProblemsConfig,
+    RaySandboxConfig,
     RewardConfig,
     RolloutConfig,
     SamplerConfig,
@@ -96,6 +97,7 @@ def _store_schemas() -> None:
     cs.store(group="sandbox", name="base_sandbox", node=SandboxConfig)
     cs.store(group="sandbox", name="base_local", node=LocalSandboxConfig)
     cs.store(group="sandbox", name="base_superserve", node=SuperserveSandboxConfig)
+    cs.store(group="sandbox", name="base_ray", node=RaySandboxConfig)
     cs.store(group="logger", name="base_logger", node=LoggerConfig)
     cs.store(group="peft", name="base_lora", node=LoraSchema)
     cs.store(group="sampler", name="base_sampler", node=SamplerConfig)

@@ -345,9 +345,42 @@ class SuperserveSandboxConfig(SandboxConfig):
             )
 
 
+@dataclass
+class RaySandboxConfig(LocalSandboxConfig):
+    """sandbox=ray: the local sandbox (every setting above, on each node) on a Ray cluster's nodes
+    (codegrpo.sandbox.ray_cluster); max_concurrency programs at once split among the actors."""
+
+    _target_: str = "codegrpo.sandbox.ray_cluster.RaySandbox"
+    # auto: the cluster ray.init finds (RAY_ADDRESS, or one `ray start` began here); ray://host:port or
+    # host:port: that cluster; local: a Ray instance of this process's own, to try it.
+    address: str = "auto"
+    actors: int = 2  # sandbox actors, each a local sandbox on the node Ray places it on
+    # Custom Ray resources each actor needs ({sandbox: 1}): offered only by CPU nodes, they keep actors off the
+    # GPU nodes (ray start --resources='{"sandbox": 8}').
+    resources: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_at_least("sandbox.actors", self.actors, 1)
+        if self.max_concurrency < self.actors:
+            raise UsageError(
+                f"sandbox.max_concurrency={self.max_concurrency} is split among sandbox.actors={self.actors}: "
+                "give each actor a program at least (fewer actors, or more concurrency)"
+            )
+        if not isinstance(self.address, str) or not self.address.strip():
+            raise UsageError("sandbox.address must be auto, local, ray://host:port or host:port")
+        for name, amount in self.resources.items():
+            if isinstance(amount, bool) or not isinstance(amount, (int, float)) or not 0 < amount < math.inf:
+                raise UsageError(f"sandbox.resources.{name}={amount} must be a positive number")
+
+
 # The sandbox kinds, by the name of their conf/sandbox/ option (CodeReward(sandbox="local") takes the same names;
 # tests/test_config.py checks the folder against it).
-SANDBOX_KINDS: dict[str, type[SandboxConfig]] = {"local": LocalSandboxConfig, "superserve": SuperserveSandboxConfig}
+SANDBOX_KINDS: dict[str, type[SandboxConfig]] = {
+    "local": LocalSandboxConfig,
+    "superserve": SuperserveSandboxConfig,
+    "ray": RaySandboxConfig,
+}
 
 
 @dataclass

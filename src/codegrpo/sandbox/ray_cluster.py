@@ -1,0 +1,314 @@
+"""sandbox=ray: codegrpo's local sandbox on a Ray cluster's nodes, so that model-written code leaves the training
+machine without a cloud account (docs/scaling.md).
+
+Each of ``sandbox.actors`` Ray actors opens a LocalSandbox (bubblewrap, warm workers, every limit the local
+sandbox has) on the node Ray places it on, ``sandbox.resources`` choosing the nodes (custom resources that only
+CPU nodes offer keep the actors off the GPU nodes). A batch is split among the actors, each running its share
+of ``sandbox.max_concurrency`` programs at once. Programs cross without their host-side callables: the Scorer's
+``digest`` (which holds the expected outputs) and ``failed`` stay here, and each run is digested when it comes
+back, so expected outputs never leave the trainer and the verdict is the trainer's. A node runs every test of a
+program (no fail-fast there), as Superserve does.
+
+Faults are infrastructure, never a 0: a chunk whose actor dies or misses its deadline (its programs' wall time,
+in rounds of the actor's concurrency, plus ``RAY_SLACK_S``) is run once more on another actor, its actor
+replaced; a second failure gives SANDBOX_ERROR results, which the reward reads as None.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import itertools
+import math
+import socket
+from collections import Counter
+from collections.abc import Sequence
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from codegrpo.errors import SandboxFatalError, UsageError
+from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend
+
+if TYPE_CHECKING:
+    from codegrpo.config.schema import RaySandboxConfig
+
+RAY_EXTRA = "pip install -e '.[ray]' (an installed codegrpo: pip install 'codegrpo[ray]')"
+RAY_SLACK_S = 30.0  # a chunk's deadline beyond its programs' own time: scheduling, transfer, a worker's start
+START_S = 120.0  # an actor's start: a worker process, codegrpo's imports, the sandbox's trivial program
+LOCAL_OBJECT_STORE = 256 << 20  # address=local: programs and results are small; Ray's default is 30% of RAM
+RAY_SETTINGS = ("address", "actors", "resources")  # the rest of the config is each node's local sandbox's
+CONNECT_S = 5.0  # a host:port address must accept a connection this fast
+
+
+@cache
+def _actor_class() -> Any:
+    import ray
+
+    @ray.remote(num_cpus=0)
+    class SandboxActor:
+        """One local sandbox on the node Ray placed this actor on."""
+
+        def __init__(self, settings: dict[str, Any], runtimes: tuple[str, ...]) -> None:
+            self.settings, self.runtimes = settings, runtimes
+            self.sandbox: SandboxBackend | None = None
+
+        async def start(self) -> tuple[str, int]:
+            """Open the sandbox (its trivial program of each runtime); (this node's name, this process's pid)."""
+            import os
+
+            from codegrpo.config.schema import LocalSandboxConfig
+            from codegrpo.sandbox.base import Runtime
+            from codegrpo.sandbox.local import LocalSandbox
+
+            node = socket.gethostname()
+            try:
+                sandbox = LocalSandbox(LocalSandboxConfig(**self.settings))
+                sandbox.runtimes = tuple(map(Runtime, self.runtimes))
+                await sandbox.__aenter__()
+            except Exception as error:  # the node's own reason (no bubblewrap, too little memory), named
+                raise SandboxFatalError(f"node {node}: {str(error).strip().splitlines()[0]}") from None
+            self.sandbox = sandbox
+            return node, os.getpid()
+
+        async def run_many(self, programs: list[Program]) -> list[RunResult]:
+            assert self.sandbox is not None
+            return await self.sandbox.run_many(programs)
+
+        def limits(self) -> list[tuple[str, str, str]]:
+            return [] if self.sandbox is None else self.sandbox.limits()
+
+        async def close(self) -> None:
+            if self.sandbox is not None:
+                await self.sandbox.aclose()
+
+    return SandboxActor
+
+
+def _check_reachable(address: str) -> None:
+    """UsageError in seconds where a host:port address answers nothing (ray.init waits minutes for it)."""
+    if address in ("auto", "local"):
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise UsageError(f"sandbox.address={address} must be auto, local, ray://host:port or host:port")
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_S).close()
+    except OSError as error:
+        raise UsageError(
+            f"sandbox.address={address}: nothing answers there ({error.strerror or error}); start the cluster's "
+            "head with `ray start --head` (docs/scaling.md), or sandbox.address=local for a Ray instance of "
+            "this process's own"
+        ) from None
+
+
+def shares(total: int, parts: int) -> list[int]:
+    """``total`` programs at once split among ``parts`` actors, as evenly as whole numbers go (each at least 1)."""
+    return [max(1, total // parts + (index < total % parts)) for index in range(parts)]
+
+
+def _remote(program: Program) -> Program:
+    """What crosses to a node: the program without the host's callables (the expected outputs stay here)."""
+    return dataclasses.replace(program, digest=None, failed=None)
+
+
+def _digested(program: Program, result: RunResult) -> RunResult:
+    """A node's result kept as the host keeps a run (Program.kept), run by run."""
+    if program.inputs is None or not result.runs:
+        return program.kept(0, result) if program.inputs is None else result
+    return dataclasses.replace(result, runs=tuple(program.kept(i, run) for i, run in enumerate(result.runs)))
+
+
+class RaySandbox(SandboxBackend):
+    """The local sandbox on Ray actors; see the module's docstring."""
+
+    def __init__(self, cfg: RaySandboxConfig) -> None:
+        try:
+            import ray  # noqa: F401 - the extra, checked before anything starts
+        except ImportError:
+            raise UsageError(f"sandbox=ray needs the ray package, which is not installed: {RAY_EXTRA}") from None
+        self.cfg = cfg
+        self._shares = shares(cfg.max_concurrency, cfg.actors)
+        self._actors: list[Any] = []
+        self._nodes: list[str] = []
+        self._pids: list[int] = []
+        self._started_ray = False
+        self._counts: Counter[str] = Counter()
+
+    # -- the cluster ---------------------------------------------------------------------------------
+
+    def _connect(self) -> None:
+        import ray
+
+        if not ray.is_initialized():  # else the caller's own Ray (a script's, a test's): used, and left running
+            self._start_ray()
+        self._check_resources()
+
+    def _start_ray(self) -> None:
+        import ray
+
+        address = self.cfg.address
+        _check_reachable(address)
+        options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+        if address == "local":
+            options["object_store_memory"] = LOCAL_OBJECT_STORE
+        try:
+            ray.init(address=address, **options)  # "local": a new instance, whatever RAY_ADDRESS says
+        except (ConnectionError, ValueError, RuntimeError, TimeoutError) as error:
+            why = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise UsageError(
+                f"sandbox.address={address}: no Ray cluster to join ({why}); start one with `ray start --head` "
+                "(docs/scaling.md), or sandbox.address=local for a Ray instance of this process's own"
+            ) from None
+        self._started_ray = True
+
+    def _check_resources(self) -> None:
+        """UsageError where no node offers what one actor asks for: its actors would never be placed."""
+        import ray
+
+        wanted = dict(self.cfg.resources)
+        if not wanted:
+            return
+        offered = [node.get("Resources", {}) for node in ray.nodes() if node.get("Alive")]
+        if not any(all(node.get(name, 0) >= amount for name, amount in wanted.items()) for node in offered):
+            raise UsageError(
+                f"sandbox.resources={wanted}: no node of the Ray cluster offers them, so no sandbox actor could be "
+                f"placed (start CPU nodes with `ray start --resources='{{\"sandbox\": 8}}'`, docs/scaling.md)"
+            )
+
+    def _new_actor(self, share: int) -> Any:
+        settings = {
+            field.name: getattr(self.cfg, field.name)
+            for field in dataclasses.fields(self.cfg)
+            if field.name not in RAY_SETTINGS
+        }
+        settings |= {"_target_": "codegrpo.sandbox.local.LocalSandbox", "max_concurrency": share}
+        options: dict[str, Any] = {"max_concurrency": share + 2}  # its runs, and a start or close beside them
+        if self.cfg.resources:
+            options["resources"] = dict(self.cfg.resources)
+        return _actor_class().options(**options).remote(settings, tuple(map(str, self.runtimes)))
+
+    async def _start(self, actor: Any) -> tuple[str, int]:
+        import ray
+
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(actor.start.remote().future()), START_S)
+        except ray.exceptions.RayTaskError as error:  # the actor's own one line: "node <name>: <why>"
+            cause = getattr(error, "cause", None)
+            raise SandboxFatalError(str(cause) if cause is not None else str(error).strip().splitlines()[-1]) from None
+        except TimeoutError:
+            raise SandboxFatalError(
+                f"a sandbox actor did not start within {START_S:g} s: no node can place it "
+                f"(sandbox.resources={dict(self.cfg.resources)}), or the cluster is out of workers"
+            ) from None
+
+    async def _ensure_started(self) -> None:
+        if self._actors:
+            return
+        self._connect()
+        actors = [self._new_actor(share) for share in self._shares]
+        self._actors = actors
+        started = await asyncio.gather(*(self._start(actor) for actor in actors), return_exceptions=True)
+        failed = [outcome for outcome in started if isinstance(outcome, BaseException)]
+        if failed:
+            await self.aclose()
+            raise failed[0]
+        self._nodes = [node for node, _ in started]  # type: ignore[misc]
+        self._pids = [pid for _, pid in started]  # type: ignore[misc]
+
+    async def _replace(self, index: int) -> None:
+        """A fresh actor in the place of one that died or stopped answering."""
+        import ray
+
+        ray.kill(self._actors[index], no_restart=True)
+        self._actors[index] = self._new_actor(self._shares[index])
+        self._counts["ray_replaced"] += 1
+        try:
+            self._nodes[index], self._pids[index] = await self._start(self._actors[index])
+        except SandboxFatalError:
+            self._counts["ray_replace_failed"] += 1
+
+    # -- running -------------------------------------------------------------------------------------
+
+    async def check(self) -> None:
+        await self._ensure_started()
+        await super().check()
+
+    def _deadline(self, programs: Sequence[Program], share: int) -> float:
+        rounds = math.ceil(len(programs) / share)
+        return rounds * max(program.wall_s for program in programs) + RAY_SLACK_S
+
+    async def _on_actor(self, index: int, programs: list[Program]) -> list[RunResult]:
+        import ray
+
+        ref = self._actors[index].run_many.remote([_remote(program) for program in programs])
+        try:
+            return await asyncio.wait_for(
+                asyncio.wrap_future(ref.future()), self._deadline(programs, self._shares[index])
+            )
+        except TimeoutError:
+            ray.cancel(ref)
+            raise
+
+    async def _chunk(self, index: int, programs: list[Program]) -> list[RunResult]:
+        """A chunk on its actor; once more on another where the actor dies or misses its deadline; then errors."""
+        import ray
+
+        lost = (ray.exceptions.RayActorError, ray.exceptions.RayTaskError, TimeoutError)
+        why = ""
+        for attempt, place in enumerate((index, (index + 1) % len(self._actors))):
+            try:
+                results = await self._on_actor(place, programs)
+                return [_digested(program, result) for program, result in zip(programs, results, strict=True)]
+            except lost as error:
+                self._counts["ray_retried" if attempt == 0 else "ray_lost"] += len(programs)
+                why = f"{type(error).__name__} on node {self._nodes[place]}"
+                await self._replace(place)
+        return [RunResult(Outcome.SANDBOX_ERROR, error=f"sandbox=ray: the batch was lost twice ({why})")] * len(
+            programs
+        )
+
+    async def run_many(self, programs: Sequence[Program]) -> list[RunResult]:
+        if not programs:
+            return []
+        await self._ensure_started()
+        # Contiguous chunks in proportion to each actor's share of the concurrency.
+        total = sum(self._shares)
+        bounds = [0]
+        for share in self._shares:
+            bounds.append(min(len(programs), bounds[-1] + math.ceil(len(programs) * share / total)))
+        chunks = [(i, list(programs[lo:hi])) for i, (lo, hi) in enumerate(itertools.pairwise(bounds)) if hi > lo]
+        done = await asyncio.gather(*(self._chunk(index, chunk) for index, chunk in chunks))
+        self._counts["ray_programs"] += len(programs)
+        return [result for results in done for result in results]
+
+    # -- reporting and closing -----------------------------------------------------------------------
+
+    def stats(self) -> dict[str, float]:
+        return {f"sandbox/{name}": float(count) for name, count in sorted(self._counts.items())}
+
+    def limits(self) -> list[tuple[str, str, str]]:
+        if not self._actors:
+            return []
+        import ray
+
+        where = f"Ray actors on {', '.join(sorted(set(self._nodes)))}"
+        rows = ray.get(self._actors[0].limits.remote(), timeout=START_S)
+        return [("actors", f"{len(self._actors)} x {self._shares} programs at once", where), *rows]
+
+    async def aclose(self) -> None:
+        if self._actors:
+            import ray
+
+            closing = [asyncio.wrap_future(actor.close.remote().future()) for actor in self._actors]
+            # A dead actor's close fails, a hung one's times out: each is killed below anyway.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*closing, return_exceptions=True), START_S)
+            for actor in self._actors:
+                ray.kill(actor, no_restart=True)
+            self._actors = []
+        if self._started_ray:
+            import ray
+
+            ray.shutdown()
+            self._started_ray = False

@@ -1,0 +1,192 @@
+"""sandbox=ray (codegrpo.sandbox.ray_cluster) on real Ray: a Ray instance this module starts on this machine, the
+local sandbox in each actor. Verdicts are the local sandbox's; faults are infrastructure (None), never a 0; bad
+settings are one line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from codegrpo.config.schema import RaySandboxConfig
+from codegrpo.data.files import load_problems
+from codegrpo.errors import SandboxFatalError, UsageError
+from codegrpo.resources import PROJECT_ROOT
+from codegrpo.reward.programs import get_language
+from codegrpo.reward.scorer import Scorer
+from codegrpo.sandbox import ray_cluster
+from codegrpo.sandbox.base import Outcome, Program
+from codegrpo.sandbox.ray_cluster import RaySandbox, shares
+from tests.helpers.run_if import run_if
+from tests.helpers.sandbox import make_sandbox, run
+
+ray = pytest.importorskip("ray")
+
+pytestmark = run_if(bwrap=True)
+
+SEED = load_problems(str(PROJECT_ROOT / "problems" / "seed.jsonl"))
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """One Ray instance for the module: each RaySandbox uses it and leaves it running."""
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=256 << 20)
+    yield
+    ray.shutdown()
+
+
+def _ray(**overrides) -> RaySandbox:
+    return RaySandbox(RaySandboxConfig(**{"address": "auto", "actors": 2, "max_concurrency": 2, **overrides}))
+
+
+def _completions() -> tuple[list[str], list[str]]:
+    """Each seed problem's reference, and a wrong, a crashing and a looping function of its name."""
+    ids, texts = [], []
+    for problem in SEED:
+        name = re.search(r"def (\w+)", problem.reference).group(1)
+        for code in (
+            problem.reference,
+            f"def {name}(*args):\n    return None",
+            f"def {name}(*args):\n    raise ValueError('no')",
+            f"def {name}(*args):\n    while True:\n        pass",
+        ):
+            ids.append(problem.id)
+            texts.append(f"```python\n{code}\n```")
+    return ids, texts
+
+
+def test_verdicts_through_ray_are_the_local_sandboxs(cluster):
+    ids, texts = _completions()
+    verdicts = {}
+    for name, sandbox in (("local", make_sandbox()), ("ray", _ray())):
+        with sandbox:
+            scorer = Scorer(SEED, sandbox, get_language("python"), "binary", timeout_s=2.0)
+            verdicts[name] = [(s.verdict.status, s.verdict.reward) for s in run(scorer.score(ids, texts))]
+            if name == "ray":
+                assert sandbox.stats()["sandbox/ray_programs"] >= len(set(texts))
+                assert sandbox.limits()[0][0] == "actors"
+    assert verdicts["ray"] == verdicts["local"]
+    assert {status.value for status, _ in verdicts["ray"]} >= {"passed", "failed", "error", "timeout"}
+
+
+def test_what_crosses_to_a_node_holds_no_host_callable():
+    """The Scorer's digest holds the expected outputs: it stays on the trainer, and runs there on the results."""
+    program = Program("print(1)", inputs=("a",), digest=lambda i, run: run, failed=lambda i, run: False)
+    crossing = ray_cluster._remote(program)
+    assert crossing.digest is None and crossing.failed is None and crossing.source == program.source
+
+
+def test_the_concurrency_is_split_among_the_actors():
+    assert shares(8, 2) == [4, 4] and shares(5, 2) == [3, 2] and shares(3, 3) == [1, 1, 1]
+    with pytest.raises(UsageError, match=r"sandbox\.max_concurrency=1 is split among sandbox\.actors=2"):
+        RaySandboxConfig(actors=2, max_concurrency=1)
+
+
+def _score(tmp_path, *overrides: str) -> subprocess.CompletedProcess:
+    """codegrpo-score on the seed problems' references, as a user runs it."""
+    completions = tmp_path / "c.jsonl"
+    lines = [{"problem_id": p.id, "completion": f"```python\n{p.reference}\n```"} for p in SEED]
+    completions.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    command = [sys.executable, "-m", "codegrpo.commands.score", "problems=seed", f"completions={completions}"]
+    return subprocess.run(
+        [*command, *overrides, f"hydra.run.dir={tmp_path / 'run'}"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize(
+    ("address", "line"),
+    [
+        ("127.0.0.1:1", "error: sandbox.address=127.0.0.1:1: nothing answers there"),
+        ("ray://", "error: sandbox.address=ray:// must be auto, local, ray://host:port or host:port"),
+    ],
+)
+def test_an_address_with_no_cluster_is_one_line_in_seconds(tmp_path, address, line):
+    started = time.monotonic()
+    done = _score(tmp_path, "sandbox=ray", f"sandbox.address={address}")
+    assert done.returncode == 2, done.stderr[-3000:]
+    [said] = done.stderr.strip().splitlines()
+    assert said.startswith(line)
+    assert time.monotonic() - started < 60  # ray.init alone waits minutes for an address that answers nothing
+
+
+def test_resources_no_node_offers_are_one_line(cluster):
+    with pytest.raises(UsageError, match=r"sandbox\.resources=\{'sandbox': 1\}: no node of the Ray cluster"):
+        _ray(resources={"sandbox": 1}).__enter__()
+
+
+def test_a_node_without_bubblewrap_is_named_when_its_actor_starts(cluster):
+    with pytest.raises(SandboxFatalError, match=r"^node \S+: .*(bwrap|bubblewrap)"):
+        _ray(bwrap="/nonexistent/bwrap").__enter__()
+
+
+def test_without_the_ray_package_it_is_one_line(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(UsageError, match=r"sandbox=ray needs the ray package, which is not installed: pip install"):
+        RaySandbox(RaySandboxConfig())
+
+
+def _sleepers(count: int, seconds: float) -> list[Program]:
+    return [Program(f"import time\ntime.sleep({seconds})\nprint({n})", timeout_s=10.0) for n in range(count)]
+
+
+@pytest.mark.slow
+def test_an_actor_killed_mid_batch_has_its_programs_run_again_elsewhere(cluster):
+    with _ray() as sandbox:
+
+        async def kill_then_run():
+            batch = asyncio.ensure_future(sandbox.run_many(_sleepers(4, 2.0)))
+            await asyncio.sleep(1.0)
+            ray.kill(sandbox._actors[0], no_restart=True)
+            return await batch
+
+        results = run(kill_then_run())
+        assert [r.stdout.strip() for r in results] == ["0", "1", "2", "3"]
+        stats = sandbox.stats()
+        assert stats["sandbox/ray_retried"] == 2 and stats["sandbox/ray_replaced"] == 1
+        assert "sandbox/ray_lost" not in stats
+        assert [r.stdout.strip() for r in run(sandbox.run_many(_sleepers(2, 0.1)))] == ["0", "1"]  # replaced
+
+
+@pytest.mark.slow
+def test_an_actor_that_stops_answering_misses_its_deadline_and_is_replaced(cluster, monkeypatch):
+    monkeypatch.setattr(ray_cluster, "RAY_SLACK_S", 3.0)
+    with _ray() as sandbox:
+        os.kill(sandbox._pids[0], signal.SIGSTOP)
+        started = time.monotonic()
+        results = run(sandbox.run_many(_sleepers(2, 0.1)))
+        assert [r.stdout.strip() for r in results] == ["0", "1"]
+        assert time.monotonic() - started < 60 and sandbox.stats()["sandbox/ray_retried"] == 1
+
+
+@pytest.mark.slow
+def test_a_batch_lost_twice_is_infrastructure_never_a_zero(cluster, monkeypatch):
+    """Deadlines shorter than the programs: both tries time out, and the scorer reads the results as None."""
+    monkeypatch.setattr(ray_cluster, "RAY_SLACK_S", -9.0)
+    with _ray() as sandbox:
+        results = run(sandbox.run_many(_sleepers(2, 5.0)))
+        assert all(r.outcome is Outcome.SANDBOX_ERROR and "lost twice" in r.error for r in results)
+        assert sandbox.stats()["sandbox/ray_lost"] == 2
+        scorer = Scorer(SEED, sandbox, get_language("python"), "binary", timeout_s=10.0)
+        completion = f"```python\nimport time\ntime.sleep(5)\n{SEED[0].reference}\n```"
+        [scored] = run(scorer.score([SEED[0].id], [completion]))
+        assert scored.verdict.reward is None
+
+
+@pytest.mark.slow
+def test_score_command_through_a_ray_instance_of_its_own(tmp_path):
+    """codegrpo-score sandbox=ray sandbox.address=local, as a user tries it: Ray started and stopped by the run."""
+    done = _score(tmp_path, "sandbox=ray", "sandbox.address=local")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"{len(SEED)} completions: mean reward 1.000; passed {len(SEED)}" in done.stderr
+    assert [json.loads(line)["reward"] for line in done.stdout.splitlines()] == [1.0] * len(SEED)
