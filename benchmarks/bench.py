@@ -38,6 +38,9 @@ k. feedback: rollout=feedback's own overhead in one step (8 episodes, one each o
    replayed with the same tokens, so the replay's time is the loop alone: the public tests run after each
    turn and the feedback messages built and templated; beside a single-turn step's scoring of the same final
    code, and as a share of the rollout (`--only feedback`; not in the default run).
+l. ray: the local section's corpus through sandbox=ray on a two-node Ray cluster started on this machine vs
+   sandbox=local at the same concurrency, and the latency a batch of one program gains (`--only ray`; not in
+   the default run).
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     "feedback": ("feedback",),
     "sampler": ("sampler",),
     "startup": ("startup",),
+    "ray": ("ray",),
 }
 
 

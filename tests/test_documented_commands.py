@@ -423,6 +423,12 @@ EXCEPTIONS: list[tuple[str, str, str]] = [
         "",
     ),
     (r"^from superserve import ", "the Superserve SDK against a real account (templates, live sandboxes)", "compile"),
+    (
+        r"^ray start ",
+        "starts a node of a Ray cluster that outlives the command; tests/sandbox/test_ray_cluster.py starts Ray "
+        "itself and runs sandbox=ray on it",
+        "",
+    ),
 ]
 # Commands another test already runs verbatim (a Python block the test reads from the README).
 COVERED: list[tuple[str, str, str]] = [
@@ -461,6 +467,10 @@ NEEDS = {
     "gpu": ("a GPU (trainer.use_cpu=false)", "tests/test_devices.py"),
     "vllm": ("vLLM on a GPU (evaluation.backend=vllm)", "tests/evaluation/test_vllm_engine.py"),
     "superserve": ("a real Superserve key and network", "tests/sandbox/"),
+    "ray-cluster": (
+        "a Ray cluster begun with ray start (sandbox.address=local runs here)",
+        "tests/sandbox/test_ray_cluster.py",
+    ),
     "resume": (
         "a run's checkpoint (1.6 GB for the offline model); resume=auto from one",
         "tests/test_workflow.py::test_same_seed_same_first_step_reproducibility_record_and_resume_auto",
@@ -499,8 +509,11 @@ def needs(command: Command, composed: dict[str, Any], ws: Path) -> str | None:
         return "push"
     if "use_cpu" in trainer and not trainer["use_cpu"]:
         return "gpu"
-    if "superserve" in str(composed.get("sandbox", {}).get("_target_", "")).lower():
+    sandbox = composed.get("sandbox", {})
+    if "superserve" in str(sandbox.get("_target_", "")).lower():
         return "superserve"
+    if "ray_cluster" in str(sandbox.get("_target_", "")) and sandbox.get("address") != "local":
+        return "ray-cluster"
     if composed.get("resume"):
         return "resume"
     for path in (problems.get("path"), composed.get("completions"), composed.get("rates")):

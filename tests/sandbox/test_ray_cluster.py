@@ -76,6 +76,14 @@ def test_verdicts_through_ray_are_the_local_sandboxs(cluster):
     assert {status.value for status, _ in verdicts["ray"]} >= {"passed", "failed", "error", "timeout"}
 
 
+def test_the_library_reward_takes_sandbox_ray(cluster):
+    from codegrpo import CodeReward
+
+    reward = CodeReward(sandbox="ray", max_concurrency=2, problems=PROJECT_ROOT / "problems" / "seed.jsonl")
+    good = f"```python\n{SEED[0].reference}\n```"
+    assert reward([good, "```python\nimport os\nos._exit(0)\n```"], problem_id=[SEED[0].id] * 2) == [1.0, 0.0]
+
+
 def test_what_crosses_to_a_node_holds_no_host_callable():
     """The Scorer's digest holds the expected outputs: it stays on the trainer, and runs there on the results."""
     program = Program("print(1)", inputs=("a",), digest=lambda i, run: run, failed=lambda i, run: False)
@@ -126,7 +134,7 @@ def test_resources_no_node_offers_are_one_line(cluster):
 
 
 def test_a_node_without_bubblewrap_is_named_when_its_actor_starts(cluster):
-    with pytest.raises(SandboxFatalError, match=r"^node \S+: .*(bwrap|bubblewrap)"):
+    with pytest.raises(SandboxFatalError, match=r"^node \S+ \(Ray node \w+\): .*(bwrap|bubblewrap)"):
         _ray(bwrap="/nonexistent/bwrap").__enter__()
 
 
@@ -190,3 +198,16 @@ def test_score_command_through_a_ray_instance_of_its_own(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"{len(SEED)} completions: mean reward 1.000; passed {len(SEED)}" in done.stderr
     assert [json.loads(line)["reward"] for line in done.stdout.splitlines()] == [1.0] * len(SEED)
+
+
+@pytest.mark.slow
+def test_training_scores_through_a_ray_instance_of_its_own(tmp_path):
+    """python train.py sandbox=ray sandbox.address=local trainer.max_steps=2: the issue's command, two steps."""
+    from tests.helpers.commands import TINY, train
+
+    done = train(*TINY, "sandbox=ray", "sandbox.address=local", "trainer.max_steps=2", f"hydra.run.dir={tmp_path}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    history = json.loads((tmp_path / "log_history.json").read_text())
+    steps = [row for row in history if "rewards/code_reward/mean" in row]
+    assert len(steps) == 2 and all(row["sandbox/ray_programs"] > 0 for row in steps)
+    assert "Ray actors on" in (tmp_path / "train.log").read_text()  # the limits table names where programs run

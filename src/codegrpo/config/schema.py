@@ -355,9 +355,10 @@ class RaySandboxConfig(LocalSandboxConfig):
     # host:port: that cluster; local: a Ray instance of this process's own, to try it.
     address: str = "auto"
     actors: int = 2  # sandbox actors, each a local sandbox on the node Ray places it on
-    # Custom Ray resources each actor needs ({sandbox: 1}): offered only by CPU nodes, they keep actors off the
-    # GPU nodes (ray start --resources='{"sandbox": 8}').
-    resources: dict[str, float] = field(default_factory=dict)
+    # Custom Ray resources each actor needs (sandbox.resources={sandbox:1}): offered only by CPU nodes, they keep
+    # actors off the GPU nodes (ray start --resources='{"sandbox": 8}'). null: none (a dict default would refuse
+    # the override's new key).
+    resources: Any = None  # a dict of amounts, typed Any: OmegaConf cannot merge a dict into a None Dict node
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -369,7 +370,11 @@ class RaySandboxConfig(LocalSandboxConfig):
             )
         if not isinstance(self.address, str) or not self.address.strip():
             raise UsageError("sandbox.address must be auto, local, ray://host:port or host:port")
-        for name, amount in self.resources.items():
+        if self.resources is not None and not isinstance(self.resources, Mapping):
+            raise UsageError(
+                f"sandbox.resources={self.resources} must be a dict of amounts: sandbox.resources={{sandbox:1}}"
+            )
+        for name, amount in (self.resources or {}).items():
             if isinstance(amount, bool) or not isinstance(amount, (int, float)) or not 0 < amount < math.inf:
                 raise UsageError(f"sandbox.resources.{name}={amount} must be a positive number")
 

@@ -187,7 +187,9 @@ class CodeReward:
 
     Args:
         sandbox: ``"local"`` (bubblewrap, the default), ``"superserve"`` (Superserve's cloud microVMs; the
-            key in ``SUPERSERVE_API_KEY``), a ``LocalSandboxConfig``/``SuperserveSandboxConfig``, or a
+            key in ``SUPERSERVE_API_KEY``), ``"ray"`` (the local sandbox on a Ray cluster's nodes: the cluster
+            ``ray.init`` finds, docs/scaling.md), a ``LocalSandboxConfig``/``SuperserveSandboxConfig``/
+            ``RaySandboxConfig``, or a
             ``SandboxBackend`` of the caller's (a ``MemoryBackend`` in tests), which the reward uses as it is:
             the caller opens and closes it, and it does not pickle with the reward.
         kind: ``"binary"`` (1.0 when every test passes) or ``"partial"`` (the fraction of tests passed).

@@ -61,7 +61,7 @@ def _actor_class() -> Any:
             from codegrpo.sandbox.base import Runtime
             from codegrpo.sandbox.local import LocalSandbox
 
-            node = socket.gethostname()
+            node = f"{socket.gethostname()} (Ray node {ray.get_runtime_context().get_node_id()[:8]})"
             try:
                 sandbox = LocalSandbox(LocalSandboxConfig(**self.settings))
                 sandbox.runtimes = tuple(map(Runtime, self.runtimes))
@@ -166,7 +166,7 @@ class RaySandbox(SandboxBackend):
         """UsageError where no node offers what one actor asks for: its actors would never be placed."""
         import ray
 
-        wanted = dict(self.cfg.resources)
+        wanted = dict(self.cfg.resources or {})
         if not wanted:
             return
         offered = [node.get("Resources", {}) for node in ray.nodes() if node.get("Alive")]
@@ -199,7 +199,7 @@ class RaySandbox(SandboxBackend):
         except TimeoutError:
             raise SandboxFatalError(
                 f"a sandbox actor did not start within {START_S:g} s: no node can place it "
-                f"(sandbox.resources={dict(self.cfg.resources)}), or the cluster is out of workers"
+                f"(sandbox.resources={dict(self.cfg.resources or {})}), or the cluster is out of workers"
             ) from None
 
     async def _ensure_started(self) -> None:
