@@ -298,7 +298,7 @@ def test_each_companion_commands_help_is_its_own(name):
     assert done.stdout.startswith(f"{script}: ") and "powered by Hydra" not in done.stdout
     assert "\nInput: " in done.stdout and "\nMain options: " in done.stdout and f"    {script} " in done.stdout
     groups = done.stdout.split("== Groups it reads (group=option, the default first) ==\n")[1]
-    assert "  sandbox    local, superserve\n" in groups and f"{script} --cfg job" in groups
+    assert "  sandbox    local, ray, superserve\n" in groups and f"{script} --cfg job" in groups
     assert ("  problems " in groups) is (name != "limits")  # limits composes problems for its schema, unread
     # The examples as they are typed: a JSON string's \n escapes and a shell line's continuation kept.
     kept = {

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from benchmarks.fakes import FAKE_API_KEY, FakeSuperserve
 
-from codegrpo.config.schema import LocalSandboxConfig, SuperserveSandboxConfig
+from codegrpo.config.schema import LocalSandboxConfig, RaySandboxConfig, SuperserveSandboxConfig
 from codegrpo.data.files import load_problems
 from codegrpo.harness import sandbox_source
 from codegrpo.harness.python_harness import _typed
@@ -30,6 +30,7 @@ from codegrpo.reward.verdict import Scored
 from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend
 from codegrpo.sandbox.cgroups import PREFIX, find_hierarchies
 from codegrpo.sandbox.memory import MemoryBackend
+from codegrpo.sandbox.ray_cluster import RaySandbox
 from codegrpo.sandbox.superserve import SuperserveSandbox
 
 PYTHON = ("python3", "-I", "/tmp/solution.py")
@@ -185,12 +186,17 @@ class FreshSuperserve(SandboxBackend):
 
 @contextlib.contextmanager
 def backend_in(mode: str) -> Iterator[SandboxBackend]:
-    """The backend of a mode users meet: "superserve" (the real SDK on the fake), or "warm"/"cold" with
+    """The backend of a mode users meet: "superserve" (the real SDK on the fake), "ray" (sandbox=ray on a Ray
+    instance started here), or "warm"/"cold" with
     "-cgroups" or "-rlimits" (cgroups when the machine has them, if neither is said)."""
     if mode == "superserve":
         os.environ[FAKE_KEY_ENV] = FAKE_API_KEY
         with FakeSuperserve() as fake:
             yield FreshSuperserve(fake)
+        return
+    if mode == "ray":  # the local sandbox on two actors of a Ray instance of this process's own
+        with RaySandbox(RaySandboxConfig(address="local", actors=2, max_concurrency=2)) as box:
+            yield box
         return
     warm, _, limits = mode.partition("-")
     box = make_sandbox(warm=warm == "warm", **({"use_cgroups": limits == "cgroups"} if limits else {}))

@@ -31,7 +31,7 @@ from tests.helpers.sandbox import Recording, backend_in
 
 pytestmark = run_if(bwrap=True)
 
-MODES = ["warm-cgroups", "cold-cgroups", "warm-rlimits", "cold-rlimits", "superserve"]
+MODES = ["warm-cgroups", "cold-cgroups", "warm-rlimits", "cold-rlimits", "superserve", "ray"]
 PREFIX = f"needle-{uuid.uuid4().hex}-"
 TESTS = 5
 BASE, STEP = 40009, 101  # input k is BASE + STEP * k bytes long: every size is distinct and rare

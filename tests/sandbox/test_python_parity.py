@@ -34,7 +34,7 @@ from tests.helpers.sandbox import backend_in
 PYTHON3 = "/usr/bin/python3"
 pytestmark = run_if(bwrap=True, system_python=True)
 
-MODES = ["warm-cgroups", "cold-cgroups", "warm-rlimits", "cold-rlimits", "superserve"]
+MODES = ["warm-cgroups", "cold-cgroups", "warm-rlimits", "cold-rlimits", "superserve", "ray"]
 INPUT = "21\n"
 PYTHON = get_language("python")
 
