@@ -178,6 +178,21 @@ def test_an_actor_that_stops_answering_misses_its_deadline_and_is_replaced(clust
 
 
 @pytest.mark.slow
+def test_chunks_that_fail_at_different_times_replace_each_actor_once_and_raise_nothing(cluster, monkeypatch):
+    """Red team: chunk 0 missed its deadline and retried on actor 1; chunk 1 then missed its own, and the two
+    replacements of actor 1 killed each other's: ActorDiedError ended the reward call."""
+    monkeypatch.setattr(ray_cluster, "RAY_SLACK_S", -0.7)
+    with _ray() as sandbox:
+        programs = [
+            Program("import time\ntime.sleep(0.9)\nprint(0)", timeout_s=1.0),
+            Program("import time\ntime.sleep(2.9)\nprint(1)", timeout_s=3.0),
+        ]
+        results = run(sandbox.run_many(programs))
+        assert len(results) == 2 and all(r.outcome in (Outcome.EXITED, Outcome.SANDBOX_ERROR) for r in results)
+        assert [r.stdout.strip() for r in run(sandbox.run_many(_sleepers(2, 0.1)))] == ["0", "1"]  # both replaced
+
+
+@pytest.mark.slow
 def test_a_batch_lost_twice_is_infrastructure_never_a_zero(cluster, monkeypatch):
     """Deadlines shorter than the programs: both tries time out, and the scorer reads the results as None."""
     monkeypatch.setattr(ray_cluster, "RAY_SLACK_S", -9.0)

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 RAY_EXTRA = "pip install -e '.[ray]' (an installed codegrpo: pip install 'codegrpo[ray]')"
 RAY_SLACK_S = 30.0  # a chunk's deadline beyond its programs' own time: scheduling, transfer, a worker's start
+RUN_OVERHEAD_S = 0.1  # a run's start and cleanup beyond its wall time (about 0.01 s measured here), per run
 START_S = 120.0  # an actor's start: a worker process, codegrpo's imports, the sandbox's trivial program
 LOCAL_OBJECT_STORE = 256 << 20  # address=local: programs and results are small; Ray's default is 30% of RAM
 RAY_SETTINGS = ("address", "actors", "resources")  # the rest of the config is each node's local sandbox's
@@ -52,6 +53,7 @@ def _actor_class() -> Any:
         def __init__(self, settings: dict[str, Any], runtimes: tuple[str, ...]) -> None:
             self.settings, self.runtimes = settings, runtimes
             self.sandbox: SandboxBackend | None = None
+            self.ready = asyncio.Event()  # a batch sent to a replacement still starting waits for its sandbox
 
         async def start(self) -> tuple[str, int]:
             """Open the sandbox (its trivial program of each runtime); (this node's name, this process's pid)."""
@@ -69,9 +71,11 @@ def _actor_class() -> Any:
             except Exception as error:  # the node's own reason (no bubblewrap, too little memory), named
                 raise SandboxFatalError(f"node {node}: {str(error).strip().splitlines()[0]}") from None
             self.sandbox = sandbox
+            self.ready.set()
             return node, os.getpid()
 
         async def run_many(self, programs: list[Program]) -> list[RunResult]:
+            await self.ready.wait()
             assert self.sandbox is not None
             return await self.sandbox.run_many(programs)
 
@@ -196,6 +200,8 @@ class RaySandbox(SandboxBackend):
         except ray.exceptions.RayTaskError as error:  # the actor's own one line: "node <name>: <why>"
             cause = getattr(error, "cause", None)
             raise SandboxFatalError(str(cause) if cause is not None else str(error).strip().splitlines()[-1]) from None
+        except ray.exceptions.RayActorError as error:  # killed while starting (a node lost, or replaced again)
+            raise SandboxFatalError(f"a sandbox actor died while it started: {type(error).__name__}") from None
         except TimeoutError:
             raise SandboxFatalError(
                 f"a sandbox actor did not start within {START_S:g} s: no node can place it "
@@ -216,16 +222,19 @@ class RaySandbox(SandboxBackend):
         self._nodes = [node for node, _ in started]  # type: ignore[misc]
         self._pids = [pid for _, pid in started]  # type: ignore[misc]
 
-    async def _replace(self, index: int) -> None:
-        """A fresh actor in the place of one that died or stopped answering."""
+    async def _replace(self, index: int, failed: Any) -> None:
+        """A fresh actor in the place of ``failed``, which died or stopped answering; nothing where another chunk
+        has replaced it already (no await between the check and the swap: one replacement an actor)."""
         import ray
 
-        ray.kill(self._actors[index], no_restart=True)
-        self._actors[index] = self._new_actor(self._shares[index])
+        if self._actors[index] is not failed:
+            return
+        ray.kill(failed, no_restart=True)
+        fresh = self._actors[index] = self._new_actor(self._shares[index])
         self._counts["ray_replaced"] += 1
         try:
-            self._nodes[index], self._pids[index] = await self._start(self._actors[index])
-        except SandboxFatalError:
+            self._nodes[index], self._pids[index] = await self._start(fresh)
+        except SandboxFatalError:  # its batches then fail as lost, and come back as infrastructure errors
             self._counts["ray_replace_failed"] += 1
 
     # -- running -------------------------------------------------------------------------------------
@@ -235,17 +244,18 @@ class RaySandbox(SandboxBackend):
         await super().check()
 
     def _deadline(self, programs: Sequence[Program], share: int) -> float:
+        """The most a chunk can take on an actor of ``share`` programs at once: its rounds of the slowest program's
+        wall time, each run's start and cleanup beside it (RUN_OVERHEAD_S), and the slack."""
         rounds = math.ceil(len(programs) / share)
-        return rounds * max(program.wall_s for program in programs) + RAY_SLACK_S
+        runs = max(len(program.inputs or ()) or 1 for program in programs)
+        return rounds * max(program.wall_s + RUN_OVERHEAD_S * runs for program in programs) + RAY_SLACK_S
 
-    async def _on_actor(self, index: int, programs: list[Program]) -> list[RunResult]:
+    async def _on_actor(self, actor: Any, programs: list[Program], deadline: float) -> list[RunResult]:
         import ray
 
-        ref = self._actors[index].run_many.remote([_remote(program) for program in programs])
+        ref = actor.run_many.remote([_remote(program) for program in programs])
         try:
-            return await asyncio.wait_for(
-                asyncio.wrap_future(ref.future()), self._deadline(programs, self._shares[index])
-            )
+            return await asyncio.wait_for(asyncio.wrap_future(ref.future()), deadline)
         except TimeoutError:
             ray.cancel(ref)
             raise
@@ -254,16 +264,20 @@ class RaySandbox(SandboxBackend):
         """A chunk on its actor; once more on another where the actor dies or misses its deadline; then errors."""
         import ray
 
-        lost = (ray.exceptions.RayActorError, ray.exceptions.RayTaskError, TimeoutError)
+        # ValueError: results of another length than the chunk's (an actor's fault, never a program's).
+        lost = (ray.exceptions.RayActorError, ray.exceptions.RayTaskError, TimeoutError, ValueError)
         why = ""
+        deadline = self._deadline(programs, self._shares[index])
         for attempt, place in enumerate((index, (index + 1) % len(self._actors))):
+            actor = self._actors[place]
             try:
-                results = await self._on_actor(place, programs)
+                # A retry may wait behind the other actor's own chunk: twice the time.
+                results = await self._on_actor(actor, programs, deadline * (1 + attempt))
                 return [_digested(program, result) for program, result in zip(programs, results, strict=True)]
             except lost as error:
                 self._counts["ray_retried" if attempt == 0 else "ray_lost"] += len(programs)
                 why = f"{type(error).__name__} on node {self._nodes[place]}"
-                await self._replace(place)
+                await self._replace(place, actor)
         return [RunResult(Outcome.SANDBOX_ERROR, error=f"sandbox=ray: the batch was lost twice ({why})")] * len(
             programs
         )
