@@ -111,7 +111,8 @@ class LocalSandbox(SandboxBackend):
 
     def __init__(self, cfg: LocalSandboxConfig) -> None:
         self.cfg = cfg
-        self._bwrap = _require(cfg.bwrap, BWRAP_INSTALL_HINT)
+        named = f"sandbox.bwrap={cfg.bwrap}: no bubblewrap there (the default, bwrap, is looked up on PATH); "
+        self._bwrap = _require(cfg.bwrap, BWRAP_INSTALL_HINT if cfg.bwrap == "bwrap" else named + BWRAP_INSTALL_HINT)
         if not seccomp.supported():
             raise SandboxFatalError(
                 f"the local sandbox has no seccomp filter for {platform.machine()} (it has one "

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import dataclasses
 import itertools
+import logging
 import math
 import socket
 from collections import Counter
@@ -153,7 +154,8 @@ class RaySandbox(SandboxBackend):
 
         address = self.cfg.address
         _check_reachable(address)
-        options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+        # Ray's start-up lines (its token notice, "Started a local Ray instance") would precede a one-line error.
+        options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
         if address == "local":
             options["object_store_memory"] = LOCAL_OBJECT_STORE
         try:
@@ -307,8 +309,11 @@ class RaySandbox(SandboxBackend):
         import ray
 
         where = f"Ray actors on {', '.join(sorted(set(self._nodes)))}"
+        # Each actor's own rows: its local sandbox's limits, "at once" being its share.
         rows = ray.get(self._actors[0].limits.remote(), timeout=START_S)
-        return [("actors", f"{len(self._actors)} x {self._shares} programs at once", where), *rows]
+        split = " + ".join(map(str, self._shares))
+        total = f"{sum(self._shares)} programs at once ({split}, one share an actor; the rows below are one actor's)"
+        return [("actors", f"{len(self._actors)}: {total}", where), *rows]
 
     async def aclose(self) -> None:
         if self._actors:
