@@ -123,9 +123,14 @@ def model(
     """(model, tokenizer) of the model group, or of ``checkpoint`` (a saved dir; "base" is the group's)."""
     from codegrpo.models.loading import load_model_and_tokenizer
 
+    return load_model_and_tokenizer(_checkpoint_of(cfg, checkpoint), bf16=bf16)
+
+
+def _checkpoint_of(cfg: ModelConfig, checkpoint: str | None) -> ModelConfig:
+    """The model group, or the saved dir ``checkpoint`` names in its place ("base": the group's own)."""
     if (saved := saved_dir(checkpoint)) is not None:
-        cfg = dataclasses.replace(cfg, name_or_path=saved, gguf_package="")
-    return load_model_and_tokenizer(cfg, bf16=bf16)
+        return dataclasses.replace(cfg, name_or_path=saved, gguf_package="")
+    return cfg
 
 
 def sampling_model(cfg: ModelConfig, checkpoint: str | None, settings: EvaluationConfig) -> tuple[Any, Any]:
@@ -135,9 +140,7 @@ def sampling_model(cfg: ModelConfig, checkpoint: str | None, settings: Evaluatio
         return model(cfg, checkpoint)
     from codegrpo.evaluation.vllm_engine import load_vllm
 
-    if (saved := saved_dir(checkpoint)) is not None:
-        cfg = dataclasses.replace(cfg, name_or_path=saved, gguf_package="")
-    return load_vllm(cfg, settings)
+    return load_vllm(_checkpoint_of(cfg, checkpoint), settings)
 
 
 def tracking(cfg: TrainConfig | EvaluateConfig, run_dir: Path, job_type: str, run_id: str | None = None) -> Run | None:

@@ -54,7 +54,7 @@ class Generated:
     seconds: float = 0.0
 
     def add(self, replies: list[list[int]], eos: set[int], seconds: float) -> None:
-        self.tokens += sum(reply_length(row, eos) for row in replies)
+        self.tokens += sum(_reply_length(row, eos) for row in replies)
         self.seconds += seconds
 
     @property
@@ -62,7 +62,7 @@ class Generated:
         return self.tokens / self.seconds if self.seconds > 0 else 0.0
 
 
-def reply_length(row: list[int], eos: set[int]) -> int:
+def _reply_length(row: list[int], eos: set[int]) -> int:
     """A generated row's own tokens: up to its first end-of-turn token, which counts; the padding after it does not."""
     return next((i + 1 for i, token in enumerate(row) if token in eos), len(row))
 
@@ -209,7 +209,7 @@ def generate_ids(
             rows = tokens[:, width:].tolist()
             if generated is not None:
                 generated.add(rows, eos, time.perf_counter() - began)
-            replies += [row[: reply_length(row, eos)] for row in rows]
+            replies += [row[: _reply_length(row, eos)] for row in rows]
         return replies, None
 
     return turn
