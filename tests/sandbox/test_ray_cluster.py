@@ -37,7 +37,9 @@ SEED = load_problems(str(PROJECT_ROOT / "problems" / "seed.jsonl"))
 @pytest.fixture(scope="module")
 def cluster():
     """One Ray instance for the module: each RaySandbox uses it and leaves it running."""
+    kept = signal.getsignal(signal.SIGTERM)  # ray.init's own (sys.exit) would outlive the module in this process
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=256 << 20)
+    signal.signal(signal.SIGTERM, kept)
     yield
     ray.shutdown()
 
@@ -216,12 +218,23 @@ def test_score_command_through_a_ray_instance_of_its_own(tmp_path):
 
 
 @pytest.mark.slow
-def test_training_scores_through_a_ray_instance_of_its_own(tmp_path):
-    """python train.py sandbox=ray sandbox.address=local trainer.max_steps=2: the issue's command, two steps."""
+def test_training_scores_through_a_ray_instance_of_its_own_and_a_sigterm_still_saves(tmp_path):
+    """python train.py sandbox=ray sandbox.address=local: the issue's command. A SIGTERM in step 2 saves and stops
+    with the preemption exit, as without Ray: ray.init's own handler (sys.exit) must not replace the run's."""
+    from codegrpo.train.preemption import PREEMPTED_EXIT
     from tests.helpers.commands import TINY, train
 
-    done = train(*TINY, "sandbox=ray", "sandbox.address=local", "trainer.max_steps=2", f"hydra.run.dir={tmp_path}")
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = train(
+        *TINY,
+        "sandbox=ray",
+        "sandbox.address=local",
+        "trainer.max_steps=3",
+        "reward.functions=[code_reward,tests.helpers.preempt:get_signal_at]",
+        "+reward.args.get_signal_at={call:2,name:SIGTERM}",
+        f"hydra.run.dir={tmp_path}",
+    )
+    assert done.returncode == PREEMPTED_EXIT, done.stderr[-3000:]
+    assert (tmp_path / "PREEMPTED").read_text().startswith("SIGTERM at step 2\ncheckpoint: checkpoint-2\n")
     history = json.loads((tmp_path / "log_history.json").read_text())
     steps = [row for row in history if "rewards/code_reward/mean" in row]
     assert len(steps) == 2 and all(row["sandbox/ray_programs"] > 0 for row in steps)

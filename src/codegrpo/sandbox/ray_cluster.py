@@ -22,9 +22,11 @@ import dataclasses
 import itertools
 import logging
 import math
+import signal
 import socket
+import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -124,6 +126,20 @@ def _digested(program: Program, result: RunResult) -> RunResult:
     return dataclasses.replace(result, runs=tuple(program.kept(i, run) for i, run in enumerate(result.runs)))
 
 
+@contextlib.contextmanager
+def _signal_handlers_kept() -> Iterator[None]:
+    """ray.init on the main thread sets SIGTERM to sys.exit: a preempted run would stop with no checkpoint."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    kept = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        if kept is not None:  # None: a handler set outside Python, which Python cannot reinstall
+            signal.signal(signal.SIGTERM, kept)
+
+
 class RaySandbox(SandboxBackend):
     """The local sandbox on Ray actors; see the module's docstring."""
 
@@ -159,7 +175,8 @@ class RaySandbox(SandboxBackend):
         if address == "local":
             options["object_store_memory"] = LOCAL_OBJECT_STORE
         try:
-            ray.init(address=address, **options)  # "local": a new instance, whatever RAY_ADDRESS says
+            with _signal_handlers_kept():
+                ray.init(address=address, **options)  # "local": a new instance, whatever RAY_ADDRESS says
         except (ConnectionError, ValueError, RuntimeError, TimeoutError) as error:
             why = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise UsageError(
