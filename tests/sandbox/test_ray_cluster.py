@@ -5,6 +5,7 @@ settings are one line."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import re
@@ -146,6 +147,12 @@ def test_without_the_ray_package_it_is_one_line(monkeypatch):
         RaySandbox(RaySandboxConfig())
 
 
+def test_local_ray_in_each_rank_of_a_job_is_one_line(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(UsageError, match=r"sandbox\.address=local starts a Ray instance in each of the 2 processes"):
+        RaySandbox(RaySandboxConfig(address="local"))
+
+
 def _sleepers(count: int, seconds: float) -> list[Program]:
     return [Program(f"import time\ntime.sleep({seconds})\nprint({n})", timeout_s=10.0) for n in range(count)]
 
@@ -206,6 +213,76 @@ def test_a_batch_lost_twice_is_infrastructure_never_a_zero(cluster, monkeypatch)
         completion = f"```python\nimport time\ntime.sleep(5)\n{SEED[0].reference}\n```"
         [scored] = run(scorer.score([SEED[0].id], [completion]))
         assert scored.verdict.reward is None
+
+
+def _peak(intervals: list[list[float]]) -> int:
+    """The most intervals open at one moment (one ending as another starts: not both)."""
+    events = sorted([(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals])
+    return max(itertools.accumulate(change for _, change in events))
+
+
+def _ranks(cluster_address: str, out, *launcher: str) -> list[dict]:
+    helper = [str(PROJECT_ROOT / "tests" / "helpers" / "ray_rank.py"), cluster_address, str(out)]
+    out.mkdir()
+    environment = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "RAY_ADDRESS")}
+    if launcher:  # one job of two ranks
+        done = [subprocess.run([*launcher, *helper], capture_output=True, text=True, timeout=300, env=environment)]
+    else:  # two jobs of one process each, at the same time
+        started = [subprocess.Popen([sys.executable, *helper], stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        done = [subprocess.CompletedProcess(p.args, p.wait(timeout=300), "", p.stderr.read()) for p in started]
+    assert all(d.returncode == 0 for d in done), [d.stderr[-3000:] for d in done]
+    return [json.loads(path.read_text()) for path in sorted(out.glob("rank*.json"))]
+
+
+@pytest.mark.slow
+def test_the_ranks_of_one_job_share_one_pool_and_its_cap(cluster, tmp_path):
+    """Two ranks under torchrun (as accelerate launch runs them on GPUs; accelerate/cpu2.yaml starts one process
+    on a CPU), each scoring 8 programs through sandbox=ray, max_concurrency=2: never more than 2 run at once in
+    all, where two jobs of their own run 4. The pool is gone once both have left."""
+    address = ray.get_runtime_context().gcs_address
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
+    ranks = _ranks(address, tmp_path / "job", *torchrun)
+    assert len(ranks) == 2 and ranks[0]["pool"] == ranks[1]["pool"] is not None
+    assert ranks[0]["actors"] == ranks[1]["actors"]
+    assert "for all 2 ranks of this job together" in ranks[0]["limits"]
+    ran = [interval for rank in ranks for interval in rank["ran"]]
+    assert len(ran) == 16 and _peak(ran) == 2
+    assert not [a for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].startswith("sandbox-")]
+
+    alone = _ranks(address, tmp_path / "alone")  # the control: the test sees a cap that does not hold
+    assert [rank["pool"] for rank in alone] == [None, None] and alone[0]["actors"] != alone[1]["actors"]
+    assert _peak([interval for rank in alone for interval in rank["ran"]]) == 4
+
+
+@pytest.mark.slow
+def test_a_shared_pool_survives_a_lost_actor_and_closes_when_its_last_rank_leaves(cluster):
+    """Two ranks of one job, here in one process: a killed actor is replaced once for both, and the first rank to
+    close waits until the other has left before the pool goes."""
+    ranks = [_ray() for _ in range(2)]
+    for rank, sandbox in enumerate(ranks):
+        sandbox.job = ray_cluster.Job(rank, 2, "sandbox-shared-pool-test")
+
+    async def scenario():
+        first, second = ranks
+        await asyncio.gather(first.__aenter__(), second.__aenter__())
+        assert first._actors == second._actors
+        batch = asyncio.ensure_future(first.run_many(_sleepers(4, 2.0)))
+        await asyncio.sleep(1.0)
+        ray.kill(first._actors[0], no_restart=True)
+        assert [r.stdout.strip() for r in await batch] == ["0", "1", "2", "3"]
+        # The second rank meets the dead actor, runs its chunk on the other, and finds the first rank's replacement.
+        assert [r.stdout.strip() for r in await second.run_many(_sleepers(4, 0.1))] == ["0", "1", "2", "3"]
+        assert first._actors == second._actors
+        closing = asyncio.ensure_future(first.aclose())
+        await asyncio.sleep(1.0)
+        assert not closing.done()  # the second rank still uses the pool
+        assert [r.stdout.strip() for r in await second.run_many(_sleepers(2, 0.1))] == ["0", "1"]
+        await second.aclose()
+        await asyncio.wait_for(closing, 10)
+
+    run(scenario())
+    assert ranks[0].stats()["sandbox/ray_replaced"] == 1 and ranks[1].stats()["sandbox/ray_retried"] == 2
+    assert not [a for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].startswith("sandbox-")]
 
 
 @pytest.mark.slow

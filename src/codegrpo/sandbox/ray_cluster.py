@@ -9,6 +9,11 @@ of ``sandbox.max_concurrency`` programs at once. Programs cross without their ho
 back, so expected outputs never leave the trainer and the verdict is the trainer's. A node runs every test of a
 program (no fail-fast there), as Superserve does.
 
+One cap for the whole job: where several processes train together (WORLD_SIZE > 1: torchrun, accelerate on
+GPUs), every rank uses one pool of named actors (its name from the job's MASTER_ADDR:MASTER_PORT), so
+``sandbox.max_concurrency`` holds across all ranks, not per rank. The first rank to ask creates an actor, the
+others find it; each rank leaves at its end, and the pool closes once the last has left.
+
 Faults are infrastructure, never a 0: a chunk whose actor dies or misses its deadline (its programs' wall time,
 in rounds of the actor's concurrency, plus ``RAY_SLACK_S``) is run once more on another actor, its actor
 replaced; a second failure gives SANDBOX_ERROR results, which the reward reads as None.
@@ -19,9 +24,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hashlib
 import itertools
 import logging
 import math
+import os
 import signal
 import socket
 import threading
@@ -43,6 +50,8 @@ START_S = 120.0  # an actor's start: a worker process, codegrpo's imports, the s
 LOCAL_OBJECT_STORE = 256 << 20  # address=local: programs and results are small; Ray's default is 30% of RAM
 RAY_SETTINGS = ("address", "actors", "resources")  # the rest of the config is each node's local sandbox's
 CONNECT_S = 5.0  # a host:port address must accept a connection this fast
+LEAVE_S = 60.0  # at its end, a rank of a shared pool waits this long at most for the other ranks to leave it
+NAMESPACE = "codegrpo"  # the shared pools' actor names live in it, apart from any other application's
 
 
 @cache
@@ -57,11 +66,26 @@ def _actor_class() -> Any:
             self.settings, self.runtimes = settings, runtimes
             self.sandbox: SandboxBackend | None = None
             self.ready = asyncio.Event()  # a batch sent to a replacement still starting waits for its sandbox
+            self.opening: asyncio.Future[tuple[str, int]] | None = None
+            self.holders: set[int] = set()  # the ranks using this actor (a shared pool's; else rank 0 alone)
 
-        async def start(self) -> tuple[str, int]:
+        async def start(self, rank: int) -> tuple[str, int]:
+            """Open the sandbox once, however many ranks ask; (this node's name, this process's pid)."""
+            self.holders.add(rank)
+            if self.opening is None:
+                self.opening = asyncio.ensure_future(self._open())
+            return await asyncio.shield(self.opening)
+
+        def leave(self, rank: int) -> int:
+            """``rank`` is done with this actor; how many ranks still use it."""
+            self.holders.discard(rank)
+            return len(self.holders)
+
+        def using(self) -> int:
+            return len(self.holders)
+
+        async def _open(self) -> tuple[str, int]:
             """Open the sandbox (its trivial program of each runtime); (this node's name, this process's pid)."""
-            import os
-
             from codegrpo.config.schema import LocalSandboxConfig
             from codegrpo.sandbox.base import Runtime
             from codegrpo.sandbox.local import LocalSandbox
@@ -114,6 +138,25 @@ def shares(total: int, parts: int) -> list[int]:
     return [max(1, total // parts + (index < total % parts)) for index in range(parts)]
 
 
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """The training processes one pool serves: this one alone, or every rank of a distributed launch."""
+
+    rank: int = 0
+    world: int = 1
+    pool: str | None = None  # the shared pool's name; None: actors of this process's own
+
+    @classmethod
+    def from_environment(cls) -> Job:
+        """The job torchrun or accelerate started this process in: its ranks share MASTER_ADDR:MASTER_PORT."""
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+        if world <= 1:
+            return cls()
+        master = f"{os.environ.get('MASTER_ADDR', '')}:{os.environ.get('MASTER_PORT', '')}"
+        key = hashlib.sha256(f"{master} {os.environ.get('TORCHELASTIC_RUN_ID', '')}".encode()).hexdigest()[:16]
+        return cls(int(os.environ.get("RANK", "0")), world, f"sandbox-{key}")
+
+
 def _remote(program: Program) -> Program:
     """What crosses to a node: the program without the host's callables (the expected outputs stay here)."""
     return dataclasses.replace(program, digest=None, failed=None)
@@ -149,6 +192,13 @@ class RaySandbox(SandboxBackend):
         except ImportError:
             raise UsageError(f"sandbox=ray needs the ray package, which is not installed: {RAY_EXTRA}") from None
         self.cfg = cfg
+        self.job = Job.from_environment()
+        if self.job.pool is not None and cfg.address == "local":
+            raise UsageError(
+                f"sandbox.address=local starts a Ray instance in each of the {self.job.world} processes, so "
+                "sandbox.max_concurrency would hold per process: start one with `ray start --head` and use "
+                "sandbox.address=auto (docs/scaling.md)"
+            )
         self._shares = shares(cfg.max_concurrency, cfg.actors)
         self._actors: list[Any] = []
         self._nodes: list[str] = []
@@ -199,23 +249,27 @@ class RaySandbox(SandboxBackend):
                 f"placed (start CPU nodes with `ray start --resources='{{\"sandbox\": 8}}'`, docs/scaling.md)"
             )
 
-    def _new_actor(self, share: int) -> Any:
+    def _new_actor(self, index: int) -> Any:
+        """Actor ``index`` of the pool: a new one, or, in a shared pool, the one another rank made first."""
         settings = {
             field.name: getattr(self.cfg, field.name)
             for field in dataclasses.fields(self.cfg)
             if field.name not in RAY_SETTINGS
         }
-        settings |= {"_target_": "codegrpo.sandbox.local.LocalSandbox", "max_concurrency": share}
-        options: dict[str, Any] = {"max_concurrency": share + 2}  # its runs, and a start or close beside them
+        settings |= {"_target_": "codegrpo.sandbox.local.LocalSandbox", "max_concurrency": self._shares[index]}
+        # The actor's own concurrency stays Ray's async default (1000 calls): its sandbox's semaphore is the cap.
+        options: dict[str, Any] = {}
         if self.cfg.resources:
             options["resources"] = dict(self.cfg.resources)
+        if self.job.pool is not None:
+            options |= {"name": f"{self.job.pool}-{index}", "namespace": NAMESPACE, "get_if_exists": True}
         return _actor_class().options(**options).remote(settings, tuple(map(str, self.runtimes)))
 
     async def _start(self, actor: Any) -> tuple[str, int]:
         import ray
 
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(actor.start.remote().future()), START_S)
+            return await asyncio.wait_for(asyncio.wrap_future(actor.start.remote(self.job.rank).future()), START_S)
         except ray.exceptions.RayTaskError as error:  # the actor's own one line: "node <name>: <why>"
             cause = getattr(error, "cause", None)
             raise SandboxFatalError(str(cause) if cause is not None else str(error).strip().splitlines()[-1]) from None
@@ -231,7 +285,7 @@ class RaySandbox(SandboxBackend):
         if self._actors:
             return
         self._connect()
-        actors = [self._new_actor(share) for share in self._shares]
+        actors = [self._new_actor(index) for index in range(len(self._shares))]
         self._actors = actors
         started = await asyncio.gather(*(self._start(actor) for actor in actors), return_exceptions=True)
         failed = [outcome for outcome in started if isinstance(outcome, BaseException)]
@@ -249,7 +303,13 @@ class RaySandbox(SandboxBackend):
         if self._actors[index] is not failed:
             return
         ray.kill(failed, no_restart=True)
-        fresh = self._actors[index] = self._new_actor(self._shares[index])
+        fresh = self._actors[index] = self._new_actor(index)
+        # A shared pool's name outlives a killed actor for a moment: until it is free, the name finds the failed one.
+        for _ in range(int(START_S * 10)):
+            if fresh._actor_id != failed._actor_id:
+                break
+            await asyncio.sleep(0.1)
+            fresh = self._actors[index] = self._new_actor(index)
         self._counts["ray_replaced"] += 1
         try:
             self._nodes[index], self._pids[index] = await self._start(fresh)
@@ -264,8 +324,9 @@ class RaySandbox(SandboxBackend):
 
     def _deadline(self, programs: Sequence[Program], share: int) -> float:
         """The most a chunk can take on an actor of ``share`` programs at once: its rounds of the slowest program's
-        wall time, each run's start and cleanup beside it (RUN_OVERHEAD_S), and the slack."""
-        rounds = math.ceil(len(programs) / share)
+        wall time (behind every rank's chunk of the same size, in a shared pool), each run's start and cleanup
+        beside it (RUN_OVERHEAD_S), and the slack."""
+        rounds = math.ceil(len(programs) * self.job.world / share)
         runs = max(len(program.inputs or ()) or 1 for program in programs)
         return rounds * max(program.wall_s + RUN_OVERHEAD_S * runs for program in programs) + RAY_SLACK_S
 
@@ -330,12 +391,28 @@ class RaySandbox(SandboxBackend):
         rows = ray.get(self._actors[0].limits.remote(), timeout=START_S)
         split = " + ".join(map(str, self._shares))
         total = f"{sum(self._shares)} programs at once ({split}, one share an actor; the rows below are one actor's)"
+        if self.job.pool is not None:
+            total += f", for all {self.job.world} ranks of this job together"
         return [("actors", f"{len(self._actors)}: {total}", where), *rows]
+
+    async def _left(self, actor: Any) -> None:
+        """Leave ``actor``, then wait (LEAVE_S at most) until no other rank uses it; a dead one is left at once."""
+        import ray
+
+        loop = asyncio.get_running_loop()
+        until = loop.time() + LEAVE_S
+        with contextlib.suppress(ray.exceptions.RayError, TimeoutError):
+            using = await asyncio.wait_for(asyncio.wrap_future(actor.leave.remote(self.job.rank).future()), START_S)
+            while using and loop.time() < until:
+                await asyncio.sleep(0.2)
+                using = await asyncio.wait_for(asyncio.wrap_future(actor.using.remote().future()), START_S)
 
     async def aclose(self) -> None:
         if self._actors:
             import ray
 
+            # A shared pool closes once its last rank has left (the others may still be scoring their last step).
+            await asyncio.gather(*(self._left(actor) for actor in self._actors))
             closing = [asyncio.wrap_future(actor.close.remote().future()) for actor in self._actors]
             # A dead actor's close fails, a hung one's times out: each is killed below anyway.
             with contextlib.suppress(TimeoutError):
