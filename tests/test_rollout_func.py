@@ -364,10 +364,11 @@ def test_the_completions_table_gets_each_turns_code_public_verdict_and_feedback(
     assert score_final_code(reward)(["c1", "c2"], log_extra=log_extra, **columns) == [2.0, 1.0] and not logged
 
 
-@pytest.mark.parametrize("mode", ["warm", "superserve"])
-def test_no_hidden_test_reaches_the_model_on_either_backend(tokenizer, mode):
+@pytest.mark.parametrize("mode", ["warm", "superserve", "ray"])
+def test_no_hidden_test_reaches_the_model_on_any_backend(tokenizer, mode):
     """Planted hidden inputs and outputs, searched for in every prompt and feedback message, with the local
-    sandbox and with the real Superserve SDK on the fake; the final code is scored on the hidden tests."""
+    sandbox, the real Superserve SDK on the fake and sandbox=ray (rollout=feedback through Ray); the final code is
+    scored on the hidden tests."""
     with backend_in(mode) as backend:
         scorer = scorer_of(backend, [hidden(SUM, SAME)])
         rollout = make_feedback_rollout([SUM], scorer, RolloutConfig(), prompt_of=lambda p: prompt("A", p))
