@@ -50,7 +50,8 @@ def make_sandbox(use_cgroups: bool = True, **overrides):
 
 def run_source(sandbox, source: str, timeout_s: float = 5.0, command: tuple[str, ...] | None = None) -> RunResult:
     """A Python program (warm where the sandbox has warm workers), or ``command`` run cold."""
-    return asyncio.run(sandbox.run(Program(textwrap.dedent(source), timeout_s=timeout_s, command=command)))
+    program = Program(textwrap.dedent(source), timeout_s=timeout_s, command=command)
+    return asyncio.run(sandbox.run_many([program]))[0]  # run_many: every backend's one interface
 
 
 def children_of(parent: int) -> set[int]:
@@ -66,9 +67,9 @@ def children_of(parent: int) -> set[int]:
     return found
 
 
-def child_pids() -> set[int]:
-    """Processes whose parent is this (test) process."""
-    return children_of(os.getpid())
+def child_pids(owner: int | None = None) -> set[int]:
+    """Processes whose parent is this (test) process, or ``owner`` (a sandbox actor's process)."""
+    return children_of(owner or os.getpid())
 
 
 def is_idle_warm_worker(pid: int) -> bool:
@@ -92,28 +93,34 @@ def processes_with(marker: str) -> list[int]:
     return found
 
 
-def run_cgroups(controller: str | None = None) -> list[Path]:
-    """Run cgroups of this process's sandboxes (of one controller's hierarchy, or of all)."""
+def run_cgroups(controller: str | None = None, owner: int | None = None) -> list[Path]:
+    """Run cgroups of this process's sandboxes, or ``owner``'s (of one controller's hierarchy, or of all)."""
     leftovers = []
     for name, hierarchy in find_hierarchies().items():
         if controller not in (None, name):
             continue
-        for parent in hierarchy.own.glob(f"{PREFIX}{os.getpid()}-*"):
+        for parent in hierarchy.own.glob(f"{PREFIX}{owner or os.getpid()}-*"):
             leftovers += [p for p in parent.iterdir() if p.is_dir()]
     return leftovers
 
 
-def open_fds() -> int:
-    """This process's open file descriptors, less those its idle warm workers hold."""
-    return len(os.listdir("/proc/self/fd")) - WORKER_FDS * len(child_pids())
+def open_fds(owner: int | None = None) -> int:
+    """This process's (or ``owner``'s) open file descriptors, less those its idle warm workers hold."""
+    return len(os.listdir(f"/proc/{owner or os.getpid()}/fd")) - WORKER_FDS * len(child_pids(owner))
 
 
-def assert_nothing_left(fds_before: int, marker: str | None = None) -> None:
-    """No process of a program is left, only idle warm workers; no cgroup or fd but theirs."""
-    workers = child_pids()
+def sandbox_owners(backend: SandboxBackend) -> list[int | None]:
+    """The processes that start a backend's sandboxes: sandbox=ray's actors, else this one (None)."""
+    return list(backend._pids) if isinstance(backend, RaySandbox) else [None]
+
+
+def assert_nothing_left(fds_before: int, marker: str | None = None, owner: int | None = None) -> None:
+    """No process of a program is left, only idle warm workers; no cgroup or fd but theirs (of this process's
+    sandboxes, or of those ``owner`` started)."""
+    workers = child_pids(owner)
     assert all(is_idle_warm_worker(pid) for pid in workers), workers
-    assert len({group.name for group in run_cgroups()}) <= len(workers)
-    assert open_fds() == fds_before
+    assert len({group.name for group in run_cgroups(owner=owner)}) <= len(workers)
+    assert open_fds(owner) == fds_before
     if marker is not None:
         assert processes_with(marker) == []
 

@@ -176,6 +176,24 @@ def test_an_actor_killed_mid_batch_has_its_programs_run_again_elsewhere(cluster)
 
 
 @pytest.mark.slow
+def test_what_a_lost_actor_had_finished_is_kept_and_only_the_rest_runs_again(cluster):
+    """Results stream back program by program: an actor killed after its first program finished costs only its
+    second a retry, where a whole chunk's results would be lost with it."""
+    with _ray() as sandbox:
+        programs = [*_sleepers(1, 0.1), *_sleepers(1, 4.0), *_sleepers(2, 0.1)]  # actor 0 runs the first two
+
+        async def kill_then_run():
+            batch = asyncio.ensure_future(sandbox.run_many(programs))
+            await asyncio.sleep(2.0)
+            ray.kill(sandbox._actors[0], no_restart=True)
+            return await batch
+
+        results = run(kill_then_run())
+        assert [r.stdout.strip() for r in results] == ["0", "0", "0", "1"]
+        assert sandbox.stats()["sandbox/ray_retried"] == 1
+
+
+@pytest.mark.slow
 def test_an_actor_that_stops_answering_misses_its_deadline_and_is_replaced(cluster, monkeypatch):
     monkeypatch.setattr(ray_cluster, "RAY_SLACK_S", 3.0)
     with _ray() as sandbox:

@@ -28,14 +28,19 @@ from benchmarks.corpora.redteam import (
 from codegrpo.reward.verdict import Status
 from codegrpo.sandbox.base import Outcome, Program
 from tests.helpers.run_if import run_if
-from tests.helpers.sandbox import PROBLEMS, make_sandbox, run_source, score
+from tests.helpers.sandbox import PROBLEMS, backend_in, make_sandbox, run_source, score
 
 CORRECT = PROBLEMS["is_prime"].reference
 
 
-@pytest.fixture(scope="module", params=["warm-cgroups", "cold-cgroups", "warm-rlimits", "cold-rlimits"])
+@pytest.fixture(scope="module", params=["warm-cgroups", "cold-cgroups", "warm-rlimits", "cold-rlimits", "ray"])
 def box(request):
-    """One sandbox with a single slot, so that every program runs after the one before in the same worker."""
+    """One sandbox with a single slot, so that every program runs after the one before in the same worker (through
+    Ray: one slot an actor, and a batch of one program always goes to the first)."""
+    if request.param == "ray":
+        with backend_in("ray") as sandbox:
+            yield sandbox
+        return
     warm, limits = request.param.split("-")
     sandbox = make_sandbox(use_cgroups=limits == "cgroups", warm=warm == "warm", max_concurrency=1)
     yield sandbox
@@ -66,7 +71,7 @@ def test_a_every_process_of_a_sandbox_is_an_unprivileged_host_user(box):
     sleeper = f"import os, time\nos.fork()\ntime.sleep(1.5)  # {marker}\n"
 
     async def look() -> list[tuple[int, str]]:
-        run = asyncio.ensure_future(box.run(Program(sleeper, timeout_s=5.0)))
+        run = asyncio.ensure_future(box.run_many([Program(sleeper, timeout_s=5.0)]))
         await asyncio.sleep(0.8)
         seen = []
         for pid in [p for p in os.listdir("/proc") if p.isdigit()]:

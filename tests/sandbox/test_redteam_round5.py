@@ -23,7 +23,7 @@ from codegrpo.data.problems import IOTest, Problem
 from codegrpo.reward.programs import build_program, get_language
 from codegrpo.reward.scorer import Scorer
 from tests.helpers.run_if import run_if
-from tests.helpers.sandbox import make_sandbox
+from tests.helpers.sandbox import backend_in
 
 pytestmark = run_if(bwrap=True, system_python=True)
 
@@ -55,11 +55,10 @@ FORMS = {
 }
 
 
-@pytest.fixture(scope="module", params=["warm", "cold"])
+@pytest.fixture(scope="module", params=["warm", "cold", "ray"])
 def box(request):
-    sandbox = make_sandbox(warm=request.param == "warm")
-    yield sandbox
-    asyncio.run(sandbox.aclose())
+    with backend_in(request.param) as sandbox:
+        yield sandbox
 
 
 @pytest.fixture(scope="module")

@@ -55,7 +55,7 @@ ADD = parse_problem({"id": "add", "prompt": "add(a, b)", "fn_name": "add", "test
 READ_SUM = "a, b = map(int, input().split())\nprint(a + b)\n"
 
 
-@pytest.fixture(scope="module", params=["warm", "cold"])
+@pytest.fixture(scope="module", params=["warm", "cold", "ray"])
 def box(request):
     with backend_in(request.param) as backend:
         yield backend

@@ -14,9 +14,11 @@ GPUs), every rank uses one pool of named actors (its name from the job's MASTER_
 ``sandbox.max_concurrency`` holds across all ranks, not per rank. The first rank to ask creates an actor, the
 others find it; each rank leaves at its end, and the pool closes once the last has left.
 
-Faults are infrastructure, never a 0: a chunk whose actor dies or misses its deadline (its programs' wall time,
-in rounds of the actor's concurrency, plus ``RAY_SLACK_S``) is run once more on another actor, its actor
-replaced; a second failure gives SANDBOX_ERROR results, which the reward reads as None.
+Results stream back program by program (digested here as each arrives), so neither the actor nor the trainer
+holds a chunk's outputs at once. Faults are infrastructure, never a 0: where a chunk's actor dies or misses its
+deadline (its programs' wall time, in rounds of the actor's concurrency, plus ``RAY_SLACK_S``), the programs it
+had not finished run once more on another actor, and the actor is replaced; a second failure gives those
+programs SANDBOX_ERROR results, which the reward reads as None.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import signal
 import socket
 import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -91,6 +93,11 @@ def _actor_class() -> Any:
             from codegrpo.sandbox.local import LocalSandbox
 
             node = f"{socket.gethostname()} (Ray node {ray.get_runtime_context().get_node_id()[:8]})"
+            # Ray starts its workers at oom_score_adj 1000, which the sandbox's pid 1 (the runner) would inherit:
+            # at the memory limit the kernel could then kill the runner, not the program (1000 of its own), and a
+            # memory bomb would read as the sandbox's fault (None), not the program's (0). Back to the default.
+            with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as handle:
+                handle.write("0")
             try:
                 sandbox = LocalSandbox(LocalSandboxConfig(**self.settings))
                 sandbox.runtimes = tuple(map(Runtime, self.runtimes))
@@ -101,10 +108,23 @@ def _actor_class() -> Any:
             self.ready.set()
             return node, os.getpid()
 
-        async def run_many(self, programs: list[Program]) -> list[RunResult]:
+        async def run_each(self, programs: list[Program]) -> AsyncIterator[tuple[int, RunResult]]:
+            """(index, result) of each program as it finishes (a streaming call): the caller keeps what is done
+            when this actor is lost, and no more than the programs in flight wait here."""
             await self.ready.wait()
-            assert self.sandbox is not None
-            return await self.sandbox.run_many(programs)
+            sandbox = self.sandbox
+            assert sandbox is not None
+
+            async def one(index: int, program: Program) -> tuple[int, RunResult]:
+                return index, (await sandbox.run_many([program]))[0]  # run_many: under the sandbox's semaphore
+
+            running = [asyncio.ensure_future(one(index, program)) for index, program in enumerate(programs)]
+            try:
+                for finished in asyncio.as_completed(running):
+                    yield await finished
+            finally:  # cancelled (a missed deadline): no program of the call is left running
+                for task in running:
+                    task.cancel()
 
         def limits(self) -> list[tuple[str, str, str]]:
             return [] if self.sandbox is None else self.sandbox.limits()
@@ -330,37 +350,52 @@ class RaySandbox(SandboxBackend):
         runs = max(len(program.inputs or ()) or 1 for program in programs)
         return rounds * max(program.wall_s + RUN_OVERHEAD_S * runs for program in programs) + RAY_SLACK_S
 
-    async def _on_actor(self, actor: Any, programs: list[Program], deadline: float) -> list[RunResult]:
+    async def _on_actor(self, actor: Any, programs: list[Program], deadline: float, done: dict[int, RunResult]) -> None:
+        """Run ``programs`` on ``actor``, each result digested into ``done`` (by index) as it comes back; raises
+        where the actor is lost or misses ``deadline``, ``done`` then holding what had finished."""
         import ray
 
-        ref = actor.run_many.remote([_remote(program) for program in programs])
+        stream = actor.run_each.options(num_returns="streaming").remote([_remote(program) for program in programs])
+
+        async def receive() -> None:
+            async for ref in stream:
+                index, result = await ref
+                if not (isinstance(index, int) and 0 <= index < len(programs)) or index in done:
+                    raise ValueError(f"an actor answered for program {index!r}")  # its fault, never a program's
+                done[index] = _digested(programs[index], result)
+            if len(done) < len(programs):
+                raise ValueError(f"an actor ended with {len(programs) - len(done)} programs unanswered")
+
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(ref.future()), deadline)
+            await asyncio.wait_for(receive(), deadline)
         except TimeoutError:
-            ray.cancel(ref)
+            ray.cancel(stream)
             raise
 
     async def _chunk(self, index: int, programs: list[Program]) -> list[RunResult]:
-        """A chunk on its actor; once more on another where the actor dies or misses its deadline; then errors."""
+        """A chunk on its actor; the programs it had not finished once more on another where the actor dies or
+        misses its deadline; then those left are errors."""
         import ray
 
-        # ValueError: results of another length than the chunk's (an actor's fault, never a program's).
         lost = (ray.exceptions.RayActorError, ray.exceptions.RayTaskError, TimeoutError, ValueError)
+        kept: dict[int, RunResult] = {}
         why = ""
-        deadline = self._deadline(programs, self._shares[index])
         for attempt, place in enumerate((index, (index + 1) % len(self._actors))):
-            actor = self._actors[place]
+            left = [i for i in range(len(programs)) if i not in kept]
+            actor, done = self._actors[place], dict[int, RunResult]()
             try:
                 # A retry may wait behind the other actor's own chunk: twice the time.
-                results = await self._on_actor(actor, programs, deadline * (1 + attempt))
-                return [_digested(program, result) for program, result in zip(programs, results, strict=True)]
+                deadline = self._deadline([programs[i] for i in left], self._shares[place]) * (1 + attempt)
+                await self._on_actor(actor, [programs[i] for i in left], deadline, done)
+                kept |= {left[i]: result for i, result in done.items()}
+                return [kept[i] for i in range(len(programs))]
             except lost as error:
-                self._counts["ray_retried" if attempt == 0 else "ray_lost"] += len(programs)
+                kept |= {left[i]: result for i, result in done.items()}
+                self._counts["ray_retried" if attempt == 0 else "ray_lost"] += len(left) - len(done)
                 why = f"{type(error).__name__} on node {self._nodes[place]}"
                 await self._replace(place, actor)
-        return [RunResult(Outcome.SANDBOX_ERROR, error=f"sandbox=ray: the batch was lost twice ({why})")] * len(
-            programs
-        )
+        failed = RunResult(Outcome.SANDBOX_ERROR, error=f"sandbox=ray: the program was lost twice ({why})")
+        return [kept.get(i, failed) for i in range(len(programs))]
 
     async def run_many(self, programs: Sequence[Program]) -> list[RunResult]:
         if not programs:
