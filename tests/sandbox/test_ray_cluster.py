@@ -193,6 +193,23 @@ def test_what_a_lost_actor_had_finished_is_kept_and_only_the_rest_runs_again(clu
         assert sandbox.stats()["sandbox/ray_retried"] == 1
 
 
+def test_a_lost_object_or_node_is_infrastructure_never_an_exception(cluster, monkeypatch):
+    """Red team: Ray's failures beyond an actor's (an object lost with its node, a dead owner) escaped run_many and
+    ended the reward call. A node's loss is out of reach on one machine: the first call raises Ray's own error."""
+    real, calls = RaySandbox._on_actor, []
+
+    async def node_lost_once(self, *args):
+        calls.append(args)
+        if len(calls) == 1:
+            raise ray.exceptions.ObjectLostError("00" * 28, None, "")
+        return await real(self, *args)
+
+    monkeypatch.setattr(RaySandbox, "_on_actor", node_lost_once)
+    with _ray() as sandbox:
+        assert [r.stdout.strip() for r in run(sandbox.run_many(_sleepers(1, 0.1)))] == ["0"]
+        assert sandbox.stats()["sandbox/ray_retried"] == 1 and sandbox.stats()["sandbox/ray_replaced"] == 1
+
+
 @pytest.mark.slow
 def test_an_actor_that_stops_answering_misses_its_deadline_and_is_replaced(cluster, monkeypatch):
     monkeypatch.setattr(ray_cluster, "RAY_SLACK_S", 3.0)

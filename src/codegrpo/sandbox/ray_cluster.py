@@ -24,8 +24,10 @@ programs SANDBOX_ERROR results, which the reward reads as None.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import itertools
 import logging
@@ -34,6 +36,7 @@ import os
 import signal
 import socket
 import threading
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Sequence
 from functools import cache
@@ -52,6 +55,7 @@ START_S = 120.0  # an actor's start: a worker process, codegrpo's imports, the s
 LOCAL_OBJECT_STORE = 256 << 20  # address=local: programs and results are small; Ray's default is 30% of RAM
 RAY_SETTINGS = ("address", "actors", "resources")  # the rest of the config is each node's local sandbox's
 CONNECT_S = 5.0  # a host:port address must accept a connection this fast
+NAME_FREE_S = 10.0  # a shared pool's actor name is free again this soon after its actor was killed
 LEAVE_S = 60.0  # at its end, a rank of a shared pool waits this long at most for the other ranks to leave it
 NAMESPACE = "codegrpo"  # the shared pools' actor names live in it, apart from any other application's
 
@@ -293,7 +297,7 @@ class RaySandbox(SandboxBackend):
         except ray.exceptions.RayTaskError as error:  # the actor's own one line: "node <name>: <why>"
             cause = getattr(error, "cause", None)
             raise SandboxFatalError(str(cause) if cause is not None else str(error).strip().splitlines()[-1]) from None
-        except ray.exceptions.RayActorError as error:  # killed while starting (a node lost, or replaced again)
+        except ray.exceptions.RayError as error:  # killed while starting (a node lost, or replaced again)
             raise SandboxFatalError(f"a sandbox actor died while it started: {type(error).__name__}") from None
         except TimeoutError:
             raise SandboxFatalError(
@@ -324,16 +328,23 @@ class RaySandbox(SandboxBackend):
             return
         ray.kill(failed, no_restart=True)
         fresh = self._actors[index] = self._new_actor(index)
+        self._counts["ray_replaced"] += 1
         # A shared pool's name outlives a killed actor for a moment: until it is free, the name finds the failed one.
-        for _ in range(int(START_S * 10)):
-            if fresh._actor_id != failed._actor_id:
-                break
+        until = time.monotonic() + NAME_FREE_S
+        while fresh._actor_id == failed._actor_id and time.monotonic() < until:
             await asyncio.sleep(0.1)
             fresh = self._actors[index] = self._new_actor(index)
-        self._counts["ray_replaced"] += 1
+        # Started, not awaited: the retry goes on at once (a batch sent to the replacement waits for its sandbox),
+        # and the start goes on whether this call's event loop does or not.
+        fresh.start.remote(self.job.rank).future().add_done_callback(functools.partial(self._restarted, index, fresh))
+
+    def _restarted(self, index: int, actor: Any, started: concurrent.futures.Future) -> None:
+        """Where a replacement runs, once it has started (called on Ray's thread)."""
+        if self._actors[index] is not actor:
+            return
         try:
-            self._nodes[index], self._pids[index] = await self._start(fresh)
-        except SandboxFatalError:  # its batches then fail as lost, and come back as infrastructure errors
+            self._nodes[index], self._pids[index] = started.result()
+        except Exception:  # its batches then fail as lost, and come back as infrastructure errors
             self._counts["ray_replace_failed"] += 1
 
     # -- running -------------------------------------------------------------------------------------
@@ -377,7 +388,8 @@ class RaySandbox(SandboxBackend):
         misses its deadline; then those left are errors."""
         import ray
 
-        lost = (ray.exceptions.RayActorError, ray.exceptions.RayTaskError, TimeoutError, ValueError)
+        # RayError: every failure of Ray's (an actor, a node, an object or its owner lost), never a program's.
+        lost = (ray.exceptions.RayError, TimeoutError, ValueError)
         kept: dict[int, RunResult] = {}
         why = ""
         for attempt, place in enumerate((index, (index + 1) % len(self._actors))):
