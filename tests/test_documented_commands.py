@@ -175,7 +175,7 @@ class Command:
     env: dict[str, str]
     program: str  # "codegrpo-train" for python train.py
     args: list[str]
-    launcher: list[str] = field(default_factory=list)  # accelerate launch ... / srun before train.py
+    launcher: list[str] = field(default_factory=list)  # accelerate launch ... / torchrun ... / srun before train.py
 
     @property
     def flags(self) -> list[str]:
@@ -203,7 +203,7 @@ def parse(words: list[str]) -> Command | None:
     launcher = []
     if words[:1] == ["srun"]:
         launcher, words = words[:1], words[1:]
-    if words[:2] == ["accelerate", "launch"]:
+    if words[:2] == ["accelerate", "launch"] or words[:1] == ["torchrun"]:
         at = words.index("train.py")
         launcher, words = words[:at], ["python", *words[at:]]
     if words[:2] in (["python", "train.py"], ["python3", "train.py"]):
@@ -424,7 +424,7 @@ EXCEPTIONS: list[tuple[str, str, str]] = [
     ),
     (r"^from superserve import ", "the Superserve SDK against a real account (templates, live sandboxes)", "compile"),
     (
-        r"^ray start ",
+        r"^(RAY_AUTH_MODE=token )?ray start ",
         "starts a node of a Ray cluster that outlives the command; tests/sandbox/test_ray_cluster.py starts Ray "
         "itself and runs sandbox=ray on it",
         "",

@@ -99,10 +99,12 @@ def share_concurrency(value: int, ranks: int) -> int:
 
 
 def sandbox(cfg: SandboxConfig, language: LanguageName = LanguageName.python, ranks: int = 1) -> SandboxBackend:
-    """The backend ``cfg._target_`` names, with this rank's share of the concurrency cap. Raises
-    SandboxFatalError if it cannot work here; opening it runs a trivial program of ``language``."""
-    shared = dataclasses.replace(cfg, max_concurrency=share_concurrency(cfg.max_concurrency, ranks))
-    return make_backend(shared, get_language(language).runtime)
+    """The backend ``cfg._target_`` names, with this rank's share of the concurrency cap (all of it where the
+    backend's cap is the whole job's: sandbox=ray). Raises SandboxFatalError if it cannot work here; opening it
+    runs a trivial program of ``language``."""
+    if not cfg.cap_is_the_jobs:
+        cfg = dataclasses.replace(cfg, max_concurrency=share_concurrency(cfg.max_concurrency, ranks))
+    return make_backend(cfg, get_language(language).runtime)
 
 
 def scorer(

@@ -289,6 +289,39 @@ def test_the_ranks_of_one_job_share_one_pool_and_its_cap(cluster, tmp_path):
     assert _peak([interval for rank in alone for interval in rank["ran"]]) == 4
 
 
+def test_the_ranks_of_a_job_each_get_the_whole_cap_where_it_is_the_jobs(monkeypatch):
+    """build.sandbox splits a local sandbox's cap among the ranks on a machine; sandbox=ray's pool is the job's."""
+    from codegrpo import build
+    from codegrpo.config.schema import LocalSandboxConfig
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert build.sandbox(RaySandboxConfig(max_concurrency=4), ranks=2)._shares == [2, 2]
+    assert build.sandbox(LocalSandboxConfig(max_concurrency=4), ranks=2).cfg.max_concurrency == 2
+
+
+@pytest.mark.slow
+def test_two_ranks_train_through_one_pool_of_the_whole_cap(cluster, tmp_path):
+    """torchrun --nproc_per_node 2 train.py sandbox=ray: the new user's run, whose ranks each asked for half of
+    max_concurrency (1 each, refused against 2 actors) before the cap was the job's."""
+    from tests.helpers.commands import TINY
+
+    address = ray.get_runtime_context().gcs_address
+    environment = {k: v for k, v in os.environ.items() if k not in ("WANDB_API_KEY", "RAY_ADDRESS")}
+    done = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "train.py", *TINY]
+        + ["sandbox=ray", f"sandbox.address={address}", "sandbox.max_concurrency=2", "trainer.max_steps=1"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=environment | {"CODEGRPO_RUN_DIR": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    log = (tmp_path / "train.log").read_text()
+    assert "2 programs at once (1 + 1, one share an actor" in log and "for all 2 ranks of this job together" in log
+    assert not [a for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].startswith("sandbox-")]
+
+
 @pytest.mark.slow
 def test_a_shared_pool_survives_a_lost_actor_and_closes_when_its_last_rank_leaves(cluster):
     """Two ranks of one job, here in one process: a killed actor is replaced once for both, and the first rank to

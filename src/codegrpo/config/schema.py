@@ -14,7 +14,7 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Optional, cast
 
 from codegrpo.config.cgroupfs import usable_cores
 from codegrpo.config.choices import (
@@ -219,6 +219,8 @@ class SandboxConfig:
     # backend plugs in with a conf/sandbox/<name>.yaml naming its class).
     _target_: str = MISSING
     max_concurrency: int = 8  # the guide's MAX_SANDBOXES
+    # False: each of the ranks training on one machine gets its share of max_concurrency (build.sandbox).
+    cap_is_the_jobs: ClassVar[bool] = False
     timeout_s: float = 10.0  # wall-clock limit per program
     allow_out: list[str] = field(default_factory=list)
     deny_out: list[str] = field(default_factory=lambda: ["0.0.0.0/0"])
@@ -351,6 +353,8 @@ class RaySandboxConfig(LocalSandboxConfig):
     (codegrpo.sandbox.ray_cluster); max_concurrency programs at once split among the actors."""
 
     _target_: str = "codegrpo.sandbox.ray_cluster.RaySandbox"
+    # max_concurrency is the whole job's: every rank of a distributed launch shares one pool of actors.
+    cap_is_the_jobs: ClassVar[bool] = True
     # auto: the cluster ray.init finds (RAY_ADDRESS, or one `ray start` began here); ray://host:port or
     # host:port: that cluster; local: a Ray instance of this process's own, to try it.
     address: str = "auto"
