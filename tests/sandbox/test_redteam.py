@@ -6,10 +6,7 @@ correctly only if its attack worked, so a reward of 1.0 on it means the hole is 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import subprocess
-import sys
 import textwrap
 import time
 import uuid
@@ -28,7 +25,6 @@ from benchmarks.corpora.redteam import (
     XATTRS_POISON,
 )
 
-from codegrpo.resources import PROJECT_ROOT
 from codegrpo.reward.verdict import Status
 from codegrpo.sandbox.base import Outcome, Program
 from tests.helpers.run_if import run_if
@@ -124,38 +120,6 @@ def test_d_xattrs_charged_to_a_worker_do_not_fail_later_programs(box):
     assert_scores(box, XATTRS_POISON, {Status.FAILED, Status.ERROR}, 0.0, timeout_s=20.0)  # ERROR: at the memory limit
     for _ in range(3):
         assert_scores(box, CORRECT, Status.PASSED, 1.0)
-
-
-TRAINER_AT_1000 = """
-import asyncio, json, sys, textwrap
-from benchmarks.corpora.redteam import XATTRS_POISON
-from tests.helpers.sandbox import score, make_sandbox
-with open("/proc/self/oom_score_adj", "w") as handle:  # the trainer as a BestEffort pod's or a Ray worker's
-    handle.write("1000")
-seen = []
-for warm in (True, False):
-    box = make_sandbox(warm=warm, max_concurrency=1)
-    if not box.enforcement["memory"].startswith("cgroup"):
-        sys.exit(3)
-    for _ in range(3):
-        scored, result = score(box, "is_prime", textwrap.dedent(XATTRS_POISON), 20.0)
-        seen.append([scored.verdict.status.value, scored.verdict.reward, result.outcome.value])
-    asyncio.run(box.aclose())
-print(json.dumps(seen))
-"""
-
-
-def test_d_a_trainer_at_oom_score_adj_1000_reads_a_kernel_memory_filler_as_the_programs_fault():
-    """Red team (Ray's workers run at oom_score_adj 1000, as Kubernetes' BestEffort pods do): the sandbox's pid 1
-    inherited it, the kernel killed it rather than the program at the memory limit, and an xattr filler read as
-    the sandbox's fault (None: out of the update) where it is the program's (0)."""
-    done = subprocess.run(
-        [sys.executable, "-c", TRAINER_AT_1000], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300
-    )
-    if done.returncode == 3:
-        pytest.skip("needs a memory cgroup: the kernel's OOM killer is the memory limit there")
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert json.loads(done.stdout) == [["error", 0.0, "memory_limit"]] * 6
 
 
 def test_e_a_full_tmp_kept_alive_does_not_fail_later_programs(box):

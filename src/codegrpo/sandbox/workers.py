@@ -218,14 +218,8 @@ class Worker:
             finally:
                 close_all(fds)
         except (OSError, ProtocolError, ValueError, KeyError, TypeError) as error:
-            at_limit = self.group is not None and self.group.oom_kills() > ooms
             message = f"worker failed: {error!r}{self._stderr_tail()}"
             self.close()
-            if at_limit:
-                # The kernel killed in this sandbox at its memory limit and took pid 1 with it: where the trainer
-                # runs at oom_score_adj 1000 (a Kubernetes BestEffort pod, a Ray worker), pid 1 inherits it and
-                # is as likely a victim as the program. The worker was clean before this program: its doing.
-                return self._at_memory_limit(program, runs, time.monotonic() - started)
             return RunResult(Outcome.SANDBOX_ERROR, error=message)
         except BaseException:
             # The caller's own code (digest, failed) raised, or the thread was interrupted, with a run perhaps
@@ -239,16 +233,6 @@ class Worker:
             self.close()
         kept = [SKIPPED_RUN if run is None else run for run in runs]
         return program_result(program, kept, time.monotonic() - started)
-
-    @staticmethod
-    def _at_memory_limit(program: Program, runs: list[RunResult | None], duration_s: float) -> RunResult:
-        """The program's result where the memory limit ended its sandbox: the runs it finished as they were,
-        the others killed at the limit."""
-        killed = classify(137, oom=True)
-        if program.inputs is None:
-            return program_result(program, [program.kept(0, killed)], duration_s)
-        kept = [program.kept(index, killed) if run is None else run for index, run in enumerate(runs)]
-        return program_result(program, kept, duration_s)
 
     def _pinned_beyond_slack(self) -> bool:
         """Whether the worker's cgroup holds more than at its start, by over the slack (False if unknown)."""
