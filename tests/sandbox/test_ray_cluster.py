@@ -307,9 +307,16 @@ def test_two_ranks_train_through_one_pool_of_the_whole_cap(cluster, tmp_path):
 
     address = ray.get_runtime_context().gcs_address
     environment = {k: v for k, v in os.environ.items() if k not in ("WANDB_API_KEY", "RAY_ADDRESS")}
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "train.py"]
     done = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "train.py", *TINY]
-        + ["sandbox=ray", f"sandbox.address={address}", "sandbox.max_concurrency=2", "trainer.max_steps=1"],
+        [
+            *torchrun,
+            *TINY,
+            "sandbox=ray",
+            f"sandbox.address={address}",
+            "sandbox.max_concurrency=2",
+            "trainer.max_steps=1",
+        ],
         cwd=PROJECT_ROOT,
         capture_output=True,
         text=True,
