@@ -395,17 +395,17 @@ class RaySandbox(SandboxBackend):
         for attempt, place in enumerate((index, (index + 1) % len(self._actors))):
             left = [i for i in range(len(programs)) if i not in kept]
             actor, done = self._actors[place], dict[int, RunResult]()
+            # A retry may wait behind the other actor's own chunk: twice the time.
+            deadline = self._deadline([programs[i] for i in left], self._shares[place]) * (1 + attempt)
             try:
-                # A retry may wait behind the other actor's own chunk: twice the time.
-                deadline = self._deadline([programs[i] for i in left], self._shares[place]) * (1 + attempt)
                 await self._on_actor(actor, [programs[i] for i in left], deadline, done)
-                kept |= {left[i]: result for i, result in done.items()}
-                return [kept[i] for i in range(len(programs))]
             except lost as error:
-                kept |= {left[i]: result for i, result in done.items()}
                 self._counts["ray_retried" if attempt == 0 else "ray_lost"] += len(left) - len(done)
                 why = f"{type(error).__name__} on node {self._nodes[place]}"
                 await self._replace(place, actor)
+            kept |= {left[i]: result for i, result in done.items()}
+            if len(kept) == len(programs):
+                return [kept[i] for i in range(len(programs))]
         failed = RunResult(Outcome.SANDBOX_ERROR, error=f"sandbox=ray: the program was lost twice ({why})")
         return [kept.get(i, failed) for i in range(len(programs))]
 
