@@ -4,6 +4,10 @@ scorer's own bookkeeping (partial credit, duplicates, metrics, TRL's contract) o
 from __future__ import annotations
 
 import json
+import os
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from benchmarks.corpora.reward import GOOD, HACKS, SEED
@@ -16,7 +20,7 @@ from codegrpo.reward.scorer import Scorer, batch_metrics
 from codegrpo.reward.verdict import Status
 from codegrpo.sandbox.base import Outcome, Program, RunResult
 from codegrpo.sandbox.memory import MemoryBackend
-from tests.helpers.sandbox import run
+from tests.helpers.sandbox import child_pids, children_of, run
 
 
 def score(sandbox, completions, problem_id="is_prime", kind="binary", problems=SEED):
@@ -56,6 +60,29 @@ def test_wrong_error_no_code_and_timeout(local_sandbox):
     )
     assert [s.verdict.status for s in results] == [Status.FAILED, Status.ERROR, Status.NO_CODE, Status.TIMEOUT]
     assert [s.verdict.reward for s in results] == [0.0, 0.0, 0.0, 0.0]
+
+
+def test_a_loop_is_a_timeout_when_the_runner_wakes_late_for_its_deadline(local_sandbox):
+    """The runner inside the sandbox is stopped (as a busy machine can hold it) across its run's 1 s deadline.
+    The CPU limit was the timeout itself, so the kernel killed the harness's child first, the harness reported
+    "no result" and exited, and the loop read as error, not timeout (CI flaked so). It is now a second later.
+    (A stopped select resumes with the time it had left: the runner wakes 0.5 s after it is let go.)"""
+    loop = "def is_prime(n):\n    while True: pass"
+    scorer = Scorer(SEED, local_sandbox, get_language("python"), timeout_s=1.0)
+    run(scorer.score(["is_prime"], [GOOD]))  # the warm workers are up
+    runners = {runner for bwrap in child_pids() for runner in children_of(bwrap)}
+    with ThreadPoolExecutor(1) as pool:
+        scoring = pool.submit(run, scorer.score(["is_prime"], [loop]))
+        time.sleep(0.5)
+        for runner in runners:
+            os.kill(runner, signal.SIGSTOP)
+        try:
+            time.sleep(0.8)  # the deadline, then the old CPU limit (1 s of the loop's own time), pass
+        finally:
+            for runner in runners:
+                os.kill(runner, signal.SIGCONT)
+        [scored] = scoring.result(timeout=30)
+    assert scored.verdict.status is Status.TIMEOUT, scored.verdict
 
 
 def test_partial_credit_is_the_fraction_of_matching_positions():

@@ -145,8 +145,10 @@ def read_report(fd):
 
 
 def cpu_limit(timeout):
-    """The run's RLIMIT_CPU, in whole seconds: its wall timeout, rounded up (a backstop for the wall timer)."""
-    return max(1, int(timeout + 0.999))
+    """The run's RLIMIT_CPU, in whole seconds: a backstop for the wall timer, a second past the wall timeout
+    (rounded up). At the timeout itself it raced the wall timer: where this process woke late, a loop in the
+    Python harness's child was killed first, and the harness's "no result" read as error, not timeout."""
+    return int(timeout + 0.999) + 1
 
 
 def wait(pid, deadline, control, cpu):

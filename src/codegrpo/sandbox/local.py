@@ -409,7 +409,7 @@ class LocalSandbox(SandboxBackend):
             ("memory", f"{cfg.memory_mb} MiB", self.enforcement["memory"]),
             ("processes", str(cfg.max_processes), self.enforcement["processes"]),
             ("wall time", f"{cfg.timeout_s:g} s (or the problem's)", "the host kills the whole sandbox"),
-            ("CPU time", "the wall time", "RLIMIT_CPU"),
+            ("CPU time", "the wall time and a second", "RLIMIT_CPU"),
             ("file size", f"{cfg.file_size_limit_bytes >> 20} MiB", "RLIMIT_FSIZE"),
             ("open files", str(cfg.open_files), "RLIMIT_NOFILE"),
             ("/tmp", f"{cfg.tmpfs_limit_bytes >> 20} MiB", "tmpfs size, a fresh one per program"),
