@@ -62,22 +62,39 @@ def test_wrong_error_no_code_and_timeout(local_sandbox):
     assert [s.verdict.reward for s in results] == [0.0, 0.0, 0.0, 0.0]
 
 
-def test_a_loop_is_a_timeout_when_the_runner_wakes_late_for_its_deadline(local_sandbox):
+SPIN_THEN_ANSWER = (  # 1.5 s of CPU against a 1 s timeout, then the right answers (red team)
+    "_spun = []\n"
+    "def is_prime(n):\n"
+    "    if not _spun:\n"
+    "        import time\n"
+    "        _spun.append(time.process_time() + 1.5)\n"
+    "        while time.process_time() < _spun[0]: pass\n"
+    "    return n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1))\n"
+)
+
+
+LOOP = "def is_prime(n):\n    while True: pass"
+
+
+@pytest.mark.parametrize(("code", "stopped_s"), [(LOOP, 0.8), (SPIN_THEN_ANSWER, 1.5)], ids=["loop", "spin"])
+def test_a_run_past_its_time_is_a_timeout_when_the_runner_wakes_late(local_sandbox, code, stopped_s):
     """The runner inside the sandbox is stopped (as a busy machine can hold it) across its run's 1 s deadline.
-    The CPU limit was the timeout itself, so the kernel killed the harness's child first, the harness reported
-    "no result" and exited, and the loop read as error, not timeout (CI flaked so). It is now a second later.
-    (A stopped select resumes with the time it had left: the runner wakes 0.5 s after it is let go.)"""
-    loop = "def is_prime(n):\n    while True: pass"
+
+    loop: the CPU limit was the timeout itself, so the kernel killed the harness's child first, the harness
+    reported "no result" and exited, and the loop read as error, not timeout (CI flaked so). It is now a second
+    later. spin: with that second, an answer that spun 1.5 s had ended right by the time the runner woke, and
+    passed (red team): a run found ended late that used its timeout in CPU ran out of time.
+    (A stopped select resumes with the time it had left: the loop's runner wakes 0.5 s after it is let go.)"""
     scorer = Scorer(SEED, local_sandbox, get_language("python"), timeout_s=1.0)
     run(scorer.score(["is_prime"], [GOOD]))  # the warm workers are up
     runners = {runner for bwrap in child_pids() for runner in children_of(bwrap)}
     with ThreadPoolExecutor(1) as pool:
-        scoring = pool.submit(run, scorer.score(["is_prime"], [loop]))
+        scoring = pool.submit(run, scorer.score(["is_prime"], [code]))
         time.sleep(0.5)
         for runner in runners:
             os.kill(runner, signal.SIGSTOP)
         try:
-            time.sleep(0.8)  # the deadline, then the old CPU limit (1 s of the loop's own time), pass
+            time.sleep(stopped_s)
         finally:
             for runner in runners:
                 os.kill(runner, signal.SIGCONT)

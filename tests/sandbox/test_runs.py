@@ -109,12 +109,13 @@ def test_a_run_the_kernel_kills_at_its_cpu_limit_before_the_runner_wakes_ran_out
 
     pid = os.fork()
     if pid == 0:
-        resource.setrlimit(resource.RLIMIT_CPU, (1, 1))
+        limit = runner.cpu_limit(0.5)
+        resource.setrlimit(resource.RLIMIT_CPU, (limit, limit))
         while True:
             pass
     control, other = socket.socketpair()
     try:
-        assert runner.wait(pid, time.monotonic() + 30, control, 1) == {"code": 128 + 9, "timeout": True}
+        assert runner.wait(pid, time.monotonic() + 30, control, 0.5) == {"code": 128 + 9, "timeout": True}
     finally:
         control.close()
         other.close()

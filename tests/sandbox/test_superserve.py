@@ -975,6 +975,8 @@ from benchmarks.fakes import FAKE_API_KEY, FakeSuperserve
 from codegrpo.sandbox.base import Program
 from codegrpo.sandbox.superserve import SuperserveSandbox
 
+# Python's own Ctrl-C, as at a terminal: a shell's background job inherits SIGINT ignored, and Python keeps that.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 fake = FakeSuperserve(latency={"exec": 60}).start()  # still serving while the exit hooks run
 atexit.register(lambda: print(f"created={fake.created} killed={fake.killed} alive={fake.alive}", flush=True))
 os.environ["KEY"] = FAKE_API_KEY
