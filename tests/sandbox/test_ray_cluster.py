@@ -25,6 +25,7 @@ from codegrpo.reward.scorer import Scorer
 from codegrpo.sandbox import ray_cluster
 from codegrpo.sandbox.base import Outcome, Program
 from codegrpo.sandbox.ray_cluster import RaySandbox, shares
+from tests.helpers.fail_fast import MIXED, RIGHT, TESTS, WRONG, WRONG_FIRST, score, skipped
 from tests.helpers.run_if import run_if
 from tests.helpers.sandbox import make_sandbox, run
 
@@ -77,6 +78,28 @@ def test_verdicts_through_ray_are_the_local_sandboxs(cluster):
                 assert sandbox.limits()[0][0] == "actors"
     assert verdicts["ray"] == verdicts["local"]
     assert {status.value for status, _ in verdicts["ray"]} >= {"passed", "failed", "error", "timeout"}
+
+
+def test_fail_fast_holds_on_a_node_with_the_local_sandboxs_verdicts(cluster):
+    """A node reports each run of a binary reward's program as it is read, and goes on as the trainer answers
+    (only the trainer judges a run): the runs stop at the first failing test, as locally, with the verdicts of
+    every test run. Before, a node ran every test: a wrong answer whose later tests looped cost each its timeout."""
+    codes = [RIGHT, WRONG, WRONG_FIRST, *MIXED.values()]
+    with make_sandbox() as local:
+        every, _ = score(local, codes, fail_fast=False)
+    expected = [(s.verdict.status, s.verdict.reward, s.verdict.detail) for s in every]
+    with _ray() as sandbox:
+        for _ in range(2):  # two draws of the runs' random order
+            fast, results = score(sandbox, codes)
+            assert [(s.verdict.status, s.verdict.reward, s.verdict.detail) for s in fast] == expected
+            assert skipped(results[0]) == 0  # a passing program runs every test
+        # Failing every test: the first run fails, then only test 1 is needed; at most 3 runs kept each.
+        fast, results = score(sandbox, [f"{WRONG}# {n}\n" for n in range(4)])
+        assert all(TESTS - skipped(result) <= 3 for result in results)
+        # A run the node reported comes back without its output: what the trainer kept of it then stands.
+        assert all(result.runs[0].stdout == "1\n" for result in results)
+        _, results = score(sandbox, [f"{WRONG}# {n}\n" for n in range(2)], kind="partial")
+        assert not any(map(skipped, results))
 
 
 def test_the_library_reward_takes_sandbox_ray(cluster):

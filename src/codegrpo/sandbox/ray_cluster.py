@@ -6,8 +6,10 @@ sandbox has) on the node Ray places it on, ``sandbox.resources`` choosing the no
 CPU nodes offer keep the actors off the GPU nodes). A batch is split among the actors, each running its share
 of ``sandbox.max_concurrency`` programs at once. Programs cross without their host-side callables: the Scorer's
 ``digest`` (which holds the expected outputs) and ``failed`` stay here, and each run is digested when it comes
-back, so expected outputs never leave the trainer and the verdict is the trainer's. A node runs every test of a
-program (no fail-fast there), as Superserve does.
+back, so expected outputs never leave the trainer and the verdict is the trainer's. Fail-fast (binary reward)
+holds there too: a node reports each run of such a program as it is read, the trainer judges it and answers
+whether it failed, and the node goes on as the local sandbox does with that answer (the next run already
+going meanwhile, so the round trip costs no run its time).
 
 One cap for the whole job: where several processes train together (WORLD_SIZE > 1: torchrun, accelerate on
 GPUs), every rank uses one pool of named actors (its name from the job's MASTER_ADDR:MASTER_PORT), so
@@ -58,6 +60,7 @@ CONNECT_S = 5.0  # a host:port address must accept a connection this fast
 NAME_FREE_S = 10.0  # a shared pool's actor name is free again this soon after its actor was killed
 LEAVE_S = 60.0  # at its end, a rank of a shared pool waits this long at most for the other ranks to leave it
 NAMESPACE = "codegrpo"  # the shared pools' actor names live in it, apart from any other application's
+ANSWER_S = 10.0  # a node waits this long at most for the trainer's judgment of a run (a round trip: milliseconds)
 
 
 @cache
@@ -74,6 +77,8 @@ def _actor_class() -> Any:
             self.ready = asyncio.Event()  # a batch sent to a replacement still starting waits for its sandbox
             self.opening: asyncio.Future[tuple[str, int]] | None = None
             self.holders: set[int] = set()  # the ranks using this actor (a shared pool's; else rank 0 alone)
+            # run_each's calls: per (program, run) a report waiting for the caller's answer
+            self.answers: dict[str, dict[tuple[int, int], concurrent.futures.Future[bool]]] = {}
 
         async def start(self, rank: int) -> tuple[str, int]:
             """Open the sandbox once, however many ranks ask; (this node's name, this process's pid)."""
@@ -112,23 +117,71 @@ def _actor_class() -> Any:
             self.ready.set()
             return node, os.getpid()
 
-        async def run_each(self, programs: list[Program]) -> AsyncIterator[tuple[int, RunResult]]:
-            """(index, result) of each program as it finishes (a streaming call): the caller keeps what is done
-            when this actor is lost, and no more than the programs in flight wait here."""
+        async def run_each(
+            self, programs: list[Program], asking: list[bool], call: str
+        ) -> AsyncIterator[tuple[int, int | None, RunResult]]:
+            """Each program's result as it finishes, (index, None, result), a streaming call: the caller keeps
+            what is done when this actor is lost, and no more than the programs in flight wait here. A program
+            ``asking`` (fail-fast) also reports each run as it is read, (index, run, result), and waits for the
+            caller's ``answer`` on whether it failed before its runs go on (Program.failed): only the trainer
+            judges a run."""
             await self.ready.wait()
             sandbox = self.sandbox
             assert sandbox is not None
+            loop = asyncio.get_running_loop()
+            items: asyncio.Queue[tuple[int, int | None, RunResult] | BaseException] = asyncio.Queue()
+            answers = self.answers[call] = {}
+            over = threading.Event()
 
-            async def one(index: int, program: Program) -> tuple[int, RunResult]:
-                return index, (await sandbox.run_many([program]))[0]  # run_many: under the sandbox's semaphore
+            def asks(index: int, program: Program) -> Program:
+                def digest(run_index: int, run: RunResult) -> RunResult:  # on the sandbox's thread
+                    waiting = answers[index, run_index] = concurrent.futures.Future()
+                    if over.is_set():  # the call ended as this run was read: nobody will answer
+                        waiting.cancel()
+                    loop.call_soon_threadsafe(items.put_nowait, (index, run_index, run))
+                    return dataclasses.replace(run, stdout="", stderr="")  # the caller has it: not sent twice
 
-            running = [asyncio.ensure_future(one(index, program)) for index, program in enumerate(programs)]
+                def failed(run_index: int, _: RunResult) -> bool:
+                    # No answer in time (the caller gone): the runs go on, and the verdict is the same.
+                    with contextlib.suppress(concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
+                        return answers[index, run_index].result(timeout=ANSWER_S) is True
+                    return False
+
+                return dataclasses.replace(program, digest=digest, failed=failed)
+
+            async def one(index: int, program: Program) -> None:
+                try:
+                    [result] = await sandbox.run_many([program])  # run_many: under the sandbox's semaphore
+                    items.put_nowait((index, None, result))
+                except BaseException as error:
+                    items.put_nowait(error)
+                    raise
+
+            running = [
+                asyncio.ensure_future(one(index, asks(index, program) if asking[index] else program))
+                for index, program in enumerate(programs)
+            ]
             try:
-                for finished in asyncio.as_completed(running):
-                    yield await finished
-            finally:  # cancelled (a missed deadline): no program of the call is left running
+                finished = 0
+                while finished < len(programs):
+                    item = await items.get()
+                    if isinstance(item, BaseException):
+                        raise item
+                    finished += item[1] is None
+                    yield item
+            finally:  # cancelled (a missed deadline): no program of the call is left running, none waits
                 for task in running:
                     task.cancel()
+                over.set()
+                for waiting in list(self.answers.pop(call).values()):
+                    waiting.cancel()
+
+        def answer(self, call: str, index: int, run_index: int, failed: bool) -> None:
+            """The caller's judgment of a run ``run_each`` reported: whether it failed."""
+            waiting = self.answers.get(call, {}).get((index, run_index))
+            if waiting is not None:
+                with contextlib.suppress(concurrent.futures.InvalidStateError):  # the call is over: cancelled
+                    waiting.set_result(failed)
 
         def limits(self) -> list[tuple[str, str, str]]:
             return [] if self.sandbox is None else self.sandbox.limits()
@@ -186,11 +239,22 @@ def _remote(program: Program) -> Program:
     return dataclasses.replace(program, digest=None, failed=None)
 
 
-def _digested(program: Program, result: RunResult) -> RunResult:
-    """A node's result kept as the host keeps a run (Program.kept), run by run."""
+def _asks(program: Program) -> bool:
+    """Whether a node asks the host, run by run, whether ``program``'s runs go on (its fail-fast)."""
+    return program.inputs is not None and program.failed is not None
+
+
+def _digested(program: Program, result: RunResult, reported: dict[int, RunResult]) -> RunResult:
+    """A node's result kept as the host keeps a run (Program.kept), run by run; a run the node reported as it
+    was read (``reported``, kept then) comes back without its output, and what was kept of it stands."""
     if program.inputs is None or not result.runs:
         return program.kept(0, result) if program.inputs is None else result
-    return dataclasses.replace(result, runs=tuple(program.kept(i, run) for i, run in enumerate(result.runs)))
+    unreported = (Outcome.SKIPPED, Outcome.SANDBOX_ERROR)
+    runs = [
+        reported[i] if i in reported and run.outcome not in unreported else program.kept(i, run)
+        for i, run in enumerate(result.runs)
+    ]
+    return dataclasses.replace(result, runs=tuple(runs))
 
 
 @contextlib.contextmanager
@@ -366,14 +430,26 @@ class RaySandbox(SandboxBackend):
         where the actor is lost or misses ``deadline``, ``done`` then holding what had finished."""
         import ray
 
-        stream = actor.run_each.options(num_returns="streaming").remote([_remote(program) for program in programs])
+        call = os.urandom(8).hex()
+        asking = [_asks(program) for program in programs]
+        stream = actor.run_each.options(num_returns="streaming").remote(
+            [_remote(program) for program in programs], asking, call
+        )
+        reported: dict[int, dict[int, RunResult]] = {}  # by program, each run the node reported, as kept here
 
         async def receive() -> None:
             async for ref in stream:
-                index, result = await ref
+                index, run_index, result = await ref
                 if not (isinstance(index, int) and 0 <= index < len(programs)) or index in done:
                     raise ValueError(f"an actor answered for program {index!r}")  # its fault, never a program's
-                done[index] = _digested(programs[index], result)
+                program = programs[index]
+                if run_index is None:
+                    done[index] = _digested(program, result, reported.pop(index, {}))
+                    continue
+                if not (asking[index] and isinstance(run_index, int) and 0 <= run_index < len(program.inputs or ())):
+                    raise ValueError(f"an actor reported run {run_index!r} of program {index}")
+                kept = reported.setdefault(index, {})[run_index] = program.kept(run_index, result)
+                actor.answer.remote(call, index, run_index, program.fails_at(run_index, kept))  # the node waits
             if len(done) < len(programs):
                 raise ValueError(f"an actor ended with {len(programs) - len(done)} programs unanswered")
 
