@@ -5,6 +5,7 @@ settings are one line."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import os
@@ -25,7 +26,7 @@ from codegrpo.reward.scorer import Scorer
 from codegrpo.sandbox import ray_cluster
 from codegrpo.sandbox.base import Outcome, Program
 from codegrpo.sandbox.ray_cluster import RaySandbox, shares
-from tests.helpers.fail_fast import MIXED, RIGHT, TESTS, WRONG, WRONG_FIRST, score, skipped
+from tests.helpers.fail_fast import DOUBLE, MIXED, RIGHT, TESTS, WRONG, WRONG_FIRST, score, scorer, skipped
 from tests.helpers.run_if import run_if
 from tests.helpers.sandbox import make_sandbox, run
 
@@ -100,6 +101,23 @@ def test_fail_fast_holds_on_a_node_with_the_local_sandboxs_verdicts(cluster):
         assert all(result.runs[0].stdout == "1\n" for result in results)
         _, results = score(sandbox, [f"{WRONG}# {n}\n" for n in range(2)], kind="partial")
         assert not any(map(skipped, results))
+
+
+def test_a_call_cancelled_from_outside_leaves_no_run_waiting_on_its_node(cluster):
+    """Red team: a reward call cancelled from outside (an outer timeout) dropped its stream unstopped, and each of
+    the node's runs left waited ANSWER_S for an answer that never came: the actor's next batch waited behind them
+    (20 s). The stream is cancelled now, and the node's runs with it."""
+    slow_right = "import time\nn = int(input())\ntime.sleep(0.4)\nprint(2 * n)\n"  # 10 tests of 0.4 s
+    with _ray() as sandbox:
+
+        async def cancelled() -> None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(scorer(sandbox).score([DOUBLE.id], [slow_right]), 0.6)
+
+        run(cancelled())
+        started = time.monotonic()
+        [result] = run(sandbox.run_many([Program("print(1)")]))  # actor 0, whose one slot the call had
+        assert result.stdout == "1\n" and time.monotonic() - started < ray_cluster.ANSWER_S
 
 
 def test_the_library_reward_takes_sandbox_ray(cluster):

@@ -8,8 +8,8 @@ of ``sandbox.max_concurrency`` programs at once. Programs cross without their ho
 ``digest`` (which holds the expected outputs) and ``failed`` stay here, and each run is digested when it comes
 back, so expected outputs never leave the trainer and the verdict is the trainer's. Fail-fast (binary reward)
 holds there too: a node reports each run of such a program as it is read, the trainer judges it and answers
-whether it failed, and the node goes on as the local sandbox does with that answer (the next run already
-going meanwhile, so the round trip costs no run its time).
+whether it failed, and the node goes on as the local sandbox does with that answer (the next run is already
+going meanwhile; runs shorter than the round trip are paced by it).
 
 One cap for the whole job: where several processes train together (WORLD_SIZE > 1: torchrun, accelerate on
 GPUs), every rank uses one pool of named actors (its name from the job's MASTER_ADDR:MASTER_PORT), so
@@ -60,7 +60,9 @@ CONNECT_S = 5.0  # a host:port address must accept a connection this fast
 NAME_FREE_S = 10.0  # a shared pool's actor name is free again this soon after its actor was killed
 LEAVE_S = 60.0  # at its end, a rank of a shared pool waits this long at most for the other ranks to leave it
 NAMESPACE = "codegrpo"  # the shared pools' actor names live in it, apart from any other application's
-ANSWER_S = 10.0  # a node waits this long at most for the trainer's judgment of a run (a round trip: milliseconds)
+# A node waits this long at most for the trainer's judgment of a run (a round trip: milliseconds); well within
+# protocol.ANSWER_GRACE_S, past which the run's answer would read as the runner's failure.
+ANSWER_S = 3.0
 
 
 @cache
@@ -78,7 +80,7 @@ def _actor_class() -> Any:
             self.opening: asyncio.Future[tuple[str, int]] | None = None
             self.holders: set[int] = set()  # the ranks using this actor (a shared pool's; else rank 0 alone)
             # run_each's calls: per (program, run) a report waiting for the caller's answer
-            self.answers: dict[str, dict[tuple[int, int], concurrent.futures.Future[bool]]] = {}
+            self.answers: dict[str, dict[int, concurrent.futures.Future[bool]]] = {}
 
         async def start(self, rank: int) -> tuple[str, int]:
             """Open the sandbox once, however many ranks ask; (this node's name, this process's pid)."""
@@ -119,40 +121,48 @@ def _actor_class() -> Any:
 
         async def run_each(
             self, programs: list[Program], asking: list[bool], call: str
-        ) -> AsyncIterator[tuple[int, int | None, RunResult]]:
-            """Each program's result as it finishes, (index, None, result), a streaming call: the caller keeps
-            what is done when this actor is lost, and no more than the programs in flight wait here. A program
-            ``asking`` (fail-fast) also reports each run as it is read, (index, run, result), and waits for the
-            caller's ``answer`` on whether it failed before its runs go on (Program.failed): only the trainer
-            judges a run."""
+        ) -> AsyncIterator[tuple[int, int | None, int | None, RunResult]]:
+            """Each program's result as it finishes, (index, None, None, result), a streaming call: the caller
+            keeps what is done when this actor is lost, and no more than the programs in flight wait here. A
+            program ``asking`` (fail-fast) also reports each run as it is read, (index, run, report, result),
+            and waits for the caller's ``answer`` to that report on whether it failed before its runs go on
+            (Program.failed): only the trainer judges a run. A report's number is new each time, so a late
+            answer never reaches a run the sandbox ran again (a fresh sandbox's rerun of the program)."""
             await self.ready.wait()
             sandbox = self.sandbox
             assert sandbox is not None
             loop = asyncio.get_running_loop()
-            items: asyncio.Queue[tuple[int, int | None, RunResult] | BaseException] = asyncio.Queue()
+            items: asyncio.Queue[tuple[int, int | None, int | None, RunResult] | BaseException] = asyncio.Queue()
             answers = self.answers[call] = {}
+            reports = itertools.count()
+            latest: dict[tuple[int, int], int] = {}  # each run's last report
             over = threading.Event()
 
             def asks(index: int, program: Program) -> Program:
                 def digest(run_index: int, run: RunResult) -> RunResult:  # on the sandbox's thread
-                    waiting = answers[index, run_index] = concurrent.futures.Future()
+                    report = latest[index, run_index] = next(reports)
+                    waiting = answers[report] = concurrent.futures.Future()
                     if over.is_set():  # the call ended as this run was read: nobody will answer
                         waiting.cancel()
-                    loop.call_soon_threadsafe(items.put_nowait, (index, run_index, run))
+                    loop.call_soon_threadsafe(items.put_nowait, (index, run_index, report, run))
                     return dataclasses.replace(run, stdout="", stderr="")  # the caller has it: not sent twice
 
                 def failed(run_index: int, _: RunResult) -> bool:
-                    # No answer in time (the caller gone): the runs go on, and the verdict is the same.
-                    with contextlib.suppress(concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
-                        return answers[index, run_index].result(timeout=ANSWER_S) is True
-                    return False
+                    report = latest[index, run_index]  # the run just digested: its report, this thread's
+                    try:
+                        # No answer in time (the caller gone): the runs go on, and the verdict is the same.
+                        with contextlib.suppress(concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
+                            return answers[report].result(timeout=ANSWER_S) is True
+                        return False
+                    finally:
+                        answers.pop(report, None)  # answered or given up: a late answer finds nothing
 
                 return dataclasses.replace(program, digest=digest, failed=failed)
 
             async def one(index: int, program: Program) -> None:
                 try:
                     [result] = await sandbox.run_many([program])  # run_many: under the sandbox's semaphore
-                    items.put_nowait((index, None, result))
+                    items.put_nowait((index, None, None, result))
                 except BaseException as error:
                     items.put_nowait(error)
                     raise
@@ -176,9 +186,9 @@ def _actor_class() -> Any:
                 for waiting in list(self.answers.pop(call).values()):
                     waiting.cancel()
 
-        def answer(self, call: str, index: int, run_index: int, failed: bool) -> None:
+        def answer(self, call: str, report: int, failed: bool) -> None:
             """The caller's judgment of a run ``run_each`` reported: whether it failed."""
-            waiting = self.answers.get(call, {}).get((index, run_index))
+            waiting = self.answers.get(call, {}).get(report)
             if waiting is not None:
                 with contextlib.suppress(concurrent.futures.InvalidStateError):  # the call is over: cancelled
                     waiting.set_result(failed)
@@ -249,9 +259,12 @@ def _digested(program: Program, result: RunResult, reported: dict[int, RunResult
     was read (``reported``, kept then) comes back without its output, and what was kept of it stands."""
     if program.inputs is None or not result.runs:
         return program.kept(0, result) if program.inputs is None else result
-    unreported = (Outcome.SKIPPED, Outcome.SANDBOX_ERROR)
     runs = [
-        reported[i] if i in reported and run.outcome not in unreported else program.kept(i, run)
+        run
+        if run.outcome is Outcome.SKIPPED  # never ran: nothing to keep, as in the local sandbox
+        else reported[i]
+        if i in reported and run.outcome is not Outcome.SANDBOX_ERROR
+        else program.kept(i, run)
         for i, run in enumerate(result.runs)
     ]
     return dataclasses.replace(result, runs=tuple(runs))
@@ -439,7 +452,7 @@ class RaySandbox(SandboxBackend):
 
         async def receive() -> None:
             async for ref in stream:
-                index, run_index, result = await ref
+                index, run_index, report, result = await ref
                 if not (isinstance(index, int) and 0 <= index < len(programs)) or index in done:
                     raise ValueError(f"an actor answered for program {index!r}")  # its fault, never a program's
                 program = programs[index]
@@ -449,14 +462,15 @@ class RaySandbox(SandboxBackend):
                 if not (asking[index] and isinstance(run_index, int) and 0 <= run_index < len(program.inputs or ())):
                     raise ValueError(f"an actor reported run {run_index!r} of program {index}")
                 kept = reported.setdefault(index, {})[run_index] = program.kept(run_index, result)
-                actor.answer.remote(call, index, run_index, program.fails_at(run_index, kept))  # the node waits
+                actor.answer.remote(call, report, program.fails_at(run_index, kept))  # the node waits
             if len(done) < len(programs):
                 raise ValueError(f"an actor ended with {len(programs) - len(done)} programs unanswered")
 
         try:
             await asyncio.wait_for(receive(), deadline)
-        except TimeoutError:
-            ray.cancel(stream)
+        except BaseException:  # a missed deadline, a lost actor, or this call cancelled: the node stops the call,
+            with contextlib.suppress(Exception):  # else its runs would each wait ANSWER_S for no answer (red team)
+                ray.cancel(stream)
             raise
 
     async def _chunk(self, index: int, programs: list[Program]) -> list[RunResult]:
