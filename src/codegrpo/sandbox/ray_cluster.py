@@ -79,7 +79,7 @@ def _actor_class() -> Any:
             self.ready = asyncio.Event()  # a batch sent to a replacement still starting waits for its sandbox
             self.opening: asyncio.Future[tuple[str, int]] | None = None
             self.holders: set[int] = set()  # the ranks using this actor (a shared pool's; else rank 0 alone)
-            # run_each's calls: per (program, run) a report waiting for the caller's answer
+            # run_each's calls: by report number, each run reported and waiting for the caller's answer
             self.answers: dict[str, dict[int, concurrent.futures.Future[bool]]] = {}
 
         async def start(self, rank: int) -> tuple[str, int]:
