@@ -31,12 +31,17 @@ def _train(run_dir: Path, *overrides: str, env: dict[str, str] | None = None) ->
 
 
 def _check_timing(steps: list[dict], train_runtime: float, completions: int) -> None:
-    """Where each step's time went (timing/*): generation, reward and update each took time, the four parts are
-    each step's wall time (none counted twice: other_s is what is left), the steps add up to the trainer's own
-    train_runtime within 10%, and tokens_per_s counts the model's tokens (TRL's completion lengths)."""
+    """Where each step's time went (timing/*): generation, reward and update each took time; the phases booked
+    never exceed the step (a second booked twice would: other_s, the remainder, cannot show it), and with
+    other_s they are each step's wall time; the steps add up to the trainer's own train_runtime within 10%, the
+    log's one step duration (TRL's step_time is dropped); tokens_per_s counts the model's tokens (TRL's
+    completion lengths)."""
     for row in steps:
-        parts = [row[f"timing/{part}_s"] for part in ("generation", "reward", "update", "other")]
-        assert min(parts[:3]) > 0 and parts[3] >= 0 and sum(parts) == pytest.approx(row["timing/step_s"]), row
+        booked = [row[f"timing/{part}_s"] for part in ("generation", "reward", "update", "save")]
+        assert min(booked[:3]) > 0 and booked[3] >= 0 and row["timing/other_s"] >= 0, row
+        assert sum(booked) <= row["timing/step_s"] + 1e-6, row
+        assert sum(booked) + row["timing/other_s"] == pytest.approx(row["timing/step_s"]), row
+        assert "step_time" not in row
         generated = row["timing/tokens_per_s"] * row["timing/generation_s"]
         assert generated == pytest.approx(row["completions/mean_length"] * completions)
     assert sum(row["timing/step_s"] for row in steps) == pytest.approx(train_runtime, rel=0.1)
@@ -52,7 +57,9 @@ def test_train_in_process_runs_steps_and_saves_the_model(compose_cfg, tmp_path):
     named.mkdir()
     for file in Path(resolve_model(compose_cfg().model)).iterdir():
         (named / file.name).symlink_to(file)
-    cfg = compose_cfg(*FAST, "logger=none", "plots=false", f"model.name_or_path={named}")
+    # A checkpoint each step: the Trainer saves after it logs, so step 1's save is booked to step 2's save_s.
+    saving = ["trainer.save_strategy=steps", "trainer.save_steps=1", "trainer.save_only_model=true"]
+    cfg = compose_cfg(*FAST, *saving, "logger=none", "plots=false", f"model.name_or_path={named}")
     assert cfg.model.gguf_package  # the group still names its package: the named model wins
     metrics = train(cfg)
     run_dir = Path(cfg.run_dir)
@@ -70,6 +77,7 @@ def test_train_in_process_runs_steps_and_saves_the_model(compose_cfg, tmp_path):
     steps = [row for row in json.loads((run_dir / "log_history.json").read_text()) if "reward" in row]
     assert len(steps) == 2 and all(row["status/infra"] == 0 and row["sandbox/runs"] >= 1 for row in steps)
     _check_timing(steps, metrics["train_runtime"], completions=2)
+    assert steps[0]["timing/save_s"] == 0 < steps[1]["timing/save_s"]
 
 
 @pytest.mark.slow

@@ -105,6 +105,7 @@ def test_the_clock_books_each_second_to_the_innermost_phase_and_the_rest_to_othe
         "timing/generation_s": 2.0,
         "timing/reward_s": 3.0,
         "timing/update_s": 2.5,
+        "timing/save_s": 0.0,
         "timing/other_s": 2.5,
         "timing/step_s": 10.0,
         "timing/tokens_per_s": 150.0,
@@ -114,6 +115,7 @@ def test_the_clock_books_each_second_to_the_innermost_phase_and_the_rest_to_othe
         "timing/generation_s": 0.0,
         "timing/reward_s": 0.0,
         "timing/update_s": 0.0,
+        "timing/save_s": 0.0,
         "timing/other_s": 4.0,
         "timing/step_s": 4.0,
     }

@@ -29,6 +29,7 @@ REWARD = "reward"  # the weighted sum of every reward function's mean over a ste
 FRAC_REWARD_ZERO_STD = "frac_reward_zero_std"  # the share of groups whose rewards have no spread (TRL's)
 LOSS = "loss"  # the training loss: in a training step's row only, not an evaluation's or the summary's
 TRAIN_RUNTIME = "train_runtime"  # the seconds training took: in the end-of-training summary row only
+TRL_STEP_TIME = "step_time"  # TRL's training_step alone: dropped from the log, timing/step_s is the step's duration
 STEP = "step"  # the optimizer step a log_history row belongs to
 
 # -- the reward: reward/scorer.py's batch_metrics and reward/code_reward.py, on every reward call -------------
@@ -83,8 +84,9 @@ def public_pass_turn(key: str) -> int | None:
 GENERATION_S = "timing/generation_s"  # sampling the completions (rollout=feedback: less its public tests)
 REWARD_S = "timing/reward_s"  # the reward functions, and rollout=feedback's public tests
 UPDATE_S = "timing/update_s"  # the forward and backward passes and the optimizer's step
+SAVE_S = "timing/save_s"  # saving checkpoints (a save follows its step's row: booked to the next step)
 OTHER_S = "timing/other_s"  # the rest of the step
-STEP_S = "timing/step_s"  # the wall time since the previous logged step: the four above sum to it
+STEP_S = "timing/step_s"  # the wall time since the previous logged step: the five above sum to it
 TOKENS_PER_S = "timing/tokens_per_s"  # the model's tokens generated per second of generation
 RELATIVE_NORM = "update/relative_norm"  # how far the optimizer step moved the weights: |delta| / |weights|
 

@@ -4,16 +4,22 @@
     timing/reward_s       the reward functions (sandbox runs and verdicts), and rollout=feedback's public tests
     timing/update_s       the forward and backward passes (with the old and reference log-probs TRL computes
                           for the loss) and the optimizer's step
-    timing/other_s        the rest: loading the batch, gradient clipping, callbacks, logging, checkpoints
-    timing/step_s         the wall time since the previous logged step (the first: since training began)
+    timing/save_s         saving checkpoints: the Trainer saves after it logs a step, so a save is booked to the
+                          next logged step (the last step's save to none: it follows the last row)
+    timing/other_s        the rest: loading the batch, gradient clipping, callbacks, logging
+    timing/step_s         the wall time since the previous logged step (the first: since training began); the
+                          one step duration in the log (TRL's own step_time, training_step alone, is dropped)
     timing/tokens_per_s   the model's tokens generated per second of generation (this process's)
 
 Each phase's clock counts only its own seconds: a phase that starts inside another pauses the outer one
 (TRL generates and scores inside its training_step; rollout=feedback runs public tests inside generation), so
-no second counts twice and the four parts sum to ``step_s``. Time is booked to the logged step during which
+no second counts twice and the five parts sum to ``step_s``. Time is booked to the logged step during which
 it was spent: a step that reuses a buffered generation batch (steps_per_generation > 1) has no generation
 time, and with gradient accumulation or logging_steps > 1 a logged step holds all its micro-batches.
-Standard library only (and the metric table): rollout=feedback books its public tests here without importing torch.
+On CUDA the trainer waits for the GPU where a phase ends on work it queued: the update's end, and before the
+rewards, where TRL has just queued the old and reference log-prob passes (else their tail is booked as reward
+time). Standard library only (and the metric table): rollout=feedback books its public tests here without
+importing torch.
 """
 
 from __future__ import annotations
@@ -22,11 +28,11 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 
-from codegrpo.reward.metric_names import GENERATION_S, OTHER_S, REWARD_S, STEP_S, TOKENS_PER_S, UPDATE_S
+from codegrpo.reward.metric_names import GENERATION_S, OTHER_S, REWARD_S, SAVE_S, STEP_S, TOKENS_PER_S, UPDATE_S
 
-GENERATION, REWARD, UPDATE = "generation", "reward", "update"
-PHASES = (GENERATION, REWARD, UPDATE)
-SECONDS = {GENERATION: GENERATION_S, REWARD: REWARD_S, UPDATE: UPDATE_S}  # each phase's metric
+GENERATION, REWARD, UPDATE, SAVE = "generation", "reward", "update", "save"
+PHASES = (GENERATION, REWARD, UPDATE, SAVE)
+SECONDS = {GENERATION: GENERATION_S, REWARD: REWARD_S, UPDATE: UPDATE_S, SAVE: SAVE_S}  # each phase's metric
 
 
 class Clock:

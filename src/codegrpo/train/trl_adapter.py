@@ -42,13 +42,14 @@ from codegrpo.reward.metric_names import (
     RELATIVE_NORM,
     SAMPLER_PASS_RATE_HIST,
     TRAIN_RUNTIME,
+    TRL_STEP_TIME,
 )
 from codegrpo.tracking import console
 from codegrpo.train import checkpoints
 from codegrpo.train.dynamic_sampling import DynamicSampling
 from codegrpo.train.preemption import Guard
 from codegrpo.train.sampling import Online
-from codegrpo.train.timing import GENERATION, REWARD, UPDATE, Clock
+from codegrpo.train.timing import GENERATION, REWARD, SAVE, UPDATE, Clock
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -272,6 +273,9 @@ class CodeGRPOTrainer(GRPOTrainer):
         logs.update(self.learning_signal.metrics())  # empty when no step ran since the last log
         if LOSS in logs:  # a training step's row (not an evaluation's, nor the end-of-training summary)
             logs.update(self.clock.lap())
+        # TRL's step_time times training_step alone (not the optimizer's step, callbacks or saves): beside
+        # timing/step_s, which sums to train_runtime, it would be a second step duration that disagrees.
+        self._metrics["train"].pop(TRL_STEP_TIME, None)
         if self.online is not None and TRAIN_RUNTIME not in logs:  # not the end-of-training summary
             logs.update(self.online.rates.metrics())
             _log_histogram(self.online.rates.histogram())
@@ -331,6 +335,7 @@ class CodeGRPOTrainer(GRPOTrainer):
         completions: list[Any],
         completion_ids_list: list[list[int]],
     ) -> torch.Tensor:
+        wait_for(self.accelerator.device)  # the old and reference log-prob passes TRL queued are the update's
         with self.clock.phase(REWARD):
             rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         if self.dynamic is not None:  # this process's rows of the gathered rewards, by the correctness reward's
@@ -413,30 +418,32 @@ class CodeGRPOTrainer(GRPOTrainer):
 
     def _save_checkpoint(self, model: nn.Module, trial: Any) -> None:
         run_dir = Path(super()._get_output_dir(trial))
-        self._staging = True
-        try:
-            super()._save_checkpoint(model, trial)
-            self.accelerator.wait_for_everyone()  # every rank wrote its part (RNG states, shards)
-            if self.args.should_save:
-                staged = checkpoints.staging_dir(run_dir) / f"checkpoint-{self.state.global_step}"
-                if self.checkpoint_state is not None:
-                    checkpoints.write_state(staged, **self.checkpoint_state)
-                if self.online is not None:  # every rank holds the same state
-                    self.online.save(staged)
-                checkpoints.publish(staged, run_dir)
-                checkpoints.rotate(run_dir, self.args.save_total_limit)
-        except BaseException:
-            if self.args.should_save:
-                checkpoints.discard_staging(run_dir)
-            raise
-        finally:
-            self._staging = False
-        self.accelerator.wait_for_everyone()
+        with self.clock.phase(SAVE):
+            self._staging = True
+            try:
+                super()._save_checkpoint(model, trial)
+                self.accelerator.wait_for_everyone()  # every rank wrote its part (RNG states, shards)
+                if self.args.should_save:
+                    staged = checkpoints.staging_dir(run_dir) / f"checkpoint-{self.state.global_step}"
+                    if self.checkpoint_state is not None:
+                        checkpoints.write_state(staged, **self.checkpoint_state)
+                    if self.online is not None:  # every rank holds the same state
+                        self.online.save(staged)
+                    checkpoints.publish(staged, run_dir)
+                    checkpoints.rotate(run_dir, self.args.save_total_limit)
+            except BaseException:
+                if self.args.should_save:
+                    checkpoints.discard_staging(run_dir)
+                raise
+            finally:
+                self._staging = False
+            self.accelerator.wait_for_everyone()
 
 
 def wait_for(device: torch.device) -> None:
-    """CUDA runs behind the CPU: without a wait at the update's end, its backward pass would be booked to
-    whatever phase next waits for the GPU (generation's first token). Once a micro-batch: negligible."""
+    """CUDA runs behind the CPU: without a wait where the update's work ends (the optimizer's step, and the
+    log-prob passes TRL queues just before the rewards), its tail would be booked to whatever phase next waits
+    for the GPU. Once a micro-batch: negligible."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 
