@@ -23,7 +23,7 @@ from codegrpo.resources import PROJECT_ROOT
 from codegrpo.tracking import secrets
 from codegrpo.tracking.runinfo import write_run_info
 from codegrpo.train import checkpoints
-from tests.helpers.commands import command
+from tests.helpers.commands import command, train
 
 HF = "hf_" + "Zq8LmN3pR7sT1vW5xY9aB2cD4eF6gH0jK2"  # the shape of a real Hugging Face token
 WANDB = "9c1e5f0a7b3d4e2f8a6c0b1d9e7f5a3c2b4d6e8f"  # a legacy W&B key: 40 hex digits
@@ -48,12 +48,12 @@ def test_a_secret_is_known_by_the_last_word_of_its_name():
 
 def test_text_is_masked_by_shape_and_by_name_but_a_commit_stays():
     text = (
-        f"pushed with {HF}; trainer.hub_token=abc logger.name={WANDB} problems.path={URL} "
+        f"pushed with {HF}; trainer.hub_token=abc logger.group={WANDB} problems.path={URL} "
         f"key ss_live_do-not-log-this-0123456789, model.revision={COMMIT} at commit {COMMIT}"
     )
     masked = secrets.mask_text(text)
     assert masked == (
-        "pushed with ***; trainer.hub_token=*** logger.name=*** "
+        "pushed with ***; trainer.hub_token=*** logger.group=*** "
         "problems.path=https://***@data.example.com/problems.jsonl key ***, "
         f"model.revision={COMMIT} at commit {COMMIT}"
     )
@@ -70,14 +70,14 @@ def test_records_leave_secret_named_keys_out_and_mask_secret_shaped_values():
     record = {
         "git_commit": COMMIT,
         "problems_sha256": "ab" * 32,
-        "notes": WANDB,
+        "group": WANDB,
         "trainer": {"hub_token": HF, "vllm_server_base_url": URL, "learning_rate": 1e-6},
         "command": ["train.py", f"trainer.hub_token={HF}", "seed=1"],
     }
     assert secrets.mask(record) == {
         "git_commit": COMMIT,
         "problems_sha256": "ab" * 32,
-        "notes": "***",
+        "group": "***",
         "trainer": {"vllm_server_base_url": "https://***@data.example.com/problems.jsonl", "learning_rate": 1e-6},
         "command": ["train.py", "trainer.hub_token=***", "seed=1"],
     }
@@ -93,7 +93,13 @@ def test_records_leave_secret_named_keys_out_and_mask_secret_shaped_values():
         ),
         ("trainer.hub_token='${oc.env:HF_TOKEN}'", "export HF_TOKEN"),  # resolved into config.yaml and the pickles
         (f"+logger.wandb_api_key={WANDB}", "export WANDB_API_KEY"),
-        (f"logger.name={WANDB}", "logger.name=... looks like a W&B API key"),
+        (f"logger.group={WANDB}", "logger.group=... looks like a W&B API key"),
+        (f"logger.group=a,{WANDB}", "logger.group=... looks like a W&B API key"),  # a sweep
+        (f"+logger.group=wandb_v1_{'Q' * 77}", "looks like a W&B API key"),  # W&B's keys since wandb 0.22.3
+        # Inside a dict, read as Hydra reads it (the issue 52 finding: it reached .hydra/ before the refusal).
+        ("trainer.model_init_kwargs={token:abc123}", "trainer.model_init_kwargs.token would be written to"),
+        ("trainer.model_init_kwargs={a:1},{b:{password:abc123}}", "trainer.model_init_kwargs.b.password would"),
+        (f"+trainer.model_init_kwargs.{HF}=1", "an argument looks like a Hugging Face token"),  # in a key
         (f"logger.tags=[a,{HF}]", "looks like a Hugging Face token"),
         (
             f"problems.path={URL}",
@@ -123,6 +129,60 @@ def test_overrides_that_only_look_alike_are_not_refused():
             "logger.name=qwen05b_basics_lr1e5_seed42",
         ]
     )
+
+
+def test_a_commit_or_a_digest_is_not_a_key_where_its_name_says_what_it_is():
+    """Issue 52: tagging, naming or annotating a run with its commit was refused as a W&B key. A legacy key is
+    40 hex digits too, so the rule is where it appears: under a key named tags, name, notes, revision, commit
+    (and the like) it is what the name says, and a SHA-256 or SHA-512 digest is never a key."""
+    described = [
+        f"logger.tags=[recipe,{COMMIT}]",
+        f"logger.name=exp-{COMMIT}",
+        f"logger.notes='commit {COMMIT}'",
+        f"+logger.tags=[a,b],[c,{COMMIT}]",  # a sweep of tags
+        f"model.revision={COMMIT}",
+        f"+trainer.hub_revision={COMMIT}",
+        f"+problems.expected={'ab' * 32}",  # a SHA-256: no W&B key has its shape
+    ]
+    secrets.refuse_overrides(described)
+    assert secrets.mask_argv(described) == described
+    record = {"logger": {"tags": ["recipe", COMMIT], "name": f"exp-{COMMIT}", "notes": f"commit {COMMIT}"}}
+    assert secrets.mask(record) == record
+    # The same 40 hex digits where no name says what they are is still a key.
+    assert secrets.mask({"group": [COMMIT]}) == {"group": ["***"]}
+    assert (
+        secrets.mask_text(f"logger.tags=[x,{COMMIT}] logger.group={COMMIT}")
+        == f"logger.tags=[x,{COMMIT}] logger.group=***"
+    )
+
+
+def test_every_value_of_a_swept_or_structured_secret_is_masked():
+    """Issue 52: `mask_text("db_password=abc,def")` kept `def`, and `{token:abc}` (a dict override) was kept."""
+    assert secrets.mask_text("db_password=abc,def") == "db_password=***"
+    assert secrets.mask_text("db_password=abc,def,seed=1 x") == "db_password=***,seed=1 x"  # override_dirname
+    assert secrets.mask_text("db_password='a b',\"c\" then") == "db_password=*** then"
+    assert secrets.mask_text("hub_token=abc, then seed=1") == "hub_token=***, then seed=1"
+    assert secrets.mask_text("debug=fast,trainer.model_init_kwargs={token:abc123,dtype:auto}") == (
+        "debug=fast,trainer.model_init_kwargs={token:***,dtype:auto}"
+    )
+    assert secrets.mask_text("+  password: pa55\n+  name: pa55\n") == "+  password: ***\n+  name: pa55\n"  # a diff
+    assert secrets.mask_text(f"export WANDB_API_KEY=wandb_v1_{'Q' * 77}") == "export WANDB_API_KEY=***"
+    assert secrets.mask_text(f"key wandb_v1_{'Q' * 77}.") == "key ***."
+
+
+def test_a_refusal_carries_what_it_refused_and_hydras_files_are_scrubbed_of_it(tmp_path):
+    """What a refusal names is taken out of Hydra's files in whatever shape it is there, even where no mask
+    would know it (an override's text, override_dirname)."""
+    with pytest.raises(secrets.Refused) as refused:
+        secrets.refuse_overrides(["trainer.model_init_kwargs={token:s3cr3t-value}"])
+    assert refused.value.values == ("s3cr3t-value",) and "s3cr3t-value" not in str(refused.value)
+    hydra_dir = tmp_path / ".hydra"
+    hydra_dir.mkdir()
+    (hydra_dir / "hydra.yaml").write_text("hydra:\n  job:\n    override_dirname: seed=1,x=[s3cr3t-value]\n")
+    (hydra_dir / "overrides.yaml").write_text("- seed=1\n")
+    assert secrets.scrub_hydra_files(hydra_dir, refused.value.values) == [hydra_dir / "hydra.yaml"]
+    assert "s3cr3t-value" not in (hydra_dir / "hydra.yaml").read_text()
+    assert (hydra_dir / "overrides.yaml").read_text() == "- seed=1\n"
 
 
 def _composed(*overrides: str):
@@ -193,9 +253,9 @@ def test_the_console_and_the_job_log_are_masked():
 
 
 def test_run_info_records_the_command_masked_and_the_commit_as_it_is(tmp_path, monkeypatch):
-    monkeypatch.setattr(sys, "argv", ["train.py", f"trainer.hub_token={HF}", f"logger.name={WANDB}", "seed=3"])
+    monkeypatch.setattr(sys, "argv", ["train.py", f"trainer.hub_token={HF}", f"logger.group={WANDB}", "seed=3"])
     info = json.loads(write_run_info(tmp_path, 3, "ab" * 32, {"resumed_from": URL}).read_text())
-    assert info["command"] == ["train.py", "trainer.hub_token=***", "logger.name=***", "seed=3"]
+    assert info["command"] == ["train.py", "trainer.hub_token=***", "logger.group=***", "seed=3"]
     assert info["resumed_from"] == "https://***@data.example.com/problems.jsonl"
     assert info["git_commit"] is None or len(info["git_commit"]) == 40  # a commit is not a key
 
@@ -283,7 +343,7 @@ def test_secrets_given_on_the_command_line_reach_no_file_and_no_output(tmp_path)
         tmp_path,
         *PUSH,
         f"trainer.hub_token={HF}",
-        f"logger.name={WANDB}",
+        f"logger.group={WANDB}",
         f"trainer.vllm_server_base_url={URL}",
         "logger=wandb",
         "trainer.save_strategy=steps",
@@ -297,6 +357,56 @@ def test_secrets_given_on_the_command_line_reach_no_file_and_no_output(tmp_path)
         "command line; leave it unset and export HF_TOKEN (the Hub client reads it)"
     ]
     assert not (tmp_path / "run").exists() and not (tmp_path / "card").exists()
+
+
+SECRET = "s3cr3t-of-no-known-shape"  # known as a secret only by the name of its key
+
+
+@pytest.mark.parametrize(
+    ("how", "says"),
+    [
+        # Issue 52: refused after Hydra wrote .hydra/overrides.yaml and hydra.yaml, which kept it.
+        (["trainer.model_init_kwargs={token:" + SECRET + "}"], "error: trainer.model_init_kwargs.token would be"),
+        (
+            ["trainer.model_init_kwargs={a:1},{password:" + SECRET + "}", "--multirun"],
+            "error: trainer.model_init_kwargs.password",
+        ),
+        ([f"db_password=x,{SECRET}", "--multirun"], "error: db_password would be written"),
+        (["local=leak"], "error: trainer.model_init_kwargs.token in the config is set"),  # a config file
+        (["logger.group=${oc.env:CODEGRPO_TEST_GROUP}"], "error: logger.group=... looks like a W&B"),
+        # Shaped as a key only once resolved: no mask knows it in overrides.yaml's text, the refusal does.
+        ([f"logger.group=${{oc.env:CODEGRPO_TEST_EMPTY}}{WANDB}"], "error: logger.group=... looks like a W&B"),
+    ],
+)
+def test_a_refused_secret_leaves_no_file_holding_it_in_an_existing_run_dir(how, says, tmp_path):
+    """However it reaches Hydra (an override's dict, a sweep, a config file, an environment resolver), a
+    refused secret is in no file of a run dir that already exists (a fresh one is removed whole, above)."""
+    run_dir, sweep_dir, config_dir = tmp_path / "run", tmp_path / "sweep", tmp_path / "conf"
+    for earlier in (run_dir, sweep_dir):
+        earlier.mkdir()
+        (earlier / "earlier.txt").write_text("a run's own file\n")
+    (config_dir / "local").mkdir(parents=True)
+    leak = f"# @package _global_\ntrainer:\n  model_init_kwargs:\n    token: {SECRET}\n    dtype: {WANDB}\n"
+    (config_dir / "local" / "leak.yaml").write_text(leak)
+    flags = [f"--config-dir={config_dir}", *(arg for arg in how if arg.startswith("--"))]  # before the overrides
+    overrides = [f"hydra.run.dir={run_dir}", f"hydra.sweep.dir={sweep_dir}", "debug=fast"]
+    done = train(
+        *flags,
+        *overrides,
+        *(arg for arg in how if not arg.startswith("--")),
+        env={"CODEGRPO_TEST_GROUP": WANDB, "CODEGRPO_TEST_EMPTY": ""},
+    )
+    assert done.returncode == 2 and done.stderr.startswith(says), done.stderr[-3000:]
+    assert len(done.stderr.splitlines()) == 1, done.stderr[-3000:]
+    assert [line for line in _leaks(tmp_path, done, [SECRET, WANDB]) if not line.startswith("conf/")] == []
+    assert (run_dir / "earlier.txt").is_file() and (sweep_dir / "earlier.txt").is_file()
+
+
+def test_a_run_tagged_with_its_commit_composes():
+    """Issue 52's done-when: a commit among the tags was refused as a W&B key."""
+    done = train(f"logger.tags=[x,{COMMIT}]", f"logger.name=exp-{COMMIT}", "--cfg", "job")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"- {COMMIT}" in done.stdout and f"name: exp-{COMMIT}" in done.stdout
 
 
 @pytest.mark.parametrize("name", ["evaluate", "score", "validate", "limits", "pass_rates"])

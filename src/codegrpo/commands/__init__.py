@@ -12,7 +12,7 @@ import os
 import re
 import sys
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import NoReturn, TypeVar, cast
 
@@ -129,6 +129,8 @@ def run(task: Callable[[C], T], cfg: DictConfig, on_failure: Callable[[BaseExcep
             secrets.refuse_config(cast(dict, OmegaConf.to_container(cfg, resolve=True)))
             return task(cast(C, OmegaConf.to_object(cfg)))  # the dataclass of the command's schema
         except BaseException as error:
+            if isinstance(error, secrets.Refused):  # what no mask knew: a run dir that exists keeps Hydra's files
+                _scrub_hydra_outputs(error.values)
             if on_failure is not None:
                 on_failure(error)
             raise
@@ -143,9 +145,9 @@ def discard_empty_run_dir(run_dir: Path, log_name: str) -> None:
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
-def _scrub_hydra_outputs() -> list[str]:
-    """Mask the files Hydra wrote for this job (.hydra/, and a sweep's multirun.yaml); returns the job's
-    command-line overrides (none outside Hydra: a test calling run)."""
+def _scrub_hydra_outputs(refused: Sequence[str] = ()) -> list[str]:
+    """Mask the files Hydra wrote for this job (.hydra/, and a sweep's multirun.yaml), taking out the values
+    ``refused`` too; returns the job's command-line overrides (none outside Hydra: a test calling run)."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
@@ -153,9 +155,9 @@ def _scrub_hydra_outputs() -> list[str]:
         return []
     hydra_cfg = HydraConfig.get()
     if hydra_cfg.output_subdir:
-        secrets.scrub_hydra_files(Path(hydra_cfg.runtime.output_dir, hydra_cfg.output_subdir))
+        secrets.scrub_hydra_files(Path(hydra_cfg.runtime.output_dir, hydra_cfg.output_subdir), refused)
     if hydra_cfg.mode == RunMode.MULTIRUN:
-        secrets.scrub_hydra_files(Path(hydra_cfg.sweep.dir, "multirun.yaml"))
+        secrets.scrub_hydra_files(Path(hydra_cfg.sweep.dir, "multirun.yaml"), refused)
     return [*hydra_cfg.overrides.hydra, *hydra_cfg.overrides.task]
 
 

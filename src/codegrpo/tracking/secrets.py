@@ -6,9 +6,11 @@ shape (a Hugging Face token ``hf_...``, a W&B API key, a Superserve or GitHub ke
 ``WANDB_API_KEY``, ...). Two rules follow (docs/security.md, "The trainer's secrets"):
 
 - a secret never enters a config: one given on the command line is refused before Hydra writes anything
-  (``refuse_overrides``, from ``codegrpo.commands.entry_point``), one a config file or an ``${oc.env:...}``
-  brings is refused before the task starts (``refuse_config``, from ``codegrpo.commands.run``), each in one
-  line naming the environment variable to use instead;
+  (``refuse_overrides``, from ``codegrpo.commands.entry_point``, reading each override as Hydra's grammar
+  does: dicts, lists and sweeps), one a config file or an ``${oc.env:...}`` brings is refused before the
+  task starts (``refuse_config``, from ``codegrpo.commands.run``), each in one line naming the environment
+  variable to use instead; a refusal carries what it refused (``Refused.values``), and ``run`` scrubs
+  Hydra's files of it, so no file keeps it, in a fresh run dir or an existing one;
 - every writer masks anyway (library use, and what a rule cannot refuse): ``mask`` for structured records
   (a secret-named key is left out, a secret-shaped value becomes ``***``), ``mask_text`` for text,
   ``mask_argv`` for a command line, ``scrub_hydra_files`` for Hydra's own files, ``MaskingFilter`` for the
@@ -24,20 +26,31 @@ import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codegrpo.errors import UsageError
+
+if TYPE_CHECKING:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
 
 MASK = "***"
 # The last word of a key's name that makes its value a secret. `api_key_env` (a variable's name) and
 # `max_new_tokens` end in other words, so they stay.
 SECRET_WORDS = frozenset({"token", "key", "apikey", "secret", "password", "passwd", "credential", "credentials"})
-# A bare W&B key has the shape of a commit or a file's hash: under these names such a value is what it says.
+# A legacy W&B key has the shape of a commit: under a key whose name has one of these words, such a value is
+# what the name says (a revision, a digest, a run named, tagged or annotated with its commit), not a key.
 DIGEST_WORDS = frozenset({"revision", "commit", "sha", "sha1", "sha256", "hash", "digest", "checksum"})
+DESCRIBED_WORDS = DIGEST_WORDS | {"tag", "tags", "name", "note", "notes"}
+# A SHA-256 or SHA-512 hex digest: no W&B key has that shape (a legacy one is 40 hex digits, a SHA-1's).
+HEX_DIGEST = re.compile(r"[0-9a-fA-F]{64}|[0-9a-fA-F]{128}")
 NULLS = frozenset({"", "null", "none", "~", "''", '""'})
 # An environment variable's value shorter than this is not looked for in text (a "1" would mask every 1).
 MIN_ENV_SECRET = 12
+# A refused value shorter than this is not scrubbed from Hydra's files as text (its own words would go with
+# it); its key's name or shape masks it there.
+MIN_SCRUBBED = 6
 
 ELSEWHERE = "the run dir, W&B and the model card"  # where a config and the command line are copied
 
@@ -53,6 +66,8 @@ class Shape:
 SHAPES = (
     Shape(re.compile(r"\bhf_[A-Za-z0-9]{30,}"), "a Hugging Face token", "export HF_TOKEN instead"),
     Shape(re.compile(r"\blocal-[A-Za-z0-9_]{40,}"), "a W&B API key", "export WANDB_API_KEY instead"),
+    # W&B's keys since wandb 0.22.3: 86 characters, wandb_v1_ first.
+    Shape(re.compile(r"\bwandb_v\d+_[A-Za-z0-9_-]{40,}"), "a W&B API key", "export WANDB_API_KEY instead"),
     Shape(
         re.compile(r"\bss_(?:live|test)_[A-Za-z0-9_-]{16,}"),
         "a Superserve API key",
@@ -69,11 +84,22 @@ URL_CREDENTIALS = Shape(
     "a URL with credentials",
     "give the URL without user:password@ and put them in ~/.netrc",
 )
-# W&B's key (40+ letters and digits, an on-prem one after a `name-` prefix): only a whole value is taken for
-# one, and not under a digest's name (a 40-hex model.revision is a commit).
+# A legacy W&B key (40+ letters and digits, an on-prem one after a `name-` prefix): only a whole item (a
+# value, or one item of a list, a sweep or words) is taken for one, and not under DESCRIBED_WORDS.
 BARE_KEY = Shape(re.compile(r"(?:[A-Za-z0-9]+-)?[A-Za-z0-9]{40,}"), "a W&B API key", "export WANDB_API_KEY instead")
-# key=value in a command line, an override, a log line or Hydra's override_dirname.
-ASSIGNMENT = re.compile(r"(?P<key>[A-Za-z_][\w.@/-]*)=(?P<value>'[^']*'|\"[^\"]*\"|[^\s,]*)")
+ITEMS = re.compile(r"[,\[\]\s]+")
+# key=value in a command line, an override, a log line or Hydra's override_dirname. The value runs to a space
+# or to the next `,key=` (override_dirname joins so), so a swept `db_password=abc,def` is masked whole.
+_KEY = r"[A-Za-z_][\w.@/-]*"
+ASSIGNMENT = re.compile(
+    rf"(?P<key>{_KEY})=(?P<value>(?:'[^']*'|\"[^\"]*\"|\S)*?)(?=,?(?:\s|$)|,[+~]?{_KEY}=)", re.MULTILINE
+)
+# key: value in a flow mapping (an override's `{token:abc}`) or a YAML line (a diff's `+  password: abc`).
+FIELD = re.compile(
+    r"(?:(?<=[{,])|^[ \t+-]*)(?P<key>[A-Za-z_][\w-]*)[ \t]*:[ \t]*"
+    r"(?P<value>'[^']*'|\"[^\"]*\"|\[[^\]]*\]|\{[^}]*\}|[^\s,}\]]*)",
+    re.MULTILINE,
+)
 # Where a secret-named key belongs instead, by a word of its name.
 NAMED = {"hub": "leave it unset and export HF_TOKEN (the Hub client reads it)", "wandb": "export WANDB_API_KEY instead"}
 
@@ -89,9 +115,14 @@ def secret_name(name: str) -> bool:
     return bool(words) and words[-1] in SECRET_WORDS
 
 
-def _bare_key(value: str, name: str) -> bool:
-    unquoted = value.strip("'\"")
-    return bool(BARE_KEY.pattern.fullmatch(unquoted)) and not DIGEST_WORDS & set(_words(name))
+def _bare_keys(value: str, name: str) -> list[str]:
+    """The items of ``value`` (itself, or those of a list, a sweep or words) shaped as a legacy W&B key."""
+    if DESCRIBED_WORDS & set(_words(name)):
+        return []
+    # A `key=value` inside (a command line in a record) is judged under its own key: `logger.tags=[x,<sha>]`.
+    value = ASSIGNMENT.sub(lambda m: "" if DESCRIBED_WORDS & set(_words(m["key"])) else f" {m['value']} ", value)
+    items = (item.strip("'\"") for item in ITEMS.split(value))
+    return [item for item in items if BARE_KEY.pattern.fullmatch(item) and not HEX_DIGEST.fullmatch(item)]
 
 
 def _environment_secrets() -> dict[str, str]:
@@ -106,14 +137,20 @@ def _null(value: Any) -> bool:
 
 def _mask_assignment(match: re.Match[str]) -> str:
     key, value = match["key"], match["value"]
-    if not _null(value) and (secret_name(key) or _bare_key(value, key)):
+    if not _null(value) and (secret_name(key) or _bare_keys(value, key)):
         return f"{key}={MASK}"
+    return match[0]
+
+
+def _mask_field(match: re.Match[str]) -> str:
+    if secret_name(match["key"]) and not _null(match["value"]):
+        return match[0][: match.start("value") - match.start()] + MASK
     return match[0]
 
 
 def mask_text(text: str) -> str:
     """Text (a log line, a command line, a diff, a card) with every secret in it replaced by ``***``."""
-    text = ASSIGNMENT.sub(_mask_assignment, text)
+    text = FIELD.sub(_mask_field, ASSIGNMENT.sub(_mask_assignment, text))
     for shape in SHAPES:
         text = shape.pattern.sub(MASK, text)
     text = URL_CREDENTIALS.pattern.sub(rf"\g<1>{MASK}@", text)
@@ -130,7 +167,10 @@ def mask(value: Any, name: str = "") -> Any:
     if isinstance(value, (list, tuple)):
         return [mask(v, name) for v in value]
     if isinstance(value, str):
-        return MASK if _bare_key(value, name) else mask_text(value)
+        masked = mask_text(value)
+        for item in _bare_keys(value, name):
+            masked = masked.replace(item, MASK)
+        return masked
     return value
 
 
@@ -150,16 +190,30 @@ def masked_argv() -> Iterator[None]:
         sys.argv[:] = saved
 
 
-def _shape(value: str, name: str) -> tuple[str, str] | None:
-    """(what the value looks like, where it belongs instead) when it holds a secret, else None."""
+class Refused(UsageError):
+    """A secret refused, in a message that never repeats it; ``values`` holds what was refused, so that what
+    Hydra wrote before the refusal can be scrubbed of it (``codegrpo.commands.run``)."""
+
+    def __init__(self, message: str, values: Sequence[str]) -> None:
+        super().__init__(message)
+        self.values = tuple(values)
+
+
+def _shape(value: str, name: str, bare: bool = True) -> tuple[Shape, str] | None:
+    """(the shape, the secret text) when the value holds a secret, else None; ``bare``: a legacy W&B key too."""
     for shape in (*SHAPES, URL_CREDENTIALS):
-        if shape.pattern.search(value):
-            return shape.what, shape.instead
-    if any(_bare_key(item, name) for item in re.split(r"[,\[\]\s]+", value)):
-        return BARE_KEY.what, BARE_KEY.instead
+        match = shape.pattern.search(value)
+        if match:
+            return shape, match[0]
+    keys = _bare_keys(value, name) if bare else []
+    if keys:
+        return BARE_KEY, keys[0]
     for secret, variable in _environment_secrets().items():
         if secret in value:
-            return f"the value of {variable}", f"leave it to {variable} in the environment"
+            where = Shape(
+                re.compile(re.escape(secret)), f"the value of {variable}", f"leave it to {variable} in the environment"
+            )
+            return where, secret
     return None
 
 
@@ -171,41 +225,29 @@ def _by_name(key: str) -> str:
     )
 
 
-def refuse_overrides(overrides: Sequence[str]) -> None:
-    """Raise UsageError, in one line that never repeats the value, for a secret among command-line
-    overrides: Hydra would write it to .hydra/, and the run to run_info.json, W&B and the model card."""
-    for arg in overrides:
-        key, is_override, value = arg.partition("=")
-        if not is_override or arg.startswith("-"):
-            found = _shape(arg, "")
-            if found:
-                raise UsageError(
-                    f"an argument looks like {found[0]}, which would be written to {ELSEWHERE}: "
-                    f"secrets stay off the command line; {found[1]}"
-                )
-            continue
-        key = key.lstrip("+~")
-        if _null(value):
-            continue
-        if secret_name(key):
-            raise UsageError(
-                f"{key} would be written to {ELSEWHERE}: secrets stay off the command line; {_by_name(key)}"
-            )
-        found = _shape(value, key)
-        if found:
-            raise UsageError(
-                f"{key}=... looks like {found[0]}, which would be written to {ELSEWHERE}: secrets "
-                f"stay off the command line; {found[1]}"
-            )
+def _leaves(value: Any) -> list[str]:
+    """Every scalar in a value, as text: what a refusal scrubs from Hydra's files."""
+    if isinstance(value, dict):
+        return [leaf for item in value.values() for leaf in _leaves(item)]
+    if isinstance(value, (list, tuple)):
+        return [leaf for item in value for leaf in _leaves(item)]
+    return [] if _null(value) or isinstance(value, bool) else [str(value)]
 
 
-def _find(value: Any, path: str) -> tuple[str, str, str] | None:
-    """(the key, what it holds, where that belongs instead) for the first secret in a config, or None."""
+@dataclasses.dataclass(frozen=True)
+class Found:
+    key: str  # where the secret is: trainer.hub_token, trainer.model_init_kwargs.token
+    shape: Shape | None  # what it looks like; None where the key's name says it is a secret
+    values: list[str]  # the secret itself, never shown
+
+
+def _find(value: Any, path: str) -> Found | None:
+    """The first secret in a value (a config, an override's value), or None."""
     if isinstance(value, dict):
         for key, item in value.items():
             where = f"{path}.{key}" if path else str(key)
             if secret_name(str(key)) and not _null(item):
-                return where, "is set", _by_name(where)
+                return Found(where, None, _leaves(item))
             found = _find(item, where)
             if found:
                 return found
@@ -217,32 +259,124 @@ def _find(value: Any, path: str) -> tuple[str, str, str] | None:
     elif isinstance(value, str):
         shape = _shape(value, path)
         if shape:
-            return path, f"looks like {shape[0]}", shape[1]
+            return Found(path, shape[0], [shape[1]])
     return None
 
 
-def refuse_config(config: dict[str, Any]) -> None:
-    """Raise UsageError for a secret in a composed config (a config file, an ``${oc.env:...}``): the config
-    is copied to the run dir, W&B, every checkpoint (TRL pickles its arguments) and the model card."""
-    found = _find(config, "")
+@cache
+def _override_parser() -> OverridesParser:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return OverridesParser.create()
+
+
+def _plain(value: Any) -> Any:
+    """An override's parsed value as plain data: a sweep as the list of what it sweeps."""
+    from hydra.core.override_parser.types import ChoiceSweep, Glob, QuotedString, Sweep
+
+    if isinstance(value, QuotedString):
+        return value.text
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, ChoiceSweep):
+        return [_plain(v) for v in value.list]
+    if isinstance(value, Glob):
+        return [*value.include, *value.exclude]
+    return None if isinstance(value, Sweep) else value  # a range or an interval: numbers
+
+
+def _parsed(arg: str) -> tuple[str, Any] | None:
+    """An override as Hydra reads it, (key, plain value), or None where its grammar cannot (Hydra says so)."""
+    from hydra.errors import HydraException
+
+    try:
+        override = _override_parser().parse_override(arg)
+    except HydraException:
+        return None
+    return override.key_or_group, _plain(override.value())
+
+
+def _refuse_argument(arg: str, bare: bool) -> None:
+    found = _shape(arg, "", bare)
     if found:
-        key, holds, instead = found
-        raise UsageError(
-            f"{key} in the config {holds}: secrets stay out of configs, which are copied to the run "
-            f"dir, W&B, every checkpoint and the model card; {instead}"
+        raise Refused(
+            f"an argument looks like {found[0].what}, which would be written to {ELSEWHERE}: "
+            f"secrets stay off the command line; {found[0].instead}",
+            [found[1]],
         )
 
 
-def scrub_hydra_files(directory: Path) -> list[Path]:
-    """Mask the YAML files Hydra wrote before the task started (.hydra/, multirun.yaml); returns those changed.
-    A secret refused later still reached them: Hydra writes before any task runs."""
+def refuse_overrides(overrides: Sequence[str]) -> None:
+    """Raise Refused, in one line that never repeats the value, for a secret among command-line overrides
+    (in a dict's key, a list, a sweep): Hydra would write it to .hydra/, and the run to run_info.json, W&B
+    and the model card."""
+    for arg in overrides:
+        key, is_override, text = arg.partition("=")
+        if not is_override or arg.startswith("-"):  # a flag, or a stray argument
+            _refuse_argument(arg, bare=True)
+            continue
+        # As Hydra reads it (a dict, a list, a sweep), or as text where its grammar cannot (Hydra will say so).
+        key, value = _parsed(arg) or (key.lstrip("+~"), text)
+        if not _null(value):
+            found = Found(key, None, _leaves(value)) if secret_name(key) else _find(value, key)
+            if found and found.shape is None:
+                raise Refused(
+                    f"{found.key} would be written to {ELSEWHERE}: secrets stay off the command line; "
+                    f"{_by_name(found.key)}",
+                    found.values,
+                )
+            if found and found.shape is not None:
+                raise Refused(
+                    f"{found.key}=... looks like {found.shape.what}, which would be written to {ELSEWHERE}: "
+                    f"secrets stay off the command line; {found.shape.instead}",
+                    found.values,
+                )
+        _refuse_argument(arg, bare=False)  # the override as given: a secret in its key (a legacy key's shape: above)
+
+
+def refuse_config(config: dict[str, Any]) -> None:
+    """Raise Refused for a secret in a composed config (a config file, an ``${oc.env:...}``): the config
+    is copied to the run dir, W&B, every checkpoint (TRL pickles its arguments) and the model card."""
+    found = _find(config, "")
+    if found:
+        holds, instead = (
+            ("is set", _by_name(found.key))
+            if found.shape is None
+            else (f"looks like {found.shape.what}", found.shape.instead)
+        )
+        raise Refused(
+            f"{found.key} in the config {holds}: secrets stay out of configs, which are copied to the run "
+            f"dir, W&B, every checkpoint and the model card; {instead}",
+            found.values,
+        )
+
+
+def _without(value: Any, refused: Sequence[str]) -> Any:
+    """``value`` with each of ``refused`` in its strings replaced by ``***``."""
+    if isinstance(value, dict):
+        return {k: _without(v, refused) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without(v, refused) for v in value]
+    if isinstance(value, str):
+        for secret in refused:
+            value = value.replace(secret, MASK)
+    return value
+
+
+def scrub_hydra_files(directory: Path, refused: Sequence[str] = ()) -> list[Path]:
+    """Mask the YAML files Hydra wrote before the task started (.hydra/, multirun.yaml), and take out each of
+    ``refused`` (values a refusal names, in any shape); returns the files changed. A secret refused later
+    still reached them: Hydra writes before any task runs."""
     from omegaconf import OmegaConf
 
+    scrubbed = sorted({value for value in refused if len(value) >= MIN_SCRUBBED}, key=len, reverse=True)
     changed = []
     paths = sorted(directory.glob("*.yaml")) if directory.is_dir() else [directory] if directory.is_file() else []
     for path in paths:
         data = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
-        masked = mask(data)
+        masked = _without(mask(data), scrubbed)
         if masked != data:
             OmegaConf.save(OmegaConf.create(masked), path)
             changed.append(path)
