@@ -260,3 +260,42 @@ def test_each_twin_trains_a_step_end_to_end(name, tmp_path, compose_cfg):
     assert 0.0 <= steps[0]["rewards/code_reward/mean"] <= 1.0
     config = yaml.safe_load((run_dir / "config.yaml").read_text())
     assert config["recipe"]["name"] == name and config["recipe"]["scale"] == "cpu"
+
+
+# A stated batch figure: "[<p> prompts x ]<n> completions|responses|episodes" then "per optimizer step" (an
+# update's) or "a step", "a generation", "per generation" (a rollout step's, one generation).
+STATED_BATCH = re.compile(
+    r"(?:([\d,]+) prompts x )?([\d,]+) (?:completions|responses|episodes)(?: \([\d,]+ prompts\))? "
+    r"(per optimizer step|a step|a generation|per generation)"
+)
+
+
+def _batch_figures(cfg) -> dict[str, int]:
+    processes = max(1, cfg.recipe.gpus)
+    per_update = cfg.trainer.per_device_train_batch_size * processes * cfg.trainer.gradient_accumulation_steps
+    return {"update": per_update, "generation": paper_batch(cfg.trainer, processes)}
+
+
+def _stated(text: str) -> list[tuple[str, int]]:
+    return [
+        ("update" if kind == "per optimizer step" else "generation", int(prompts or "1") * int(number))
+        for prompts, number, kind in STATED_BATCH.findall(text.replace(",", ""))
+    ]
+
+
+def test_the_batch_figures_the_recipes_state_are_their_configs(compose_cfg):
+    """docs/recipes.md said DeepCoder trains on "40,960 completions a step"; its config samples 1,024 a
+    generation and updates on 512. Each figure a recipe file states is its composed config's (per-device batch x
+    its GPUs x accumulation, or x steps_per_generation), and each in docs/recipes.md is some recipe's."""
+    names = [*RECIPES, "deepcoder_32k", *(f"{name}_cpu" for name in RECIPES)]
+    every: set[tuple[str, int]] = set()
+    checked = 0
+    for name in names:
+        figures = _batch_figures(compose_recipe(compose_cfg, name))
+        every |= set(figures.items())
+        for kind, number in _stated((PROJECT_ROOT / "conf" / "experiment" / f"{name}.yaml").read_text()):
+            assert number == figures[kind], (name, kind, number, figures)
+            checked += 1
+    assert checked >= 15
+    stated = _stated(DOC.read_text())
+    assert stated and [claim for claim in stated if claim not in every] == []
