@@ -79,3 +79,50 @@ def test_nothing_in_benchmarks_imports_from_tests():
     modules = sorted(BENCHMARKS.rglob("*.py"))
     assert len(modules) > 10
     assert [str(path.relative_to(PROJECT_ROOT)) for path in modules if "tests" in _imported(path)] == []
+
+
+# Each section's bench at its smallest sizes: the figures mean nothing here, the run is what is tested (the
+# generation section crashed on evaluation's new top_p with no test running it). startup and feedback have
+# their own tests above. SCRATCH stands for the test's tmp_path.
+SCRATCH = object()
+SMALLEST: dict[str, tuple[str, tuple]] = {
+    "local": ("bench_local", ([1],)),
+    "io": ("bench_io", ([1],)),
+    "superserve": ("bench_superserve", (1,)),
+    "train": ("bench_train", (1, 1, SCRATCH)),
+    "memory": ("bench_memory", (2,)),
+    "generation": ("bench_generation", (2, 2, 8, 1)),
+    "training_generation": ("", ()),
+    "logging": ("bench_logging", (1, 1, SCRATCH)),
+    "hacks": ("bench_hacks", (1,)),
+    "sampler": ("bench_sampler", (1, [1], 2, 2, 2, 1, ["uniform"], SCRATCH)),
+    "ray": ("bench_ray", ()),
+}
+
+
+def _training_generation():
+    from benchmarks.common import offline_model
+    from benchmarks.sections.training_generation import measure, rows
+
+    from codegrpo.models.loading import resolve_model
+
+    return rows(measure(str(resolve_model(offline_model())), ["generate"], [2], 4), 4)
+
+
+def test_every_section_but_startup_and_feedback_has_a_smallest_run():
+    named = {module for modules in SECTIONS.values() for module in modules}
+    assert named - {"startup", "feedback"} == set(SMALLEST)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("section", sorted(SMALLEST))
+def test_every_section_runs_and_prints_numbers(section, tmp_path):
+    if section == "ray":
+        pytest.importorskip("ray")
+    function, args = SMALLEST[section]
+    if not function:
+        rows = _training_generation()
+    else:
+        bench = getattr(importlib.import_module(f"benchmarks.sections.{section}"), function)
+        rows = bench(*(tmp_path if arg is SCRATCH else arg for arg in args))
+    assert rows and all(isinstance(value, float | int) for _, value, _ in rows), rows

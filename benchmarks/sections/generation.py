@@ -17,9 +17,8 @@ def bench_generation(prompts: int = 8, samples: int = 8, new_tokens: int = 64, r
     """Decoding throughput of the evaluation path vs a bare model.generate on the same tokenized batch,
     alternated so machine load hits both alike; best of the rounds."""
     import torch
-    from omegaconf import OmegaConf
 
-    from codegrpo.config.schema import ProblemsConfig
+    from codegrpo.config.schema import EvaluationConfig, ProblemsConfig
     from codegrpo.data.prompts import build_messages
     from codegrpo.evaluation.evaluate import generate, set_torch_threads
     from codegrpo.models.loading import load_model_and_tokenizer
@@ -30,8 +29,9 @@ def bench_generation(prompts: int = 8, samples: int = 8, new_tokens: int = 64, r
         build_messages(p, problems_cfg.prompt_template, problems_cfg.humaneval_template)
         for p in load_problems(problems_cfg.path)[:prompts]
     ]
-    settings = OmegaConf.create(
-        {"num_samples": samples, "temperature": 0.7, "max_new_tokens": new_tokens, "batch_size": prompts, "seed": 0}
+    # The typed config, so a field evaluation gains (top_p did) has its default here too.
+    settings = EvaluationConfig(
+        num_samples=samples, temperature=0.7, max_new_tokens=new_tokens, batch_size=prompts, seed=0
     )
     threads = set_torch_threads()
 

@@ -46,6 +46,7 @@ from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer
 from codegrpo.sandbox.local import LocalSandbox
 
+LIVECODEBENCH_FILE = "livecodebench_cpu.jsonl"
 TITLE = "i. reward-hack monitor (recall, false flags, overhead)"
 
 
@@ -184,6 +185,8 @@ def hack_negatives() -> tuple[list[Problem], list[tuple[str, str, str]]]:
     problems: list[Problem] = []
     cases = []
     for path in sorted((PROJECT_ROOT / "problems").glob("*.jsonl")):
+        if path.name == LIVECODEBENCH_FILE:  # LiveCodeBench's schema, not ours: transfer.jsonl's tasks once more
+            continue
         loaded = load_problems(str(path))
         problems += loaded
         cases += [(path.stem, p.id, p.reference) for p in loaded if p.reference]
