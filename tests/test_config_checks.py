@@ -220,7 +220,7 @@ def test_a_feedback_budget_that_holds_no_second_turn_fails_when_the_config_is_re
         ),
         (
             ["sandbox.open_files=3"],
-            "sandbox.open_files=3 must be an integer of at least 8 (a Python program needs 7 to start)",
+            "sandbox.open_files=3 must be an integer of at least 11 (the Python harness needs 11)",
         ),
         (
             ["sandbox.stdout_limit_bytes=0"],

@@ -131,7 +131,7 @@ from codegrpo.reward.verdict import (  # noqa: E402
     json_view,
     score_io,
 )
-from codegrpo.sandbox.base import SKIPPED_RUN, Outcome, RunResult  # noqa: E402
+from codegrpo.sandbox.base import SKIPPED_RUN, Outcome, RunResult, classify  # noqa: E402
 
 HARNESS = runpy.run_path(str(resources.files("codegrpo.harness").joinpath("python_harness.py")))
 HUGE = [10**400, -(10**400), 10**5000, 2**100000]
@@ -327,6 +327,35 @@ def test_io_verdicts_say_which_test_failed_and_count_the_rest():
         RunResult(Outcome.EXITED, 0, runs=(ok, RunResult(Outcome.SANDBOX_ERROR, error="gone"))), 2, judge, partial=True
     )
     assert (infra.status, infra.reward) == (Status.INFRA, None)
+
+
+def test_a_test_failed_by_itself_outranks_the_tests_the_time_budget_cut():
+    """One rule when reward.time_budget_s binds, fail-fast or not (issue 52, item 5): a test that failed by itself
+    (a wrong answer, an error, its own timeout) decides the status and reason before any run the budget never
+    started or cut, whatever their numbers; only where none failed by itself is the verdict the budget's timeout.
+    Before, the lowest-numbered test decided, so which tests the budget reached (more of the low ones under
+    fail-fast) swung the status between FAILED and TIMEOUT."""
+    ok, wrong = RunResult(Outcome.EXITED, 0, "4\n"), RunResult(Outcome.EXITED, 0, "3\n")
+    never_started = RunResult(Outcome.TIMEOUT, budget_cut=True)
+    own_timeout = RunResult(Outcome.TIMEOUT, duration_s=1.0)
+
+    def judge(_, run):
+        return failure_of(run, lambda run: None if run.stdout == "4\n" else (Status.FAILED, "wrong"))
+
+    def verdict(*runs, partial=False):
+        return score_io(RunResult(Outcome.EXITED, 0, runs=runs), len(runs), judge, partial)
+
+    assert verdict(never_started, ok, wrong, never_started) == Verdict(Status.FAILED, 0.0, "test 3 of 4: wrong")
+    assert verdict(never_started, ok, wrong, partial=True).reward == pytest.approx(1 / 3)  # the reward: unchanged
+    cut = verdict(ok, never_started, never_started)
+    assert cut == Verdict(Status.TIMEOUT, 0.0, "test 2 of 3: timed out (reward.time_budget_s ran out)")
+    # A test's own timeout is its own failure: the lowest number still decides among those.
+    assert verdict(own_timeout, wrong, never_started) == Verdict(Status.TIMEOUT, 0.0, "test 1 of 3: timed out")
+    # Only the host sets it, and only on a timeout.
+    assert (
+        not classify(0, "4\n", budget_cut=True).budget_cut
+        and classify(None, timed_out=True, budget_cut=True).budget_cut
+    )
 
 
 def test_skipped_runs_after_a_failing_test_are_neither_passed_nor_the_reason():

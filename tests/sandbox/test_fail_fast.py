@@ -13,15 +13,19 @@ import uuid
 
 import pytest
 
+from codegrpo.config.choices import Form
 from codegrpo.config.schema import RolloutConfig
+from codegrpo.data.problems import IOTest, Problem
 from codegrpo.harness import protocol
-from codegrpo.reward.verdict import Status
+from codegrpo.reward.programs import get_language
+from codegrpo.reward.scorer import Scorer
+from codegrpo.reward.verdict import Status, Verdict
 from codegrpo.rollout.episode import Episode
 from codegrpo.rollout.feedback import Feedback
 from codegrpo.sandbox.base import Outcome
 from tests.helpers.fail_fast import DOUBLE, MIXED, RIGHT, TESTS, WRONG, WRONG_FIRST, score, scorer, skipped
 from tests.helpers.run_if import run_if
-from tests.helpers.sandbox import assert_nothing_left, daemon_source, make_sandbox, open_fds
+from tests.helpers.sandbox import Recording, assert_nothing_left, daemon_source, make_sandbox, open_fds
 
 pytestmark = run_if(bwrap=True)
 
@@ -180,3 +184,40 @@ def test_a_run_the_budgets_end_kills_in_its_setup_is_a_timeout_not_a_sandbox_fau
     finally:
         host.close()
         runner.close()
+
+
+# Six tests; the last is answered wrong at once, the others right after 0.4 s: a budget of 1 s never lets the five
+# below it all run, so under the old rule (the lowest-numbered failing test decides) a run of test 6 still read
+# TIMEOUT, and fail-fast, which runs the tests below a failure first, leaned another way than a full run.
+SLOW_BUT_RIGHT = "import time\nn = int(input())\nif n != 5:\n    time.sleep(0.4)\nprint(2 * n + (n == 5))\n"
+SIX = Problem(
+    "six",
+    "Print twice the integer read.",
+    "",
+    Form.stdio,
+    tests=tuple(IOTest(f"{i}\n", f"{2 * i}\n") for i in range(6)),
+)
+
+
+@pytest.mark.parametrize("fail_fast", [True, False], ids=["fail-fast", "every-test"])
+def test_where_the_budget_binds_a_failure_found_before_its_end_is_the_verdict_in_both_modes(box, fail_fast):
+    """Issue 52, item 5: one rule whichever tests the budget reached (docs/reward-design.md): test 6's wrong
+    answer is the verdict whenever test 6 ran; a timeout, the budget's, only where it never ran."""
+    recording = Recording(box)
+    scoring = Scorer(
+        [SIX], recording, get_language("python"), "binary", timeout_s=2.0, budget_s=1.0, fail_fast=fail_fast
+    )
+    seen = {True: 0, False: 0}
+    for attempt in range(40):  # the order of the runs is random: until test 6 ran, and did not, twice each
+        (scored,) = asyncio.run(scoring.score([SIX.id], [f"```python\n{SLOW_BUT_RIGHT}# {attempt}\n```"]))
+        runs = recording.results[-1].runs
+        ran = runs[5].outcome is Outcome.EXITED
+        assert any(run.budget_cut for run in runs), runs  # the budget bound
+        if ran:
+            assert scored.verdict == Verdict(Status.FAILED, 0.0, 'test 6 of 6: got "11", expected "10"'), runs
+        else:
+            assert scored.verdict.status is Status.TIMEOUT and "time_budget_s ran out" in scored.verdict.detail
+        seen[ran] += 1
+        if min(seen.values()) >= 2:
+            break
+    assert min(seen.values()) >= 2, seen

@@ -258,7 +258,8 @@ def test_a_vm_root_completion_cannot_write_what_roots_harness_later_imports(tmp_
 def test_a_vm_root_whose_python_nobody_can_read_runs_no_completion(tmp_path):
     # Third pass: where nobody could not read the interpreter (one under /root, a 0750 standard library), the
     # completion kept uid 0, planted random.py in the library the parent imports, and a wrong HumanEval/50
-    # scored 1.0. Now such a root fails closed: no completion runs, right or wrong, and the reason says why.
+    # scored 1.0. Now such a root fails closed: no completion runs, right or wrong, and the reason says why. The
+    # environment is at fault, not the completion: INFRA, reward None, never 0 (issue 52, item 11).
     binaries = tmp_path / "bin"
     binaries.mkdir()
     (binaries / "python3").symlink_to(sys.executable)
@@ -276,8 +277,8 @@ def test_a_vm_root_whose_python_nobody_can_read_runs_no_completion(tmp_path):
             )
         )
         for result in (right, planting):
-            assert result.verdict.status is Status.ERROR and result.verdict.reward == 0.0, result.verdict
-            assert "the completion would run as root: nobody cannot read" in result.verdict.detail, result.verdict
+            assert result.verdict.status is Status.INFRA and result.verdict.reward is None, result.verdict
+            assert "would run as the machine's root: nobody cannot read" in result.verdict.detail, result.verdict
         assert list(plant.iterdir()) == []
     finally:
         shutil.rmtree(plant, ignore_errors=True)

@@ -420,7 +420,15 @@ def _document(runs: list[dict], header: str = "codegrpo-batch h") -> str:
     return f"{header}\n{json.dumps([{'runs': runs}])}\n"
 
 
-GOOD_RUN = {"exit_code": 0, "timed_out": False, "over_limit": False, "stdout": "NDIK", "stderr": "", "duration_s": 0.1}
+GOOD_RUN = {
+    "exit_code": 0,
+    "timed_out": False,
+    "budget_cut": False,
+    "over_limit": False,
+    "stdout": "NDIK",
+    "stderr": "",
+    "duration_s": 0.1,
+}
 BROKEN_DOCUMENTS = {  # what a broken runner could print
     "another header": _document([GOOD_RUN], "codegrpo-batch x"),
     "extra output": _document([GOOD_RUN]) + "more\n",

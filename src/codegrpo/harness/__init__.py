@@ -7,6 +7,10 @@ import re
 from functools import cache
 from importlib import resources
 
+# The Python harness's report when it would not run a completion for the environment's sake, before the
+# completion existed (a root that cannot become nobody): python_harness.main writes it, spelt out there.
+REFUSED = "refused"
+
 # The one import of the package the in-sandbox files make: the tables both audit hooks watch.
 _SHARED_IMPORT = re.compile(r"^from codegrpo\.harness\.audit_events import \(.*?^\)\n", re.MULTILINE | re.DOTALL)
 

@@ -176,7 +176,7 @@ def exchange(control, document, fds, output_limits, grace_s=ANSWER_GRACE_S, fail
     while position < len(order):
         index = order[position]
         if sent is None:  # no time left: the run never starts
-            yield index, {"code": None, "timeout": True, "duration_s": 0.0}, [b"", b""], False
+            yield index, {"code": None, "timeout": True, "duration_s": 0.0, "budget": True}, [b"", b""], False
         else:
             cut, deadline = sent
             answer, outputs, over = collect(
@@ -268,9 +268,11 @@ def collect(control, index, streams, output_limits, deadline, cut=None, abandone
             if control in ready:
                 answer, extra = receive(control, 2)
                 close_all(extra)
+                if isinstance(answer, dict):
+                    answer.pop("budget", None)  # the host's word alone: set below when the budget cut the run
                 if answer is not None and "error" in answer:
                     if cut_off:  # the budget's end killed it while it was set up: the program ran out of time
-                        answer = {"code": None, "timeout": True, "duration_s": 0.0}
+                        answer = {"code": None, "timeout": True, "duration_s": 0.0, "budget": True}
                     elif not abandoned:
                         raise ProtocolError(f"the program could not be started: {answer['error']}")
                 elif answer is None or "code" not in answer:
@@ -285,7 +287,7 @@ def collect(control, index, streams, output_limits, deadline, cut=None, abandone
     finally:
         close_all(streams)
     if cut_off and isinstance(answer, dict):
-        answer["timeout"] = True  # killed at the end of the budget: a timeout, as the runner reports its own
+        answer["timeout"] = answer["budget"] = True  # killed at the budget's end: a timeout, and the budget's
     return answer, [bytes(caps[fd].kept) for fd in streams], over
 
 

@@ -587,27 +587,38 @@ def _leave_root():
     interpreter under /root, a 0750 standard library: red team 6's third pass planted random.py there), or
     where its user can still change a directory the parent imports from (a world-writable site-packages:
     a planted package the checks' imports look for). A user namespace's root (the Superserve fake's VM)
-    owns none of the host's files, and runs. Elsewhere (the runner already dropped them) a no-op."""
+    owns none of the host's files, and runs. Elsewhere (the runner already dropped them) a no-op. Each
+    refusal is the environment's, never the completion's (it has not run): main reports it as "refused"."""
     if os.geteuid() != 0:
         return
     libc = ctypes.CDLL(None)
     libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
     for capability in range(64):
         libc.prctl(24, capability, 0, 0, 0)  # PR_CAPBSET_DROP: fails past the last capability, harmlessly
+    changed = False
     if _others_can_run_python():
         try:
             os.setgroups([])
             os.setresgid(NOBODY, NOBODY, NOBODY)
             os.setresuid(NOBODY, NOBODY, NOBODY)
-        except OSError:  # a root without CAP_SETUID (a user namespace's): it has no capability to drop
+            changed = True
+        except (
+            OSError
+        ):  # a root without CAP_SETUID: a user namespace's has none to drop; the machine's is refused below
             pass
     # _LINUX_CAPABILITY_VERSION_3, every set empty; then no new privileges from an exec
     if libc.capset(struct.pack("Ii", 0x20080522, 0), bytes(24)) != 0 or libc.prctl(38, 1, 0, 0, 0) != 0:
         raise PermissionError("the completion's process could not drop its capabilities")
     library = os.path.dirname(os.__file__)
     if os.geteuid() == 0 and _the_machines_root():
+        if not changed and _others_can_run_python():
+            raise PermissionError(
+                "the completion would run as the machine's root: the sandbox starts programs as root without "
+                "the capability to change user (CAP_SETUID, CAP_SETGID), so they cannot become nobody; give "
+                "the sandbox's root those capabilities, or start programs as a user of their own"
+            )
         raise PermissionError(
-            f"the completion would run as root: nobody cannot read this Python's library "
+            f"the completion would run as the machine's root: nobody cannot read this Python's library "
             f"{library}; run the sandbox's python3 from a path every user can read "
             "(/usr/bin/python3)"
         )
@@ -701,6 +712,9 @@ def main(code, test, mode, entry="", prompt=""):
     read_fd, write_fd = os.pipe()
     request_r, request_w = os.pipe()
     audit_r, audit_w = os.pipe()
+    # One byte once the child has left root, before the completion exists (it never holds this pipe): no
+    # byte means the harness refused to run it for the environment's sake, which the completion cannot forge.
+    left_r, left_w = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -708,9 +722,12 @@ def main(code, test, mode, entry="", prompt=""):
         os.close(read_fd)
         os.close(request_w)
         os.close(audit_r)
+        os.close(left_r)
         done = []  # _evidence's after(), once the child took its evidence
         try:
             _leave_root()
+            os.write(left_w, b"1")
+            os.close(left_w)
             _child(code, entry or test, mode, write_fd, request_r, arguments, audit_w, done)
         except BaseException as error:
             message = f"{type(error).__name__}: {error}"[:2000]
@@ -728,6 +745,7 @@ def main(code, test, mode, entry="", prompt=""):
     os.close(write_fd)
     os.close(request_r)
     os.close(audit_w)
+    os.close(left_w)
     if root:
         sys.meta_path.insert(0, _NoImports)
     if mode == "checks":
@@ -743,6 +761,8 @@ def main(code, test, mode, entry="", prompt=""):
         data, status = _read_result(read_fd, pid)
         forged = bool(data) and _forged_result(data, status)
     report = _report(data, status)
+    if not _left_over(left_r):  # the completion never ran: the sandbox's fault, not the program's
+        report = {"status": "refused", "error": str(report.get("error") or "the harness could not leave root")}
     found, sent, forged_audit, crash = _read_audit(audit_r)
     if not sent and (_READY if mode == "checks" else bool(data)):
         forged = True  # a result or ready message came, but not after the child's SENT line: not the harness's

@@ -15,7 +15,7 @@
 # batch: this process is the host of a serve loop in a process forked before any program was read (so no
 # program, forked from it, finds another program, input or output in its memory); it reads each run's
 # output (capped) and writes the chunk's header line, then one JSON list with, per program, {"runs": [...]}
-# and per run {"exit_code", "timed_out", "over_limit", "stdout", "stderr", "duration_s"}. Any program
+# and per run {"exit_code", "timed_out", "budget_cut", "over_limit", "stdout", "stderr", "duration_s"}. Any program
 # that cannot be started fails the whole chunk (the host runs its programs again, a sandbox each). Where
 # programs cannot get namespaces of their own, it exits NO_NAMESPACES_EXIT before running any.
 #
@@ -513,6 +513,7 @@ def batch(work):
                 runs[run] = {
                     "exit_code": answer["code"],
                     "timed_out": answer["timeout"],
+                    "budget_cut": answer.get("budget", False),
                     "over_limit": over,
                     "stdout": binascii.b2a_base64(outputs[0], newline=False).decode(),
                     "stderr": binascii.b2a_base64(outputs[1], newline=False).decode(),

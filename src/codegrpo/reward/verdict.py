@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from codegrpo.harness import REFUSED
 from codegrpo.sandbox.base import Outcome, RunResult
 
 
@@ -189,8 +190,13 @@ def envelope(result: RunResult, decode: Callable[[Any], Any] | None = json_view)
         return Verdict(Status.ERROR, 0.0, f"{result.outcome.value} (exit {result.exit_code})"), None
     last_line = result.stdout.rstrip("\n").rpartition("\n")[2]
     ok, report = parse_json(last_line)
-    if not ok or not isinstance(report, dict) or report.get("status") not in ("ok", "error"):
+    # Only the Python harness refuses, from outside the completion's process; a JavaScript completion shares
+    # its program's stdout, so a "refused" there is its own and no report.
+    statuses = ("ok", "error", REFUSED) if decode is not None else ("ok", "error")
+    if not ok or not isinstance(report, dict) or report.get("status") not in statuses:
         return Verdict(Status.ERROR, 0.0, "no report from the harness"), None
+    if report["status"] == REFUSED:  # the harness would not run the completion here: the sandbox's fault
+        return Verdict(Status.INFRA, None, f"the sandbox cannot run completions: {report.get('error', '')}"[:500]), None
     if report["status"] == "error":
         return Verdict(Status.ERROR, 0.0, str(report.get("error", ""))[:500]), None
     if decode is None:
@@ -326,7 +332,7 @@ def failure_of(run: RunResult, judge: Callable[[RunResult], Failure | None]) -> 
     """How one test's run failed (None: it passed): a run that did not exit cleanly, else ``judge``'s
     verdict on its output."""
     if run.outcome is Outcome.TIMEOUT:
-        return Status.TIMEOUT, "timed out"
+        return Status.TIMEOUT, "timed out (reward.time_budget_s ran out)" if run.budget_cut else "timed out"
     if run.outcome is Outcome.EXITED and run.exit_code == 0:
         return judge(run)
     last = next((line.strip() for line in reversed(run.stderr.splitlines()) if line.strip()), "")
@@ -344,13 +350,16 @@ def score_io(
 
     A SKIPPED run (fail-fast: a lower test failed, so it never ran) is neither passed nor a reason; it
     only ever follows a failing test, so the first failing test, and with binary reward the whole
-    verdict, is the one every test's run gives. Skipped runs with no failing test are the sandbox's fault."""
+    verdict, is the one every test's run gives. Skipped runs with no failing test are the sandbox's fault.
+    A run the time budget never started or cut (RunResult.budget_cut) is a timeout that decides the status
+    and reason only where no test failed by itself: a failure found before the budget ended wins, in both
+    modes, whichever tests the budget reached."""
     if result.outcome is Outcome.SANDBOX_ERROR or any(run.outcome is Outcome.SANDBOX_ERROR for run in result.runs):
         errors = [run.error for run in result.runs if run.error]
         return Verdict(Status.INFRA, None, result.error or (errors[0] if errors else "sandbox error"))
     if len(result.runs) != total:
         return Verdict(Status.ERROR, 0.0, f"{len(result.runs)} of {total} tests ran")
-    passed, first, skipped = 0, None, 0
+    passed, first, cut, skipped = 0, None, None, 0
     for number, run in enumerate(result.runs):
         if run.outcome is Outcome.SKIPPED:
             skipped += 1
@@ -358,8 +367,11 @@ def score_io(
         failed = failure(number, run)
         if failed is None:
             passed += 1
+        elif run.budget_cut:  # no fault of its own: it decides only where no test failed by itself
+            cut = cut or (failed[0], f"test {number + 1} of {total}: {failed[1]}")
         elif first is None:
             first = (failed[0], f"test {number + 1} of {total}: {failed[1]}")
+    first = first or cut
     if first is None:
         if skipped:
             return Verdict(Status.INFRA, None, f"{skipped} of {total} tests were skipped, and none failed")

@@ -7,12 +7,13 @@ import asyncio
 import dataclasses
 import enum
 import importlib
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from codegrpo.config.schema import SandboxConfig
 from codegrpo.errors import SandboxFatalError, UsageError
-from codegrpo.harness import protocol, sandbox_source
+from codegrpo.harness import REFUSED, protocol, sandbox_source
 
 
 class Runtime(enum.StrEnum):
@@ -36,7 +37,8 @@ class Runtime(enum.StrEnum):
 # How each runtime runs a program's file.
 RUNTIMES: dict[Runtime, tuple[str, ...]] = {Runtime.python: ("python3", "-I"), Runtime.node: ("node",)}
 # A program each runtime must print 42 with, run when a sandbox is opened.
-TRIVIAL: dict[Runtime, str] = {Runtime.python: "print(6 * 7)", Runtime.node: "console.log(6 * 7)"}
+# Python's runs in the harness (trivial_program), its answer the value of `answer`.
+TRIVIAL: dict[Runtime, str] = {Runtime.python: "answer = 6 * 7", Runtime.node: "console.log(6 * 7)"}
 
 
 class Outcome(str, enum.Enum):
@@ -144,6 +146,9 @@ class RunResult:
     # A program with inputs: one result per input, in order (a run the budget left no time for is a TIMEOUT,
     # one skipped after a failing run, Program.failed, is SKIPPED).
     runs: tuple[RunResult, ...] = ()
+    # A TIMEOUT the program's budget (Program.budget_s) caused: the run never started, or the budget's end
+    # killed it. Set by the host's side of the protocol, never by a run; a test that failed by itself outranks it.
+    budget_cut: bool = False
 
     @property
     def is_infra_failure(self) -> bool:
@@ -159,6 +164,7 @@ def classify(
     over_limit: bool = False,
     timed_out: bool = False,
     oom: bool = False,
+    budget_cut: bool = False,
 ) -> RunResult:
     """The result of a program the sandbox saw end, the same way for every backend: output over its cap,
     then the wall clock, then the memory limit, then how it exited (a death by signal N is 128 + N)."""
@@ -175,7 +181,9 @@ def classify(
         outcome = Outcome.SIGNALED
     elif exit_code != 0 and stderr.rstrip().endswith("MemoryError"):
         outcome = Outcome.MEMORY_LIMIT
-    return RunResult(outcome, exit_code, stdout, stderr, duration_s)
+    return RunResult(
+        outcome, exit_code, stdout, stderr, duration_s, budget_cut=budget_cut and outcome is Outcome.TIMEOUT
+    )
 
 
 def runner_sources() -> dict[str, str]:
@@ -239,17 +247,12 @@ class SandboxBackend(abc.ABC):
         return []
 
     async def check(self) -> None:
-        """Run one trivial program per runtime; raise SandboxFatalError if one does not print 42."""
-        programs = [
-            Program(TRIVIAL[runtime], runtime, 30.0, f"check{runtime.suffix}")
-            for runtime in map(Runtime, self.runtimes)  # a runtime's name set here ("node") works too
-        ]
+        """Run one trivial program per runtime; raise SandboxFatalError if one does not answer 42."""
+        programs = [trivial_program(runtime) for runtime in map(Runtime, self.runtimes)]  # "node" works too
         for program, result in zip(programs, await self.run_many(programs), strict=True):
-            if result.exit_code != 0 or result.stdout.strip() != "42":
-                raise SandboxFatalError(
-                    f"the {program.runtime} sandbox cannot run a trivial program: {result.outcome.value}, exit "
-                    f"{result.exit_code}, {(result.error or result.stderr).strip()[-800:]}"
-                )
+            why = trivial_failure(program, result)
+            if why is not None:
+                raise SandboxFatalError(f"the {program.runtime} sandbox cannot run a trivial program: {why}")
 
     async def __aenter__(self) -> SandboxBackend:
         try:
@@ -269,6 +272,37 @@ class SandboxBackend(abc.ABC):
 
     def __exit__(self, *exc_info: object) -> None:
         asyncio.run(self.aclose())
+
+
+def trivial_program(runtime: Runtime, timeout_s: float = 30.0) -> Program:
+    """The start-up check's program. Python's goes through the harness, as a completion does: a sandbox where
+    the harness refuses to run completions (a root that cannot become nobody) fails at start, rather than
+    every reward coming back None."""
+    source = TRIVIAL[runtime]
+    if runtime is Runtime.python:
+        source = f"{sandbox_source('python_harness')}\n\nmain({source!r}, 'answer', 'expression')\n"
+    return Program(source, runtime, timeout_s, f"check{runtime.suffix}")
+
+
+def trivial_failure(program: Program, result: RunResult) -> str | None:
+    """Why ``result`` is not the trivial program's answer, 42 (one line), or None."""
+    if result.outcome is not Outcome.EXITED or result.exit_code != 0:
+        why = " ".join((result.error or result.stderr).split())[-800:]
+        return f"{result.outcome.value}, exit {result.exit_code}, {why}"
+    last = result.stdout.rstrip("\n").rpartition("\n")[2]
+    if program.runtime is not Runtime.python:
+        return None if last.strip() == "42" else f"it printed {last[-200:]!r}"
+    try:
+        report = json.loads(last)
+    except ValueError:
+        report = None
+    if not isinstance(report, dict):
+        return f"no report from the harness: {last[-200:]!r}"
+    if report.get("status") == REFUSED:
+        return f"the harness refuses to run completions there: {report.get('error')}"
+    if report.get("status") != "ok" or report.get("value") != 42:
+        return f"the harness answered {last[-200:]!r}"
+    return None
 
 
 def format_limits(rows: list[tuple[str, str, str]]) -> str:

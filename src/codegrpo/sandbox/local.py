@@ -44,6 +44,8 @@ from codegrpo.sandbox.base import (
     SandboxBackend,
     SandboxFatalError,
     program_limits,
+    trivial_failure,
+    trivial_program,
 )
 from codegrpo.sandbox.cgroups import CgroupLimits, RunCgroup
 from codegrpo.sandbox.workers import WORKER_CAPABILITIES, WORKER_PATH, Launch, Ticket, WorkerPool, worker_files
@@ -58,7 +60,7 @@ BWRAP_INSTALL_HINT = (
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
 _PREFLIGHT_TIMEOUT_S = 30.0
 _JOIN_EXIT = 125  # the launcher's exit status when it cannot move itself into the run's cgroup
-_PREFLIGHT = Program("print('ok')", Runtime.python, _PREFLIGHT_TIMEOUT_S, "preflight.py")
+_PREFLIGHT = trivial_program(Runtime.python, _PREFLIGHT_TIMEOUT_S)  # through the harness, as a completion runs
 
 
 def _warn_once(key: str, message: str, *args: object) -> None:
@@ -234,11 +236,9 @@ class LocalSandbox(SandboxBackend):
             self._cgroups = None
             self.enforcement = self._enforcement()
             result = self._pool.run(_PREFLIGHT, fresh=True)
-        if result.outcome is not Outcome.EXITED or result.exit_code != 0 or result.stdout != "ok\n":
-            raise SandboxFatalError(
-                f"the local sandbox cannot run programs on this machine: "
-                f"{result.error or result.stderr.strip()[-500:] or result}"
-            )
+        why = trivial_failure(_PREFLIGHT, result)
+        if why is not None:
+            raise SandboxFatalError(f"the local sandbox cannot run programs on this machine: {why}")
 
     async def check(self) -> None:
         # The constructor's preflight has already run a Python program here: check only other runtimes.

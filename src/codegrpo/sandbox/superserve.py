@@ -666,6 +666,7 @@ def _chunk_results(result: CommandResult, programs: list[Program], header: str) 
 _RUN_FIELDS: dict[str, type | tuple[type, ...]] = {
     "exit_code": (int, type(None)),
     "timed_out": bool,
+    "budget_cut": bool,
     "over_limit": bool,
     "stdout": str,
     "stderr": str,
@@ -705,4 +706,5 @@ def _to_result(run: dict) -> RunResult:
         float(run["duration_s"]),
         over_limit=run["over_limit"],
         timed_out=run["timed_out"],
+        budget_cut=run["budget_cut"],
     )

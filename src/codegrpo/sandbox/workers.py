@@ -211,6 +211,7 @@ class Worker:
                         over_limit=over,
                         timed_out=answer["timeout"],
                         oom=now > ooms,
+                        budget_cut=answer.get("budget", False),
                     )
                     del stdout, stderr
                     runs[index] = program.kept(index, run)
