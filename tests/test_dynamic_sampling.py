@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 
@@ -125,6 +126,44 @@ def test_every_process_takes_another_round_while_any_is_short():
         total=lambda t: t,
     )
     assert len(rounds) == 1 and batch["advantages"].tolist() == [0, 1]  # its own first group, nothing more
+
+
+def _refills(sampler: DynamicSampling, steps: range) -> dict[int, list[list[int]]]:
+    """The prompts each step's refills drew, with every group agreeing (so every round draws)."""
+    drawn: dict[int, list[list[int]]] = {}
+    for step in steps:
+
+        def generate(indices, step=step):
+            drawn.setdefault(step, []).append(indices)
+            return _output((2, 2), 2, 100), torch.tensor([1.0, 1, 0, 0])
+
+        sampler.fill(_output((2, 2), 2, 0), torch.tensor([1.0, 1, 0, 0]), generate, lambda n: n, lambda t: t, step)
+    return drawn
+
+
+def test_a_resumed_run_refills_with_the_prompts_the_uninterrupted_run_drew():
+    """Issue 52, item 6: the refill drew from a generator seeded once per process and never checkpointed, so a
+    run resumed at step 2 drew what a fresh run draws at step 0. Each round's draw now comes from the step and
+    the round (the trainer's global_step is in the checkpoint)."""
+    uninterrupted = _refills(_sampler(), range(4))
+    resumed = _refills(_sampler(), range(2, 4))  # a new process: nothing of the first run's draws
+    assert resumed == {step: uninterrupted[step] for step in (2, 3)}
+    assert uninterrupted[2] != uninterrupted[0] and uninterrupted[2][0] != uninterrupted[2][1]  # each round its own
+    other_rank = DynamicSampling(SamplerConfig(dynamic=True, max_rounds=3), G, 50, 0, 1, PAD)
+    assert _refills(other_rank, range(2, 3))[2] != uninterrupted[2]  # each process draws its own prompts
+
+
+def test_the_refill_follows_the_active_samplers_weights():
+    """sampler=difficulty weighs problems by pool; the refill drew uniformly from the whole set. With weights
+    only on problems 7, 9 and 11, every refilled prompt is one of them, distinct within a round."""
+    weights = np.zeros(50)
+    weights[[7, 9, 11]] = [0.5, 0.25, 0.25]
+    weighted = DynamicSampling(SamplerConfig(dynamic=True, max_rounds=3), G, 50, 0, 0, PAD, lambda: weights)
+    rounds = [indices for step in _refills(weighted, range(3)).values() for indices in step]
+    assert len(rounds) == 6 and all(set(indices) <= {7, 9, 11} for indices in rounds)
+    assert all(indices[0] != indices[2] for indices in rounds)  # 2 prompts a round, without replacement
+    uniform = DynamicSampling(SamplerConfig(dynamic=True, max_rounds=3), G, 50, 0, 0, PAD, lambda: None)
+    assert _refills(uniform, range(3)) == _refills(_sampler(), range(3))  # sampler=uniform: as without weights
 
 
 def test_a_process_batch_of_partial_groups_is_refused_before_the_model_loads():

@@ -7,6 +7,11 @@ set, generated and scored until the batch is full again, at most ``sampler.max_r
 If it is still short then, the agreeing groups fill it (they carry no advantage: the step is what it would
 have been without dynamic sampling, for that share).
 
+The refill's prompts follow the active sampler: uniform (with replacement) over the training set, or under
+``sampler=difficulty`` by its pools' weights (without replacement within a round). Each round's draw comes from
+(seed, rank, the optimizer step, the round) alone, as the difficulty sampler's batches come from (seed, batch):
+nothing to checkpoint, and a resumed run draws what the uninterrupted run drew at the same step.
+
 Each process keeps and drops whole groups of its own generation batch, so that batch must hold whole groups
 (``check``); the processes generate the same number of rounds (every process takes another round while any is
 short), since generation and scoring gather across them. The output TRL's loss reads is merged field by field:
@@ -122,19 +127,34 @@ class DynamicSampling:
     """Fills a process's generation batch with groups whose correctness differs (module docstring)."""
 
     def __init__(
-        self, cfg: SamplerConfig, num_generations: int, dataset_size: int, seed: int, rank: int, pad_token_id: int
+        self,
+        cfg: SamplerConfig,
+        num_generations: int,
+        dataset_size: int,
+        seed: int,
+        rank: int,
+        pad_token_id: int,
+        weights: Callable[[], np.ndarray | None] | None = None,
     ) -> None:
         self.max_rounds = cfg.max_rounds
         self.num_generations = num_generations
         self.dataset_size = dataset_size
         self.pad_token_id = pad_token_id
-        self.rng = np.random.default_rng([seed, rank])  # each process draws its own prompts
+        self.seed, self.rank = seed, rank  # each process draws its own prompts
+        self.weights = weights  # the active sampler's weight of each problem now (None, or it gives None: uniform)
         self.last: Filled | None = None
 
-    def draw(self, rows: int) -> list[int]:
-        """Dataset indices of ``rows // num_generations`` prompts, each repeated for its group, as TRL's sampler
-        lays a generation batch out."""
-        prompts = self.rng.choice(self.dataset_size, size=rows // self.num_generations, replace=True)
+    def draw(self, rows: int, step: int, round_: int) -> list[int]:
+        """Dataset indices of ``rows // num_generations`` prompts for round ``round_`` of ``step``'s generation,
+        each repeated for its group, as TRL's sampler lays a generation batch out."""
+        rng = np.random.default_rng([self.seed, self.rank, step, round_])
+        count = rows // self.num_generations
+        weights = None if self.weights is None else self.weights()
+        if weights is None:
+            prompts = rng.choice(self.dataset_size, size=count, replace=True)
+        else:
+            distinct = np.count_nonzero(weights) >= count
+            prompts = rng.choice(self.dataset_size, size=count, replace=not distinct, p=weights / weights.sum())
         return [int(index) for index in prompts for _ in range(self.num_generations)]
 
     def fill(
@@ -144,9 +164,11 @@ class DynamicSampling:
         generate: Callable[[list[int]], tuple[dict[str, Any], torch.Tensor]],
         fewest: Callable[[int], int],
         total: Callable[[torch.Tensor], torch.Tensor],
+        step: int = 0,
     ) -> dict[str, Any]:
-        """The batch ``first`` (and its correctness rewards) refilled: ``generate(indices)`` generates and scores
-        more prompts, ``fewest(n)`` is the least of n over the processes, ``total`` sums over them."""
+        """The batch ``first`` (and its correctness rewards) of optimizer step ``step`` refilled:
+        ``generate(indices)`` generates and scores more prompts, ``fewest(n)`` is the least of n over the
+        processes, ``total`` sums over them."""
         size = int(first["completion_ids"].shape[0])
         target = size // self.num_generations  # groups
         kept: list[dict[str, Any]] = []
@@ -160,7 +182,7 @@ class DynamicSampling:
             groups, spread, have = groups + len(agree), spread + agree.count(False), have + len(good)
             if fewest(have) >= target or rounds >= self.max_rounds:
                 break
-            output, correct = generate(self.draw(size))
+            output, correct = generate(self.draw(size, step, rounds))
             rounds += 1
         filler = 0
         if have < target:  # still short after max_rounds: agreeing groups, in the order drawn, fill the batch

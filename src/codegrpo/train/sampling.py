@@ -149,6 +149,19 @@ def _by_problem(observed: Sequence[Observation], value: Callable[[Observation], 
     return grouped
 
 
+def shares(cfg: SamplerConfig) -> np.ndarray:
+    """The pools' shares of a batch: unseen (explore), learning, solved or unsolved (revisit)."""
+    return np.array([cfg.explore, cfg.learning, cfg.revisit], dtype=float)
+
+
+def pool_weights(rates: PassRates, shares: np.ndarray) -> np.ndarray:
+    """Each problem's weight: its pool's share split evenly over the pool (solved and unsolved are one pool,
+    revisit), so a pool's share of a batch does not grow with its size; empty pools give theirs to the others."""
+    pools = np.minimum(rates.pools(), 2)  # 0 unseen, 1 learning, 2 solved or unsolved
+    sizes = np.bincount(pools, minlength=3)
+    return shares[pools] / sizes[pools]
+
+
 class DifficultySampler:
     """A torch Sampler with RepeatSampler's layout (each prompt ``mini_repeat_count`` times in a row, each
     batch of ``batch_size`` prompts ``repeat_count`` times) and its length, drawing each batch by pool."""
@@ -163,7 +176,7 @@ class DifficultySampler:
         seed: int,
     ) -> None:
         self.rates = rates
-        self.shares = np.array([cfg.explore, cfg.learning, cfg.revisit], dtype=float)
+        self.shares = shares(cfg)
         self.batch_size = batch_size
         self.mini_repeat_count = mini_repeat_count
         self.repeat_count = repeat_count
@@ -178,12 +191,7 @@ class DifficultySampler:
         return self.per_epoch * self.batch_size * self.mini_repeat_count * self.repeat_count
 
     def weights(self) -> np.ndarray:
-        """Each problem's weight: its pool's share split evenly over the pool (solved and unsolved are one
-        pool, revisit), so a pool's share of a batch does not grow with its size; empty pools give theirs
-        to the others."""
-        pools = np.minimum(self.rates.pools(), 2)  # 0 unseen, 1 learning, 2 solved or unsolved
-        sizes = np.bincount(pools, minlength=3)
-        return self.shares[pools] / sizes[pools]
+        return pool_weights(self.rates, self.shares)
 
     def draw(self, k: int) -> list[int]:
         """Generation batch k: ``batch_size`` distinct problems, weighted by pool, from (seed, k) and the
@@ -221,6 +229,12 @@ class Online:
             repeat_sampler.repeat_count,
             self.seed,
         )
+
+    def weights(self) -> np.ndarray | None:
+        """What the sampler weighs each problem by now (sampler.dynamic's refill follows it); None: uniform."""
+        if self.cfg.kind is not SamplerKind.difficulty:
+            return None
+        return pool_weights(self.rates, shares(self.cfg))
 
     def save(self, checkpoint: Path) -> None:
         (checkpoint / STATE_FILE).write_text(json.dumps(self.rates.state()))

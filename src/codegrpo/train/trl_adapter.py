@@ -260,6 +260,7 @@ class CodeGRPOTrainer(GRPOTrainer):
                 self.args.seed,
                 self.accelerator.process_index,
                 self.processing_class.pad_token_id,  # type: ignore[union-attr]
+                None if online is None else online.weights,  # refills follow sampler=difficulty's weights
             )
         )
         self._correctness: torch.Tensor | None = None
@@ -363,7 +364,12 @@ class CodeGRPOTrainer(GRPOTrainer):
             return output
         assert self._correctness is not None  # _calculate_rewards kept it
         filled = self.dynamic.fill(
-            output, self._correctness, self.generate_more, self.fewest_over_processes, self.total_over_processes
+            output,
+            self._correctness,
+            self.generate_more,
+            self.fewest_over_processes,
+            self.total_over_processes,
+            self.state.global_step,
         )
         last = self.dynamic.last
         assert last is not None
