@@ -343,7 +343,8 @@ def test_the_ranks_of_a_job_each_get_the_whole_cap_where_it_is_the_jobs(monkeypa
 @pytest.mark.slow
 def test_two_ranks_train_through_one_pool_of_the_whole_cap(cluster, tmp_path):
     """torchrun --nproc_per_node 2 train.py sandbox=ray: the new user's run, whose ranks each asked for half of
-    max_concurrency (1 each, refused against 2 actors) before the cap was the job's."""
+    max_concurrency (1 each, refused against 2 actors) before the cap was the job's. With evaluation.after=true,
+    rank 1 leaves the pool while rank 0 evaluates through it."""
     from tests.helpers.commands import TINY
 
     address = ray.get_runtime_context().gcs_address
@@ -357,6 +358,10 @@ def test_two_ranks_train_through_one_pool_of_the_whole_cap(cluster, tmp_path):
             f"sandbox.address={address}",
             "sandbox.max_concurrency=2",
             "trainer.max_steps=1",
+            "evaluation.after=true",
+            "evaluation.limit=2",
+            "evaluation.num_samples=2",
+            "evaluation.max_new_tokens=16",
         ],
         cwd=PROJECT_ROOT,
         capture_output=True,
@@ -367,16 +372,17 @@ def test_two_ranks_train_through_one_pool_of_the_whole_cap(cluster, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     log = (tmp_path / "train.log").read_text()
     assert "2 programs at once (1 + 1, one share an actor" in log and "for all 2 ranks of this job together" in log
-    assert not [a for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].startswith("sandbox-")]
+    assert "eval after:" in log and "lost twice" not in (tmp_path / "eval_after.json").read_text()
+    assert _gone("sandbox-", 10)
 
 
 @pytest.mark.slow
-def test_a_shared_pool_survives_a_lost_actor_and_closes_when_its_last_rank_leaves(cluster):
-    """Two ranks of one job, here in one process: a killed actor is replaced once for both, and the first rank to
-    close waits until the other has left before the pool goes."""
+def test_a_shared_pool_survives_a_lost_actor_and_a_rank_leaving_first_kills_nothing(cluster):
+    """Two ranks of one job, here in one process: a killed actor is replaced once for both; the first rank to close
+    leaves at once and kills nothing (the other still uses the pool); the last to leave closes it."""
     ranks = [_ray() for _ in range(2)]
     for rank, sandbox in enumerate(ranks):
-        sandbox.job = ray_cluster.Job(rank, 2, "sandbox-shared-pool-test")
+        sandbox.job = ray_cluster.Job(rank, 2, "sandbox-shared-pool-test", "job")
 
     async def scenario():
         first, second = ranks
@@ -389,16 +395,255 @@ def test_a_shared_pool_survives_a_lost_actor_and_closes_when_its_last_rank_leave
         # The second rank meets the dead actor, runs its chunk on the other, and finds the first rank's replacement.
         assert [r.stdout.strip() for r in await second.run_many(_sleepers(4, 0.1))] == ["0", "1", "2", "3"]
         assert first._actors == second._actors
-        closing = asyncio.ensure_future(first.aclose())
-        await asyncio.sleep(1.0)
-        assert not closing.done()  # the second rank still uses the pool
+        await asyncio.wait_for(first.aclose(), 10)  # no wait for the other rank, and nothing killed under it
         assert [r.stdout.strip() for r in await second.run_many(_sleepers(2, 0.1))] == ["0", "1"]
         await second.aclose()
-        await asyncio.wait_for(closing, 10)
 
     run(scenario())
     assert ranks[0].stats()["sandbox/ray_replaced"] == 1 and ranks[1].stats()["sandbox/ray_retried"] == 2
-    assert not [a for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].startswith("sandbox-")]
+    assert not _pools("sandbox-shared-pool-test")
+
+
+def _pools(prefix: str = "sandbox-") -> list[str]:
+    """The named sandbox actors now on the cluster whose name starts with ``prefix``."""
+    return [a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].startswith(prefix)]
+
+
+def _gone(prefix: str, within: float) -> bool:
+    until = time.monotonic() + within
+    while _pools(prefix) and time.monotonic() < until:
+        time.sleep(0.2)
+    return not _pools(prefix)
+
+
+# One rank of a two-rank job, in a process of its own: it opens the pool (creating its actors), says so in READY,
+# and leaves once GO exists.
+RANK = """
+import asyncio, sys
+from pathlib import Path
+from codegrpo.config.schema import RaySandboxConfig
+from codegrpo.sandbox.ray_cluster import RaySandbox
+
+async def main(address, ready, go):
+    async with RaySandbox(RaySandboxConfig(address=address, actors=2, max_concurrency=2)) as sandbox:
+        Path(ready).write_text(sandbox.job.pool)
+        while not Path(go).exists():
+            await asyncio.sleep(0.1)
+
+asyncio.run(main(*sys.argv[1:]))
+"""
+
+
+def _job_environment(monkeypatch, run_dir, rank: int) -> dict[str, str]:
+    """A single-node launch's environment (127.0.0.1:29500, run id none), for ``rank`` of 2."""
+    job = {"WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": "none"}
+    job["CODEGRPO_RUN_DIR"] = str(run_dir)
+    for name, value in (job | {"RANK": "0"}).items():
+        monkeypatch.setenv(name, value)
+    return {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"} | job | {"RANK": str(rank)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["leaves", "is killed"])
+def test_rank_0_keeps_the_pool_it_evaluates_through_when_another_rank_ends_first(cluster, tmp_path, monkeypatch, how):
+    """The issue's evaluation.after=true: rank 1 made the pool's actors, then leaves (or dies) and its process ends
+    while rank 0 still scores through them. Rank 1 leaves at once and nothing of the pool goes with it (before, it
+    waited 60 s then killed the actors, and its process's end took the actors it had made); rank 0's batches lose
+    nothing, and its own leaving closes the pool."""
+    environment = _job_environment(monkeypatch, tmp_path, rank=1)
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    address = ray.get_runtime_context().gcs_address
+    other = subprocess.Popen(
+        [sys.executable, "-c", RANK, address, str(ready), str(go)], env=environment, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        until = time.monotonic() + 120
+        while not ready.exists() and other.poll() is None and time.monotonic() < until:
+            time.sleep(0.2)
+        assert ready.exists(), other.stderr.read()[-3000:] if other.poll() is not None else "rank 1 never opened"
+        sandbox = _ray()
+        assert sandbox.job.pool == ready.read_text()
+
+        async def scenario():
+            async with sandbox:
+                batch = asyncio.ensure_future(sandbox.run_many(_sleepers(4, 2.0)))
+                await asyncio.sleep(0.5)
+                if how == "leaves":
+                    go.touch()
+                    await asyncio.to_thread(other.wait, 30)  # before: 60 s (LEAVE_S), then the actors killed
+                else:
+                    other.kill()
+                    await asyncio.to_thread(other.wait, 30)
+                first = await batch
+                await asyncio.sleep(1.0)  # rank 1's end is the GCS's news by now
+                return first, await sandbox.run_many(_sleepers(4, 0.1))  # the evaluation after training
+
+        first, second = run(scenario())
+    finally:
+        other.kill()
+    assert [r.stdout.strip() for r in first] == ["0", "1", "2", "3"], [r.error for r in first]
+    assert [r.stdout.strip() for r in second] == ["0", "1", "2", "3"], [r.error for r in second]
+    assert "sandbox/ray_retried" not in sandbox.stats()
+    assert _gone(sandbox.job.pool, 10)  # rank 0 left last (rank 1 gone): it closed the pool
+
+
+@pytest.mark.slow
+def test_a_pool_whose_holders_all_died_closes_itself(cluster, tmp_path, monkeypatch):
+    """Detached actors outlive the rank that made them: where every holder's process dies without leaving, the
+    actors see it and end (nothing left running on the cluster)."""
+    environment = _job_environment(monkeypatch, tmp_path, rank=1)
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    address = ray.get_runtime_context().gcs_address
+    other = subprocess.Popen([sys.executable, "-c", RANK, address, str(ready), str(go)], env=environment)
+    until = time.monotonic() + 120
+    while not ready.exists() and other.poll() is None and time.monotonic() < until:
+        time.sleep(0.2)
+    other.kill()
+    other.wait(30)
+    assert ready.exists() and _gone(ready.read_text(), ray_cluster.WATCH_S + 15)
+
+
+def test_two_single_node_jobs_on_two_machines_have_pools_of_their_own(monkeypatch, tmp_path):
+    """Both launched with 127.0.0.1:29500 and run id none: the host names the job; a real master address does."""
+    _job_environment(monkeypatch, tmp_path, rank=0)
+    names = {}
+    for host in ("node-a", "node-b"):
+        monkeypatch.setattr(ray_cluster.socket, "gethostname", lambda host=host: host)
+        names[host] = ray_cluster.Job.from_environment()
+    assert names["node-a"].pool != names["node-b"].pool and names["node-a"].holder != names["node-b"].holder
+    monkeypatch.setenv("MASTER_ADDR", "10.0.0.7")  # a multi-node job: its ranks on other hosts share the pool
+    assert ray_cluster.Job.from_environment().pool == ray_cluster.Job.from_environment().pool
+    assert ray_cluster.Job.from_environment("mine").pool == "sandbox-mine"
+
+
+def _jobs(monkeypatch, tmp_path, *configs: dict) -> list[RaySandbox]:
+    """One rank-0 RaySandbox a job, each job on a host of its own, all with 127.0.0.1:29500 and one run dir."""
+    _job_environment(monkeypatch, tmp_path, rank=0)
+    jobs = []
+    for host, config in zip(("node-a", "node-b", "node-c"), configs, strict=False):
+        monkeypatch.setattr(ray_cluster.socket, "gethostname", lambda host=host: host)
+        jobs.append(_ray(**config))
+    return jobs
+
+
+@pytest.mark.slow
+def test_two_jobs_on_one_ray_cluster_never_share_actors_settings_or_their_end(cluster, monkeypatch, tmp_path):
+    """Job B, its sandbox.timeout_s not job A's, never adopts A's actors (before: the same name, so A's actors,
+    settings and cap); A's end leaves B's pool running."""
+    first, second = _jobs(monkeypatch, tmp_path, {}, {"timeout_s": 5.0})
+
+    async def scenario():
+        await asyncio.gather(first.__aenter__(), second.__aenter__())
+        ours = {a._actor_id for a in first._actors}
+        assert not ours & {a._actor_id for a in second._actors}
+        await first.aclose()
+        return await second.run_many(_sleepers(4, 0.1))
+
+    try:
+        assert [r.stdout.strip() for r in run(scenario())] == ["0", "1", "2", "3"]
+        assert "sandbox/ray_retried" not in second.stats()
+    finally:
+        run(second.aclose())
+    assert _gone(first.job.pool, 10) and _gone(second.job.pool, 10)
+
+
+@pytest.mark.slow
+def test_a_pool_named_on_purpose_is_shared_and_a_job_whose_settings_differ_is_one_line(cluster, monkeypatch, tmp_path):
+    """sandbox.pool=<name>: two jobs (rank 0 each) share its actors, and the first to end kills nothing under the
+    other; a third job whose sandbox.timeout_s differs is refused before it starts, naming the setting."""
+    first, second, third = _jobs(
+        monkeypatch, tmp_path, *[{"pool": "shared-test"}] * 2, {"pool": "shared-test", "timeout_s": 5.0}
+    )
+
+    async def scenario():
+        await asyncio.gather(first.__aenter__(), second.__aenter__())
+        assert first._actors == second._actors
+        with pytest.raises(
+            UsageError, match=r"^sandbox\.pool=shared-test is in use with sandbox\.timeout_s=10\.0, and"
+        ):
+            await third.__aenter__()
+        await first.aclose()
+        return await second.run_many(_sleepers(4, 0.1))
+
+    try:
+        assert [r.stdout.strip() for r in run(scenario())] == ["0", "1", "2", "3"]
+    finally:
+        run(second.aclose())
+    assert _gone("sandbox-shared-test", 10)
+
+
+@pytest.mark.slow
+def test_a_pool_named_with_other_settings_stops_the_command_in_one_line(cluster, tmp_path):
+    """codegrpo-score sandbox.pool=<a pool in use> with another sandbox.timeout_s: exit 2, one line, before any
+    scoring."""
+    held = _ray(pool="in-use-test")
+    held.__enter__()
+    try:
+        address = ray.get_runtime_context().gcs_address
+        same = ("sandbox.pool=in-use-test", "sandbox.max_concurrency=2")  # the held pool's, but its timeout
+        done = _score(tmp_path, "sandbox=ray", f"sandbox.address={address}", *same, "sandbox.timeout_s=5")
+    finally:
+        held.__exit__(None, None, None)
+    assert done.returncode == 2, done.stderr[-3000:]
+    [said] = done.stderr.strip().splitlines()
+    assert said.startswith(
+        "error: sandbox.pool=in-use-test is in use with sandbox.timeout_s=10.0, and this job has sandbox.timeout_s=5.0"
+    )
+
+
+# A cluster of its own (a head, and a node offering the resource the actors ask for), whose node is lost once the
+# pool has started; then two batches of 8 programs of 1.5 s: how long each took, and its outcomes.
+NODE_LOST = """
+import asyncio, json, signal, time
+import ray
+from ray.cluster_utils import Cluster
+from codegrpo.config.schema import RaySandboxConfig
+from codegrpo.sandbox.base import Program
+from codegrpo.sandbox.ray_cluster import RaySandbox
+
+fast = {"health_check_period_ms": 500, "health_check_failure_threshold": 4}  # the node's loss known in seconds
+cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "_system_config": fast})
+node = cluster.add_node(num_cpus=0, resources={"lostnode": 2}, object_store_memory=100 << 20)
+kept = signal.getsignal(signal.SIGTERM)
+ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
+signal.signal(signal.SIGTERM, kept)
+sandbox = RaySandbox(RaySandboxConfig(actors=2, max_concurrency=2, resources={"lostnode": 1}))
+programs = [Program("import time\\ntime.sleep(1.5)\\nprint(1)", timeout_s=10.0) for _ in range(8)]
+seen = {}
+try:
+    with sandbox:
+        cluster.remove_node(node, allow_graceful=False)
+        for batch in ("first", "second"):
+            started = time.monotonic()
+            results = asyncio.run(sandbox.run_many(programs))
+            seen[batch] = [time.monotonic() - started, sorted({r.outcome.value for r in results})]
+        started = time.monotonic()
+    seen["close"] = time.monotonic() - started
+finally:
+    ray.shutdown()
+    cluster.shutdown()
+print(json.dumps(seen))
+"""
+
+
+@pytest.mark.slow
+def test_a_lost_node_no_other_node_can_replace_is_infrastructure_at_once():
+    """The node every actor was on is lost, and no other offers sandbox.resources: the batch comes back as None
+    rewards once Ray knows the actors dead, and the next at once, where it waited the chunks' deadlines on the
+    replacements for a place Ray knew it could not give (before the fix, 8 programs of 1.5 s: 4.8 s, then 211 s;
+    the issue's 64, 392 s); the close does not wait for them either (it took 4 minutes)."""
+    done = subprocess.run(
+        [sys.executable, "-c", NODE_LOST],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=400,
+        env={k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["first"][1] == seen["second"][1] == ["sandbox_error"]
+    assert seen["first"][0] < 30 and seen["second"][0] < 2 and seen["close"] < 10, seen
 
 
 @pytest.mark.slow

@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Optional, cast
@@ -365,10 +366,15 @@ class RaySandboxConfig(LocalSandboxConfig):
     # actors off the GPU nodes (ray start --resources='{"sandbox": 8}'). null: none (a dict default would refuse
     # the override's new key).
     resources: Any = None  # a dict of amounts, typed Any: OmegaConf cannot merge a dict into a None Dict node
+    # A pool of actors named on purpose, shared by every job that names it (their settings must agree). null: the
+    # job's own (all its ranks', named after the job; docs/scaling.md).
+    pool: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_at_least("sandbox.actors", self.actors, 1)
+        if self.pool is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", str(self.pool)):
+            raise UsageError(f"sandbox.pool={self.pool} must be a name of letters, digits, '_', '.' and '-'")
         if self.max_concurrency < self.actors:
             raise UsageError(
                 f"sandbox.max_concurrency={self.max_concurrency} is split among sandbox.actors={self.actors}: "

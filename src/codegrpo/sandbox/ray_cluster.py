@@ -12,9 +12,12 @@ whether it failed, and the node goes on as the local sandbox does with that answ
 going meanwhile; runs shorter than the round trip are paced by it).
 
 One cap for the whole job: where several processes train together (WORLD_SIZE > 1: torchrun, accelerate on
-GPUs), every rank uses one pool of named actors (its name from the job's MASTER_ADDR:MASTER_PORT), so
-``sandbox.max_concurrency`` holds across all ranks, not per rank. The first rank to ask creates an actor, the
-others find it; each rank leaves at its end, and the pool closes once the last has left.
+GPUs), every rank uses one pool of named actors (its name from the job's MASTER_ADDR:MASTER_PORT, run id, run dir,
+and the host where the master is a loopback address), so ``sandbox.max_concurrency`` holds across all ranks, not per
+rank; ``sandbox.pool=<name>`` shares one on purpose, between jobs too, whose settings must then agree. The first
+rank to ask creates an actor, the others find it. A shared pool's actors are detached (they outlive the rank that
+made them) and know their holders, (job, rank) pairs: a rank that leaves kills an actor only where it was its last
+holder, and an actor whose holders' processes have all gone closes itself.
 
 Results stream back program by program (digested here as each arrives), so neither the actor nor the trainer
 holds a chunk's outputs at once. Faults are infrastructure, never a 0: where a chunk's actor dies or misses its
@@ -31,6 +34,7 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
+import ipaddress
 import itertools
 import logging
 import math
@@ -55,10 +59,10 @@ RAY_SLACK_S = 30.0  # a chunk's deadline beyond its programs' own time: scheduli
 RUN_OVERHEAD_S = 0.1  # a run's start and cleanup beyond its wall time (about 0.01 s measured here), per run
 START_S = 120.0  # an actor's start: a worker process, codegrpo's imports, the sandbox's trivial program
 LOCAL_OBJECT_STORE = 256 << 20  # address=local: programs and results are small; Ray's default is 30% of RAM
-RAY_SETTINGS = ("address", "actors", "resources")  # the rest of the config is each node's local sandbox's
+RAY_SETTINGS = ("address", "actors", "resources", "pool")  # the rest of the config is each node's local sandbox's
 CONNECT_S = 5.0  # a host:port address must accept a connection this fast
 NAME_FREE_S = 10.0  # a shared pool's actor name is free again this soon after its actor was killed
-LEAVE_S = 60.0  # at its end, a rank of a shared pool waits this long at most for the other ranks to leave it
+WATCH_S = 5.0  # a shared pool's actor checks this often whether its holders' processes are still alive
 NAMESPACE = "codegrpo"  # the shared pools' actor names live in it, apart from any other application's
 # A node waits this long at most for the trainer's judgment of a run (a round trip: milliseconds); well within
 # protocol.ANSWER_GRACE_S, past which the run's answer would read as the runner's failure.
@@ -73,29 +77,84 @@ def _actor_class() -> Any:
     class SandboxActor:
         """One local sandbox on the node Ray placed this actor on."""
 
-        def __init__(self, settings: dict[str, Any], runtimes: tuple[str, ...]) -> None:
-            self.settings, self.runtimes = settings, runtimes
+        def __init__(self, settings: dict[str, Any], runtimes: tuple[str, ...], pool: dict[str, Any]) -> None:
+            self.settings, self.runtimes, self.pool = settings, runtimes, pool
             self.sandbox: SandboxBackend | None = None
             self.ready = asyncio.Event()  # a batch sent to a replacement still starting waits for its sandbox
             self.opening: asyncio.Future[tuple[str, int]] | None = None
-            self.holders: set[int] = set()  # the ranks using this actor (a shared pool's; else rank 0 alone)
+            # The processes using this actor: each holder, "job/rank", by its Ray job (its driver, alive or not).
+            self.holders: dict[str, str] = {}
+            self.closing = False  # its last holder has left or gone: it takes no new one
+            self.watching: asyncio.Future[None] | None = None
             # run_each's calls: by report number, each run reported and waiting for the caller's answer
             self.answers: dict[str, dict[int, concurrent.futures.Future[bool]]] = {}
 
-        async def start(self, rank: int) -> tuple[str, int]:
-            """Open the sandbox once, however many ranks ask; (this node's name, this process's pid)."""
-            self.holders.add(rank)
+        async def start(self, holder: str, job: str, pool: dict[str, Any], siblings: list[Any]) -> tuple[str, str, Any]:
+            """Take ``holder`` (of Ray job ``job``) and open the sandbox once, however many ask: ("started", this
+            node's name, this process's pid); ("closing", "", None) where it is going (ask its successor);
+            ("differs", a setting, this pool's value) where ``pool``, the asker's settings, differ from this
+            pool's and a live holder uses it. A replacement takes its ``siblings``' holders: a rank that has not
+            met it yet still holds the pool, and no other rank's leaving may kill it under that rank."""
+            self._prune()
+            differing = [name for name in self.pool if self.pool[name] != pool.get(name)]
+            if differing and not self.holders and self.opening is not None:  # held by a job gone (a crash):
+                await self._end()  # its successor, with this job's settings
+            if self.closing:
+                return "closing", "", None
+            if differing:
+                return "differs", differing[0], self.pool[differing[0]]
+            self.holders[holder] = job
+            asked = [
+                asyncio.wait_for(asyncio.wrap_future(other.held.remote().future()), CONNECT_S) for other in siblings
+            ]
+            for held in await asyncio.gather(*asked, return_exceptions=True):
+                if isinstance(held, dict):  # a dead or hung sibling holds nobody this actor must know
+                    self.holders |= held
+            self._prune()
+            if self.watching is None:
+                self.watching = asyncio.ensure_future(self._watch())
             if self.opening is None:
                 self.opening = asyncio.ensure_future(self._open())
-            return await asyncio.shield(self.opening)
+            node, pid = await asyncio.shield(self.opening)
+            return "started", node, pid
 
-        def leave(self, rank: int) -> int:
-            """``rank`` is done with this actor; how many ranks still use it."""
-            self.holders.discard(rank)
+        def held(self) -> dict[str, str]:
+            return dict(self.holders)
+
+        async def leave(self, holder: str) -> int:
+            """``holder`` is done with this actor; how many live holders still use it. At 0 it closes its
+            sandbox, takes no new holder, and ends (the caller, its last holder, kills it too). One not holding it
+            changes nothing (a rank leaving by name an actor just made, not yet started by its maker)."""
+            if self.holders.pop(holder, None) is None:
+                return len(self.holders) or 1
+            self._prune()
+            if not self.holders and not self.closing:
+                await self._end()
             return len(self.holders)
 
-        def using(self) -> int:
-            return len(self.holders)
+        def _prune(self) -> None:
+            """Forget the holders whose process is gone (a rank that crashed, or was killed, without leaving)."""
+            if self.holders:
+                alive = _alive(set(self.holders.values()))
+                self.holders = {holder: job for holder, job in self.holders.items() if job in alive}
+
+        async def _watch(self) -> None:
+            """Close this actor once every holder's process has gone without leaving (a detached actor outlives
+            them, and nobody else would); never while a live holder holds it."""
+            while not self.closing:
+                await asyncio.sleep(WATCH_S)
+                self._prune()
+                if not self.holders and not self.closing:
+                    await self._end()
+
+        async def _end(self) -> None:
+            """Close the sandbox and end this actor: its holders have left or gone (the callers have checked)."""
+            self.closing = True
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.close(), START_S)
+            # A moment later, so that this call's answer leaves first; its last holder kills it at once anyway.
+            actor = ray.get_runtime_context().current_actor
+            asyncio.get_running_loop().call_later(1.0, functools.partial(ray.kill, actor, no_restart=True))
 
         async def _open(self) -> tuple[str, int]:
             """Open the sandbox (its trivial program of each runtime); (this node's name, this process's pid)."""
@@ -197,8 +256,9 @@ def _actor_class() -> Any:
             return [] if self.sandbox is None else self.sandbox.limits()
 
         async def close(self) -> None:
-            if self.sandbox is not None:
-                await self.sandbox.aclose()
+            sandbox, self.sandbox = self.sandbox, None  # once, however many ask
+            if sandbox is not None:
+                await sandbox.aclose()
 
     return SandboxActor
 
@@ -225,6 +285,39 @@ def shares(total: int, parts: int) -> list[int]:
     return [max(1, total // parts + (index < total % parts)) for index in range(parts)]
 
 
+def _alive(jobs: set[str]) -> set[str]:
+    """Those of ``jobs`` (Ray job ids: each a holder's driver process) still alive; all of them where the GCS
+    cannot say (a pool is then kept, never closed under a holder)."""
+    try:
+        from ray._private.state import state  # what ray.nodes() reads; the job table has no public reader
+
+        dead = {job["JobID"] for job in state.job_table() if job["IsDead"]}
+    except Exception:
+        return jobs
+    return jobs - dead
+
+
+def _ray_job() -> str:
+    """This process's Ray job (a driver's, whose end the GCS records): what a pool's actor checks a holder by."""
+    import ray
+
+    return str(ray.get_runtime_context().get_job_id())
+
+
+class _Unplaced(Exception):
+    """No live node of the cluster can take a sandbox actor."""
+
+
+def _loopback(address: str) -> bool:
+    """Whether ``address`` names no one machine (single-node launches use 127.0.0.1 on every machine)."""
+    if address in ("", "localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
 @dataclasses.dataclass(frozen=True)
 class Job:
     """The training processes one pool serves: this one alone, or every rank of a distributed launch."""
@@ -232,16 +325,27 @@ class Job:
     rank: int = 0
     world: int = 1
     pool: str | None = None  # the shared pool's name; None: actors of this process's own
+    name: str = ""  # this job's, apart from any other job's that may share the pool (sandbox.pool)
+
+    @property
+    def holder(self) -> str:
+        return f"{self.name}/{self.rank}"
 
     @classmethod
-    def from_environment(cls) -> Job:
-        """The job torchrun or accelerate started this process in: its ranks share MASTER_ADDR:MASTER_PORT."""
+    def from_environment(cls, pool: str | None = None) -> Job:
+        """The job torchrun or accelerate started this process in, its ranks sharing what names it: the master's
+        address and port, the run id and the run dir, and the host where the master is a loopback address (two
+        single-node launches on two machines have the same 127.0.0.1:29500 and run id). ``pool``: sandbox.pool,
+        a pool named on purpose."""
         world = int(os.environ.get("WORLD_SIZE", "1"))
         if world <= 1:
-            return cls()
-        master = f"{os.environ.get('MASTER_ADDR', '')}:{os.environ.get('MASTER_PORT', '')}"
-        key = hashlib.sha256(f"{master} {os.environ.get('TORCHELASTIC_RUN_ID', '')}".encode()).hexdigest()[:16]
-        return cls(int(os.environ.get("RANK", "0")), world, f"sandbox-{key}")
+            name = f"{socket.gethostname()}:{os.getpid()}"
+            return cls(0, 1, f"sandbox-{pool}" if pool else None, name)
+        master = os.environ.get("MASTER_ADDR", "")
+        parts = [master, os.environ.get("MASTER_PORT", ""), os.environ.get("TORCHELASTIC_RUN_ID", "")]
+        parts += [os.environ.get("CODEGRPO_RUN_DIR", ""), socket.gethostname() if _loopback(master) else ""]
+        name = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+        return cls(int(os.environ.get("RANK", "0")), world, f"sandbox-{pool or name}", name)
 
 
 def _remote(program: Program) -> Program:
@@ -293,8 +397,8 @@ class RaySandbox(SandboxBackend):
         except ImportError:
             raise UsageError(f"sandbox=ray needs the ray package, which is not installed: {RAY_EXTRA}") from None
         self.cfg = cfg
-        self.job = Job.from_environment()
-        if self.job.pool is not None and cfg.address == "local":
+        self.job = Job.from_environment(cfg.pool)
+        if self.job.world > 1 and cfg.address == "local":
             raise UsageError(
                 f"sandbox.address=local starts a Ray instance in each of the {self.job.world} processes, so "
                 "sandbox.max_concurrency would hold per process: start one with `ray start --head` and use "
@@ -304,6 +408,7 @@ class RaySandbox(SandboxBackend):
         self._actors: list[Any] = []
         self._nodes: list[str] = []
         self._pids: list[int] = []
+        self._ready: list[bool] = []  # by actor: started (False for a replacement until it has)
         self._started_ray = False
         self._counts: Counter[str] = Counter()
 
@@ -336,19 +441,36 @@ class RaySandbox(SandboxBackend):
             ) from None
         self._started_ray = True
 
-    def _check_resources(self) -> None:
-        """UsageError where no node offers what one actor asks for: its actors would never be placed."""
+    def _placeable(self) -> bool:
+        """Whether a live node offers what one actor asks for (in all, used or not): else Ray never places it."""
         import ray
 
         wanted = dict(self.cfg.resources or {})
         if not wanted:
-            return
+            return True
         offered = [node.get("Resources", {}) for node in ray.nodes() if node.get("Alive")]
-        if not any(all(node.get(name, 0) >= amount for name, amount in wanted.items()) for node in offered):
+        return any(all(node.get(name, 0) >= amount for name, amount in wanted.items()) for node in offered)
+
+    def _check_resources(self) -> None:
+        """UsageError where no node offers what one actor asks for: its actors would never be placed."""
+        if not self._placeable():
             raise UsageError(
-                f"sandbox.resources={wanted}: no node of the Ray cluster offers them, so no sandbox actor could be "
-                f"placed (start CPU nodes with `ray start --resources='{{\"sandbox\": 8}}'`, docs/scaling.md)"
+                f"sandbox.resources={dict(self.cfg.resources or {})}: no node of the Ray cluster offers them, so no "
+                "sandbox actor could be placed (start CPU nodes with `ray start --resources='{\"sandbox\": 8}'`, "
+                "docs/scaling.md)"
             )
+
+    def _pool_settings(self) -> dict[str, Any]:
+        """What a shared pool's users must agree on: every setting but where the cluster is, and the runtimes."""
+        settings = {
+            f"sandbox.{field.name}": getattr(self.cfg, field.name)
+            for field in dataclasses.fields(self.cfg)
+            if field.name not in ("_target_", "address", "pool")
+        }
+        return settings | {
+            "sandbox.resources": dict(self.cfg.resources or {}),
+            "runtimes": tuple(map(str, self.runtimes)),
+        }
 
     def _new_actor(self, index: int) -> Any:
         """Actor ``index`` of the pool: a new one, or, in a shared pool, the one another rank made first."""
@@ -363,14 +485,44 @@ class RaySandbox(SandboxBackend):
         if self.cfg.resources:
             options["resources"] = dict(self.cfg.resources)
         if self.job.pool is not None:
+            # Detached: it outlives the rank that made it (another may still use it); its last holder ends it.
             options |= {"name": f"{self.job.pool}-{index}", "namespace": NAMESPACE, "get_if_exists": True}
-        return _actor_class().options(**options).remote(settings, tuple(map(str, self.runtimes)))
+            options["lifetime"] = "detached"
+        return _actor_class().options(**options).remote(settings, tuple(map(str, self.runtimes)), self._pool_settings())
 
-    async def _start(self, actor: Any) -> tuple[str, int]:
+    def _starting(self, actor: Any, index: int) -> Any:
+        """``actor``'s start as this job's rank: a Ray future. A replacement takes the pool's holders from the
+        other actors."""
+        siblings = [other for other in self._actors if other is not actor] if self._nodes else []
+        return actor.start.remote(self.job.holder, _ray_job(), self._pool_settings(), siblings).future()
+
+    async def _start(self, index: int) -> tuple[str, int]:
+        """Start actor ``index`` (found or made); where the one found is closing, its successor."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + START_S
+        while True:
+            state, *answer = await self._started(self._actors[index], index)
+            if state == "started":
+                node, pid = answer
+                return node, pid
+            if state == "differs":
+                setting, theirs = answer
+                pool = f"sandbox.pool={self.cfg.pool}" if self.cfg.pool else f"the sandbox pool {self.job.pool}"
+                raise UsageError(
+                    f"{pool} is in use with {setting}={theirs!r}, and this job has {setting}="
+                    f"{self._pool_settings()[setting]!r}: give it the same, or a pool of its own (another "
+                    "sandbox.pool, or none)"
+                )
+            if loop.time() > until:
+                raise SandboxFatalError(f"sandbox actor {self.job.pool}-{index} was still closing after {START_S:g} s")
+            await asyncio.sleep(0.2)  # its name is free again once it has ended
+            self._actors[index] = self._new_actor(index)
+
+    async def _started(self, actor: Any, index: int) -> tuple[str, str, Any]:
         import ray
 
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(actor.start.remote(self.job.rank).future()), START_S)
+            return await asyncio.wait_for(asyncio.wrap_future(self._starting(actor, index)), START_S)
         except ray.exceptions.RayTaskError as error:  # the actor's own one line: "node <name>: <why>"
             cause = getattr(error, "cause", None)
             raise SandboxFatalError(str(cause) if cause is not None else str(error).strip().splitlines()[-1]) from None
@@ -386,15 +538,17 @@ class RaySandbox(SandboxBackend):
         if self._actors:
             return
         self._connect()
-        actors = [self._new_actor(index) for index in range(len(self._shares))]
-        self._actors = actors
-        started = await asyncio.gather(*(self._start(actor) for actor in actors), return_exceptions=True)
+        self._actors = [self._new_actor(index) for index in range(len(self._shares))]
+        started = await asyncio.gather(
+            *(self._start(index) for index in range(len(self._actors))), return_exceptions=True
+        )
         failed = [outcome for outcome in started if isinstance(outcome, BaseException)]
         if failed:
             await self.aclose()
             raise failed[0]
         self._nodes = [node for node, _ in started]  # type: ignore[misc]
         self._pids = [pid for _, pid in started]  # type: ignore[misc]
+        self._ready = [True] * len(self._actors)
 
     async def _replace(self, index: int, failed: Any) -> None:
         """A fresh actor in the place of ``failed``, which died or stopped answering; nothing where another chunk
@@ -405,6 +559,7 @@ class RaySandbox(SandboxBackend):
             return
         ray.kill(failed, no_restart=True)
         fresh = self._actors[index] = self._new_actor(index)
+        self._ready[index] = False
         self._counts["ray_replaced"] += 1
         # A shared pool's name outlives a killed actor for a moment: until it is free, the name finds the failed one.
         until = time.monotonic() + NAME_FREE_S
@@ -413,16 +568,20 @@ class RaySandbox(SandboxBackend):
             fresh = self._actors[index] = self._new_actor(index)
         # Started, not awaited: the retry goes on at once (a batch sent to the replacement waits for its sandbox),
         # and the start goes on whether this call's event loop does or not.
-        fresh.start.remote(self.job.rank).future().add_done_callback(functools.partial(self._restarted, index, fresh))
+        self._starting(fresh, index).add_done_callback(functools.partial(self._restarted, index, fresh))
 
     def _restarted(self, index: int, actor: Any, started: concurrent.futures.Future) -> None:
         """Where a replacement runs, once it has started (called on Ray's thread)."""
         if self._actors[index] is not actor:
             return
         try:
-            self._nodes[index], self._pids[index] = started.result()
+            state, node, pid = started.result()
         except Exception:  # its batches then fail as lost, and come back as infrastructure errors
+            state, node, pid = "failed", "", None
+        if state != "started":
             self._counts["ray_replace_failed"] += 1
+            return
+        self._nodes[index], self._pids[index], self._ready[index] = node, pid, True
 
     # -- running -------------------------------------------------------------------------------------
 
@@ -479,7 +638,7 @@ class RaySandbox(SandboxBackend):
         import ray
 
         # RayError: every failure of Ray's (an actor, a node, an object or its owner lost), never a program's.
-        lost = (ray.exceptions.RayError, TimeoutError, ValueError)
+        lost = (ray.exceptions.RayError, TimeoutError, ValueError, _Unplaced)
         kept: dict[int, RunResult] = {}
         why = ""
         for attempt, place in enumerate((index, (index + 1) % len(self._actors))):
@@ -488,11 +647,16 @@ class RaySandbox(SandboxBackend):
             # A retry may wait behind the other actor's own chunk: twice the time.
             deadline = self._deadline([programs[i] for i in left], self._shares[place]) * (1 + attempt)
             try:
+                # A replacement no live node can take (its node lost, and no other offers the resources) would
+                # hold the chunk to its deadline: minutes, for a place Ray already knows it cannot give.
+                if not self._ready[place] and not self._placeable():
+                    raise _Unplaced(f"no live node offers sandbox.resources={dict(self.cfg.resources or {})}")
                 await self._on_actor(actor, [programs[i] for i in left], deadline, done)
             except lost as error:
                 self._counts["ray_retried" if attempt == 0 else "ray_lost"] += len(left) - len(done)
                 why = f"{type(error).__name__} on node {self._nodes[place]}"
-                await self._replace(place, actor)
+                if not isinstance(error, _Unplaced):  # a replacement waiting for a place: kept for one
+                    await self._replace(place, actor)
             kept |= {left[i]: result for i, result in done.items()}
             if len(kept) == len(programs):
                 return [kept[i] for i in range(len(programs))]
@@ -532,30 +696,48 @@ class RaySandbox(SandboxBackend):
             total += f", for all {self.job.world} ranks of this job together"
         return [("actors", f"{len(self._actors)}: {total}", where), *rows]
 
-    async def _left(self, actor: Any) -> None:
-        """Leave ``actor``, then wait (LEAVE_S at most) until no other rank uses it; a dead one is left at once."""
+    async def _leave(self, actor: Any) -> bool:
+        """Leave ``actor``; whether to kill it: this rank was its last holder (it has closed its sandbox), or it
+        answers nothing (it serves no one). Never where another live holder uses it, whatever the timing."""
         import ray
 
-        loop = asyncio.get_running_loop()
-        until = loop.time() + LEAVE_S
-        with contextlib.suppress(ray.exceptions.RayError, TimeoutError):
-            using = await asyncio.wait_for(asyncio.wrap_future(actor.leave.remote(self.job.rank).future()), START_S)
-            while using and loop.time() < until:
-                await asyncio.sleep(0.2)
-                using = await asyncio.wait_for(asyncio.wrap_future(actor.using.remote().future()), START_S)
+        try:
+            holding = await asyncio.wait_for(asyncio.wrap_future(actor.leave.remote(self.job.holder).future()), START_S)
+        except TimeoutError:
+            return True
+        except ray.exceptions.RayError:  # dead already
+            return False
+        return holding == 0
+
+    def _held(self) -> list[Any]:
+        """The actors this rank holds: its own handles, and in a shared pool whichever actor now has each name (a
+        replacement another rank made, which took this rank as a holder from its siblings)."""
+        import ray
+
+        actors = list(self._actors)
+        if self.job.pool is not None:
+            for index, ours in enumerate(self._actors):
+                with contextlib.suppress(ValueError):  # no actor of that name now
+                    named = ray.get_actor(f"{self.job.pool}-{index}", namespace=NAMESPACE)
+                    if named._actor_id != ours._actor_id:
+                        actors.append(named)
+        return actors
 
     async def aclose(self) -> None:
         if self._actors:
             import ray
 
-            # A shared pool closes once its last rank has left (the others may still be scoring their last step).
-            await asyncio.gather(*(self._left(actor) for actor in self._actors))
-            closing = [asyncio.wrap_future(actor.close.remote().future()) for actor in self._actors]
-            # A dead actor's close fails, a hung one's times out: each is killed below anyway.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.gather(*closing, return_exceptions=True), START_S)
-            for actor in self._actors:
-                ray.kill(actor, no_restart=True)
+            actors = self._held()
+            # A replacement no live node can place runs nothing and would answer nothing: a leave would wait START_S.
+            unplaced = [a for a, ready in zip(self._actors, self._ready, strict=False) if not ready]
+            if unplaced and not self._placeable():
+                actors = [actor for actor in actors if actor not in unplaced]
+                for actor in unplaced:
+                    ray.kill(actor, no_restart=True)
+            ends = await asyncio.gather(*(self._leave(actor) for actor in actors))
+            for actor, end in zip(actors, ends, strict=True):
+                if end:
+                    ray.kill(actor, no_restart=True)
             self._actors = []
         if self._started_ray:
             import ray
