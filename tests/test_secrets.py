@@ -400,6 +400,8 @@ def test_a_refused_secret_leaves_no_file_holding_it_in_an_existing_run_dir(how, 
     assert len(done.stderr.splitlines()) == 1, done.stderr[-3000:]
     assert [line for line in _leaks(tmp_path, done, [SECRET, WANDB]) if not line.startswith("conf/")] == []
     assert (run_dir / "earlier.txt").is_file() and (sweep_dir / "earlier.txt").is_file()
+    # Refused before the task: the earlier run is not marked FAILED, and nothing of this one is left behind.
+    assert {p.name for p in run_dir.iterdir()} <= {"earlier.txt", ".hydra", "train.log"}
 
 
 def test_a_run_tagged_with_its_commit_composes():

@@ -114,6 +114,7 @@ def run(task: Callable[[C], T], cfg: DictConfig, on_failure: Callable[[BaseExcep
     job log are masked, Hydra's files scrubbed, and a secret in the overrides or the config refused."""
     _report_errors_to_hydra()  # from here on, Hydra reports what is not a CodegrpoError (entry_point)
     secrets.mask_logging()  # Hydra's console and job log handlers exist by now
+    started = False
     with one_line_errors():
         try:
             # Hydra wrote its files before calling us; a secret is masked there before it is refused here.
@@ -127,11 +128,14 @@ def run(task: Callable[[C], T], cfg: DictConfig, on_failure: Callable[[BaseExcep
             check_dependencies()
             check_mandatory(cfg)
             secrets.refuse_config(cast(dict, OmegaConf.to_container(cfg, resolve=True)))
+            started = True
             return task(cast(C, OmegaConf.to_object(cfg)))  # the dataclass of the command's schema
         except BaseException as error:
             if isinstance(error, secrets.Refused):  # what no mask knew: a run dir that exists keeps Hydra's files
                 _scrub_hydra_outputs(error.values)
-            if on_failure is not None:
+            if not started:  # refused before the task: nothing of a run was written, and an earlier run's dir
+                _discard_hydra_only_output()  # keeps what it held (no FAILED marker on a finished run)
+            elif on_failure is not None:
                 on_failure(error)
             raise
 
@@ -143,6 +147,15 @@ def discard_empty_run_dir(run_dir: Path, log_name: str) -> None:
 
     if run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= {".hydra", log_name}:
         shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _discard_hydra_only_output() -> None:
+    """Remove this job's output dir if it holds only what Hydra wrote (.hydra/ and the job's log)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if HydraConfig.initialized():
+        output = Path(HydraConfig.get().runtime.output_dir)
+        discard_empty_run_dir(output, f"{HydraConfig.get().job.name}.log")
 
 
 def _scrub_hydra_outputs(refused: Sequence[str] = ()) -> list[str]:
