@@ -10,19 +10,22 @@ root under ``setpriv`` with every capability dropped. Only the tests' own progra
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import subprocess
 import tempfile
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+from codegrpo.data.problems import IOTest, Problem
 from codegrpo.errors import SandboxFatalError
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer
 from codegrpo.reward.verdict import Status
-from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend
+from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend, program_result
 from tests.helpers.run_if import SYSTEM_PYTHON, run_if
 from tests.helpers.sandbox import PROBLEMS
 
@@ -41,6 +44,12 @@ class HostRoot(SandboxBackend):
         return [self._run(program) for program in programs]
 
     def _run(self, program: Program) -> RunResult:
+        if program.inputs is None:
+            return self._once(program, None)
+        runs = [program.kept(index, self._once(program, stdin)) for index, stdin in enumerate(program.inputs)]
+        return program_result(program, runs, 0.0)
+
+    def _once(self, program: Program, stdin: str | None) -> RunResult:
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder, program.filename)
             path.write_text(program.source)
@@ -49,7 +58,7 @@ class HostRoot(SandboxBackend):
                 [*self.prefix, SYSTEM_PYTHON, "-I", str(path)],
                 capture_output=True,
                 text=True,
-                stdin=subprocess.DEVNULL,
+                **({"stdin": subprocess.DEVNULL} if stdin is None else {"input": stdin}),
                 timeout=program.timeout_s,
             )
         return RunResult(Outcome.EXITED, done.returncode, done.stdout, done.stderr)
@@ -69,27 +78,75 @@ def test_a_correct_completion_the_harness_refuses_to_run_as_root_is_none_not_zer
     assert "CAP_SETUID" in verdict.detail and "cannot read" not in verdict.detail
 
 
+# The call form (LeetCode, TACO, DeepCoder): one harness process per test, each refused on its own.
+DOUBLE = Problem(
+    "double",
+    "Double it.",
+    "",
+    "call",
+    fn_name="double",
+    tests=tuple(IOTest(json.dumps([n]), json.dumps(2 * n)) for n in range(3)),
+)
+DOUBLE_CODE = "def double(x):\n    return 2 * x\n"
+
+
+@pytest.mark.parametrize("fail_fast", [True, False])
+@pytest.mark.parametrize("reward", ["binary", "partial"])
+def test_a_correct_call_form_completion_the_harness_refuses_is_none_not_zero(fail_fast, reward):
+    """Red team (issue 52, item 11's fix): each test's run read refused, the test INFRA, but the program's
+    verdict was the first failing test's status with reward 0.0: status infra, reward 0, trained as wrong
+    (and the multi-turn rollout, reading the status, left the episode out)."""
+    scorer = Scorer(
+        [DOUBLE], HostRoot(capabilities=False), get_language("python"), reward, timeout_s=10.0, fail_fast=fail_fast
+    )
+    (scored,) = asyncio.run(scorer.score(["double"], [f"```python\n{DOUBLE_CODE}```"]))
+    assert scored.verdict.status is Status.INFRA and scored.verdict.reward is None, scored.verdict
+    assert "CAP_SETUID" in scored.verdict.detail
+    (report,) = asyncio.run(scorer.reports([DOUBLE], [DOUBLE_CODE]))  # the multi-turn rollout's feedback
+    assert report.fault and report.verdict.reward is None, report.verdict
+    where = HostRoot(capabilities=True)
+    scorer = Scorer([DOUBLE], where, get_language("python"), reward, timeout_s=10.0, fail_fast=fail_fast)
+    (scored,) = asyncio.run(scorer.score(["double"], [f"```python\n{DOUBLE_CODE}```"]))
+    assert scored.verdict.status is Status.PASSED and scored.verdict.reward == 1.0, scored.verdict
+
+
 def test_the_same_completion_passes_where_root_can_become_nobody():
     verdict = _scored(HostRoot(capabilities=True), f"```python\n{PROBLEMS['is_prime'].reference}```")
     assert verdict.status is Status.PASSED and verdict.reward == 1.0, verdict
 
 
-@pytest.mark.parametrize(
-    "completion",
-    [
-        # The refusal's own words, raised by the completion after the harness left root.
-        "raise PermissionError(\"the completion would run as the machine's root: CAP_SETUID\")",
-        # The report's line, printed: a completion's prints go to stderr, not the report's stdout.
-        'print(\'{"status": "refused", "error": "x"}\')\nimport sys\nsys.exit(0)',
-        # Written to every descriptor it might find: the harness's own pipe is closed before it runs.
-        "import os\nfor fd in range(3, 64):\n    try: os.write(fd, b'')\n    except OSError: pass\n"
-        "raise SystemExit(1)",
-    ],
-)
+FORGERIES = [
+    # The refusal's own words, raised by the completion after the harness left root.
+    'raise PermissionError("the completion would run as the machine\'s root: CAP_SETUID")',
+    # The report's line, printed: a completion's prints go to stderr, not the report's stdout.
+    'print(\'{"status": "refused", "error": "x"}\')\nimport sys\nsys.exit(0)',
+    # Written to every descriptor it might find: the harness's own pipe is closed before it runs.
+    "import os\nfor fd in range(3, 64):\n    try: os.write(fd, b'')\n    except OSError: pass\nraise SystemExit(1)",
+    # The parent's pipe, drained through /proc: the parent is not dumpable, and root (the child is nobody).
+    "import os\nfor fd in os.listdir(f'/proc/{os.getppid()}/fd'):\n    try: os.read(os.open("
+    "f'/proc/{os.getppid()}/fd/{fd}', os.O_RDONLY | os.O_NONBLOCK), 64)\n    except OSError: pass\n"
+    "raise SystemExit(1)",
+    # The parent, killed (libc's kill, past the audit hook) before it reads the pipe: no report at all.
+    "import ctypes, os\nctypes.CDLL(None).kill(os.getppid(), 9)\nraise SystemExit(1)",
+]
+
+
+@pytest.mark.parametrize("completion", FORGERIES)
 def test_a_completion_cannot_pass_itself_off_as_refused(completion):
     """None leaves a completion out of the update: a wrong one that could claim it would dodge its 0."""
     verdict = _scored(HostRoot(capabilities=True), f"```python\n{completion}\n```")
-    assert verdict.status is Status.ERROR and verdict.reward == 0.0, verdict
+    assert verdict.status in (Status.ERROR, Status.FAILED) and verdict.reward == 0.0, verdict
+
+
+@pytest.mark.parametrize("fail_fast", [True, False])
+@pytest.mark.parametrize("completion", FORGERIES)
+def test_a_call_form_completion_cannot_pass_itself_off_as_refused(completion, fail_fast):
+    """Now that one refused test leaves the whole call-form completion out, each test's run must be as hard
+    to forge: a wrong completion that tried on one test stays 0."""
+    code = f"def double(x):\n    if x == 1:\n{textwrap.indent(completion, '        ')}\n    return x\n"
+    scorer = Scorer([DOUBLE], HostRoot(capabilities=True), get_language("python"), timeout_s=10.0, fail_fast=fail_fast)
+    (scored,) = asyncio.run(scorer.score(["double"], [f"```python\n{code}```"]))
+    assert scored.verdict.status in (Status.ERROR, Status.FAILED) and scored.verdict.reward == 0.0, scored.verdict
 
 
 def test_opening_such_a_sandbox_stops_with_one_line_saying_what_it_needs():

@@ -346,7 +346,8 @@ def score_io(
     """Input/output forms: one run per test (``total`` of them), test i failed as ``failure(i, run)`` says
     (None when it passed; ``failure_of`` judges a run). The reward is the fraction of tests passed with
     ``partial``, else all or nothing; the status and the reason are the first failing test's: "test 2 of
-    5: got "3", expected "4"". A sandbox failure of any run leaves the whole completion out (infra).
+    5: got "3", expected "4"". A sandbox failure of any run leaves the whole completion out (infra, reward
+    None), and so does a test ``failure`` says is INFRA (the harness refused to run it: envelope).
 
     A SKIPPED run (fail-fast: a lower test failed, so it never ran) is neither passed nor a reason; it
     only ever follows a failing test, so the first failing test, and with binary reward the whole
@@ -367,6 +368,8 @@ def score_io(
         failed = failure(number, run)
         if failed is None:
             passed += 1
+        elif failed[0] is Status.INFRA:  # its run's verdict is the sandbox's (the harness refused): as above
+            return Verdict(Status.INFRA, None, f"test {number + 1} of {total}: {failed[1]}")
         elif run.budget_cut:  # no fault of its own: it decides only where no test failed by itself
             cut = cut or (failed[0], f"test {number + 1} of {total}: {failed[1]}")
         elif first is None:
