@@ -19,7 +19,8 @@ from codegrpo.sandbox.base import (
     trivial_program,
 )
 
-ANSWERS = {Runtime.python: '{"status": "ok", "value": 42}\n', Runtime.node: "42\n"}  # the harness's report, node's print
+# What the trivial programs answer: the harness's report (Python), node's print.
+ANSWERS = {Runtime.python: '{"status": "ok", "value": 42}\n', Runtime.node: "42\n"}
 
 
 class Prints(SandboxBackend):
