@@ -677,3 +677,111 @@ def test_training_scores_through_a_ray_instance_of_its_own_and_a_sigterm_still_s
     steps = [row for row in history if "rewards/code_reward/mean" in row]
     assert len(steps) == 2 and all(row["sandbox/ray_programs"] > 0 for row in steps)
     assert "Ray actors on" in (tmp_path / "train.log").read_text()  # the limits table names where programs run
+
+
+def _other_rank(environment: dict[str, str], tmp_path) -> tuple[subprocess.Popen, str, object]:
+    """RANK in a process of its own, once it has opened the pool: (the process, the pool's name, its GO file)."""
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    address = ray.get_runtime_context().gcs_address
+    other = subprocess.Popen(
+        [sys.executable, "-c", RANK, address, str(ready), str(go)], env=environment, stderr=subprocess.PIPE, text=True
+    )
+    until = time.monotonic() + 120
+    while not ready.exists() and other.poll() is None and time.monotonic() < until:
+        time.sleep(0.2)
+    assert ready.exists(), other.communicate()[1][-3000:] if other.poll() is not None else "the rank never opened"
+    return other, ready.read_text(), go
+
+
+@pytest.mark.slow
+def test_two_live_processes_of_one_holder_name_never_end_the_pool_under_each_other(cluster, tmp_path, monkeypatch):
+    """Red team: two jobs whose automatic names agree (single-node launches on two machines of one host name:
+    containers) share a pool, as docs/scaling.md says; they were also one holder, "<job>/0", so the first to leave
+    killed the actors under the other, whose next batch came back as sandbox errors after 141 s. A holder is its
+    Ray job's too now: the other's batches run, and its own leaving closes the pool."""
+    environment = _job_environment(monkeypatch, tmp_path, rank=0)  # this process's, in the other job too
+    other, pool, go = _other_rank(environment, tmp_path)
+    sandbox = _ray()
+    assert sandbox.job.pool == pool
+
+    async def scenario():
+        async with sandbox:
+            go.touch()
+            await asyncio.to_thread(other.wait, 30)
+            await asyncio.sleep(1.0)
+            return await asyncio.wait_for(sandbox.run_many(_sleepers(4, 0.1)), 60)
+
+    try:
+        results = run(scenario())
+    finally:
+        other.kill()
+    assert [r.stdout.strip() for r in results] == ["0", "1", "2", "3"], [r.error for r in results]
+    assert "sandbox/ray_retried" not in sandbox.stats()
+    assert _gone(pool, 10)
+
+
+@pytest.mark.slow
+def test_a_shared_pool_whose_actors_all_die_after_their_maker_left_is_replaced_at_once(cluster, tmp_path, monkeypatch):
+    """Red team: rank 1 made the pool and left; both actors then died (their node lost). A replacement's start was
+    handed its siblings' handles, and a dead actor's handle whose maker has gone cannot be read on a node: the
+    start failed, and every chunk sent to the replacement waited its deadline (4 programs of 0.1 s: 141 s) for None.
+    The siblings go by name now: the batch is back in seconds, none of it a wrong verdict, and the next is whole."""
+    other, pool, go = _other_rank(_job_environment(monkeypatch, tmp_path, rank=1), tmp_path)
+    sandbox = _ray()
+
+    async def scenario():
+        async with sandbox:
+            go.touch()
+            await asyncio.to_thread(other.wait, 30)
+            for actor in sandbox._actors:
+                ray.kill(actor, no_restart=True)
+            await asyncio.sleep(1.0)
+            started = time.monotonic()
+            first = await sandbox.run_many(_sleepers(4, 0.1))
+            took = time.monotonic() - started
+            return first, took, await sandbox.run_many(_sleepers(4, 0.1))
+
+    try:
+        first, took, second = run(scenario())
+    finally:
+        other.kill()
+    assert all(r.stdout.strip() == str(n) or r.outcome is Outcome.SANDBOX_ERROR for n, r in enumerate(first))
+    assert took < 30, took
+    assert [r.stdout.strip() for r in second] == ["0", "1", "2", "3"], [r.error for r in second]
+    assert "sandbox/ray_replace_failed" not in sandbox.stats()
+    assert _gone(pool, 10)
+
+
+# A rank that makes the pool's actors and dies before its start reaches them (killed as the pool was being made).
+MAKES_ONLY = """
+import os, sys
+import ray
+from codegrpo.config.schema import RaySandboxConfig
+from codegrpo.sandbox.ray_cluster import RaySandbox
+
+sandbox = RaySandbox(RaySandboxConfig(address=sys.argv[1], actors=2, max_concurrency=2))
+sandbox._connect()
+ray.get([sandbox._new_actor(index).__ray_ready__.remote() for index in range(2)])
+print(sandbox.job.pool, flush=True)
+os._exit(0)
+"""
+
+
+@pytest.mark.slow
+def test_actors_whose_maker_died_before_starting_them_end_and_free_the_pool(cluster, tmp_path, monkeypatch):
+    """Red team: a detached actor was watched only from its first start, so a rank killed between making the
+    actors and its start's arrival (a worker's start: a second or more) left them on the cluster for good, and a
+    resume into the same run dir with another sandbox setting was refused forever ("in use" by no one). They end
+    themselves now, RAY_SLACK_S after they were made with no holder, and the resume gets a pool of its settings."""
+    environment = _job_environment(monkeypatch, tmp_path, rank=0)
+    address = ray.get_runtime_context().gcs_address
+    made = subprocess.run(
+        [sys.executable, "-c", MAKES_ONLY, address], env=environment, capture_output=True, text=True, timeout=120
+    )
+    pool = made.stdout.strip()
+    assert made.returncode == 0 and len(_pools(pool)) == 2, made.stderr[-3000:]
+    assert _gone(pool, ray_cluster.RAY_SLACK_S + ray_cluster.WATCH_S + 15)
+    with _ray(timeout_s=5.0) as resumed:
+        assert resumed.job.pool == pool
+        assert [r.stdout.strip() for r in run(resumed.run_many(_sleepers(2, 0.1)))] == ["0", "1"]
+    assert _gone(pool, 10)

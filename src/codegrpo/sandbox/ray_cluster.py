@@ -86,27 +86,37 @@ def _actor_class() -> Any:
             self.holders: dict[str, str] = {}
             self.closing = False  # its last holder has left or gone: it takes no new one
             self.watching: asyncio.Future[None] | None = None
+            self.made = time.monotonic()
+            # Watched from the start (red team): a rank killed between making this actor and its start's arrival (a
+            # worker's start: a second or more) never held it, and a detached actor nobody holds outlived everyone.
+            with contextlib.suppress(RuntimeError):  # no running loop here: the first start watches it
+                self.watching = asyncio.get_running_loop().create_task(self._watch())
             # run_each's calls: by report number, each run reported and waiting for the caller's answer
             self.answers: dict[str, dict[int, concurrent.futures.Future[bool]]] = {}
 
-        async def start(self, holder: str, job: str, pool: dict[str, Any], siblings: list[Any]) -> tuple[str, str, Any]:
+        async def start(self, holder: str, job: str, pool: dict[str, Any], siblings: list[str]) -> tuple[str, str, Any]:
             """Take ``holder`` (of Ray job ``job``) and open the sandbox once, however many ask: ("started", this
             node's name, this process's pid); ("closing", "", None) where it is going (ask its successor);
             ("differs", a setting, this pool's value) where ``pool``, the asker's settings, differ from this
-            pool's and a live holder uses it. A replacement takes its ``siblings``' holders: a rank that has not
-            met it yet still holds the pool, and no other rank's leaving may kill it under that rank."""
+            pool's and a live holder uses it. A replacement takes the holders of its ``siblings`` (the pool's other
+            actors, by name): a rank that has not met it yet still holds the pool, and no other rank's leaving may
+            kill it under that rank."""
             self._prune()
             differing = [name for name in self.pool if self.pool[name] != pool.get(name)]
-            if differing and not self.holders and self.opening is not None:  # held by a job gone (a crash):
+            if differing and self._abandoned():  # held by a job gone (a crash), or by none ever (its maker died):
                 await self._end()  # its successor, with this job's settings
             if self.closing:
                 return "closing", "", None
             if differing:
                 return "differs", differing[0], self.pool[differing[0]]
             self.holders[holder] = job
-            asked = [
-                asyncio.wait_for(asyncio.wrap_future(other.held.remote().future()), CONNECT_S) for other in siblings
-            ]
+            # By name, not by handle (red team): a handle of a dead actor whose maker has gone could not be read here,
+            # so the replacement's start failed, and each chunk sent to it waited its deadline.
+            asked: list[Any] = []
+            for name in siblings:
+                with contextlib.suppress(Exception):  # ValueError: no actor of that name now
+                    other = ray.get_actor(name, namespace=NAMESPACE)
+                    asked.append(asyncio.wait_for(asyncio.wrap_future(other.held.remote().future()), CONNECT_S))
             for held in await asyncio.gather(*asked, return_exceptions=True):
                 if isinstance(held, dict):  # a dead or hung sibling holds nobody this actor must know
                     self.holders |= held
@@ -132,6 +142,11 @@ def _actor_class() -> Any:
                 await self._end()
             return len(self.holders)
 
+        def _abandoned(self) -> bool:
+            """No live holder: those it had have gone, or none came in RAY_SLACK_S since it was made (its maker
+            died before its start arrived; a maker's start arrives within a moment of the actor's)."""
+            return not self.holders and (self.opening is not None or time.monotonic() - self.made > RAY_SLACK_S)
+
         def _prune(self) -> None:
             """Forget the holders whose process is gone (a rank that crashed, or was killed, without leaving)."""
             if self.holders:
@@ -144,7 +159,7 @@ def _actor_class() -> Any:
             while not self.closing:
                 await asyncio.sleep(WATCH_S)
                 self._prune()
-                if not self.holders and not self.closing:
+                if self._abandoned() and not self.closing:
                     await self._end()
 
         async def _end(self) -> None:
@@ -493,8 +508,16 @@ class RaySandbox(SandboxBackend):
     def _starting(self, actor: Any, index: int) -> Any:
         """``actor``'s start as this job's rank: a Ray future. A replacement takes the pool's holders from the
         other actors."""
-        siblings = [other for other in self._actors if other is not actor] if self._nodes else []
-        return actor.start.remote(self.job.holder, _ray_job(), self._pool_settings(), siblings).future()
+        siblings = []  # by name: the pool's other actors, whichever now has each name
+        if self._nodes and self.job.pool is not None:
+            siblings = [f"{self.job.pool}-{other}" for other in range(len(self._shares)) if other != index]
+        return actor.start.remote(self._holder(), _ray_job(), self._pool_settings(), siblings).future()
+
+    def _holder(self) -> str:
+        """This rank as a holder: its job's (job, rank) and its Ray job. Two live processes never share one (red
+        team): two jobs of one automatic name (one host name), or pids alike in containers, had one holder, and
+        the first to leave killed the actors under the other."""
+        return f"{self.job.holder}@{_ray_job()}"
 
     async def _start(self, index: int) -> tuple[str, int]:
         """Start actor ``index`` (found or made); where the one found is closing, its successor."""
@@ -572,7 +595,7 @@ class RaySandbox(SandboxBackend):
 
     def _restarted(self, index: int, actor: Any, started: concurrent.futures.Future) -> None:
         """Where a replacement runs, once it has started (called on Ray's thread)."""
-        if self._actors[index] is not actor:
+        if index >= len(self._actors) or self._actors[index] is not actor:  # replaced again, or closed
             return
         try:
             state, node, pid = started.result()
@@ -702,7 +725,7 @@ class RaySandbox(SandboxBackend):
         import ray
 
         try:
-            holding = await asyncio.wait_for(asyncio.wrap_future(actor.leave.remote(self.job.holder).future()), START_S)
+            holding = await asyncio.wait_for(asyncio.wrap_future(actor.leave.remote(self._holder()).future()), START_S)
         except TimeoutError:
             return True
         except ray.exceptions.RayError:  # dead already
