@@ -41,8 +41,10 @@ SEED = load_problems(str(PROJECT_ROOT / "problems" / "seed.jsonl"))
 def cluster():
     """One Ray instance for the module: each RaySandbox uses it and leaves it running."""
     kept = signal.getsignal(signal.SIGTERM)  # ray.init's own (sys.exit) would outlive the module in this process
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=256 << 20)
-    signal.signal(signal.SIGTERM, kept)
+    try:  # even where ray.init fails after setting it (a Ray instance already running here: a later test's
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=256 << 20)
+    finally:  # SIGTERM then exited 15, not the preemption's 75)
+        signal.signal(signal.SIGTERM, kept)
     yield
     ray.shutdown()
 
