@@ -86,7 +86,7 @@ def test_nothing_in_benchmarks_imports_from_tests():
 # their own tests above. SCRATCH stands for the test's tmp_path.
 SCRATCH = object()
 SMALLEST: dict[str, tuple[str, tuple]] = {
-    "local": ("bench_local", ([1],)),
+    "local": ("bench_local", ([1], 40)),
     "io": ("bench_io", ([1],)),
     "superserve": ("bench_superserve", (1,)),
     "train": ("bench_train", (1, 1, SCRATCH)),

