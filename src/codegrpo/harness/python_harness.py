@@ -602,9 +602,7 @@ def _leave_root():
             os.setresgid(NOBODY, NOBODY, NOBODY)
             os.setresuid(NOBODY, NOBODY, NOBODY)
             changed = True
-        except (
-            OSError
-        ):  # a root without CAP_SETUID: a user namespace's has none to drop; the machine's is refused below
+        except OSError:  # no CAP_SETUID: a user namespace's root has none; the machine's is refused below
             pass
     # _LINUX_CAPABILITY_VERSION_3, every set empty; then no new privileges from an exec
     if libc.capset(struct.pack("Ii", 0x20080522, 0), bytes(24)) != 0 or libc.prctl(38, 1, 0, 0, 0) != 0:
