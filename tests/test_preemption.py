@@ -200,6 +200,26 @@ def test_a_signal_during_scoring_leaves_no_process_cgroup_or_temp_dir(compose_cf
         assert stopped.value.code == 128 + signal.SIGUSR1 and seen == [] and checkpoints.newest(run_dir) is None
 
 
+def test_a_handler_before_the_run_that_exits_does_not_change_the_preemption_status():
+    """ray.init() in the user's script (or an earlier test) leaves SIGTERM -> sys.exit(15); submitit's requeue
+    exits -1. Either is called after the checkpoint, and the run still exits 75 (CI read 15 once)."""
+    called = []
+
+    def exits(signum, frame):
+        called.append(signum)
+        sys.exit(signum)
+
+    previous = signal.signal(signal.SIGTERM, exits)
+    try:
+        with Guard(parse_signals(["SIGTERM"])) as guard:
+            guard.graceful = True
+            os.kill(os.getpid(), signal.SIGTERM)
+            guard.chain()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert guard.received is signal.SIGTERM and called == [signal.SIGTERM]
+
+
 def test_bad_signal_names_are_one_line_usage_errors(compose_cfg):
     with pytest.raises(UsageError) as error:
         train(compose_cfg(*TINY, "preemption.signals=[SIGTERM,SIGKILL]"))

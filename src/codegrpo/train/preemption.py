@@ -8,7 +8,8 @@ outside training (while the model loads, while it evaluates), stops at once with
 signal's number, still closing the sandbox on the way out; a third gets the signal's default action.
 
 A handler that was installed before the run (submitit's requeue handler for SIGUSR2) is called after
-the checkpoint is saved, so a SLURM job saves first and then requeues itself.
+the checkpoint is saved, so a SLURM job saves first and then requeues itself. Its own exit is not the
+run's: the status stays 75 (a script's ``ray.init()`` leaves a SIGTERM handler that exits 15).
 """
 
 from __future__ import annotations
@@ -105,7 +106,10 @@ class Guard:
             return
         handler = self.previous.get(self.received)
         if callable(handler) and handler is not signal.default_int_handler:
-            handler(int(self.received), None)
+            try:
+                handler(int(self.received), None)
+            except SystemExit as exit_:  # submitit's exits after requeueing; ray.init's is sys.exit(signum)
+                log.info("the handler before the run exited (%s); the run's own status is kept", exit_.code)
 
 
 def write_marker(run_dir: Path, signal_name: str, checkpoint: Path | None, step: int) -> Path:
