@@ -18,7 +18,7 @@ PROJECT_SPEC ?= -e '.[dev]'
 # The oldest-versions run's venv: every key dependency at the floor pyproject.toml declares (make test-oldest).
 OLDEST ?= .venv-oldest
 # What it tests: the config, training (slow tests included), the library (code_reward) and TRL's adapter.
-OLDEST_TESTS ?= tests/test_config.py tests/test_train.py tests/test_code_reward.py tests/test_trl_adapter.py
+OLDEST_TESTS ?= tests/config/test_schema.py tests/tasks/test_train.py tests/reward/test_code_reward.py tests/train/test_trl_adapter.py
 
 # A researcher's box: `pip install -e . transformers==$(TRANSFORMERS)` with nothing else pinned (make test-transformers);
 # 5.17 is the GPU image's, the last before the gradient_checkpointing rename.

@@ -436,12 +436,12 @@ COVERED: list[tuple[str, str, str]] = [
         r'model="Qwen/Qwen2.5-0.5B-Instruct"',
         "the guide's script as it is: a Hub model trained 50 steps (a GPU's); the "
         "test checks it is the guide's with one import changed, and runs the CPU version (the next block)",
-        "tests/test_code_reward.py::test_the_readme_script_is_the_guides_with_one_import_changed",
+        "tests/reward/test_code_reward.py::test_the_readme_script_is_the_guides_with_one_import_changed",
     ),
     (
         r"model=codegrpo\.offline_model\(\)",
         "run verbatim in an empty directory: the library on a laptop (slow)",
-        "tests/test_code_reward.py::test_the_readmes_laptop_script_trains_as_it_is_written",
+        "tests/reward/test_code_reward.py::test_the_readmes_laptop_script_trains_as_it_is_written",
     ),
 ]
 # Why a composed config cannot run here, read from the config itself: (what it needs, the test, if any, that
@@ -457,14 +457,14 @@ NEEDS = {
     ),
     "hub-model": (
         "a model from the Hugging Face Hub",
-        "tests/test_train.py::test_mission_example_starts_and_fails_clearly_without_the_hub",
+        "tests/tasks/test_train.py::test_mission_example_starts_and_fails_clearly_without_the_hub",
     ),
     "hub-data": (
         "a dataset from the Hugging Face Hub, or its files (data_files) that are not on this machine",
-        "tests/test_public_datasets.py",
+        "tests/data/test_public_datasets.py",
     ),
-    "push": ("an upload to the Hugging Face Hub", "tests/test_hub.py"),
-    "gpu": ("a GPU (trainer.use_cpu=false)", "tests/test_devices.py"),
+    "push": ("an upload to the Hugging Face Hub", "tests/models/test_hub.py"),
+    "gpu": ("a GPU (trainer.use_cpu=false)", "tests/train/test_devices.py"),
     "vllm": ("vLLM on a GPU (evaluation.backend=vllm)", "tests/evaluation/test_vllm_engine.py"),
     "superserve": ("a real Superserve key and network", "tests/sandbox/"),
     "ray-cluster": (

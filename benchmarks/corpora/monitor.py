@@ -1,4 +1,4 @@
-"""Completions the reward-hack monitor is judged on, shared by tests/test_monitor.py and ``bench --only hacks``:
+"""Completions the reward-hack monitor is judged on, shared by tests/reward/test_monitor.py and ``bench --only hacks``:
 competitive programming's honest idioms (never flagged) and the hacks beside them (issue 32), and each rule's
 hack with its names built at run time, so that only what the run did can flag it (issue 39 item 7)."""
 

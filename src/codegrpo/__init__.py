@@ -9,7 +9,7 @@ The reward as a library, for any TRL script::
     codegrpo.MemoryBackend(handler)             # a SandboxBackend that runs nothing, for your own tests
 
 Importing the package imports nothing heavy: each name loads on first use, and none of them imports torch,
-transformers or trl (tests/test_code_reward.py checks it).
+transformers or trl (tests/reward/test_code_reward.py checks it).
 """
 
 from __future__ import annotations

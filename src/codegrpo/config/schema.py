@@ -392,7 +392,7 @@ class RaySandboxConfig(LocalSandboxConfig):
 
 
 # The sandbox kinds, by the name of their conf/sandbox/ option (CodeReward(sandbox="local") takes the same names;
-# tests/test_config.py checks the folder against it).
+# tests/config/test_schema.py checks the folder against it).
 SANDBOX_KINDS: dict[str, type[SandboxConfig]] = {
     "local": LocalSandboxConfig,
     "superserve": SuperserveSandboxConfig,
@@ -432,7 +432,7 @@ class LoraSchema:
 class TrainerConfig:
     """The trainer group's typed view: the trl.GRPOConfig fields codegrpo itself reads, so they type-check
     statically. Its schema, ``trainer_schema()``, subclasses this with every GRPOConfig field and TRL's
-    defaults (these MISSING ones are always replaced; tests/test_config.py checks the types agree)."""
+    defaults (these MISSING ones are always replaced; tests/config/test_schema.py checks the types agree)."""
 
     max_completion_length: Optional[int] = MISSING
     reward_weights: Optional[list[float]] = MISSING

@@ -12,7 +12,7 @@
 
 Every method of TRL's or transformers' that is not public and that the trainer overrides is here, and in
 ``PRIVATE_OVERRIDES`` with the class it comes from and the parameters the override expects;
-tests/test_trl_adapter.py checks each against the installed TRL and transformers, whose versions
+tests/train/test_trl_adapter.py checks each against the installed TRL and transformers, whose versions
 pyproject.toml bounds for that reason. This module imports TRL (seconds, with torch): codegrpo.build
 imports it when it builds a trainer, and nothing imports it earlier.
 """
@@ -62,7 +62,7 @@ class Override(NamedTuple):
 
     owner: str  # the class whose method the override calls with super(): the first in GRPOTrainer's MRO with it
     parameters: tuple[str, ...]  # its parameters, as the override takes and passes them
-    relies_on: str  # what else the override assumes of it (tests/test_trl_adapter.py checks this too)
+    relies_on: str  # what else the override assumes of it (tests/train/test_trl_adapter.py checks this too)
 
 
 PRIVATE_OVERRIDES: dict[str, Override] = {

@@ -1,5 +1,5 @@
 """Per-test reports (Scorer.reports, codegrpo.reward.reports), on the public in-memory backend: each code
-answered with what CPython and the harness print for it (tests/test_scorer.py runs real programs)."""
+answered with what CPython and the harness print for it (tests/reward/test_scorer.py runs real programs)."""
 
 from __future__ import annotations
 
