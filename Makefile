@@ -20,6 +20,10 @@ OLDEST ?= .venv-oldest
 # What it tests: the config, training (slow tests included), the library (code_reward) and TRL's adapter.
 OLDEST_TESTS ?= tests/config/test_schema.py tests/tasks/test_train.py tests/reward/test_code_reward.py tests/train/test_trl_adapter.py
 
+# Test workers (pytest-xdist): two on a 2-core machine halve the suite, as most of its time is one busy
+# core (a torch thread, a sandboxed program) or waiting. WORKERS=0 runs in this process, WORKERS=auto a core each.
+WORKERS ?= 2
+
 # A researcher's box: `pip install -e . transformers==$(TRANSFORMERS)` with nothing else pinned (make test-transformers);
 # 5.17 is the GPU image's, the last before the gradient_checkpointing rename.
 TRANSFORMERS ?= 5.17.0
@@ -51,11 +55,11 @@ setup: $(VENV)/.installed ## create the virtualenv and install the project, torc
 train: setup ## set up, then train with the defaults (offline, CPU)
 	$(PY) train.py
 
-test: setup ## set up, then run the whole test suite (slow tests included)
-	$(PY) -m pytest
+test: setup ## set up, then run the whole test suite (slow tests included), in WORKERS processes
+	$(PY) -m pytest -n $(WORKERS)
 
 test-fast: setup ## the suite without the slow tests
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest -n $(WORKERS) -m "not slow"
 
 test-oldest: setup ## the config, train, library and adapter tests and a debug=fast run at every declared floor
 	$(PY) .ci/oldest_constraints.py > $(OLDEST).constraints.txt

@@ -41,6 +41,24 @@ def compose_cfg(tmp_path: Path):
     GlobalHydra.instance().clear()
 
 
+SIGNALS = ("SIGTERM", "SIGINT", "SIGUSR1", "SIGUSR2")
+
+
+@pytest.fixture(autouse=True)
+def signal_handlers_put_back():
+    """A test leaves the signal handlers as it found them: one that kept ray.init's SIGTERM -> sys.exit(15)
+    made a later preemption test exit 15, not 75, and only in CI's order."""
+    import signal
+
+    before = {name: signal.getsignal(getattr(signal, name)) for name in SIGNALS}
+    yield
+    after = {name: signal.getsignal(getattr(signal, name)) for name in SIGNALS}
+    changed = {name: handler for name, handler in after.items() if handler is not before[name]}
+    for name in changed:
+        signal.signal(getattr(signal, name), before[name])
+    assert not changed, f"the test left signal handlers set: {changed}"
+
+
 @pytest.fixture(scope="session")
 def local_sandbox():
     from tests.helpers.sandbox import make_sandbox

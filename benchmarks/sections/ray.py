@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import statistics
 import sys
 import time
@@ -45,10 +46,11 @@ def bench_ray() -> list[Row]:
     from ray.cluster_utils import Cluster
 
     problems, corpus = humaneval_corpus()
+    kept = signal.getsignal(signal.SIGTERM)  # Ray's node and ray.init set SIGTERM to exit: the caller's comes back
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {"sandbox": 1}})
-    cluster.add_node(num_cpus=1, resources={"sandbox": 1})
-    ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
     try:
+        cluster.add_node(num_cpus=1, resources={"sandbox": 1})
+        ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
         local = LocalSandbox(LocalSandboxConfig(max_concurrency=CONCURRENCY, timeout_s=BENCH_TIMEOUT_S))
         remote = RaySandbox(
             RaySandboxConfig(
@@ -76,6 +78,7 @@ def bench_ray() -> list[Row]:
     finally:
         ray.shutdown()
         cluster.shutdown()
+        signal.signal(signal.SIGTERM, kept)
 
 
 def run(args: argparse.Namespace) -> list[Row]:
