@@ -60,6 +60,14 @@ def signal_handlers_put_back():
 
 
 @pytest.fixture(scope="session")
+def tiny_model() -> list[str]:
+    """The overrides that train a tiny random model (tests/helpers/tiny_model.py) in place of the offline one."""
+    from tests.helpers.tiny_model import tiny_model_overrides
+
+    return tiny_model_overrides()
+
+
+@pytest.fixture(scope="session")
 def local_sandbox():
     from tests.helpers.sandbox import make_sandbox
 

@@ -8,10 +8,12 @@ matches no rule fails, so a new kind of command forces a decision here.
 * Every Hydra command (``python train.py``, ``codegrpo-train`` and the companion commands) is first composed as
   written with ``--cfg job``, in the fast part of the suite: a misspelt key, a stale option or a value the
   config refuses fails here.
-* Then it runs at a tiny scale (slow): one GRPO step of 2 completions of 16 tokens (on 2 problems, nothing
-  saved, no logger), evaluations of 1 problem and 16 tokens; the documented overrides stay, the tiny ones are
-  appended after them and win. Two commands whose tiny configs are one run but for numbers (a learning rate,
-  a sandbox limit: composing each as written checks them) or the problem file run once (``Runs``).
+* Then it runs at a tiny scale (slow): one GRPO step of 2 completions of 16 tokens of the tiny random model
+  (tests/helpers/tiny_model.py: the command's settings are under test, not the model; on 2 problems, nothing
+  saved, no logger), evaluations (of the tiny model too, or of a tiny run's checkpoint) of 1 problem and 16
+  tokens; the documented overrides stay, the tiny ones are appended after them and win. One run per program
+  and set of group choices (``Runs``): a command whose groups a run already had is only composed (which checks
+  its own values), and is that run.
 * It is only composed where the composed config needs what no test machine has (``NEEDS``: a Hub model or
   dataset, a GPU, a Superserve account, SLURM, a checkpoint of a long run), read from the composed config
   itself, not from the command's text.
@@ -43,6 +45,7 @@ import pytest
 import yaml
 
 from codegrpo.resources import PROJECT_ROOT
+from tests.helpers.tiny_model import tiny_model_overrides
 
 DOC_FILES = ["README.md", *sorted(str(p.relative_to(PROJECT_ROOT)) for p in (PROJECT_ROOT / "docs").glob("*.md"))]
 SHELL_LANGUAGES = {"bash", "sh", "shell", "console", "zsh", "shell-session"}
@@ -633,11 +636,13 @@ def tiny(command: Command, config: dict[str, Any], run_dir: Path) -> list[str]:
         # Under rollout=feedback the episode's budget follows the turn's cap (trainer.generation_kwargs).
         length = "trainer.generation_kwargs={max_new_tokens:16}" if feedback else "trainer.max_completion_length=16"
         logger = [] if any(o.startswith("logger=") for o in given) else ["logger=none"]
-        return [*TINY_TRAIN, length, *logger, f"hydra.run.dir={run_dir}"]
+        return [*TINY_TRAIN, length, *logger, *tiny_model_overrides(), f"hydra.run.dir={run_dir}"]
     if command.program == "codegrpo-evaluate":
-        return [*TINY_EVALUATE, f"hydra.run.dir={run_dir}"]
+        # A checkpoint (a tiny run's) or two eval files are what it evaluates; else the model group's model.
+        model = [] if any(o.startswith(("checkpoint=", "compare=")) for o in given) else tiny_model_overrides()
+        return [*TINY_EVALUATE, *model, f"hydra.run.dir={run_dir}"]
     if command.program == "codegrpo-pass-rates":
-        return [*TINY_PASS_RATES, f"hydra.run.dir={run_dir}"]
+        return [*TINY_PASS_RATES, *tiny_model_overrides(), f"hydra.run.dir={run_dir}"]
     return []  # score, validate, limits: cheap as they are
 
 
@@ -648,33 +653,18 @@ class Done:
     config: dict[str, Any]  # the tiny run's composed config
 
 
-def _flat(config: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(config, dict):
-        return {k: v for key, value in config.items() for k, v in _flat(value, f"{prefix}{key}.").items()}
-    return {prefix.rstrip("."): config}
-
-
-def _numbers(value: Any) -> bool:
-    if isinstance(value, list):
-        return all(_numbers(v) for v in value)
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-# Settings two runs may differ in and still be one run: which problem file (the files are this test's copies).
-SAME_PATH = {"problems.path"}
-
-
 class Runs:
-    """The tiny runs of the session. A command whose tiny config (resolved) is another's run's (the defaults
-    and debug=fast), or differs from it only in numbers (a learning rate, a sandbox limit, a sample count) or
-    in SAME_PATH, is that run: the suite runs each code path once, within its time budget. A repeat (rerun=)
-    is compared with repeats only."""
+    """The tiny runs of the session: one run per program and distinct set of group choices (model=, problems=,
+    reward=, sandbox=, trainer=, rollout=, sampler=, peft=, experiment=, debug=, ...). A command whose choices a
+    run already had is that run: its own values (a learning rate, evaluation.after, a reward function) were
+    checked when it composed as written, and the suite runs each code path once, within its time budget. A
+    repeat (rerun=) is compared with repeats only; a run another command reads (documented_run) is its own."""
 
     def __init__(self, root: Path):
-        self.root, self.done, self.runs = root, {}, []
+        self.root, self.done, self.runs, self.own = root, {}, [], set()
 
-    def run(self, snippet: Snippet) -> Done:
-        if snippet.id in self.done:
+    def run(self, snippet: Snippet, own: bool = False) -> Done:
+        if snippet.id in self.done and (not own or snippet.id in self.own):
             return self.done[snippet.id]
         ws = Workspace(self.root / re.sub(r"\W", "_", snippet.id), self)
         plan, command, configs = classify(snippet, ws)
@@ -682,32 +672,28 @@ class Runs:
         run_dir = ws.root / "run"
         argv = [*program_argv(command.program), *command.args, *tiny(command, configs[0], run_dir)]
         env = {**command.env, **ws.env}
-        composed = launch([*argv, "--cfg", "job", "--resolve"], ws.root, env, timeout=120)
+        composed = launch([*argv, "--cfg", "all", "--resolve"], ws.root, env, timeout=120)
         assert composed.returncode == 0, composed.stderr[-3000:]
         config = yaml.safe_load(composed.stdout)
-        kind = (command.program, any(a.startswith("rerun=") for a in argv))
-        flat = {k: v for k, v in _flat(config).items() if k != "run_dir"}
-        for other_kind, other, done in self.runs:
-            if (
-                other_kind == kind
-                and other.keys() == flat.keys()
-                and all(
-                    other[k] == flat[k] or (_numbers(other[k]) and _numbers(flat[k])) or k in SAME_PATH for k in flat
-                )
-            ):
-                self.done[snippet.id] = done  # the same run as another documented command's, but for numbers
-                return done
+        choices = {k: v for k, v in config.pop("hydra")["runtime"]["choices"].items() if not k.startswith("hydra/")}
+        kind = (command.program, any(a.startswith("rerun=") for a in argv), tuple(sorted(choices.items())))
+        if not own:
+            for other_kind, done in self.runs:
+                if other_kind == kind:
+                    self.done[snippet.id] = done  # another documented command's run, with the same groups
+                    return done
         process = launch(argv, ws.root, env)
         assert process.returncode == 0, f"{snippet.id}: {' '.join(argv[1:])}\n{process.stderr[-4000:]}"
         self.done[snippet.id] = Done(process, run_dir, config)
-        self.runs.append((kind, flat, self.done[snippet.id]))
+        self.own.add(snippet.id)
+        self.runs.append((kind, self.done[snippet.id]))
         return self.done[snippet.id]
 
     def documented_run(self, prefix: str) -> Path:
         """The run dir of the documented command that starts with ``prefix`` (run once, at a tiny scale)."""
         found = [s for s in SNIPPETS if s.kind == "shell" and s.text.startswith(prefix)]
         assert found, f"no documented command starts with `{prefix}`: the docs changed, update this test"
-        return self.run(found[0]).run_dir
+        return self.run(found[0], own=True).run_dir
 
 
 @pytest.fixture(scope="session")

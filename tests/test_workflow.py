@@ -46,13 +46,13 @@ def test_pass_at_k_is_the_unbiased_estimator():
 
 
 @pytest.mark.slow
-def test_same_seed_same_first_step_reproducibility_record_and_resume_auto(tmp_path):
+def test_same_seed_same_first_step_reproducibility_record_and_resume_auto(tmp_path, tiny_model):
     """Two fresh runs of one step agree; then the first resumes from its checkpoint to step 2, continuing
     its W&B run (one test, so the first run serves both and the suite launches one model fewer)."""
     runs = [tmp_path / "a", tmp_path / "b"]
     saving = ["trainer.save_strategy=steps", "trainer.save_steps=1"]
     for run_dir, logger in zip(runs, ("logger=wandb", "logger=none"), strict=True):
-        done = launch("train.py", f"hydra.run.dir={run_dir}", logger, *TINY, *saving)
+        done = launch("train.py", f"hydra.run.dir={run_dir}", logger, *TINY, *tiny_model, *saving)
         assert done.returncode == 0, done.stderr[-3000:]
     a, b = (first_step(r) for r in runs)
     for key in ("rewards/code_reward/mean", "completions/mean_length", "entropy", "num_tokens"):
@@ -72,7 +72,14 @@ def test_same_seed_same_first_step_reproducibility_record_and_resume_auto(tmp_pa
     assert not (run_dir / "README.md").exists()  # TRL's boilerplate card ("a fine-tuned version of [None]")
     run_id = (run_dir / "wandb_run_id.txt").read_text()
     second = launch(
-        "train.py", f"hydra.run.dir={run_dir}", "logger=wandb", *TINY[1:], *saving, "trainer.max_steps=2", "resume=auto"
+        "train.py",
+        f"hydra.run.dir={run_dir}",
+        "logger=wandb",
+        *TINY[1:],
+        *tiny_model,
+        *saving,
+        "trainer.max_steps=2",
+        "resume=auto",
     )
     assert second.returncode == 0, second.stderr[-3000:]
     assert "missing keys" not in second.stderr  # SmolLM2's lm_head is its embeddings, saved once: not missing
@@ -124,7 +131,7 @@ def test_evaluate_command_writes_pass_at_k(tmp_path):
 
 
 @pytest.mark.slow
-def test_two_process_cpu_launch_shares_one_run_dir(tmp_path):
+def test_two_process_cpu_launch_shares_one_run_dir(tmp_path, tiny_model):
     run_dir = tmp_path / "ddp"
     done = launch(
         "-m",
@@ -133,6 +140,7 @@ def test_two_process_cpu_launch_shares_one_run_dir(tmp_path):
         "accelerate/cpu2.yaml",
         "train.py",
         *TINY,
+        *tiny_model,
         "logger=wandb",
         env={"CODEGRPO_RUN_DIR": str(run_dir)},
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import struct
+import time
 from pathlib import Path
 
 BLOCK = 32 * 1024
@@ -36,14 +37,27 @@ def _records(data: bytes):
             break
 
 
-def history(run_file: Path) -> list[dict]:
-    """Every history row logged to the run, as {key: value}."""
+def _parsed(run_file: Path, wait_s: float = 30.0) -> list:
+    """The run file's records, once its exit record is written: wandb's finish() can return before its
+    service has written the rows (a 4-step run read 0 rows at once and 4 a moment later)."""
     from wandb.proto import wandb_internal_pb2
 
+    deadline = time.monotonic() + wait_s
+    while True:
+        records = []
+        for raw in _records(run_file.read_bytes()):
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(raw)
+            records.append(record)
+        if any(r.WhichOneof("record_type") == "exit" for r in records) or time.monotonic() > deadline:
+            return records
+        time.sleep(0.1)
+
+
+def history(run_file: Path) -> list[dict]:
+    """Every history row logged to the run, as {key: value}."""
     rows = []
-    for raw in _records(run_file.read_bytes()):
-        record = wandb_internal_pb2.Record()
-        record.ParseFromString(raw)
+    for record in _parsed(run_file):
         if record.WhichOneof("record_type") == "history":
             rows.append({i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in record.history.item})
     return rows
@@ -51,12 +65,8 @@ def history(run_file: Path) -> list[dict]:
 
 def config(run_file: Path) -> dict:
     """The run's config as logged (the last config record wins per key)."""
-    from wandb.proto import wandb_internal_pb2
-
     values: dict = {}
-    for raw in _records(run_file.read_bytes()):
-        record = wandb_internal_pb2.Record()
-        record.ParseFromString(raw)
+    for record in _parsed(run_file):
         kind = record.WhichOneof("record_type")
         # The config given to wandb.init travels in the run record; later updates in config records.
         updates = record.run.config.update if kind == "run" else record.config.update if kind == "config" else []
@@ -67,11 +77,7 @@ def config(run_file: Path) -> dict:
 
 def run_record(run_file: Path) -> dict:
     """The run's identity as logged: project, entity, group, job_type, display name and tags."""
-    from wandb.proto import wandb_internal_pb2
-
-    for raw in _records(run_file.read_bytes()):
-        record = wandb_internal_pb2.Record()
-        record.ParseFromString(raw)
+    for record in _parsed(run_file):
         if record.WhichOneof("record_type") == "run":
             run = record.run
             return {
@@ -87,12 +93,8 @@ def run_record(run_file: Path) -> dict:
 
 def artifacts(run_file: Path) -> list[dict]:
     """Every artifact the run logged: name, type, aliases and the paths in its manifest."""
-    from wandb.proto import wandb_internal_pb2
-
     found = []
-    for raw in _records(run_file.read_bytes()):
-        record = wandb_internal_pb2.Record()
-        record.ParseFromString(raw)
+    for record in _parsed(run_file):
         if record.WhichOneof("record_type") == "artifact":
             artifact = record.artifact
             found.append(

@@ -205,13 +205,15 @@ def test_train_end_to_end_offline(tmp_path, compose_cfg):
 
 
 @pytest.mark.slow
-def test_train_with_feedback_end_to_end_offline(tmp_path):
+def test_train_with_feedback_end_to_end_offline(tmp_path, tiny_model):
     """train.py rollout=feedback on a set with public tests, evaluated before and after alike: the feedback
     metrics reach the console line, log_history.json and the offline W&B run; the completions table has each
-    turn's code, public verdict and feedback; the evaluations have first-turn and last-turn pass@1."""
+    turn's code, public verdict and feedback; the evaluations have first-turn and last-turn pass@1. The tiny
+    model: its episodes fail, so every one gets feedback."""
     run_dir = tmp_path / "run"
     done = _train(
         run_dir,
+        *tiny_model,
         "problems=feedback",
         "rollout=feedback",
         "trainer.max_steps=2",
@@ -334,12 +336,12 @@ def test_a_rerun_of_a_dir_that_is_no_run_or_into_itself_is_one_line(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_rerun_repeats_a_finished_run_exactly_and_only_reads_the_source(tmp_path):
+def test_a_rerun_repeats_a_finished_run_exactly_and_only_reads_the_source(tmp_path, tiny_model):
     """Identical metrics and completions on the CPU (but for timings), into a new dir; the source untouched."""
     import pandas as pd
 
     first, again = tmp_path / "first", tmp_path / "again"
-    done = _train(first, *FAST, "logger=none", "save_model=false")
+    done = _train(first, *FAST, *tiny_model, "logger=none", "save_model=false")
     assert done.returncode == 0, done.stderr[-3000:]
     before = {p: p.read_bytes() for p in first.rglob("*") if p.is_file()}
     done = _train(again, f"rerun={first}", "logger=none")

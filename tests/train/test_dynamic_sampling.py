@@ -177,13 +177,14 @@ def test_a_process_batch_of_partial_groups_is_refused_before_the_model_loads():
 
 
 @pytest.mark.slow
-def test_a_grpo_step_with_dynamic_sampling_trains_on_the_refilled_batch(tmp_path):
-    """Real TRL, the offline model, the sandbox: two steps on the trivial set with 2 prompts x 4 a generation,
+def test_a_grpo_step_with_dynamic_sampling_trains_on_the_refilled_batch(tmp_path, tiny_model):
+    """Real TRL, the tiny model, the sandbox: two steps on the trivial set with 2 prompts x 4 a generation,
     each batch refilled by dynamic sampling (as many rounds as it takes, at most 3)."""
     run_dir = tmp_path / "run"
     command = [
         sys.executable,
         "train.py",
+        *tiny_model,
         "sampler.dynamic=true",
         "sampler.max_rounds=3",
         "trainer.max_steps=2",
@@ -209,7 +210,7 @@ def test_a_grpo_step_with_dynamic_sampling_trains_on_the_refilled_batch(tmp_path
 
 
 @pytest.mark.slow
-def test_two_processes_take_their_rounds_in_lockstep(tmp_path):
+def test_two_processes_take_their_rounds_in_lockstep(tmp_path, tiny_model):
     """accelerate's 2-process CPU launch, a group on each process: each keeps its own groups, and both generate
     another round while either is short (a process that stopped alone would leave the other's gather hanging)."""
     run_dir = tmp_path / "ddp"
@@ -220,6 +221,7 @@ def test_two_processes_take_their_rounds_in_lockstep(tmp_path):
         "--config_file",
         "accelerate/cpu2.yaml",
         "train.py",
+        *tiny_model,
         "sampler.dynamic=true",
         "sampler.max_rounds=3",
         "trainer.max_steps=2",

@@ -226,10 +226,11 @@ def test_a_hub_dataset_out_of_reach_names_the_local_copys_setting(compose_cfg):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", RECIPES)
-def test_each_twin_trains_a_step_end_to_end(name, tmp_path, compose_cfg):
+def test_each_twin_trains_a_step_end_to_end(name, tmp_path, compose_cfg, tiny_model):
     """The twin as documented, one optimizer step on one prompt's group (its generation of several groups, and
-    more than two rounds of dynamic sampling, would only take longer): the local set in LiveCodeBench's schema
-    loads through its window, the sandbox scores every completion, and the step logs its reward."""
+    more than two rounds of dynamic sampling, would only take longer) of the tiny model (the twin's settings are
+    under test, not the model): the local set in LiveCodeBench's schema loads through its window, the sandbox
+    scores every completion, and the step logs its reward."""
     twin = compose_cfg(f"experiment={name}_cpu").trainer
     one_group = twin.num_generations // twin.per_device_train_batch_size
     run_dir = tmp_path / "run"
@@ -242,6 +243,7 @@ def test_each_twin_trains_a_step_end_to_end(name, tmp_path, compose_cfg):
             f"trainer.steps_per_generation={one_group}",
             f"trainer.gradient_accumulation_steps={min(one_group, twin.gradient_accumulation_steps)}",
             "sampler.max_rounds=2",  # dapo_cpu's dynamic sampling: a refill, not ten
+            *tiny_model,
             "logger=none",
             "save_model=false",
             f"hydra.run.dir={run_dir}",

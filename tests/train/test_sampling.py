@@ -168,12 +168,14 @@ TINY = [
 
 
 @pytest.mark.slow
-def test_training_with_the_difficulty_sampler_logs_sampler_metrics_and_resumes_exactly(compose_cfg, tmp_path):
+def test_training_with_the_difficulty_sampler_logs_sampler_metrics_and_resumes_exactly(
+    compose_cfg, tmp_path, tiny_model
+):
     from codegrpo.tasks.train import finalize, fit, prepare
     from codegrpo.train.preemption import Guard
 
     def train_run(name: str, *overrides: str):
-        cfg = dataclasses.replace(compose_cfg(*TINY, *overrides), run_dir=str(tmp_path / name))
+        cfg = dataclasses.replace(compose_cfg(*TINY, *tiny_model, *overrides), run_dir=str(tmp_path / name))
         with Guard([]) as guard, ExitStack() as stack:
             prepared = prepare(cfg, stack, guard)
             finalize(prepared, fit(prepared))  # writes log_history.json
@@ -217,12 +219,13 @@ def test_pass_rate_bounds_the_wrong_way_round_are_one_line_at_compose_time(compo
 
 
 @pytest.mark.slow
-def test_pass_rates_of_the_offline_model_filter_resume_and_refuse_another_problem_set(compose_cfg, tmp_path, capsys):
+def test_pass_rates_filter_resume_and_refuse_another_problem_set(compose_cfg, tmp_path, capsys, tiny_model):
     from codegrpo.data.files import load_problems
     from codegrpo.data.sets import load_problem_set
     from codegrpo.tasks.pass_rates import pass_rates
 
     small = [
+        *tiny_model,
         "problems.limit=4",
         "evaluation.num_samples=3",
         "evaluation.max_new_tokens=48",
