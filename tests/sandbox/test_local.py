@@ -24,7 +24,7 @@ import pytest
 
 from codegrpo.config.schema import LocalSandboxConfig
 from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxFatalError, format_limits
-from codegrpo.sandbox.cgroups import LEAF, PREFIX, CgroupLimits, Hierarchy, find_hierarchies
+from codegrpo.sandbox.cgroups import PREFIX, find_hierarchies
 from tests.helpers.run_if import run_if
 from tests.helpers.sandbox import (
     PYTHON,
@@ -691,71 +691,6 @@ def test_enforcement_and_aclose_removes_the_cgroups():
 
 def test_fallback_runs_normal_programs(fallback):
     assert run_source(fallback, "import json; print(json.dumps([1, 2]))").stdout == "[1, 2]\n"
-
-
-# -- cgroup discovery and setup, on descriptions of other machines ----------------------------------------
-
-V1_MOUNTS = """\
-35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
-39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids
-41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
-"""
-
-
-def test_finds_v1_hierarchies_and_our_cgroup_in_them():
-    proc_cgroup = "8:pids:/\n4:memory:/jobs/trainer\n0::/\n"
-    found = find_hierarchies(proc_cgroup, V1_MOUNTS)
-    assert found == {
-        "memory": Hierarchy(1, Path("/sys/fs/cgroup/memory/jobs/trainer")),
-        "pids": Hierarchy(1, Path("/sys/fs/cgroup/pids")),
-        "unified": Hierarchy(2, Path("/sys/fs/cgroup/unified")),  # a hybrid host's v2 mount, without controllers
-    }
-    # A container's bind mount of a subtree: paths are relative to the mount's root.
-    bound = "35 31 0:32 /jobs /sys/fs/cgroup/memory ro - cgroup cgroup rw,memory\n"
-    assert find_hierarchies(proc_cgroup, bound)["memory"].own == Path("/sys/fs/cgroup/memory/trainer")
-    assert find_hierarchies("4:memory:/elsewhere\n", bound) == {}  # our cgroup is not under that mount
-
-
-def test_v2_says_what_is_not_delegated_and_how_to_grant_it(tmp_path):
-    own = tmp_path / "process_api" / "job"
-    own.mkdir(parents=True)
-    (own / "cgroup.controllers").write_text("cpu memory\n")  # the root has pids; our parent does not hand it down
-    mountinfo = f"30 25 0:26 / {tmp_path} rw - cgroup2 cgroup2 rw\n"
-    hierarchies = find_hierarchies("0::/process_api/job\n", mountinfo)
-    limits = CgroupLimits(256 << 20, 16, hierarchies)
-    assert limits.controllers == {"memory": 2}
-    why = limits.unavailable["pids"]
-    assert f"does not delegate pids to {own}" in why and f"echo +pids > {own.parent}/cgroup.subtree_control" in why
-    assert "systemd-run --scope -p Delegate=yes" in why and "--cgroupns=private" in why
-    limits.close()
-
-
-def test_v2_setup_writes_the_unified_files(tmp_path):
-    own = tmp_path / "user.slice" / "trainer"
-    own.mkdir(parents=True)
-    (own / "cgroup.controllers").write_text("cpu memory pids\n")
-    mountinfo = f"30 25 0:26 / {tmp_path} rw - cgroup2 cgroup2 rw\n"
-    (own / "cgroup.type").write_text("domain\n")
-    (own / "cgroup.procs").write_text(f"{os.getpid()}\n")  # the trainer lives in its own cgroup
-    hierarchies = find_hierarchies("0::/user.slice/trainer\n", mountinfo)
-    assert hierarchies == {"memory": Hierarchy(2, own), "pids": Hierarchy(2, own), "unified": Hierarchy(2, own)}
-
-    limits = CgroupLimits(256 << 20, 16, hierarchies)  # a plain directory stands in for cgroupfs here
-    assert limits.controllers == {"memory": 2, "pids": 2} and limits.unavailable == {}
-    (parent,) = own.glob(f"{PREFIX}{os.getpid()}-*")
-    # A cgroup with processes cannot hand controllers down: the trainer moved into a leaf beside ours.
-    assert (own / LEAF / "cgroup.procs").read_text() == str(os.getpid())
-    # v2 hands controllers down through subtree_control, ours and our parent's.
-    assert (own / "cgroup.subtree_control").read_text() == "+pids"  # the last of the two writes
-    assert (parent / "cgroup.subtree_control").exists()
-    # A later sandbox of this process finds its cgroup through the leaf, not a leaf of the leaf.
-    assert find_hierarchies("0::/user.slice/trainer/codegrpo-leaf\n", mountinfo)["memory"] == Hierarchy(2, own)
-    run = limits.new_run()
-    (directory,) = run.directories  # one directory: both controllers live in the one hierarchy
-    assert (directory / "memory.max").read_text() == str(256 << 20)
-    assert (directory / "pids.max").read_text() == "16"
-    (directory / "memory.events").write_text("low 0\nhigh 0\nmax 7\noom 2\noom_kill 1\n")
-    assert run.oom_kills() == 1
 
 
 def test_the_limits_table_says_what_enforces_each(sandbox, fallback):
