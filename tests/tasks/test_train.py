@@ -96,12 +96,13 @@ def _train(run_dir: Path, *overrides: str, env: dict[str, str] | None = None) ->
     return subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900, env=environment)
 
 
-def _check_timing(steps: list[dict], train_runtime: float, completions: int) -> None:
+def _check_timing(steps: list[dict], train_runtime: float, completions: int, saved_last: bool = False) -> None:
     """Where each step's time went (timing/*): generation, reward and update each took time; the phases booked
     never exceed the step (a second booked twice would: other_s, the remainder, cannot show it), and with
     other_s they are each step's wall time; the steps add up to the trainer's own train_runtime within 10%, the
     log's one step duration (TRL's step_time is dropped); tokens_per_s counts the model's tokens (TRL's
-    completion lengths)."""
+    completion lengths). ``saved_last``: a checkpoint follows the last step's row, in train_runtime and in no
+    step (docs/research-workflow.md); a save takes about what the one booked to the last step took."""
     for row in steps:
         booked = [row[f"timing/{part}_s"] for part in ("generation", "reward", "update", "save")]
         assert min(booked[:3]) > 0 and booked[3] >= 0 and row["timing/other_s"] >= 0, row
@@ -110,7 +111,9 @@ def _check_timing(steps: list[dict], train_runtime: float, completions: int) -> 
         assert "step_time" not in row
         generated = row["timing/tokens_per_s"] * row["timing/generation_s"]
         assert generated == pytest.approx(row["completions/mean_length"] * completions)
-    assert sum(row["timing/step_s"] for row in steps) == pytest.approx(train_runtime, rel=0.1)
+    unbooked = train_runtime - sum(row["timing/step_s"] for row in steps)
+    last_save = 3 * steps[-1]["timing/save_s"] if saved_last else 0.0  # a save's time varies on a busy machine
+    assert -0.1 * train_runtime <= unbooked <= 0.1 * train_runtime + last_save
 
 
 def test_train_in_process_runs_steps_and_saves_the_model(compose_cfg, tmp_path):
@@ -142,7 +145,7 @@ def test_train_in_process_runs_steps_and_saves_the_model(compose_cfg, tmp_path):
     assert (run_dir / "final_model" / "model.safetensors").is_file() and (run_dir / "config.yaml").is_file()
     steps = [row for row in json.loads((run_dir / "log_history.json").read_text()) if "reward" in row]
     assert len(steps) == 2 and all(row["status/infra"] == 0 and row["sandbox/runs"] >= 1 for row in steps)
-    _check_timing(steps, metrics["train_runtime"], completions=2)
+    _check_timing(steps, metrics["train_runtime"], completions=2, saved_last=True)
     assert steps[0]["timing/save_s"] == 0 < steps[1]["timing/save_s"]
 
 
