@@ -4,11 +4,9 @@ one refused, a missing checkpoint named, and the tokens generated per second rec
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 from codegrpo.evaluation.results import load_evaluation, save
-from codegrpo.resources import PROJECT_ROOT
+from tests.helpers.commands import command
 from tests.helpers.evaluations import evaluation_of
 
 
@@ -17,18 +15,8 @@ def test_evaluate_compares_two_eval_files_with_the_breakdown(tmp_path):
     save(evaluation_of(dict.fromkeys(ids, (1, 2, 5))), tmp_path / "a.json")
     save(evaluation_of({pid: (7, 1, 0) if i % 2 else (7, 0, 1) for i, pid in enumerate(ids)}), tmp_path / "b.json")
     out = tmp_path / "cmp"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "codegrpo.commands.evaluate",
-            f"hydra.run.dir={out}",
-            f"compare=[{tmp_path / 'a.json'},{tmp_path / 'b.json'}]",
-        ],
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    done = command(
+        "codegrpo.commands.evaluate", f"hydra.run.dir={out}", f"compare=[{tmp_path / 'a.json'},{tmp_path / 'b.json'}]"
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "change +0.750" in done.stdout
@@ -47,18 +35,8 @@ def test_evaluate_refuses_a_file_that_is_not_an_eval(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"change": 0.1}')
     save(evaluation_of({"p": (1, 1, 0)}), tmp_path / "a.json")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "codegrpo.commands.evaluate",
-            f"hydra.run.dir={tmp_path / 'o'}",
-            f"compare=[{tmp_path / 'a.json'},{bad}]",
-        ],
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    done = command(
+        "codegrpo.commands.evaluate", f"hydra.run.dir={tmp_path / 'o'}", f"compare=[{tmp_path / 'a.json'},{bad}]"
     )
     assert done.returncode == 2
     [line] = done.stderr.strip().splitlines()
@@ -94,18 +72,8 @@ def test_an_evaluation_records_the_tokens_it_generated_per_second(compose_cfg, l
 def test_a_missing_checkpoint_is_one_line_naming_it_and_leaves_no_dir(tmp_path):
     """It blamed the Hub for a mistyped local path, and left outputs/evals/<time> behind."""
     out = tmp_path / "o"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "codegrpo.commands.evaluate",
-            f"hydra.run.dir={out}",
-            f"checkpoint={tmp_path / 'no' / 'such' / 'dir'}",
-        ],
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    done = command(
+        "codegrpo.commands.evaluate", f"hydra.run.dir={out}", f"checkpoint={tmp_path / 'no' / 'such' / 'dir'}"
     )
     assert done.returncode == 2, done.stderr[-3000:]
     [line] = done.stderr.strip().splitlines()
