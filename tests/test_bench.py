@@ -12,6 +12,7 @@ import pytest
 from benchmarks.bench import SECTIONS, main
 
 from codegrpo.resources import PROJECT_ROOT
+from tests.helpers.tiny_model import tiny_model
 
 BENCHMARKS = PROJECT_ROOT / "benchmarks"
 
@@ -83,19 +84,20 @@ def test_nothing_in_benchmarks_imports_from_tests():
 
 # Each section's bench at its smallest sizes: the figures mean nothing here, the run is what is tested (the
 # generation section crashed on evaluation's new top_p with no test running it). startup and feedback have
-# their own tests above. SCRATCH stands for the test's tmp_path.
-SCRATCH = object()
+# their own tests above. SCRATCH stands for the test's tmp_path, TINY for the tiny random model's path
+# (tests/helpers/tiny_model.py), which the training sections train in place of the offline model.
+SCRATCH, TINY = object(), object()
 SMALLEST: dict[str, tuple[str, tuple]] = {
     "local": ("bench_local", ([1], 40)),
     "io": ("bench_io", ([1],)),
     "superserve": ("bench_superserve", (1,)),
-    "train": ("bench_train", (1, 1, SCRATCH)),
+    "train": ("bench_train", (1, 1, SCRATCH, TINY)),
     "memory": ("bench_memory", (2,)),
     "generation": ("bench_generation", (2, 2, 8, 1)),
     "training_generation": ("", ()),
-    "logging": ("bench_logging", (1, 1, SCRATCH)),
+    "logging": ("bench_logging", (1, 1, SCRATCH, TINY)),
     "hacks": ("bench_hacks", (1,)),
-    "sampler": ("bench_sampler", (1, [1], 2, 2, 2, 1, ["uniform"], SCRATCH)),
+    "sampler": ("bench_sampler", (1, [1], 2, 2, 2, 1, ["uniform"], SCRATCH, TINY)),
     "ray": ("bench_ray", ()),
 }
 
@@ -124,5 +126,6 @@ def test_every_section_runs_and_prints_numbers(section, tmp_path):
         rows = _training_generation()
     else:
         bench = getattr(importlib.import_module(f"benchmarks.sections.{section}"), function)
-        rows = bench(*(tmp_path if arg is SCRATCH else arg for arg in args))
+        given = {id(SCRATCH): tmp_path, id(TINY): str(tiny_model())}
+        rows = bench(*(given.get(id(arg), arg) for arg in args))
     assert rows and all(isinstance(value, float | int) for _, value, _ in rows), rows

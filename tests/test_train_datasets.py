@@ -13,7 +13,7 @@ TACO = "tests/data/code_datasets/taco.arrow"
 
 
 @pytest.mark.slow
-def test_four_cpu_steps_on_taco_from_a_local_file_log_rewards_with_reasons(compose_cfg):
+def test_two_cpu_steps_on_taco_from_a_local_file_log_rewards_with_reasons(compose_cfg):
     from codegrpo.tasks.train import train
 
     cfg = compose_cfg(
@@ -23,7 +23,7 @@ def test_four_cpu_steps_on_taco_from_a_local_file_log_rewards_with_reasons(compo
         "logger=none",
         "plots=false",
         "save_model=false",
-        "trainer.max_steps=4",
+        "trainer.max_steps=2",
         "trainer.max_completion_length=48",
         "trainer.num_generations=2",
         "trainer.per_device_train_batch_size=2",
@@ -34,16 +34,16 @@ def test_four_cpu_steps_on_taco_from_a_local_file_log_rewards_with_reasons(compo
     train(cfg)
     run_dir = Path(cfg.run_dir)
     steps = [row for row in json.loads((run_dir / "log_history.json").read_text()) if "reward" in row]
-    assert len(steps) == 4
+    assert len(steps) == 2
     for row in steps:
         statuses = sum(row[f"status/{s}"] for s in ("passed", "failed", "error", "timeout", "no_code", "infra"))
         assert statuses == 2 and row["status/infra"] == 0 and 0.0 <= row["reward"] <= 1.0
     tables = sorted(run_dir.glob("completions/completions_*.parquet"))
-    assert len(tables) == 4
+    assert len(tables) == 2
     table = pd.concat(pd.read_parquet(t) for t in tables)
     assert table["problem_id"].str.startswith("taco/").all()
     failed = table[table["status"] != "passed"]
     # Every completion that did not pass says why: which test and how, or that it had no code.
     assert len(failed) and all(reason for reason in failed["error"])
     ran = failed[failed["status"].isin(["failed", "error", "timeout"])]
-    assert all(reason.startswith("test ") for reason in ran["error"]), ran["error"].tolist()
+    assert len(ran) and all(reason.startswith("test ") for reason in ran["error"]), ran["error"].tolist()

@@ -10,19 +10,21 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.common import Row, in_scratch, timed
+from benchmarks.common import Row, in_scratch, model_overrides, timed
 from codegrpo.resources import PROJECT_ROOT
 from codegrpo.reward import metric_names as keys
 
 TITLE = "f. logging overhead per step"
 
 
-def bench_logging(steps: int, rounds: int, scratch: Path) -> list[Row]:
+def bench_logging(steps: int, rounds: int, scratch: Path, model_path: str | None = None) -> list[Row]:
     """Default run, logging on vs off, alternated; the per-step time comes from TRL's train_runtime (the
     training loop, where per-step logging happens), the fixed cost (W&B start and finish, plots) from the
-    wall time. Same seed, so both generate the same completions. Neither saves the model (not logging)."""
+    wall time. Same seed, so both generate the same completions. Neither saves the model (not logging).
+    ``model_path``: a local model in place of the offline one (common.model_overrides)."""
     env = {k: v for k, v in os.environ.items() if k != "WANDB_API_KEY"} | {"PYTHONUNBUFFERED": "1"}
     common = [sys.executable, "train.py", f"trainer.max_steps={steps}", "save_model=false"]
+    common += model_overrides(model_path)
     commands = {
         "on": ([*common, "logger=wandb", "logger.mode=offline"], env),
         "off": ([*common, "logger=none", "trainer.log_completions=false", "plots=false"], env),

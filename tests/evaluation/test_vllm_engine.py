@@ -1,8 +1,11 @@
-"""evaluation.backend=vllm: the offline model sampled through vLLM's API (tests/fakes/vllm_api, a fake that
-samples with transformers: vLLM needs a GPU build) gives the evaluation transformers gives, in the real sandbox."""
+"""evaluation.backend=vllm: a model sampled through vLLM's API (tests/fakes/vllm_api, a fake that samples with
+transformers: vLLM needs a GPU build) gives the evaluation transformers gives, in the real sandbox. Where what is
+under test is the engine's use, not what the model writes, the tiny random model (tests/helpers/tiny_model.py)
+is sampled."""
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -27,6 +30,7 @@ def fake_vllm(monkeypatch):
 
 
 def test_vllm_samples_the_evaluation_transformers_samples(compose_cfg, fake_vllm):
+    """The offline model: greedy completions that depend on the prompt (the random model's do not)."""
     from codegrpo.tasks.evaluate import evaluate
 
     greedy = (*SMALL, "evaluation.num_samples=1", "evaluation.temperature=0", "evaluation.max_new_tokens=40")
@@ -46,22 +50,25 @@ def test_vllm_samples_the_evaluation_transformers_samples(compose_cfg, fake_vllm
     assert by_transformers.record["sampling"]["backend"] == "transformers"
 
 
-def test_a_problems_samples_are_draws_of_one_seeded_stream(compose_cfg, fake_vllm):
+def test_a_problems_samples_are_draws_of_one_seeded_stream(compose_cfg, fake_vllm, tiny_model):
     """A seed per request would make a problem's n samples one sample n times; the engine's one seed does not,
     and the same seed draws the same samples again."""
     from codegrpo.tasks.evaluate import evaluate
 
-    sampled = (*SMALL, "evaluation.limit=1", "evaluation.num_samples=4", "evaluation.temperature=1.0")
+    sampled = (*tiny_model, *SMALL, "evaluation.limit=1", "evaluation.num_samples=4", "evaluation.temperature=1.0")
     first, again = (
         evaluate(
             compose_cfg(*sampled, "evaluation.max_new_tokens=24", "evaluation.backend=vllm", config_name="evaluate")
         )
         for _ in range(2)
     )
-    codes = [s["code"] for s in first.samples]
-    assert len(set(codes)) > 1, codes
-    assert [s["code"] for s in again.samples] == codes
+    # The random model writes no code to compare: the engine's replies (token ids) are the samples.
+    [drawn], [redrawn] = (engine.replies for engine in fake_vllm.ENGINES)
+    assert len(drawn) == 4 and len(set(map(tuple, drawn))) == 4, drawn
+    assert redrawn == drawn
+    assert len(first.samples) == len(again.samples) == 4
     assert [params.top_p for engine in fake_vllm.ENGINES for _, params in engine.calls] == [1.0, 1.0]
+    assert [params.seed for engine in fake_vllm.ENGINES for _, params in engine.calls] == [None, None]
     assert [len(prompts) for engine in fake_vllm.ENGINES for prompts, _ in engine.calls] == [4, 4]
 
 
@@ -80,16 +87,22 @@ def test_training_refuses_vllm_for_its_own_evaluations(compose_cfg):
     assert compose_cfg("evaluation.backend=vllm").evaluation.after is False  # a sweep's shared setting is fine
 
 
-def test_feedback_episodes_take_each_turn_in_the_engine(compose_cfg, fake_vllm, tmp_path):
+def test_feedback_episodes_take_each_turn_in_the_engine(compose_cfg, fake_vllm, tiny_model, tmp_path):
     """rollout=feedback: each turn's prompts (the chat so far, as token ids) go to the engine; greedy episodes
     revise as under transformers, turn for turn."""
     from codegrpo.tasks.evaluate import evaluate
 
-    # Episodes of different lengths: the offline model solves add_5 at once and revises cap_at_10 twice.
-    lines = (PROJECT_ROOT / "problems" / "feedback.jsonl").read_text().splitlines()
+    # Episodes of different lengths: the random model fails cap_at_10's public tests each turn; add_5, without
+    # public tests here, gets one turn.
+    rows = [json.loads(line) for line in (PROJECT_ROOT / "problems" / "feedback.jsonl").read_text().splitlines()]
     hard = tmp_path / "hard.jsonl"
-    hard.write_text("".join(f"{line}\n" for line in lines if '"id": "cap_at_10"' in line or '"id": "add_5"' in line))
+    picked = [row for row in rows if row["id"] in ("cap_at_10", "add_5")]
+    for row in picked:
+        if row["id"] == "add_5":
+            del row["public_tests"]
+    hard.write_text("".join(json.dumps(row) + "\n" for row in picked))
     feedback = (
+        *tiny_model,
         "problems=feedback",
         f"problems.path={hard}",
         "rollout=feedback",
@@ -109,6 +122,12 @@ def test_feedback_episodes_take_each_turn_in_the_engine(compose_cfg, fake_vllm, 
     assert by_vllm.first_turn is not None and by_vllm.first_turn.per_problem == by_transformers.first_turn.per_problem
     [engine] = fake_vllm.ENGINES
     turns = [s["turns"] for s in by_vllm.samples]
-    assert max(turns) > 1, turns
+    assert min(turns) == 1 and max(turns) > 1, turns
     # A call per turn, with the episodes still going: each prompt the one before it, its reply and the feedback.
     assert [len(prompts) for prompts, _ in engine.calls] == [sum(t > turn for t in turns) for turn in range(max(turns))]
+    going = turns.index(max(turns))
+    prompt, reply = engine.calls[0][0][going], engine.replies[0][going]
+    for (prompts, _), replies in zip(engine.calls[1:], engine.replies[1:], strict=True):
+        [next_prompt], [next_reply] = prompts, replies
+        assert next_prompt[: len(prompt) + len(reply)] == prompt + reply and len(next_prompt) > len(prompt + reply)
+        prompt, reply = next_prompt, next_reply

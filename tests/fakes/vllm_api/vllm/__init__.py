@@ -66,6 +66,7 @@ class LLM:
     max_model_len: int | None = None
     trust_remote_code: bool = False
     calls: list[tuple[list[list[int]], SamplingParams]] = field(default_factory=list)
+    replies: list[list[list[int]]] = field(default_factory=list)  # each call's completions' token ids
 
     def __post_init__(self) -> None:
         config = AutoConfig.from_pretrained(self.model)
@@ -86,10 +87,12 @@ class LLM:
         ids = [list(prompt["prompt_token_ids"]) for prompt in prompts]
         self.calls.append((ids, sampling_params))
         results = []
+        self.replies.append([])
         for number, prompt in enumerate(ids):
             if len(prompt) >= self.max_model_len:
                 raise ValueError(f"The prompt (length {len(prompt)}) is longer than max_model_len {self.max_model_len}")
             outputs = [self._sample(prompt, sampling_params, index) for index in range(sampling_params.n)]
+            self.replies[-1] += [output.token_ids for output in outputs]
             results.append(RequestOutput(str(number), prompt, outputs))
         return results
 
