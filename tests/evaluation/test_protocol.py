@@ -13,7 +13,7 @@ import pytest
 from codegrpo.config.choices import ProblemAttribute, Protocol
 from codegrpo.config.schema import EvaluationConfig, ProtocolConfig
 from codegrpo.data.problems import parse_problem
-from codegrpo.errors import UsageError
+from codegrpo.errors import ProblemError, UsageError
 from codegrpo.evaluation.protocol import (
     beside_paper,
     by_attribute,
@@ -62,7 +62,7 @@ def test_a_problem_without_what_the_protocol_reads_is_one_line_naming_the_field(
         check_problems(LIVECODEBENCH, [dated[0], _problem("c", "easy")], "mine")
     with pytest.raises(UsageError, match=r"'difficulty' field.*first: c"):
         check_problems(LIVECODEBENCH, [dated[0], _problem("c", released="2024-09-02")], "mine")
-    with pytest.raises(Exception, match="must be an ISO date"):
+    with pytest.raises(ProblemError, match="must be an ISO date"):
         _problem("d", released="last year")
 
 

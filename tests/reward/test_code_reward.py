@@ -346,11 +346,12 @@ def test_the_templates_reward_carries_its_scorers_settings_and_scores_through_it
     # CodeReward.of_scorer was built through __new__: its kind, checker and sandbox were never set.
     from codegrpo import build
 
-    cfg = compose_cfg("reward=partial", "reward.checker=lines", "problems=seed")
+    cfg = compose_cfg("reward=partial", "reward.checker=lines", "problems=seed", "sandbox.timeout_s=3")
+    cfg.reward.time_budget_s = 7.0  # neither the default: a setting dropped on the way shows
     scorer = build.scorer(cfg, build.problems(cfg.problems), local_sandbox)
     reward = CodeReward.of_scorer(scorer)
     assert (reward.kind, reward.checker, reward.extract, reward.language) == ("partial", "lines", "first", "python")
-    assert reward.timeout_s == cfg.sandbox.timeout_s and reward.time_budget_s == cfg.reward.time_budget_s
+    assert (reward.timeout_s, reward.time_budget_s) == (3.0, 7.0)
     assert reward.sandbox is local_sandbox.cfg and set(reward.problems) == set(scorer.problems)
     assert asyncio.run(reward([GOOD], problem_id=["is_prime"])) == [1.0]
 

@@ -88,6 +88,7 @@ def test_a_run_past_its_time_is_a_timeout_when_the_runner_wakes_late(local_sandb
     scorer = Scorer(SEED, local_sandbox, get_language("python"), timeout_s=1.0)
     run(scorer.score(["is_prime"], [GOOD]))  # the warm workers are up
     runners = {runner for bwrap in child_pids() for runner in children_of(bwrap)}
+    assert runners  # else nothing is stopped, and the loop times out as it would anyway
     with ThreadPoolExecutor(1) as pool:
         scoring = pool.submit(run, scorer.score(["is_prime"], [code]))
         time.sleep(0.5)

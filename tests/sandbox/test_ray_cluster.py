@@ -514,7 +514,11 @@ def test_two_single_node_jobs_on_two_machines_have_pools_of_their_own(monkeypatc
         names[host] = ray_cluster.Job.from_environment()
     assert names["node-a"].pool != names["node-b"].pool and names["node-a"].holder != names["node-b"].holder
     monkeypatch.setenv("MASTER_ADDR", "10.0.0.7")  # a multi-node job: its ranks on other hosts share the pool
-    assert ray_cluster.Job.from_environment().pool == ray_cluster.Job.from_environment().pool
+    shared = {}
+    for host in ("node-a", "node-b"):
+        monkeypatch.setattr(ray_cluster.socket, "gethostname", lambda host=host: host)
+        shared[host] = ray_cluster.Job.from_environment().pool
+    assert shared["node-a"] == shared["node-b"] != names["node-a"].pool
     assert ray_cluster.Job.from_environment("mine").pool == "sandbox-mine"
 
 

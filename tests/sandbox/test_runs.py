@@ -9,6 +9,7 @@ import asyncio
 import hashlib
 import os
 import socket
+import subprocess
 import textwrap
 import time
 import uuid
@@ -136,7 +137,7 @@ def test_the_budget_bounds_all_runs_together(backend):
         timeout_s=10.0,
         budget_s=1.5,
     )
-    assert time.monotonic() - started < 6.0
+    assert 1.4 <= time.monotonic() - started < 6.0  # the budget's end, not its start, cut the long run
     # The runs go in a random order: the long one is cut at the budget's end, the short ones before it ran
     # and the ones after it never started.
     assert outputs(result)[1] == (Outcome.TIMEOUT, None, "") and result.runs[1].duration_s < 3.0
@@ -184,6 +185,7 @@ def test_floods_forks_and_daemons_are_held_per_run(backend):
 def test_hostile_runs_get_nothing_from_the_host_or_each_other(backend, monkeypatch):
     monkeypatch.setenv("WANDB_API_KEY", SECRET)
     listener = socket.create_server(("127.0.0.1", 0))
+    canary = subprocess.Popen(["sleep", "120"])  # a host process the first run's kill(-1) must not reach
     try:
         attack = f"""
             import os, signal, socket
@@ -213,11 +215,13 @@ def test_hostile_runs_get_nothing_from_the_host_or_each_other(backend, monkeypat
                 print("next")
         """
         result = run(backend, attack, ["signal pid 1 and everything", "next", "secrets", "network", "next"])
+        alive = canary.poll() is None
     finally:
         listener.close()
+        canary.kill()
+        canary.wait()
     runs = result.runs
-    assert not any(r.is_infra_failure for r in runs)
-    assert runs[0].outcome is not Outcome.EXITED or runs[0].exit_code != 0 or runs[0].stdout == ""
+    assert not any(r.is_infra_failure for r in runs) and alive
     assert [r.stdout for r in runs[1:]] == ["next\n", "none\n", "refused\n", "next\n"]
     assert all(SECRET not in r.stdout + r.stderr for r in runs)
 

@@ -34,7 +34,7 @@ def test_prepare_builds_everything_then_finalize_saves_the_model_it_is_given(com
 
     before, groups_before = child_pids(), set(run_cgroups())
 
-    cfg = compose_cfg(*TINY, "reward.functions=[code_reward,think_format_reward]", "reward.weights=[1.0,0.5]")
+    cfg = compose_cfg(*TINY, "reward.functions=[code_reward,think_format_reward]", "reward.weights=[1.0,0.5]", "seed=7")
     run_dir = Path(cfg.run_dir)
     with Guard(parse_signals(["SIGUSR1"])) as guard, ExitStack() as stack:
         prepared = prepare(cfg, stack, guard)
@@ -42,7 +42,7 @@ def test_prepare_builds_everything_then_finalize_saves_the_model_it_is_given(com
         assert trainer.state.global_step == 0 and prepared.checkpoint is None
         assert [reward_name(f) for f in trainer.reward_funcs] == ["code_reward", "think_format_reward"]
         assert trainer.args.reward_weights == [1.0, 0.5] and trainer.args.output_dir == str(run_dir)
-        assert trainer.args.seed == cfg.seed and trainer.stop_on_signal.guard is guard
+        assert trainer.args.seed == 7 and trainer.stop_on_signal.guard is guard  # not the default 42
         assert json.loads((run_dir / "run_info.json").read_text())["resumed_from"] is None
         # Each epoch's prompt order comes from (seed, epoch): a resumed run draws the order an uninterrupted
         # one drew, where TRL's sampler continues one generator that a resume starts afresh.
@@ -52,6 +52,11 @@ def test_prepare_builds_everything_then_finalize_saves_the_model_it_is_given(com
             sampler.set_epoch(epoch)
             orders.setdefault(epoch, []).append(list(sampler))
         assert all(first == again for first, *others in orders.values() for again in others)
+        drawn = set()
+        for epoch in range(8):  # and not one order for every epoch
+            sampler.set_epoch(epoch)
+            drawn.add(tuple(sampler))
+        assert len(drawn) > 1, drawn
 
         metrics = finalize(prepared, Fitted({"final_reward_mean": 0.5}, None))
         assert metrics == {"final_reward_mean": 0.5}
@@ -379,6 +384,7 @@ def test_cfg_job_prints_the_resolved_config():
 @pytest.mark.slow
 def test_mission_example_starts_and_fails_clearly_without_the_hub(tmp_path):
     done = _train(tmp_path / "run", "model=qwen0.5b", "reward=partial", "logger=none", env={"HF_HUB_OFFLINE": "1"})
-    # With the Hub out of reach the run stops at the model with a clear message, after composing.
-    if done.returncode != 0:
-        assert "Qwen/Qwen2.5-0.5B-Instruct" in done.stderr and "Hugging Face" in done.stderr
+    # With the Hub out of reach (and the model in no cache here) the run stops at the model with a clear
+    # message, after composing.
+    assert done.returncode != 0
+    assert "Qwen/Qwen2.5-0.5B-Instruct" in done.stderr and "Hugging Face" in done.stderr

@@ -105,7 +105,10 @@ def test_run_info_records_the_checkouts_commit_and_whether_its_tree_is_dirty(tmp
     assert codegrpo_commit() == (head.stdout.strip() if head.returncode == 0 else None)
     info = json.loads(write_run_info(tmp_path / "run", 1, "0" * 64).read_text())
     assert info["git_commit"] == codegrpo_commit()
-    assert info["git_dirty"] is (tmp_path / "run" / "git.diff").is_file()  # the diff is kept where there is one
+    diff = subprocess.run(["git", "diff", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True).stdout
+    assert info["git_dirty"] is bool(diff) is (tmp_path / "run" / "git.diff").is_file()  # kept where there is one
+    if diff:  # this checkout's state: git's own word is the oracle either way
+        assert (tmp_path / "run" / "git.diff").read_text().startswith("diff --git ")
 
 
 def test_codegrpos_own_checkout_is_no_project_of_the_users(tmp_path, monkeypatch):

@@ -202,11 +202,11 @@ def test_a_grpo_step_with_dynamic_sampling_trains_on_the_refilled_batch(tmp_path
     history = json.loads((run_dir / "log_history.json").read_text())
     steps = [row for row in history if "loss" in row]
     assert len(steps) == 2
+    # The random model writes no code: every group agrees (reward 0), so each step takes its 3 rounds and
+    # trains on fillers (the mix of spread and filler groups is tested above, with rewards set by the test).
     for row in steps:
-        assert 1 <= row["sampler/dynamic_rounds"] <= 3 and math.isfinite(row["loss"])
-        assert 0 <= row["sampler/dynamic_spread_share"] <= 1 and 0 <= row["sampler/dynamic_filler_share"] <= 1
-        if row["sampler/dynamic_rounds"] < 3:  # it stopped early: the batch was full of groups with spread
-            assert row["sampler/dynamic_filler_share"] == 0
+        assert row["sampler/dynamic_rounds"] == 3 and math.isfinite(row["loss"]), row
+        assert (row["sampler/dynamic_spread_share"], row["sampler/dynamic_filler_share"]) == (0, 1), row
 
 
 @pytest.mark.slow

@@ -84,10 +84,8 @@ def test_the_pool_never_empties_when_every_problem_is_solved_or_unsolved():
         online.rates.end_generation()
     assert all(len(set(sampler.draw(k))) == 3 for k in range(30, 60))
     metrics = online.rates.metrics()
-    assert (
-        metrics["sampler/pool_learning"] == 0
-        and metrics["sampler/pool_solved"] + metrics["sampler/pool_unsolved"] + metrics["sampler/pool_unseen"] == 8
-    )
+    pools = {name: metrics[f"sampler/pool_{name}"] for name in ("learning", "solved", "unsolved", "unseen")}
+    assert pools == {"learning": 0, "solved": 4, "unsolved": 4, "unseen": 0}
     assert metrics["sampler/zero_spread_share"] == 1.0
     assert len(list(sampler)) == len(sampler) == (8 // 3) * 3 * 2  # RepeatSampler's length and layout
 
