@@ -210,9 +210,10 @@ def test_a_grpo_step_with_dynamic_sampling_trains_on_the_refilled_batch(tmp_path
 
 
 @pytest.mark.slow
-def test_two_processes_take_their_rounds_in_lockstep(tmp_path, tiny_model):
+def test_two_processes_take_their_rounds_in_lockstep_in_one_run_dir(tmp_path, tiny_model):
     """accelerate's 2-process CPU launch, a group on each process: each keeps its own groups, and both generate
-    another round while either is short (a process that stopped alone would leave the other's gather hanging)."""
+    another round while either is short (a process that stopped alone would leave the other's gather hanging).
+    The launch is also the workflow's two-process run: one run dir for both ranks, one W&B run (rank 0's)."""
     run_dir = tmp_path / "ddp"
     command = [
         sys.executable,
@@ -229,7 +230,7 @@ def test_two_processes_take_their_rounds_in_lockstep(tmp_path, tiny_model):
         "trainer.per_device_train_batch_size=2",
         "trainer.max_completion_length=32",
         "trainer.temperature=1.0",
-        "logger=none",
+        "logger=wandb",
         "save_model=false",
     ]
     environment = {k: v for k, v in os.environ.items() if k not in ("WANDB_API_KEY", "CODEGRPO_RUN_DIR")}
@@ -242,5 +243,8 @@ def test_two_processes_take_their_rounds_in_lockstep(tmp_path, tiny_model):
         env=environment | {"CODEGRPO_RUN_DIR": str(run_dir)},
     )
     assert done.returncode == 0, done.stderr[-4000:]
+    assert list(tmp_path.iterdir()) == [run_dir]
+    assert len(list(run_dir.glob("wandb/offline-run-*"))) == 1  # only rank 0 logs
     steps = [row for row in json.loads((run_dir / "log_history.json").read_text()) if "loss" in row]
-    assert len(steps) == 2 and all(1 <= row["sampler/dynamic_rounds"] <= 3 for row in steps)
+    # The random model's groups all agree: each step takes its 3 rounds, on both processes together.
+    assert len(steps) == 2 and all(row["sampler/dynamic_rounds"] == 3 for row in steps), steps
