@@ -425,14 +425,15 @@ def test_every_command_refuses_a_secret_on_its_command_line_and_never_echoes_it(
 
 
 @pytest.mark.slow
-def test_secrets_in_the_environment_push_and_log_yet_reach_no_file_and_no_output(tmp_path):
+def test_secrets_in_the_environment_push_and_log_yet_reach_no_file_and_no_output(tmp_path, tiny_model):
     """The documented way: HF_TOKEN for the push, WANDB_API_KEY for W&B (offline here). The push still
     authenticates with HF_TOKEN, and no file of the run (W&B's offline files, a checkpoint, the final model,
-    the card) nor its output holds either key."""
+    the card) nor its output holds either key. The tiny model: weights hold no key, and are read through."""
     superserve = "ss_live_" + "q" * 24
     done = _train(
         tmp_path,
         *PUSH,
+        *tiny_model,
         "logger=wandb",
         "trainer.save_strategy=steps",
         "trainer.save_steps=1",
