@@ -4,8 +4,8 @@ HumanEval's 164 problems, each ``check(candidate)`` holding its base and plus in
 EvalPlus writes an ``assertion`` into every check that imports numpy for one call,
 ``np.testing.assert_allclose(out, exp, atol=atol)``, reached when a float answer is not exactly equal. The
 sandbox has no third-party packages, so that import is replaced by a class of the same name holding numpy's
-test in plain Python (``NUMPY_FREE``; tests/data/test_public_datasets.py holds its verdicts equal to numpy's, but
-where numpy stretches a scalar over a list: an empty list would pass for any number). A check that reads
+test in plain Python (``NUMPY_FREE``; tests/data/public_datasets/test_humaneval_plus.py holds its verdicts equal
+to numpy's, but where numpy stretches a scalar over a list: an empty list would pass for any number). A check that reads
 anything else of numpy, or names it elsewhere, is refused when the set loads, naming the row.
 """
 

@@ -1,0 +1,266 @@
+"""The composition root (codegrpo.build): each piece of a run built from the typed config. The problems an
+evaluation scores, a rank's share of the sandbox, the scorer's settings, the checkpoint in the model group's
+place, the dataset's columns, what the reward scores under rollout=feedback, the reward functions and their
+weights, the rollout, the sampler's state and trl.GRPOConfig's arguments. Nothing here loads a model or trains."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+
+import pytest
+
+from codegrpo import build
+from codegrpo.config.choices import Form, RewardKind, Split
+from codegrpo.config.schema import LocalSandboxConfig, ModelConfig
+from codegrpo.data.problems import IOTest, Problem
+from codegrpo.errors import UsageError
+from codegrpo.sandbox.base import Outcome, Program, RunResult
+from codegrpo.sandbox.memory import MemoryBackend
+
+
+def _never(program: Program, stdin: str | None) -> RunResult:
+    return RunResult(Outcome.EXITED, 0, stdout="", duration_s=0.0)
+
+
+def _echo(*inputs: str, public: int = 1) -> Problem:
+    tests = tuple(IOTest(i, i) for i in inputs)
+    return Problem("echo", "Print it.", "", Form.stdio, tests=tests, public_tests=tests[:public])
+
+
+# -- the problems -------------------------------------------------------------------------------------------
+
+
+def test_the_problems_are_the_configured_split_of_the_problem_set(compose_cfg):
+    cfg = compose_cfg()
+    train = build.problems(cfg.problems)
+    every = build.problems(dataclasses.replace(cfg.problems, split=Split.all))
+    assert cfg.problems.split is Split.train and 0 < len(train) < len(every)
+    assert {p.id for p in train} < {p.id for p in every}
+
+
+def test_an_evaluation_scores_the_held_out_split_of_every_problem_whatever_problems_limit_says(compose_cfg):
+    cfg = compose_cfg("problems.limit=3")
+    train = build.problems(cfg.problems)
+    held_out = build.eval_problems(cfg)
+    every = build.problems(dataclasses.replace(cfg.problems, split=Split.all, limit=None))
+    assert len(train) == 3 and len(held_out) > 3
+    assert {p.id for p in held_out} == {p.id for p in every} - {
+        p.id for p in build.problems(dataclasses.replace(cfg.problems, limit=None))
+    }
+
+
+def test_evaluation_limit_keeps_the_first_problems(compose_cfg):
+    everything = build.eval_problems(compose_cfg())
+    assert [p.id for p in build.eval_problems(compose_cfg("evaluation.limit=4"))] == [p.id for p in everything[:4]]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "warns"),
+    [
+        ([], False),  # problems.split=train, evaluation.split=eval: held out
+        (["problems.split=all"], True),
+        (["problems.split=eval"], True),
+        (["problems.split=all", "evaluation.split=all"], False),  # asked for everything
+    ],
+)
+def test_an_evaluation_that_overlaps_the_training_problems_warns(compose_cfg, caplog, overrides, warns):
+    with caplog.at_level(logging.WARNING, logger="codegrpo.build"):
+        build.eval_problems(compose_cfg(*overrides))
+    assert ("overlap the training problems" in caplog.text) is warns
+
+
+def test_an_evaluation_file_is_split_by_the_problem_sets_eval_fraction_and_limited(compose_cfg, tmp_path):
+    path = tmp_path / "eval.jsonl"
+    rows = [{"id": f"p{n}", "prompt": "f", "test": f"{n}", "expected": f"{n}"} for n in range(40)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    everything = build.eval_problems(compose_cfg(f"evaluation.problems_path={path}", "evaluation.split=all"))
+    assert [p.id for p in everything] == [r["id"] for r in rows]
+    held_out = build.eval_problems(compose_cfg(f"evaluation.problems_path={path}"))
+    assert 0 < len(held_out) < 40 and {p.id for p in held_out} < {r["id"] for r in rows}
+    limited = build.eval_problems(compose_cfg(f"evaluation.problems_path={path}", "evaluation.limit=2"))
+    assert limited == held_out[:2]
+
+
+# -- the sandbox and the scorer -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("value", "ranks", "share"), [(8, 1, 8), (8, 2, 4), (5, 2, 2), (3, 4, 1), (1, 1, 1)])
+def test_a_rank_gets_its_share_of_the_concurrency_cap_and_at_least_one(value, ranks, share):
+    assert build.share_concurrency(value, ranks) == share
+
+
+def test_a_local_sandbox_is_built_with_this_ranks_share_leaving_the_config_as_it_was():
+    cfg = LocalSandboxConfig(max_concurrency=4)
+    assert build.sandbox(cfg).cfg.max_concurrency == 4
+    assert build.sandbox(cfg, ranks=2).cfg.max_concurrency == 2
+    assert cfg.max_concurrency == 4
+
+
+def test_a_sandbox_runs_programs_of_the_language_asked_for():
+    assert [r.value for r in build.sandbox(LocalSandboxConfig(max_concurrency=1)).runtimes] == ["python"]
+    assert [r.value for r in build.sandbox(LocalSandboxConfig(max_concurrency=1), "javascript").runtimes] == ["node"]
+
+
+def test_the_scorer_takes_the_reward_groups_settings_and_the_sandboxs_timeout(compose_cfg):
+    cfg = compose_cfg("reward=partial", "sandbox.timeout_s=3", "reward.extract=last", "reward.checker=lines")
+    problems = build.problems(cfg.problems)
+    scorer = build.scorer(cfg, problems, MemoryBackend(_never))
+    assert (scorer.kind, scorer.timeout_s, scorer.extract.value, scorer.checker.value) == (
+        RewardKind.partial,
+        3.0,
+        "last",
+        "lines",
+    )
+    assert set(scorer.problems) == {p.id for p in problems}
+
+
+def test_a_kind_given_overrides_the_reward_groups_and_leaves_the_config_as_it_was(compose_cfg):
+    cfg = compose_cfg("reward=partial")
+    scorer = build.scorer(cfg, [], MemoryBackend(_never), kind=RewardKind.binary)
+    assert scorer.kind is RewardKind.binary and cfg.reward.kind is RewardKind.partial
+
+
+# -- the model ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("checkpoint", [None, "", "base"])
+def test_no_checkpoint_or_base_is_the_model_group_itself(checkpoint):
+    model = ModelConfig(name_or_path="HuggingFaceTB/SmolLM2-135M-Instruct", gguf_package="pkg")
+    assert build._checkpoint_of(model, checkpoint) is model
+
+
+def test_a_checkpoint_takes_the_model_groups_place_without_its_gguf_package():
+    model = ModelConfig(name_or_path="HuggingFaceTB/SmolLM2-135M-Instruct", gguf_package="pkg")
+    saved = build._checkpoint_of(model, "outputs/run/checkpoint-10")
+    assert (saved.name_or_path, saved.gguf_package) == ("outputs/run/checkpoint-10", "")
+    assert dataclasses.replace(saved, name_or_path=model.name_or_path, gguf_package="pkg") == model
+
+
+def test_logger_none_starts_no_tracking_run(compose_cfg, tmp_path):
+    assert build.tracking(compose_cfg("logger=none"), tmp_path, "train") is None
+
+
+# -- the dataset and what the reward scores -----------------------------------------------------------------
+
+
+def test_the_dataset_has_a_chat_prompt_and_the_test_columns_of_each_problem_in_order(compose_cfg):
+    cfg = compose_cfg()
+    problems = build.problems(cfg.problems)[:3]
+    data = build.dataset(problems, cfg.problems)
+    assert data.column_names == ["prompt", "problem_id", "test", "expected", "entry_point"]
+    assert data["problem_id"] == [p.id for p in problems]
+    assert data["test"] == [p.test for p in problems] and data["expected"] == [p.expected for p in problems]
+    assert data[0]["prompt"][-1]["role"] == "user" and problems[0].prompt in data[0]["prompt"][-1]["content"]
+
+
+def test_one_turn_scores_every_test(compose_cfg):
+    problems = [_echo("1\n", "2\n", "3\n")]
+    assert build.scored_problems(compose_cfg(), problems) is problems
+
+
+def test_rollout_feedback_scores_only_the_tests_the_model_was_not_shown(compose_cfg):
+    cfg = compose_cfg("rollout=feedback")
+    [scored] = build.scored_problems(cfg, [_echo("1\n", "2\n", "3\n")])
+    assert [t.input for t in scored.tests] == ["2\n", "3\n"] and [t.input for t in scored.public_tests] == ["1\n"]
+    expression = Problem("add", "f", "add(1, 2)", Form.expression, expected="3")
+    assert build.scored_problems(cfg, [expression]) == [expression]
+
+
+# -- the rewards --------------------------------------------------------------------------------------------
+
+
+def test_the_scorers_rewards_are_served_by_it_and_others_are_their_functions(compose_cfg):
+    checked = build.check_reward_functions(
+        compose_cfg("reward.functions=[code_reward,hack_penalty,think_format_reward]")
+    )
+    assert checked[:2] == [None, None] and callable(checked[2])
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["reward.functions=[]"], r"^reward\.functions is empty: list at least one reward, e\.g\. \[code_reward\]$"),
+        (["+reward.args.think_format_reward={}"], r"^reward\.args names \['think_format_reward'\], which reward"),
+        (["reward.weights=[1.0,2.0]"], r"^reward\.weights has 2 values for 1 reward functions \(code_reward\)$"),
+        (["trainer.reward_weights=[1.0,2.0]"], r"^reward\.weights has 2 values for 1 reward functions"),
+    ],
+)
+def test_reward_settings_that_cannot_work_are_refused_in_one_line(compose_cfg, overrides, message):
+    with pytest.raises(UsageError, match=message):
+        build.check_reward_functions(compose_cfg(*overrides))
+
+
+def test_the_weights_are_the_reward_groups_else_the_trainers_as_floats_else_none(compose_cfg):
+    scorer = build.scorer(compose_cfg(), [], MemoryBackend(_never))
+    functions, weights = build.reward_functions(compose_cfg(), scorer)
+    assert [f.__name__ for f in functions] == ["code_reward"] and weights is None
+    [weight] = build.reward_functions(compose_cfg("trainer.reward_weights=[2]"), scorer)[1]
+    assert weight == 2.0 and type(weight) is float
+    both = compose_cfg("reward.weights=[3]", "trainer.reward_weights=[2]")
+    assert build.reward_functions(both, scorer)[1] == [3.0]
+
+
+def test_two_rewards_logging_under_one_name_are_refused(compose_cfg):
+    scorer = build.scorer(compose_cfg(), [], MemoryBackend(_never))
+    cfg = compose_cfg("reward.functions=[code_reward,think_format_reward,think_format_reward]")
+    with pytest.raises(UsageError, match=r"two functions log under the same name \['think_format_reward'\]"):
+        build.reward_functions(cfg, scorer)
+
+
+def test_under_rollout_feedback_the_scorers_rewards_score_each_episodes_final_code(compose_cfg):
+    cfg = compose_cfg("rollout=feedback", "reward.functions=[code_reward,think_format_reward]")
+    functions, _ = build.reward_functions(cfg, build.scorer(cfg, [], MemoryBackend(_never)))
+    plain, _ = build.reward_functions(compose_cfg(), build.scorer(compose_cfg(), [], MemoryBackend(_never)))
+    assert functions[0].__name__ == "code_reward" and functions[0] is not plain[0]
+    assert functions[0].__module__ == "codegrpo.train.rollout_func"
+    assert functions[1].__module__ != "codegrpo.train.rollout_func"  # TRL's own reward: the completion as it is
+
+
+# -- the rollout and the sampler ----------------------------------------------------------------------------
+
+
+def test_one_turn_is_trls_own_generation(compose_cfg):
+    assert build.rollout(compose_cfg(), [], None) is None
+
+
+def test_rollout_feedback_needs_the_runs_scorer_and_makes_a_rollout_func(compose_cfg):
+    cfg = compose_cfg("rollout=feedback")
+    with pytest.raises(UsageError, match=r"^rollout=feedback needs the run's scorer$"):
+        build.rollout(cfg, [], None)
+    problems = [_echo("1\n", "2\n")]
+    assert callable(build.rollout(cfg, problems, build.scorer(cfg, problems, MemoryBackend(_never))))
+
+
+def test_the_sampler_state_follows_the_problem_sets_order_and_resumes_from_a_checkpoint(compose_cfg, tmp_path):
+    cfg = compose_cfg("seed=7")
+    problems = [dataclasses.replace(_echo("1\n"), id=name) for name in ("b", "a", "c")]
+    state = build.sampler_state(cfg, problems)
+    assert state.rates.ids == ["b", "a", "c"] and state.seed == 7 and state.cfg == cfg.sampler
+    state.rates.recent = [[1.0], [], [0.5]]
+    state.rates.generations = state.rates.applied = 1
+    state.save(tmp_path)
+    resumed = build.sampler_state(cfg, problems, tmp_path)
+    assert resumed.rates.recent == [[1.0], [], [0.5]] and resumed.rates.generations == 1
+    (tmp_path / "fresh").mkdir()
+    assert build.sampler_state(cfg, problems, tmp_path / "fresh").rates.recent == [[], [], []]
+
+
+# -- trl.GRPOConfig -----------------------------------------------------------------------------------------
+
+
+def test_grpo_config_writes_into_the_run_dir_and_never_pushes_or_keeps_a_token(compose_cfg, tmp_path):
+    cfg = compose_cfg(
+        "logger=none", "seed=5", "trainer.push_to_hub=true", "trainer.hub_token=secret", "trainer.report_to=none"
+    )
+    args = build.grpo_config(cfg, tmp_path, reward_weights=[1.0])
+    assert (args.output_dir, args.seed, args.push_to_hub, args.hub_token) == (str(tmp_path), 5, False, None)
+    assert args.report_to == [] and args.reward_weights == [1.0]
+    assert build.grpo_config(compose_cfg("logger=none"), tmp_path).reward_weights is None
+    reported = build.grpo_config(compose_cfg("logger=wandb", "trainer.report_to=[none]"), tmp_path).report_to
+    assert reported == ["wandb"]
+    both = compose_cfg("logger=none", "trainer=gpu", "trainer.use_cpu=false", "trainer.bf16=true", "trainer.fp16=true")
+    with pytest.raises(UsageError) as error:  # GRPOConfig's own ValueError, in one line
+        build.grpo_config(both, tmp_path)
+    assert str(error.value).startswith("trainer: ") and "\n" not in str(error.value)
