@@ -1,4 +1,8 @@
-"""The commands, run as users run them."""
+"""What every command shares (codegrpo.commands): each run as users run it (light imports, its own --help,
+paths from where the user stands, hostile files and settings one line), and in process: ``run`` hands the task
+its typed config and reports a user's error in one line with status 2, a missing setting is named, Hydra's
+errors are one line, and a run dir holding only Hydra's files is removed. Each command's own behaviour is in
+tests/commands/test_commands_<name>.py, its task's in tests/tasks/."""
 
 from __future__ import annotations
 
@@ -8,8 +12,24 @@ import subprocess
 import sys
 
 import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.errors import ConfigCompositionException, OverrideParseException
+from omegaconf import OmegaConf
+from omegaconf.errors import ConfigKeyError
 
-from codegrpo.data.files import load_problems
+from codegrpo.commands import (
+    CONFIG_DIR,
+    check_mandatory,
+    compose_error_line,
+    discard_empty_run_dir,
+    exit_usage,
+    one_line_errors,
+    parse_error_line,
+    run,
+)
+from codegrpo.config.schema import ScoreConfig
+from codegrpo.errors import ProblemError, UsageError
 from codegrpo.resources import PROJECT_ROOT
 from tests.helpers.commands import command, imported_modules
 
@@ -25,161 +45,6 @@ def test_companion_commands_never_import_torch_transformers_or_trl(tmp_path, nam
     modules = imported_modules(done.stderr)
     assert {"codegrpo.build", "codegrpo.sandbox.workers"} <= modules  # the report covers the sandbox too
     assert not {m.split(".")[0] for m in modules} & {"torch", "transformers", "trl"}
-
-
-def test_score_writes_one_line_per_input_in_order(tmp_path):
-    seed = {p.id: p for p in load_problems("problems/seed.jsonl")}
-    rows = [
-        {"problem_id": "is_prime", "completion": f"```python\n{seed['is_prime'].reference}```"},
-        {"problem_id": "is_prime", "completion": "def is_prime(n):\n    return n > 1"},
-        {"problem_id": "median", "completion": "no code here, sorry"},
-        {"problem_id": "roman", "completion": f"```python\n{seed['roman'].reference}```"},
-    ]
-    path = tmp_path / "completions.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    done = command("codegrpo.commands.score", f"completions={path}", "problems=seed", "reward=partial", "sandbox=local")
-    assert done.returncode == 0, done.stderr
-    out = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [o["problem_id"] for o in out] == ["is_prime", "is_prime", "median", "roman"]
-    assert [o["status"] for o in out] == ["passed", "failed", "no_code", "passed"]  # prose is not code
-    assert out[0]["reward"] == 1.0 and abs(out[1]["reward"] - 2 / 3) < 1e-9 and out[2]["reward"] == 0.0
-    assert "scored 4/4" in done.stderr and "mean reward" in done.stderr
-
-
-def test_score_rejects_unknown_problem_ids_naming_the_line(tmp_path):
-    path = tmp_path / "c.jsonl"
-    path.write_text('{"problem_id": "is_prime", "completion": "x"}\n{"problem_id": "nope", "completion": "x"}\n')
-    done = command("codegrpo.commands.score", f"completions={path}", "problems=seed")
-    assert done.returncode == 2
-    assert f"{path}:2: unknown problem_id 'nope'" in done.stderr
-
-
-def test_validate_passes_for_the_shipped_sets():
-    for name, count in (("seed", 4), ("basics", 67), ("humaneval", 164)):
-        done = command("codegrpo.commands.validate", f"problems={name}")
-        assert done.returncode == 0, done.stdout + done.stderr
-        assert f"{name}: {count}/{count} references pass" in done.stdout
-
-
-def test_validate_lists_failing_references(tmp_path):
-    path = tmp_path / "p.jsonl"
-    path.write_text(
-        '{"id": "ok", "prompt": "f().", "test": "f()", "expected": "1", "reference": "def f():\\n    return 1"}\n'
-        '{"id": "bad", "prompt": "g().", "test": "g()", "expected": "1", "reference": "def g():\\n    return 2"}\n'
-        '{"id": "none", "prompt": "h().", "test": "h()", "expected": "1"}\n'
-    )
-    done = command("codegrpo.commands.validate", "problems=jsonl", f"problems.path={path}")
-    assert done.returncode == 1
-    assert "FAIL     bad: failed" in done.stdout and "MISSING  none" in done.stdout
-    assert "jsonl: 1/3 references pass" in done.stdout
-
-
-def test_limits_prints_what_enforces_each_limit():
-    done = command("codegrpo.commands.limits", "sandbox.use_cgroups=false", "sandbox.max_concurrency=3")
-    assert done.returncode == 0, done.stderr
-    rows = {line.split("  ")[0]: line for line in done.stdout.splitlines()}
-    assert rows["limit"].split() == ["limit", "value", "enforced", "by"]
-    uid = 65534 if os.geteuid() == 0 else os.geteuid()
-    assert rows["processes"].endswith(f"RLIMIT_NPROC as uid {uid}") and rows["memory"].endswith("RLIMIT_AS")
-    assert "3 programs" in rows["at once"] and f"uid {uid}" in rows["user"]
-    # one clear line, no traceback
-    assert command("codegrpo.commands.limits", "sandbox.max_concurrency=0").returncode == 2
-
-
-def test_score_reasons_say_why_each_completion_scored_what_it_did(tmp_path):
-    path = tmp_path / "c.jsonl"
-    rows = [
-        {"problem_id": "is_prime", "completion": "def is_prime(n):\n    return n > 1"},
-        {"problem_id": "median", "completion": "sorry"},
-        {"problem_id": "median", "completion": "```js\nx\n```"},
-    ]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    done = command("codegrpo.commands.score", f"completions={path}", "problems=seed", "--reasons")
-    assert done.returncode == 0, done.stderr
-    wrong, crash, empty = (json.loads(line) for line in done.stdout.splitlines())
-    # got vs expected is computed on the host, from the value the sandbox returned
-    assert wrong["reason"] == "got [true, false, true], expected [true, false, false]"
-    assert wrong["code"] == "def is_prime(n):\n    return n > 1" and wrong["status"] == "failed"
-    assert crash["reason"] == "NameError: name 'sorry' is not defined"
-    assert empty["status"] == "no_code" and empty["reason"].startswith("no code")
-
-
-def test_validate_says_what_a_failing_reference_got_and_warns_about_doubled_prompts(tmp_path):
-    path = tmp_path / "p.jsonl"
-    path.write_text(
-        '{"id": "twice", "prompt": "Write a function f().", "test": "f()", "expected": "1", '
-        '"reference": "def f():\\n    return 1"}\n'
-        '{"id": "bad", "prompt": "g().", "test": "g()", "expected": "[1, 2]", '
-        '"reference": "def g():\\n    return [2, 1]"}\n'
-    )
-    done = command("codegrpo.commands.validate", "problems=jsonl", f"problems.path={path}")
-    assert done.returncode == 1
-    assert "FAIL     bad: failed: got [2, 1], expected [1, 2]" in done.stdout
-    assert "         | def g():" in done.stdout
-    assert "WARNING  twice: the prompt starts with 'Write'" in done.stderr
-    assert '"Write a Python function Write a function f()' in done.stderr
-
-
-def test_validate_names_weak_tests_and_keeps_the_problems_whose_reference_passes(tmp_path):
-    rows = [
-        # A good stdin problem; one whose only test a program printing nothing passes; one that echoing the
-        # input passes; a call-form one that returning the first argument passes; one whose reference fails.
-        {
-            "id": "sum",
-            "prompt": "Sum.",
-            "reference": "a, b = map(int, input().split())\nprint(a + b)",
-            "tests": [{"input": "1 2\n", "output": "3\n"}, {"input": "2 2\n", "output": "4\n"}],
-        },
-        {"id": "empty", "prompt": "Nothing.", "tests": [{"input": "5\n", "output": ""}], "reference": "pass"},
-        {"id": "echo", "prompt": "Echo.", "tests": [{"input": "7\n", "output": "7\n"}], "reference": "print(input())"},
-        {
-            "id": "ident",
-            "prompt": "Identity.",
-            "fn_name": "same",
-            "tests": [{"input": [3], "output": 3}],
-            "reference": "def same(x):\n    return x",
-        },
-        {
-            "id": "wrong",
-            "prompt": "Double.",
-            "reference": "print(int(input()) + 2)",
-            "tests": [{"input": "2\n", "output": "4\n"}, {"input": "3\n", "output": "6\n"}],
-        },
-    ]
-    path, kept = tmp_path / "io.jsonl", tmp_path / "kept.jsonl"
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    done = command("codegrpo.commands.validate", "problems=jsonl", f"problems.path={path}", f"keep_passing={kept}")
-    assert done.returncode == 1, done.stderr
-    assert 'FAIL     wrong: failed: test 2 of 2: got "5", expected "6"' in done.stdout
-    assert "WEAK     empty: a program that prints nothing passes" in done.stdout
-    assert "WEAK     echo: a program that echoes its input passes" in done.stdout
-    assert "WEAK     ident: a program that returns its first argument passes" in done.stdout
-    assert "WEAK     sum" not in done.stdout and "wrote 1/5 problems" in done.stdout
-    assert [p.id for p in load_problems(str(kept))] == ["sum"]
-
-
-def test_validate_names_the_tests_that_count_as_public_because_they_repeat_a_public_one(tmp_path):
-    """A judge's copy of the example at another precision is not hidden: rollout=feedback showed its answer."""
-    half = {"input": "1 2\n", "output": "0.5\n"}
-    rows = [
-        {
-            "id": "ratio",
-            "prompt": "Print a / b.",
-            "reference": "a, b = map(int, input().split())\nprint(a / b)",
-            "public_tests": [half],
-            "tests": [half, {"input": "1 2", "output": "0.500000"}, {"input": "3 4\n", "output": "0.75\n"}],
-        }
-    ]
-    path = tmp_path / "p.jsonl"
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    done = command("codegrpo.commands.validate", "problems=jsonl", f"problems.path={path}")
-    assert done.returncode == 0, done.stderr
-    assert (
-        "MOVED    ratio: test 2 (as public test 1) of 3 count as public: reward.checker=tokens cannot tell them "
-        "from the public test they repeat"
-    ) in done.stdout
-    exact = command("codegrpo.commands.validate", "problems=jsonl", f"problems.path={path}", "reward.checker=exact")
-    assert "MOVED" not in exact.stdout and 'expected "0.500000"' in exact.stdout  # exact tells them apart
 
 
 # -- hostile input files and settings: one line and exit status 2, before anything runs ---------------------
@@ -220,39 +85,6 @@ def test_problem_and_completions_files_that_are_not_utf8_json_name_their_line(tm
 )
 def test_timeouts_that_are_not_seconds_stop_the_command_before_it_runs(override, message):
     assert message in _one_error_line(command("codegrpo.commands.validate", "problems=seed", override))
-
-
-def test_validate_refuses_more_tests_than_a_request_carries_and_names_outputs_no_program_prints(tmp_path):
-    rows = [
-        {"id": "many", "prompt": "Many.", "reference": "print(1)", "tests": [{"input": "", "output": "1\n"}] * 10_001},
-        {
-            "id": "big",
-            "prompt": "Big.",
-            "reference": "print('x' * 2000)",
-            "tests": [{"input": "", "output": "x" * 2000}],
-        },
-    ]
-    path = tmp_path / "p.jsonl"
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    done = command("codegrpo.commands.validate", "problems=jsonl", f"problems.path={path}")
-    assert _one_error_line(done) == (
-        "error: problems: more than 10000 tests, which one sandbox request cannot carry, "
-        "in many: set problems.max_tests to at most 10000"
-    )
-    done = command(
-        "codegrpo.commands.validate",
-        "problems=jsonl",
-        f"problems.path={path}",
-        "problems.max_tests=2",
-        "sandbox.stdout_limit_bytes=1000",
-    )
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert (
-        "OUTPUT   big: test 1 expects 2000 bytes of output, more than sandbox.stdout_limit_bytes=1000: no program "
-        "passes it"
-    ) in done.stdout
-    assert "FAIL     big: error: test 1 of 1: output_limit" in done.stdout and "OUTPUT   many" not in done.stdout
-    assert "problems: warning: " not in done.stderr  # 2000 bytes fit the default cap: only validate's own cap says
 
 
 def test_livecodebench_completions_get_its_graders_imports_and_keep_their_line_numbers(tmp_path):
@@ -353,3 +185,127 @@ def test_an_experiment_of_the_users_own_project_is_found_from_where_they_stand(t
         env=env,
     )
     assert elsewhere.returncode == 0 and "\nseed: 42\n" in elsewhere.stdout and not elsewhere.stderr.strip()
+
+
+# -- in process: run, the one-line errors, the mandatory settings, the run dir -----------------------------
+
+
+@pytest.fixture
+def score_dictconfig():
+    """score.yaml composed as Hydra hands it to a command: a DictConfig, not yet the typed dataclass."""
+
+    def _compose(*overrides: str):
+        GlobalHydra.instance().clear()
+        with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+            return compose(config_name="score", overrides=list(overrides))
+
+    yield _compose
+    GlobalHydra.instance().clear()
+
+
+def test_run_hands_the_task_its_typed_config_and_returns_what_it_returns(score_dictconfig):
+    seen = []
+    assert run(lambda cfg: seen.append(cfg) or 3, score_dictconfig("batch_size=5")) == 3
+    [cfg] = seen
+    assert isinstance(cfg, ScoreConfig) and cfg.batch_size == 5
+
+
+def test_run_ends_a_users_error_in_one_line_with_status_2_after_on_failure(score_dictconfig, capsys):
+    failures = []
+
+    def task(cfg):
+        raise ProblemError("no such file")
+
+    with pytest.raises(SystemExit) as ended:
+        run(task, score_dictconfig(), on_failure=failures.append)
+    assert ended.value.code == 2 and capsys.readouterr().err == "error: no such file\n"
+    assert [str(error) for error in failures] == ["no such file"]
+
+
+def test_run_lets_a_bug_through_as_itself(score_dictconfig):
+    failures = []
+
+    def task(cfg):
+        raise KeyError("bug")
+
+    with pytest.raises(KeyError):
+        run(task, score_dictconfig(), on_failure=failures.append)
+    assert len(failures) == 1 and isinstance(failures[0], KeyError)
+
+
+def test_run_refuses_a_missing_setting_before_the_task_and_without_on_failure(score_dictconfig, capsys):
+    started, failures = [], []
+    with pytest.raises(SystemExit) as ended:
+        run(started.append, score_dictconfig("problems=jsonl"), on_failure=failures.append)
+    assert ended.value.code == 2 and not started and not failures
+    assert capsys.readouterr().err.startswith("error: problems.path is not set")
+
+
+def test_check_mandatory_names_every_missing_key_with_its_hint():
+    check_mandatory(OmegaConf.create({"a": 1}))
+    with pytest.raises(UsageError) as one:
+        check_mandatory(OmegaConf.create({"problems": {"path": "???"}}))
+    assert str(one.value) == (
+        "problems.path is not set (problems=jsonl reads a file: add problems.path=/path/to/problems.jsonl)"
+    )
+    with pytest.raises(UsageError) as two:
+        check_mandatory(OmegaConf.create({"b": "???", "a": {"x": "???"}}))
+    assert str(two.value) == "a.x, b are not set (set a.x=...; set b=...)"
+
+
+def test_exit_usage_is_one_masked_line_and_status_2(capsys):
+    token = "hf_" + "a" * 34
+    with pytest.raises(SystemExit) as ended:
+        exit_usage(f"bad token {token}")
+    assert ended.value.code == 2 and capsys.readouterr().err == "error: bad token ***\n"
+    with pytest.raises(SystemExit):
+        exit_usage(f"kept {token}", mask=False)
+    assert capsys.readouterr().err == f"error: kept {token}\n"
+
+
+def test_one_line_errors_ends_a_codegrpo_error_and_passes_anything_else(capsys):
+    with pytest.raises(SystemExit) as ended, one_line_errors():
+        raise UsageError("set x")
+    assert ended.value.code == 2 and capsys.readouterr().err == "error: set x\n"
+    with pytest.raises(ValueError), one_line_errors():
+        raise ValueError("a bug")
+
+
+def test_a_run_dir_holding_only_hydras_files_is_removed_and_any_other_kept(tmp_path):
+    hydra_only, kept = tmp_path / "a", tmp_path / "b"
+    for run_dir in (hydra_only, kept):
+        (run_dir / ".hydra").mkdir(parents=True)
+        (run_dir / "evaluate.log").write_text("")
+    (kept / "eval.json").write_text("{}")
+    discard_empty_run_dir(hydra_only, "evaluate.log")
+    discard_empty_run_dir(kept, "evaluate.log")
+    discard_empty_run_dir(tmp_path / "never", "evaluate.log")
+    assert not hydra_only.exists() and (kept / "eval.json").is_file()
+    assert (kept / "evaluate.log").is_file()  # another command's log name is not Hydra's here
+    discard_empty_run_dir(kept, "train.log")
+    assert kept.is_dir()
+
+
+def test_a_composition_error_is_one_line_of_hydras_message_and_its_cause():
+    cause = ConfigKeyError("Key 'learning_rte' not in 'GRPOTrainerConfig'\n    full_key: trainer.learning_rte\n")
+    error = ConfigCompositionException(
+        "Could not override 'trainer.learning_rte'.\nTo append to your config use +trainer.learning_rte=1"
+    )
+    error.__cause__ = cause
+    assert compose_error_line(error) == (
+        "Could not override 'trainer.learning_rte': Key 'learning_rte' not in 'GRPOTrainerConfig'"
+    )
+    listed = ConfigCompositionException(
+        "In 'train': Could not find 'reward/nope'\n\nAvailable options in 'reward':\n\tbase_reward\n\tbinary\n"
+        "\tpartial\nConfig search path:\n\tprovider=hydra, path=pkg://hydra.conf"
+    )
+    assert compose_error_line(listed) == (
+        "In 'train': Could not find 'reward/nope' Available options in 'reward': binary, partial"
+    )
+
+
+def test_an_override_the_grammar_cannot_read_is_named_in_one_line():
+    message = "LexerNoViableAltException: x=~/a b\n    ^\nSee https://hydra.cc/docs/1.2/advanced/override_grammar/basic"
+    line = parse_error_line(OverrideParseException("x=~/a b", message))  # as Hydra raises it
+    assert line.startswith("cannot read the override x=~/a b: quote a value with characters Hydra's grammar")
+    assert "\n" not in line

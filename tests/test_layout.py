@@ -207,13 +207,6 @@ def test_the_circle_check_sees_a_circle(tmp_path, monkeypatch):
 
 
 TESTS = PROJECT_ROOT / "tests"
-# Modules with behaviour that is still tested through a caller (their package's or the task's tests), not yet
-# in a file of their own. Issue 53 empties it; a module added to the package gets its own file from the start.
-TESTED_THROUGH_A_CALLER = {
-    "commands/evaluate.py", "commands/limits.py", "commands/pass_rates.py", "commands/score.py",
-    "commands/train.py", "commands/validate.py", "tasks/evaluate.py", "tasks/limits.py", "tasks/pass_rates.py",
-    "tasks/score.py", "tasks/validate.py",
-}  # fmt: skip
 
 
 def _has_behaviour(module: Path) -> bool:
@@ -238,9 +231,7 @@ def _modules_without_their_own_tests(package: Path) -> set[str]:
 
 
 def test_each_module_with_behaviour_has_its_own_test_file():
-    missing = _modules_without_their_own_tests(PACKAGE)
-    assert missing - TESTED_THROUGH_A_CALLER == set(), "give each its tests/<package>/test_<module>.py"
-    assert TESTED_THROUGH_A_CALLER - missing == set(), "these have their own file now: drop them from the list"
+    assert _modules_without_their_own_tests(PACKAGE) == set(), "give each its tests/<package>/test_<module>.py"
 
 
 def test_the_mirror_check_sees_a_module_without_its_file(tmp_path):

@@ -218,7 +218,6 @@ def test_pass_rate_bounds_the_wrong_way_round_are_one_line_at_compose_time(compo
 
 @pytest.mark.slow
 def test_pass_rates_filter_resume_and_refuse_another_problem_set(compose_cfg, tmp_path, capsys, tiny_model):
-    from codegrpo.data.files import load_problems
     from codegrpo.data.sets import load_problem_set
     from codegrpo.tasks.pass_rates import pass_rates
 
@@ -237,10 +236,8 @@ def test_pass_rates_filter_resume_and_refuse_another_problem_set(compose_cfg, tm
     problems = load_problem_set(compose_cfg(*small, config_name="pass_rates").problems)
     assert [line["id"] for line in lines] == [p.id for p in problems]
     assert all(line["samples"] == 3 and line["pass_rate"] == line["passed"] / 3 for line in lines)
-    wanted = [line["id"] for line in lines if 0 < line["pass_rate"] < 1]
-    assert [p.id for p in kept] == wanted
-    if wanted:  # a problem file the training reads back
-        assert [p.id for p in load_problems(str(tmp_path / "kept.jsonl"))] == wanted
+    # The random model passes nothing, so nothing is kept (tasks/test_pass_rates.py keeps 0 < rate < 1).
+    assert [p.id for p in kept] == [line["id"] for line in lines if 0 < line["pass_rate"] < 1] == []
     assert "rated 4/4 problems" in capsys.readouterr().err
 
     # Interrupted after its first batch: the rerun rates the last two only, with the same seeded samples.
