@@ -125,7 +125,10 @@ def test_train_evaluates_before_and_after_and_compares_with_the_breakdown(compos
     before, after = (load_evaluation(run_dir / f"eval_{phase}.json") for phase in ("before", "after"))
     assert before.num_problems == after.num_problems == 2 and len(after.samples) == 4 and after.wall_s > 0
     comparison = json.loads((run_dir / "comparison.json").read_text())
-    assert comparison["change"] == metrics["eval_change"]
+    assert comparison["change"] == metrics["eval_change"] == pytest.approx(after.pass_at[1] - before.pass_at[1])
+    # The breakdown (read from the samples' statuses) and the change (from pass@1) are two paths to one figure.
     parts = comparison["breakdown"]
     assert parts["format"] + parts["skill"] - parts["lost"] == pytest.approx(comparison["change"])
-    assert sum(parts["before"].values()) == sum(parts["after"].values()) == 4
+    for phase, evaluation in (("before", before), ("after", after)):
+        passed = sum(sample["status"] == "passed" for sample in evaluation.samples)
+        assert parts[phase]["passed"] == passed and sum(parts[phase].values()) == 4, (phase, parts)
