@@ -68,6 +68,14 @@ def tiny_model() -> list[str]:
 
 
 @pytest.fixture(scope="session")
+def tiny_coder() -> list[str]:
+    """The overrides that train the tiny model fitted to write one program (tests/helpers/tiny_model.py)."""
+    from tests.helpers.tiny_model import tiny_coder_overrides
+
+    return tiny_coder_overrides()
+
+
+@pytest.fixture(scope="session")
 def local_sandbox():
     from tests.helpers.sandbox import make_sandbox
 

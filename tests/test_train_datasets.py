@@ -1,5 +1,5 @@
 """GRPO on a public code-RL dataset's own schema, read from a local file: the stdin/stdout form through
-the real offline model, real TRL and the real sandbox."""
+a real (tiny, fitted) model, real TRL and the real sandbox."""
 
 from __future__ import annotations
 
@@ -13,10 +13,12 @@ TACO = "tests/data/code_datasets/taco.arrow"
 
 
 @pytest.mark.slow
-def test_two_cpu_steps_on_taco_from_a_local_file_log_rewards_with_reasons(compose_cfg):
+def test_two_cpu_steps_on_taco_from_a_local_file_log_rewards_with_reasons(compose_cfg, tiny_coder):
+    """On the tiny coder: its one program reads a line and prints it, which fails TACO's tests with a reason."""
     from codegrpo.tasks.train import train
 
     cfg = compose_cfg(
+        *tiny_coder,
         "problems=taco",
         "problems.hub_path=arrow",
         f"problems.data_files={TACO}",

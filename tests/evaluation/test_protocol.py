@@ -203,14 +203,14 @@ def test_a_protocol_on_a_set_without_release_dates_stops_before_the_model_loads(
 
 @pytest.mark.slow
 def test_livecodebench_on_a_local_file_filters_by_date_samples_n_and_reports_beside_the_recipe(tmp_path):
-    """A twin's run (its saved config; the offline model stands for its final model) evaluated as DeepCoder
+    """A twin's run (its saved config; the tiny coder stands for its final model) evaluated as DeepCoder
     evaluates: the window keeps the tasks released from 2024-08-01, n samples each, pass@1 by difficulty and
     the paper's 60.6 beside the run's figure with what differs."""
-    import codegrpo
+    from tests.helpers.tiny_model import tiny_coder
 
     run = tmp_path / "run"
     run.mkdir()
-    (run / "final_model").symlink_to(codegrpo.offline_model())
+    (run / "final_model").symlink_to(tiny_coder())
     composed = run_train("experiment=deepcoder_cpu", "--cfg", "job")
     (run / "config.yaml").write_text(composed.stdout)
     done = _evaluate(
@@ -260,11 +260,13 @@ def test_the_local_livecodebench_set_splits_by_date_as_by_id(compose_cfg):
 
 
 @pytest.mark.slow
-def test_humaneval_plus_on_a_local_file_evaluates_greedily_with_its_checks_in_the_sandbox(tmp_path):
+def test_humaneval_plus_on_a_local_file_evaluates_greedily_with_its_checks_in_the_sandbox(tmp_path, tiny_coder):
     """EvalPlus's protocol on a file in its schema (the sample of tests/data/code_datasets): one greedy sample per
-    problem, every check run in the sandbox without numpy, pass@1 recorded under the protocol's name."""
+    problem, every check run in the sandbox without numpy, pass@1 recorded under the protocol's name. The tiny
+    coder's program defines no function: each check runs and fails on the name it calls."""
     sample = PROJECT_ROOT / "tests" / "data" / "code_datasets" / "humaneval_plus.jsonl"
     done = _evaluate(
+        *tiny_coder,
         "protocol=humaneval_plus",
         "problems.hub_path=json",
         f"problems.data_files={sample}",
@@ -277,3 +279,4 @@ def test_humaneval_plus_on_a_local_file_evaluates_greedily_with_its_checks_in_th
     assert results["protocol"]["name"] == "humaneval_plus" and results["record"]["sampling"]["temperature"] == 0
     assert results["record"]["problems"]["name"] == "humaneval_plus"
     assert set(results["per_problem"]) == {f"HumanEval/{n}" for n in range(6)}
+    assert results["status_counts"] == {"error": 6}, results["status_counts"]  # NameError: each check ran

@@ -343,7 +343,7 @@ def test_the_ranks_of_a_job_each_get_the_whole_cap_where_it_is_the_jobs(monkeypa
 
 
 @pytest.mark.slow
-def test_two_ranks_train_through_one_pool_of_the_whole_cap(cluster, tmp_path):
+def test_two_ranks_train_through_one_pool_of_the_whole_cap(cluster, tmp_path, tiny_coder):
     """torchrun --nproc_per_node 2 train.py sandbox=ray: the new user's run, whose ranks each asked for half of
     max_concurrency (1 each, refused against 2 actors) before the cap was the job's. With evaluation.after=true,
     rank 1 leaves the pool while rank 0 evaluates through it."""
@@ -356,6 +356,7 @@ def test_two_ranks_train_through_one_pool_of_the_whole_cap(cluster, tmp_path):
         [
             *torchrun,
             *TINY,
+            *tiny_coder,
             "sandbox=ray",
             f"sandbox.address={address}",
             "sandbox.max_concurrency=2",
@@ -662,7 +663,7 @@ def test_score_command_through_a_ray_instance_of_its_own(tmp_path):
 
 
 @pytest.mark.slow
-def test_training_scores_through_a_ray_instance_of_its_own_and_a_sigterm_still_saves(tmp_path):
+def test_training_scores_through_a_ray_instance_of_its_own_and_a_sigterm_still_saves(tmp_path, tiny_coder):
     """python train.py sandbox=ray sandbox.address=local: the issue's command. A SIGTERM in step 2 saves and stops
     with the preemption exit, as without Ray: ray.init's own handler (sys.exit) must not replace the run's."""
     from codegrpo.train.preemption import PREEMPTED_EXIT
@@ -670,6 +671,7 @@ def test_training_scores_through_a_ray_instance_of_its_own_and_a_sigterm_still_s
 
     done = train(
         *TINY,
+        *tiny_coder,
         "sandbox=ray",
         "sandbox.address=local",
         "trainer.max_steps=3",

@@ -226,11 +226,11 @@ def test_a_hub_dataset_out_of_reach_names_the_local_copys_setting(compose_cfg):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", RECIPES)
-def test_each_twin_trains_a_step_end_to_end(name, tmp_path, compose_cfg, tiny_model):
+def test_each_twin_trains_a_step_end_to_end(name, tmp_path, compose_cfg, tiny_coder):
     """The twin as documented, one optimizer step on one prompt's group (its generation of several groups, and
-    more than two rounds of dynamic sampling, would only take longer) of the tiny model (the twin's settings are
-    under test, not the model): the local set in LiveCodeBench's schema loads through its window, the sandbox
-    scores every completion, and the step logs its reward."""
+    more than two rounds of dynamic sampling, would only take longer) of the tiny coder (the twin's settings are
+    under test, not the model; its one short program reaches the sandbox): the local set in LiveCodeBench's
+    schema loads through its window, the sandbox scores every completion, and the step logs its reward."""
     twin = compose_cfg(f"experiment={name}_cpu").trainer
     one_group = twin.num_generations // twin.per_device_train_batch_size
     run_dir = tmp_path / "run"
@@ -243,7 +243,7 @@ def test_each_twin_trains_a_step_end_to_end(name, tmp_path, compose_cfg, tiny_mo
             f"trainer.steps_per_generation={one_group}",
             f"trainer.gradient_accumulation_steps={min(one_group, twin.gradient_accumulation_steps)}",
             "sampler.max_rounds=2",  # dapo_cpu's dynamic sampling: a refill, not ten
-            *tiny_model,
+            *tiny_coder,
             "logger=none",
             "save_model=false",
             f"hydra.run.dir={run_dir}",
@@ -258,7 +258,7 @@ def test_each_twin_trains_a_step_end_to_end(name, tmp_path, compose_cfg, tiny_mo
     assert "skipped 62 of 161 rows (outside the release-date window)" in done.stderr
     history = json.loads((run_dir / "log_history.json").read_text())
     steps = [row for row in history if "rewards/code_reward/mean" in row]
-    assert len(steps) == 1 and steps[0]["status/infra"] == 0
+    assert len(steps) == 1 and steps[0]["status/infra"] == 0 and steps[0]["sandbox/runs"] >= 1
     assert 0.0 <= steps[0]["rewards/code_reward/mean"] <= 1.0
     config = yaml.safe_load((run_dir / "config.yaml").read_text())
     assert config["recipe"]["name"] == name and config["recipe"]["scale"] == "cpu"
