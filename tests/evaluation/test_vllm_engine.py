@@ -29,6 +29,7 @@ def fake_vllm(monkeypatch):
     sys.modules.pop("vllm", None)
 
 
+@pytest.mark.slow
 def test_vllm_samples_the_evaluation_transformers_samples(compose_cfg, fake_vllm):
     """The offline model: greedy completions that depend on the prompt (the random model's do not)."""
     from codegrpo.tasks.evaluate import evaluate

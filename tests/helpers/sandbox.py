@@ -16,6 +16,7 @@ import textwrap
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from benchmarks.fakes import FAKE_API_KEY, FakeSuperserve
 
@@ -192,21 +193,22 @@ class FreshSuperserve(SandboxBackend):
 
 
 @contextlib.contextmanager
-def backend_in(mode: str) -> Iterator[SandboxBackend]:
+def backend_in(mode: str, **settings: Any) -> Iterator[SandboxBackend]:
     """The backend of a mode users meet: "superserve" (the real SDK on the fake), "ray" (sandbox=ray on a Ray
     instance started here), or "warm"/"cold" with
-    "-cgroups" or "-rlimits" (cgroups when the machine has them, if neither is said)."""
+    "-cgroups" or "-rlimits" (cgroups when the machine has them, if neither is said); ``settings`` are the local
+    sandbox's (memory_mb=...), on every backend but Superserve's."""
     if mode == "superserve":
         os.environ[FAKE_KEY_ENV] = FAKE_API_KEY
         with FakeSuperserve() as fake:
             yield FreshSuperserve(fake)
         return
     if mode == "ray":  # the local sandbox on two actors of a Ray instance of this process's own
-        with RaySandbox(RaySandboxConfig(address="local", actors=2, max_concurrency=2)) as box:
+        with RaySandbox(RaySandboxConfig(**{"address": "local", "actors": 2, "max_concurrency": 2, **settings})) as box:
             yield box
         return
     warm, _, limits = mode.partition("-")
-    box = make_sandbox(warm=warm == "warm", **({"use_cgroups": limits == "cgroups"} if limits else {}))
+    box = make_sandbox(warm=warm == "warm", **({"use_cgroups": limits == "cgroups"} if limits else {}), **settings)
     try:
         yield box
     finally:

@@ -31,18 +31,20 @@ from tests.helpers.run_if import run_if
 from tests.helpers.sandbox import PROBLEMS, backend_in, make_sandbox, run_source, score
 
 CORRECT = PROBLEMS["is_prime"].reference
+MEMORY_MB = 256
 
 
 @pytest.fixture(scope="module", params=["warm-cgroups", "cold-cgroups", "warm-rlimits", "cold-rlimits", "ray"])
 def box(request):
     """One sandbox with a single slot, so that every program runs after the one before in the same worker (through
-    Ray: one slot an actor, and a batch of one program always goes to the first)."""
+    Ray: one slot an actor, and a batch of one program always goes to the first). 256 MB of memory: an attack
+    that fills it (D's xattrs) does so in a quarter of the default's time."""
     if request.param == "ray":
-        with backend_in("ray") as sandbox:
+        with backend_in("ray", memory_mb=MEMORY_MB) as sandbox:
             yield sandbox
         return
     warm, limits = request.param.split("-")
-    sandbox = make_sandbox(use_cgroups=limits == "cgroups", warm=warm == "warm", max_concurrency=1)
+    sandbox = make_sandbox(use_cgroups=limits == "cgroups", warm=warm == "warm", max_concurrency=1, memory_mb=MEMORY_MB)
     yield sandbox
     asyncio.run(sandbox.aclose())
 

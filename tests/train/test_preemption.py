@@ -132,17 +132,16 @@ def test_a_resume_with_another_problem_set_or_config_is_refused_in_one_line(comp
     assert checkpoints.differences(plain | {"recipe": first}, plain | {"recipe": corrected}) == []
 
 
-def test_a_full_disk_during_a_save_keeps_the_previous_checkpoint_for_resume(compose_cfg, tmp_path):
-    pytest.importorskip("peft")
+def test_a_full_disk_during_a_save_keeps_the_previous_checkpoint_for_resume(compose_cfg, tmp_path, tiny_model):
     mount = tmp_path / "small"
     mount.mkdir()
-    # LoRA keeps a checkpoint ~26 MB (adapter, its AdamW state, the tokenizer): one fits in 40 MB, two do not.
+    # The tiny model's checkpoint is ~24 MB (weights, AdamW state, the tokenizer): one fits in 40 MB, two do not.
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=40m", "tmpfs", str(mount)]).returncode != 0:
         pytest.skip("cannot mount a tmpfs here (needs root)")
     try:
         common = [
             *TINY,
-            "peft=lora",
+            *tiny_model,
             "save_model=false",
             "trainer.max_steps=2",
             "trainer.save_strategy=steps",
