@@ -98,7 +98,7 @@ SMALLEST: dict[str, tuple[str, tuple]] = {
     "logging": ("bench_logging", (1, 1, SCRATCH, TINY)),
     "hacks": ("bench_hacks", (1,)),
     "sampler": ("bench_sampler", (1, [1], 2, 2, 2, 1, ["uniform"], SCRATCH, TINY)),
-    "ray": ("bench_ray", ()),
+    "ray": ("bench_ray", (40, 2)),
 }
 
 

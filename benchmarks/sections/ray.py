@@ -31,21 +31,23 @@ def _score(sandbox: SandboxBackend, problems, corpus) -> list[bool]:
     return [s.verdict.reward == 1.0 for s in scored]
 
 
-def _latency(sandbox: SandboxBackend) -> float:
-    """The median seconds of a batch of one trivial program."""
+def _latency(sandbox: SandboxBackend, rounds: int) -> float:
+    """The median seconds of a batch of one trivial program, over ``rounds`` batches."""
     times = []
-    for _ in range(LATENCY_ROUNDS):
+    for _ in range(rounds):
         started = time.perf_counter()
         asyncio.run(sandbox.run_many([Program("print(1)", timeout_s=BENCH_TIMEOUT_S)]))
         times.append(time.perf_counter() - started)
     return statistics.median(times)
 
 
-def bench_ray() -> list[Row]:
+def bench_ray(limit: int | None = None, rounds: int = LATENCY_ROUNDS) -> list[Row]:
+    """``limit``: only the corpus's first completions, and ``rounds`` latency batches (a test's smallest run)."""
     import ray
     from ray.cluster_utils import Cluster
 
     problems, corpus = humaneval_corpus()
+    corpus = corpus[:limit]
     kept = signal.getsignal(signal.SIGTERM)  # Ray's node and ray.init set SIGTERM to exit: the caller's comes back
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {"sandbox": 1}})
     try:
@@ -64,14 +66,14 @@ def bench_ray() -> list[Row]:
             for label, sandbox in (("sandbox=local", local), ("sandbox=ray, two nodes", remote)):
                 seconds, passed = timed(lambda sandbox=sandbox: _score(sandbox, problems, corpus))
                 rates[label], verdicts[label] = len(corpus) / seconds, passed
-                latencies[label] = _latency(sandbox)
+                latencies[label] = _latency(sandbox, rounds)
                 print(f"[ray] {label}: {rates[label]:.1f}/s, {sum(passed)} passed", file=sys.stderr)
                 rows.append((f"{label}, {CONCURRENCY} at once", rates[label], f"{sum(passed)}/{len(corpus)} passed"))
         (a, b) = verdicts.values()
         disagree = sum(x != y for x, y in zip(a, b, strict=True))
         (local_rate, ray_rate), (local_s, ray_s) = rates.values(), latencies.values()
         rows.append(("ratio ray / local", ray_rate / local_rate, f"verdicts differ on {disagree}"))
-        rows.append(("batch of one program, local (ms, median)", 1000 * local_s, f"{LATENCY_ROUNDS} batches"))
+        rows.append(("batch of one program, local (ms, median)", 1000 * local_s, f"{rounds} batches"))
         rows.append(("batch of one program, ray (ms, median)", 1000 * ray_s, "the hop: a remote call and back"))
         rows.append(("latency ray adds per batch (ms)", 1000 * (ray_s - local_s), ""))
         return rows

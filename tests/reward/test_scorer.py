@@ -23,8 +23,8 @@ from codegrpo.sandbox.memory import MemoryBackend
 from tests.helpers.sandbox import child_pids, children_of, run
 
 
-def score(sandbox, completions, problem_id="is_prime", kind="binary", problems=SEED):
-    scorer = Scorer(problems, sandbox, get_language("python"), kind)
+def score(sandbox, completions, problem_id="is_prime", kind="binary", problems=SEED, **settings):
+    scorer = Scorer(problems, sandbox, get_language("python"), kind, **settings)
     return run(scorer.score([problem_id] * len(completions), completions))
 
 
@@ -57,6 +57,7 @@ def test_wrong_error_no_code_and_timeout(local_sandbox):
             "```bash\nls\n```",
             "def is_prime(n):\n    while True: pass",
         ],
+        timeout_s=1.0,  # the loop's timeout, not the default 10 s of waiting
     )
     assert [s.verdict.status for s in results] == [Status.FAILED, Status.ERROR, Status.NO_CODE, Status.TIMEOUT]
     assert [s.verdict.reward for s in results] == [0.0, 0.0, 0.0, 0.0]
