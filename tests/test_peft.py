@@ -31,7 +31,10 @@ def length_reward(completions, **_) -> list[float]:
 
 
 @pytest.mark.slow
-def test_lora_trains_only_the_adapter_saves_it_pushes_it_and_evaluate_loads_it(compose_cfg, tmp_path, monkeypatch):
+def test_lora_trains_only_the_adapter_saves_it_pushes_it_and_evaluate_loads_it(
+    compose_cfg, tmp_path, monkeypatch, tiny_model
+):
+    """On the tiny model (LoRA's mechanics, not what it learns: every Llama projection is there)."""
     import torch
 
     import codegrpo.tasks.train as train_module
@@ -41,6 +44,7 @@ def test_lora_trains_only_the_adapter_saves_it_pushes_it_and_evaluate_loads_it(c
 
     cfg = compose_cfg(
         *TINY,
+        *tiny_model,
         "peft=lora",
         "peft.r=4",
         "peft.lora_alpha=8",

