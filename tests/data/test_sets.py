@@ -73,17 +73,15 @@ def test_the_feedback_set_is_the_train_families_with_a_public_call_that_gives_no
 
 
 @pytest.mark.parametrize("name", ["transfer", "transfer_unseen", "feedback"])
-def test_every_reference_passes_in_the_sandbox(name):
-    done = subprocess.run(
-        [sys.executable, "-m", "codegrpo.commands.validate", f"problems={name}", "problems.split=all"],
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+def test_every_reference_passes_in_the_sandbox(name, compose_cfg, capsys):
+    """The validate task in this process (its command: tests/commands/test_commands_validate.py)."""
+    from codegrpo.tasks.validate import validate
+
+    status = validate(compose_cfg(f"problems={name}", "problems.split=all", "weak_tests=false", config_name="validate"))
+    out, err = capsys.readouterr()
+    assert status == 0, out + err[-2000:]
     count = len(_records(name))
-    assert f"{name}: {count}/{count} references pass" in done.stdout
+    assert f"{name}: {count}/{count} references pass" in out
 
 
 def _family(**changes) -> object:

@@ -133,7 +133,7 @@ def _fit_coder(staging: Path) -> None:
     for _ in range(STEPS):
         batch = [prompts[i] for i in torch.randint(len(prompts), (16,)).tolist()]
         width = max(map(len, batch)) + len(reply)
-        ids = torch.full((len(batch), width), tokenizer.pad_token_id)
+        ids = torch.full((len(batch), width), tokenizer.eos_token_id)  # masked: any id
         mask = torch.zeros_like(ids)
         for row, prompt in enumerate(batch):  # padded on the left, as generation pads
             ids[row, width - len(prompt) - len(reply) :] = torch.tensor(prompt + reply)

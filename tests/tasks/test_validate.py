@@ -125,11 +125,12 @@ def _one_error_line(done: subprocess.CompletedProcess) -> str:
     return line
 
 
-def test_validate_passes_for_the_shipped_sets():
+def test_validate_passes_for_the_shipped_sets(compose_cfg, capsys):
     for name, count in (("seed", 4), ("basics", 67), ("humaneval", 164)):
-        done = command("codegrpo.commands.validate", f"problems={name}")
-        assert done.returncode == 0, done.stdout + done.stderr
-        assert f"{name}: {count}/{count} references pass" in done.stdout
+        status = validate(compose_cfg(f"problems={name}", config_name="validate"))
+        out, err = capsys.readouterr()
+        assert status == 0, out + err
+        assert f"{name}: {count}/{count} references pass" in out
 
 
 def test_validate_lists_failing_references(tmp_path):
