@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 from benchmarks.fakes import FAKE_API_KEY, FakeSuperserve
 
 from codegrpo.config.schema import LocalSandboxConfig, RaySandboxConfig, SuperserveSandboxConfig
@@ -213,6 +214,18 @@ def backend_in(mode: str, **settings: Any) -> Iterator[SandboxBackend]:
         yield box
     finally:
         asyncio.run(box.aclose())
+
+
+def backends(*modes: str, name: str = "backend") -> Any:
+    """A module-scoped fixture called ``name``: one backend of each mode (``backend_in``'s), shared by the module's
+    tests. ``backend = backends("warm", "cold", "superserve")`` in a test module."""
+
+    @pytest.fixture(scope="module", params=list(modes), name=name)
+    def backend(request: pytest.FixtureRequest) -> Iterator[SandboxBackend]:
+        with backend_in(request.param) as box:
+            yield box
+
+    return backend
 
 
 # -- the public in-memory backend, answering as CPython and the harness answer -----------------------------

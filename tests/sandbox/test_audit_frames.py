@@ -13,7 +13,7 @@ import pytest
 
 from codegrpo.reward.verdict import Status
 from tests.helpers.run_if import run_if
-from tests.helpers.sandbox import PROBLEMS, backend_in, score
+from tests.helpers.sandbox import PROBLEMS, backends, score
 
 pytestmark = run_if(bwrap=True)
 
@@ -21,10 +21,7 @@ CORRECT = PROBLEMS["is_prime"].reference
 TOKEN = "introspection:sys._getframe"
 
 
-@pytest.fixture(scope="module", params=["warm", "cold", "superserve"])
-def backend(request):
-    with backend_in(request.param) as box:
-        yield box
+backend = backends("warm", "cold", "superserve")
 
 
 def audit(backend, code: str) -> list[str]:

@@ -17,7 +17,7 @@ from codegrpo.data.problems import IOTest, Problem
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer
 from tests.helpers.run_if import run_if
-from tests.helpers.sandbox import Recording, backend_in
+from tests.helpers.sandbox import Recording, backends
 
 pytestmark = run_if(bwrap=True, system_python=True)
 
@@ -47,10 +47,7 @@ FORMS = {
 }
 
 
-@pytest.fixture(scope="module", params=["warm", "cold", "superserve"])
-def backend(request):
-    with backend_in(request.param) as box:
-        yield box
+backend = backends("warm", "cold", "superserve")
 
 
 @pytest.fixture(scope="module")

@@ -10,13 +10,11 @@ import asyncio
 import json
 import textwrap
 
-import pytest
-
 from codegrpo.data.problems import IOTest, Problem
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer
 from tests.helpers.run_if import run_if
-from tests.helpers.sandbox import backend_in
+from tests.helpers.sandbox import backends
 
 pytestmark = run_if(bwrap=True)
 
@@ -109,10 +107,7 @@ WRONG = {
 }
 
 
-@pytest.fixture(scope="module", params=["warm", "cold", "superserve"])
-def backend(request):
-    with backend_in(request.param) as box:
-        yield box
+backend = backends("warm", "cold", "superserve")
 
 
 def rewards(backend, cases: dict[str, tuple[str, str]]) -> dict[str, float]:

@@ -23,7 +23,7 @@ from codegrpo.data.problems import IOTest, Problem
 from codegrpo.reward.programs import build_program, get_language
 from codegrpo.reward.scorer import Scorer
 from tests.helpers.run_if import run_if
-from tests.helpers.sandbox import backend_in
+from tests.helpers.sandbox import backends
 
 pytestmark = run_if(bwrap=True, system_python=True)
 
@@ -55,10 +55,7 @@ FORMS = {
 }
 
 
-@pytest.fixture(scope="module", params=["warm", "cold", "ray"])
-def box(request):
-    with backend_in(request.param) as sandbox:
-        yield sandbox
+box = backends("warm", "cold", "ray", name="box")
 
 
 @pytest.fixture(scope="module")

@@ -43,7 +43,7 @@ from codegrpo.reward.scorer import Scorer
 from codegrpo.reward.verdict import Status
 from codegrpo.sandbox.base import SandboxBackend, classify
 from tests.helpers.run_if import run_if
-from tests.helpers.sandbox import backend_in
+from tests.helpers.sandbox import backend_in, backends
 
 pytestmark = run_if(bwrap=True, system_python=True)
 
@@ -55,10 +55,7 @@ ADD = parse_problem({"id": "add", "prompt": "add(a, b)", "fn_name": "add", "test
 READ_SUM = "a, b = map(int, input().split())\nprint(a + b)\n"
 
 
-@pytest.fixture(scope="module", params=["warm", "cold", "ray"])
-def box(request):
-    with backend_in(request.param) as backend:
-        yield backend
+box = backends("warm", "cold", "ray", name="box")
 
 
 def scored(backend, problems, pairs, kind="binary"):
