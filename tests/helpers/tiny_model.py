@@ -70,9 +70,9 @@ def _make(source: Path, staging: Path) -> None:
 
 # What the tiny coder writes to every prompt: a program that runs in any form's harness and passes nothing
 # (it prints its input back), so a step's rewards come from the sandbox, not from a completion without code.
-STEPS = 100
-SHARPEN = 16.0
 CODER_REPLY = "```python\nprint(input())\n```"
+STEPS = 100  # AdamW steps of 16 prompts: greedy decoding writes the reply to prompts it never saw
+SHARPEN = 16.0  # the final norm's scale: of 800 samples at temperature 1, 21 strayed at 4x, 1 at 8x, none at 16x
 
 
 def tiny_coder() -> Path:
@@ -80,8 +80,8 @@ def tiny_coder() -> Path:
     mechanics that need a program to reach the sandbox (its runs, reasons, a pool's load) get one in a few
     tokens, where the random model writes no code and the 135M model writes it at 3-15 s a step."""
     fitting = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:8]  # an edit here fits a new one
-    random = tiny_model()
-    return _made_once(random.with_name(random.name.replace("-tiny-random", f"-tiny-coder-{fitting}")), _fit_coder)
+    base = tiny_model()
+    return _made_once(base.with_name(base.name.replace("-tiny-random", f"-tiny-coder-{fitting}")), _fit_coder)
 
 
 def tiny_coder_overrides() -> list[str]:
@@ -144,7 +144,7 @@ def _fit_coder(staging: Path) -> None:
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-    with torch.no_grad():  # logits 16 times as sharp: sampling at temperature 1 writes what greedy writes
+    with torch.no_grad():  # logits SHARPEN times as sharp: sampling at temperature 1 writes what greedy writes
         model.model.norm.weight.mul_(SHARPEN)
     model.save_pretrained(staging)
     tokenizer.save_pretrained(staging)
