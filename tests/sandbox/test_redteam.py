@@ -119,7 +119,10 @@ def test_c_fds_in_flight_do_not_hold_the_trainer(box):
 
 
 def test_d_xattrs_charged_to_a_worker_do_not_fail_later_programs(box):
-    assert_scores(box, XATTRS_POISON, {Status.FAILED, Status.ERROR}, 0.0, timeout_s=20.0)  # ERROR: at the memory limit
+    # ERROR: at the memory limit. TIMEOUT: without cgroups nothing bounds kernel memory, and writing all
+    # 1.2 GB of xattrs took CI's loaded machine past the 20 s limit (0.2-8 s here). Either way it scores 0.
+    outcomes = {Status.FAILED, Status.ERROR, Status.TIMEOUT}
+    assert_scores(box, XATTRS_POISON, outcomes, 0.0, timeout_s=20.0)
     for _ in range(3):
         assert_scores(box, CORRECT, Status.PASSED, 1.0)
 
