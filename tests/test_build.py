@@ -155,17 +155,29 @@ def test_the_dataset_has_a_chat_prompt_and_the_test_columns_of_each_problem_in_o
     assert data[0]["prompt"][-1]["role"] == "user" and problems[0].prompt in data[0]["prompt"][-1]["content"]
 
 
-def test_one_turn_scores_every_test(compose_cfg):
+def test_one_turn_shows_nothing_and_scores_every_test(compose_cfg):
     problems = [_echo("1\n", "2\n", "3\n")]
-    assert build.scored_problems(compose_cfg(), problems) is problems
+    sides = build.sides(compose_cfg(), problems)
+    assert sides.public == [] and sides.hidden is problems
 
 
-def test_rollout_feedback_scores_only_the_tests_the_model_was_not_shown(compose_cfg):
+def test_rollout_feedback_shows_the_public_tests_and_scores_only_the_others(compose_cfg):
     cfg = compose_cfg("rollout=feedback")
-    [scored] = build.scored_problems(cfg, [_echo("1\n", "2\n", "3\n")])
+    [shown], [scored] = build.sides(cfg, [_echo("1\n", "2\n", "3\n")])
+    assert [t.input for t in shown.tests] == ["1\n"] and shown.public_tests == ()
     assert [t.input for t in scored.tests] == ["2\n", "3\n"] and [t.input for t in scored.public_tests] == ["1\n"]
     expression = Problem("add", "f", "add(1, 2)", Form.expression, expected="3")
-    assert build.scored_problems(cfg, [expression]) == [expression]
+    assert build.sides(cfg, [expression]).hidden == [expression]
+
+
+def test_the_split_reads_the_reward_groups_checker(compose_cfg):
+    # "1.0" and "1" are one test to the tokens checker (it cannot pay one and not the other): public both;
+    # the exact checker tells them apart, so the second stays hidden.
+    problem = dataclasses.replace(_echo("1\n"), tests=(IOTest("1\n", "1\n"), IOTest("1\n", "1.0\n")))
+    tokens = build.sides(compose_cfg("rollout=feedback"), [problem])
+    exact = build.sides(compose_cfg("rollout=feedback", "reward.checker=exact"), [problem])
+    assert len(tokens.hidden[0].tests) == 2 and tokens.public[0].tests == ()
+    assert [t.output for t in exact.hidden[0].tests] == ["1.0\n"]
 
 
 # -- the rewards --------------------------------------------------------------------------------------------
@@ -229,8 +241,8 @@ def test_rollout_feedback_needs_the_runs_scorer_and_makes_a_rollout_func(compose
     cfg = compose_cfg("rollout=feedback")
     with pytest.raises(UsageError, match=r"^rollout=feedback needs the run's scorer$"):
         build.rollout(cfg, [], None)
-    problems = [_echo("1\n", "2\n")]
-    assert callable(build.rollout(cfg, problems, build.scorer(cfg, problems, MemoryBackend(_never))))
+    public, hidden = build.sides(cfg, [_echo("1\n", "2\n")])
+    assert callable(build.rollout(cfg, public, build.scorer(cfg, hidden, MemoryBackend(_never))))
 
 
 def test_the_sampler_state_follows_the_problem_sets_order_and_resumes_from_a_checkpoint(compose_cfg, tmp_path):
@@ -245,6 +257,35 @@ def test_the_sampler_state_follows_the_problem_sets_order_and_resumes_from_a_che
     assert resumed.rates.recent == [[1.0], [], [0.5]] and resumed.rates.generations == 1
     (tmp_path / "fresh").mkdir()
     assert build.sampler_state(cfg, problems, tmp_path / "fresh").rates.recent == [[], [], []]
+
+
+def test_the_rewards_are_made_together_the_scorer_on_the_hidden_tests_the_rollout_on_the_public(compose_cfg):
+    cfg = compose_cfg("rollout=feedback", "reward.functions=[code_reward,hack_penalty]")
+    judged = build.rewards(cfg, [_echo("1\n", "2\n", "3\n")], MemoryBackend(_never))
+    assert [t.input for t in judged.scorer.problems["echo"].tests] == ["2\n", "3\n"]
+    assert [f.__name__ for f in judged.functions] == ["code_reward", "hack_penalty"] and judged.weights is None
+    assert judged.online.rates.ids == ["echo"] and callable(judged.rollout_func)
+    assert build.rewards(compose_cfg(), [_echo("1\n")], MemoryBackend(_never)).rollout_func is None
+
+
+# -- before a training run starts ----------------------------------------------------------------------------
+
+
+def test_a_distributed_launch_without_one_run_dir_is_refused_before_anything_loads(compose_cfg, monkeypatch):
+    monkeypatch.delenv("CODEGRPO_RUN_DIR", raising=False)
+    build.check_train(compose_cfg(), ranks=1)
+    with pytest.raises(UsageError, match=r"^a distributed launch needs one run dir for every rank: set CODEGRPO_RUN"):
+        build.check_train(compose_cfg(), ranks=2)
+    monkeypatch.setenv("CODEGRPO_RUN_DIR", "outputs/runs/one")
+    build.check_train(compose_cfg(), ranks=2)
+
+
+def test_a_resume_is_none_a_complete_checkpoint_or_one_line(compose_cfg, tmp_path):
+    problems = [_echo("1\n")]
+    assert build.resume(compose_cfg(), tmp_path, problems) is None
+    assert build.resume(compose_cfg("resume=auto"), tmp_path, problems) is None  # nothing to resume: fresh
+    with pytest.raises(UsageError, match=r"^resume=.*: not a complete checkpoint-N directory \(or use resume=auto\)$"):
+        build.resume(compose_cfg(f"resume={tmp_path / 'checkpoint-3'}"), tmp_path, problems)
 
 
 # -- trl.GRPOConfig -----------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ def bench_feedback(episodes: int = 8, new_tokens: int = 96, rounds: int = 3) -> 
     from codegrpo.config.choices import Split
     from codegrpo.config.schema import EvaluationConfig, ProblemsConfig, RolloutConfig
     from codegrpo.data.prompts import messages_for
-    from codegrpo.data.public_tests import hidden, public
+    from codegrpo.data.public_tests import sides_of
     from codegrpo.data.sets import select_split
     from codegrpo.evaluation.evaluate import generate_ids, set_torch_threads
     from codegrpo.models.loading import load_model_and_tokenizer
@@ -44,8 +44,8 @@ def bench_feedback(episodes: int = 8, new_tokens: int = 96, rounds: int = 3) -> 
     chosen = train[:: max(1, len(train) // episodes)][:episodes]  # every level: some pass at once, some revise
     settings = RolloutConfig(max_turns=3, truncate_chars=160)
     sandbox = LocalSandbox(LocalSandboxConfig(max_concurrency=2))
-    same = same_test()  # the reward's defaults, as rollout=feedback splits the tests
-    scorer = Scorer([hidden(p, same) for p in chosen], sandbox, get_language("python"), "binary", timeout_s=5.0)
+    sides = sides_of(chosen, same_test())  # the reward's defaults, as rollout=feedback splits the tests
+    scorer = Scorer(sides.hidden, sandbox, get_language("python"), "binary", timeout_s=5.0)
     eos = {tokenizer.eos_token_id}
     chat = Chat(tokenizer, eos, 576, None)
     # The typed settings, as the evaluate task passes them: every field the generation reads has its default.
@@ -53,7 +53,8 @@ def bench_feedback(episodes: int = 8, new_tokens: int = 96, rounds: int = 3) -> 
     set_torch_threads()
 
     def fresh() -> list[Episode]:
-        return [Episode(public(p, same), chat.prompt_ids(messages_for(p, problems_cfg))) for p in chosen]
+        pairs = zip(chosen, sides.public, strict=True)
+        return [Episode(shown, chat.prompt_ids(messages_for(p, problems_cfg))) for p, shown in pairs]
 
     live, recorded, generating = fresh(), [], generate_ids(model, tokenizer, sampling, eos)
     spent = {"generation": 0.0, "public": 0.0}

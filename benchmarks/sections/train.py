@@ -24,7 +24,8 @@ from codegrpo.config.schema import LocalSandboxConfig, ModelConfig
 from codegrpo.models.loading import resolve_model
 from omegaconf import OmegaConf
 from codegrpo.data.files import load_problems
-from codegrpo.reward.code_reward import CodeReward
+from codegrpo.reward.code_reward import make_code_reward
+from codegrpo.reward.shared_batch import SharedBatch
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer
 from codegrpo.sandbox.local import LocalSandbox
@@ -40,7 +41,7 @@ path = model[0] if model else resolve_model(OmegaConf.structured(model_cfg))
 scorer = Scorer(problems, LocalSandbox(LocalSandboxConfig(max_concurrency=2)), get_language("python"))
 trainer = GRPOTrainer(
     model=AutoModelForCausalLM.from_pretrained(path), processing_class=AutoTokenizer.from_pretrained(path),
-    reward_funcs=CodeReward.of_scorer(scorer),
+    reward_funcs=make_code_reward(SharedBatch(scorer)),
     args=GRPOConfig(output_dir=out, use_cpu=True, num_generations=4, per_device_train_batch_size=4,
                     max_completion_length=128, max_steps=steps, logging_steps=1, learning_rate=1e-6, seed=42,
                     save_strategy="no", report_to="none", bf16=False, optim="adamw_torch",

@@ -8,21 +8,30 @@
     model(cfg.model)                  the model and tokenizer (a checkpoint in place of the model group)
     tracking(cfg, run_dir, job_type)  the W&B run, or None
     dataset(problems, cfg.problems)   the prompts and test columns GRPOTrainer samples from
-    scored_problems(cfg, problems)    what the reward scores: each problem's hidden tests under rollout=feedback
+    sides(cfg, problems)              what the model may see and what the reward scores (rollout=feedback)
     check_reward_functions(cfg)       reward.functions, their args and weights, checked before the run starts
     sampler_state(cfg, problems)      the sampler's pass rates, fed by the rewards' verdicts (resumed from a checkpoint)
     reward_functions(cfg, scorer)     reward.functions and their weights (codegrpo.reward.functions checks each)
-    rollout(cfg, problems, scorer)    rollout=feedback's rollout_func (codegrpo.train.rollout_func), or None
+    rollout(cfg, public, scorer)      rollout=feedback's rollout_func (codegrpo.train.rollout_func), or None
     grpo_config(cfg, run_dir)         trl.GRPOConfig from the trainer group
     trainer(cfg, ...)                 the GRPOTrainer over all of the above (codegrpo.train.trl_adapter: TRL's adapter)
 
-The commands (codegrpo.commands) call these in order; training and evaluation receive what they build.
+A training run (codegrpo.tasks.train) adds its own steps, in this order:
+
+    check_train(cfg, ranks)           every check that fails in a second, before anything loads: one line each
+    train_problems(cfg, ranks, main)  the training problems (a paper recipe names its CPU twin if it cannot load)
+    resume(cfg, run_dir, problems)    the checkpoint a run resumes from, checked against this run, or None
+    rewards(cfg, problems, sandbox)   what judges the run: the sides, scorer, reward functions, sampler, rollout
+    training_args(cfg, run_dir, ...)  trl.GRPOConfig, with the batch checked against the problems and the sampler
+
+The tasks (codegrpo.tasks) call these; nothing else assembles a run, and what they build is handed on.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +46,8 @@ from codegrpo.config.schema import (
     SandboxConfig,
     ScoreConfig,
     TrainConfig,
+    check_episode_budget,
+    check_trainer,
     saved_dir,
     to_plain,
 )
@@ -44,10 +55,11 @@ from codegrpo.config.trainer_fields import current_names
 from codegrpo.data.files import load_problems
 from codegrpo.data.problems import Problem
 from codegrpo.data.prompts import messages_for
-from codegrpo.data.public_tests import hidden
+from codegrpo.data.public_tests import Sides, sides_of
 from codegrpo.data.sets import load_problem_set, problem_set_hash, select_split
 from codegrpo.errors import UsageError
-from codegrpo.reward import functions as rewards
+from codegrpo.reward import functions as reward_entries
+from codegrpo.reward import metric_names as keys
 from codegrpo.reward.checker import same_test
 from codegrpo.reward.metric_names import CODE_REWARD, HACK_PENALTY
 from codegrpo.reward.programs import get_language
@@ -168,13 +180,13 @@ def dataset(problem_set: list[Problem], cfg: ProblemsConfig) -> Dataset:
     )
 
 
-def scored_problems(cfg: TrainConfig | EvaluateConfig, problem_set: list[Problem]) -> list[Problem]:
-    """The problems the reward (and evaluation) scores: under rollout=feedback each one's hidden tests only
-    (the public ones are the model's to see), else every test."""
+def sides(cfg: TrainConfig | EvaluateConfig, problem_set: list[Problem]) -> Sides:
+    """What the model may see and what the reward (and evaluation) scores, the one place they are told apart:
+    under rollout=feedback each problem's public and hidden tests, as the run's checker and tolerance tell
+    them apart; with one turn nothing is shown (``public`` is empty) and every test is scored."""
     if cfg.rollout.kind is not RolloutKind.feedback:
-        return problem_set
-    same = same_test(cfg.reward.checker, cfg.reward.float_tolerance)
-    return [hidden(p, same) for p in problem_set]
+        return Sides([], problem_set)
+    return sides_of(problem_set, same_test(cfg.reward.checker, cfg.reward.float_tolerance))
 
 
 def check_reward_functions(cfg: TrainConfig) -> list[Callable[..., object] | None]:
@@ -183,10 +195,10 @@ def check_reward_functions(cfg: TrainConfig) -> list[Callable[..., object] | Non
     entries = list(cfg.reward.functions)
     if not entries:
         raise UsageError("reward.functions is empty: list at least one reward, e.g. [code_reward]")
-    unknown_args = set(cfg.reward.args) - {rewards.args_key(e) for e in entries}
+    unknown_args = set(cfg.reward.args) - {reward_entries.args_key(e) for e in entries}
     if unknown_args:
         raise UsageError(f"reward.args names {sorted(unknown_args)}, which reward.functions does not list")
-    checked = [rewards.check(entry, cfg) for entry in entries]
+    checked = [reward_entries.check(entry, cfg) for entry in entries]
     weights = cfg.reward.weights if cfg.reward.weights is not None else cfg.trainer.reward_weights
     if weights is not None and len(weights) != len(entries):
         raise UsageError(
@@ -204,7 +216,7 @@ def reward_functions(
     checked = check_reward_functions(cfg)
     batch = SharedBatch(scorer, max(1, checked.count(None)), observers)
     functions = [
-        f if f is not None else rewards.of_batch(entry, batch) for entry, f in zip(entries, checked, strict=True)
+        f if f is not None else reward_entries.of_batch(entry, batch) for entry, f in zip(entries, checked, strict=True)
     ]
     if cfg.rollout.kind is RolloutKind.feedback:  # codegrpo's rewards score each episode's final code
         from codegrpo.train.rollout_func import score_final_code
@@ -216,7 +228,7 @@ def reward_functions(
             score_final_code(f, turns[entry]) if entry in turns else f
             for entry, f in zip(entries, functions, strict=True)
         ]
-    names = [rewards.reward_name(f) for f in functions]
+    names = [reward_entries.reward_name(f) for f in functions]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise UsageError(f"reward.functions: two functions log under the same name {duplicates}")
@@ -245,16 +257,16 @@ def grpo_config(cfg: TrainConfig, run_dir: Path, reward_weights: list[float] | N
         raise UsageError(f"trainer: {' '.join(str(error).split())}") from None
 
 
-def rollout(cfg: TrainConfig, problem_set: list[Problem], scorer: Scorer | None) -> Callable[..., object] | None:
-    """TRL's rollout_func for rollout=feedback (the turns, on ``problem_set``'s public tests, through
-    ``scorer``'s sandbox), or None for TRL's own single-turn generation."""
+def rollout(cfg: TrainConfig, public: list[Problem], scorer: Scorer | None) -> Callable[..., object] | None:
+    """TRL's rollout_func for rollout=feedback (the turns, on ``public``: ``sides``' problems with their public
+    tests, through ``scorer``'s sandbox), or None for TRL's own single-turn generation."""
     if cfg.rollout.kind is not RolloutKind.feedback:
         return None
     from codegrpo.train.rollout_func import make_feedback_rollout
 
     if scorer is None:
         raise UsageError("rollout=feedback needs the run's scorer")
-    return make_feedback_rollout(problem_set, scorer, cfg.rollout, prompt_of=lambda p: messages_for(p, cfg.problems))
+    return make_feedback_rollout(public, scorer, cfg.rollout, prompt_of=lambda p: messages_for(p, cfg.problems))
 
 
 def sampler_state(cfg: TrainConfig, problem_set: list[Problem], checkpoint: Path | None = None) -> Online:
@@ -269,31 +281,142 @@ def sampler_state(cfg: TrainConfig, problem_set: list[Problem], checkpoint: Path
     return state
 
 
+def check_train(cfg: TrainConfig, ranks: int) -> None:
+    """Every check a training run can fail in a second, before anything heavy: GRPO's constraints (checked when
+    the config is read; again here for a config changed since), the metric a sweep optimises, the GPU path,
+    the model's whereabouts, a distributed launch's run dir, the save dtype, a push, peft and the rewards."""
+    from codegrpo.models.hub import check_hub_model, check_push
+    from codegrpo.models.loading import build_peft_config, check_model
+    from codegrpo.models.saving import check_save_dtype
+    from codegrpo.train.devices import check_devices
+    from codegrpo.train.recipe import naming_the_twin
+
+    check_trainer(cfg.trainer)
+    check_optimized_metric(cfg)
+    check_episode_budget(cfg.trainer, cfg.rollout)
+    with naming_the_twin(cfg.recipe):  # a paper-scale recipe that cannot start here names its CPU twin
+        check_devices(cfg)  # the GPU path: no GPU, no bf16 on it, no vLLM
+        check_model(cfg.model)  # a directory that holds no model
+        check_hub_model(cfg.model)  # one connection attempt
+    if ranks > 1 and not os.environ.get("CODEGRPO_RUN_DIR"):
+        raise UsageError(
+            "a distributed launch needs one run dir for every rank: set CODEGRPO_RUN_DIR, e.g. "
+            "CODEGRPO_RUN_DIR=outputs/runs/$(date +%F_%H-%M-%S) accelerate launch ... train.py"
+        )
+    check_save_dtype(cfg.model)
+    check_push(cfg)
+    build_peft_config(cfg.peft)  # peft=lora without peft installed fails here, not after the model loads
+    check_reward_functions(cfg)
+
+
+def check_optimized_metric(cfg: TrainConfig) -> None:
+    """``optimized_metric`` names a metric of a training run's result (metric_names.RESULT_METRICS) that this
+    run will have. A run can still end without it (final_reward_mean needs a logged step):
+    tasks.train.optimized_value says so then."""
+    name = cfg.optimized_metric
+    if name is None:
+        return
+    if name not in keys.RESULT_METRICS:
+        raise UsageError(
+            f"optimized_metric={name} is not a metric of a training run's result: use one of "
+            f"{', '.join(keys.RESULT_METRICS)} (or null)"
+        )
+    if name == keys.EVAL_CHANGE and not (cfg.evaluation.before and cfg.evaluation.after):
+        raise UsageError(
+            f"optimized_metric={name} is the change from evaluation.before to evaluation.after: set both to true"
+        )
+
+
+def train_problems(cfg: TrainConfig, ranks: int, main: bool) -> list[Problem]:
+    """The training problems; on the main process, a warning where a paper recipe's batch is scaled to ``ranks``."""
+    from codegrpo.train.recipe import naming_the_twin, warn_if_scaled
+
+    with naming_the_twin(cfg.recipe):
+        problem_set = problems(cfg.problems)
+    if main:
+        warn_if_scaled(cfg.recipe, cfg.trainer, ranks)
+    return problem_set
+
+
+def resume(cfg: TrainConfig, run_dir: Path, problem_set: list[Problem]) -> Path | None:
+    """The checkpoint this run resumes from (resume=auto: the newest complete one in ``run_dir``, None to start
+    fresh; else the one given), checked against this run's config and problems."""
+    from codegrpo.train import checkpoints
+
+    if not cfg.resume:
+        return None
+    if cfg.resume == "auto":
+        checkpoint = checkpoints.newest(run_dir)
+    else:
+        checkpoint = Path(cfg.resume)
+        if not checkpoints.is_complete(checkpoint):
+            raise UsageError(f"resume={cfg.resume}: not a complete checkpoint-N directory (or use resume=auto)")
+    if checkpoint is not None:
+        checkpoints.check_resume(checkpoint, to_plain(cfg), problem_set_hash(problem_set), cfg.resume_force)
+        log.info("resuming from %s", checkpoint)
+    return checkpoint
+
+
+@dataclasses.dataclass
+class Rewards:
+    """What judges a training run, made together: the Scorer of the hidden tests, the reward functions that
+    read it and their weights, the sampler's pass rates they feed, and rollout=feedback's rollout_func on the
+    public tests (None: TRL's own generation)."""
+
+    scorer: Scorer
+    functions: list[Callable[..., object]]
+    weights: list[float] | None
+    online: Online
+    rollout_func: Callable[..., object] | None
+
+
+def rewards(
+    cfg: TrainConfig, problem_set: list[Problem], backend: SandboxBackend, checkpoint: Path | None = None
+) -> Rewards:
+    """The run's Rewards, through ``backend``; the sampler's state resumed from ``checkpoint``."""
+    public, hidden = sides(cfg, problem_set)
+    judge = scorer(cfg, hidden, backend)
+    online = sampler_state(cfg, problem_set, checkpoint)
+    functions, weights = reward_functions(cfg, judge, [online.rates.observe])
+    return Rewards(judge, functions, weights, online, rollout(cfg, public, judge))
+
+
+def training_args(cfg: TrainConfig, run_dir: Path, weights: list[float] | None, problem_count: int) -> GRPOConfig:
+    """``grpo_config``, with the batch it makes checked against the problem set and the sampler."""
+    from codegrpo.models.loading import resolve_model
+    from codegrpo.train import dynamic_sampling
+    from codegrpo.train.sampling import check_batch
+
+    # A GGUF model is converted first: once GRPOConfig starts torch.distributed, only rank 0 would save it.
+    resolve_model(cfg.model)
+    args = grpo_config(cfg, run_dir, weights)
+    assert args.generation_batch_size is not None and args.num_generations is not None  # GRPOConfig sets both
+    check_batch(cfg.sampler, problem_count, args.generation_batch_size // args.num_generations)
+    per_device, steps = args.per_device_train_batch_size, args.steps_per_generation or args.gradient_accumulation_steps
+    dynamic_sampling.check(cfg.sampler, per_device, steps, args.num_generations)
+    return args
+
+
 def trainer(
     cfg: TrainConfig,
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
     problem_set: list[Problem],
-    reward_funcs: list[Callable[..., object]],
+    judged: Rewards,
     args: GRPOConfig,
     guard: Guard | None = None,
     wandb_run_id: str | None = None,
-    scorer: Scorer | None = None,
-    online: Online | None = None,
 ) -> CodeGRPOTrainer:
     """The GRPOTrainer of this run: its checkpoints carry the config, the problem set's hash and the W&B
     run id (resume checks them); ``guard``'s signals save a checkpoint after the current step. The
-    ``sampler`` group draws its prompts from ``online``'s pass rates (``sampler_state``; a fresh one without);
-    ``scorer`` runs rollout=feedback's public tests."""
+    ``sampler`` group draws its prompts from ``judged``'s pass rates, which its reward functions feed."""
     from codegrpo.models.loading import build_peft_config
     from codegrpo.train.trl_adapter import make_trainer_class
-
-    online = online if online is not None else sampler_state(cfg, problem_set)
 
     state = {"config": to_plain(cfg), "problems_sha256": problem_set_hash(problem_set), "wandb_run_id": wandb_run_id}
     return make_trainer_class()(
         model=model,
-        reward_funcs=reward_funcs,
+        reward_funcs=judged.functions,
         args=args,
         train_dataset=dataset(problem_set, cfg.problems),
         processing_class=tokenizer,
@@ -301,7 +424,7 @@ def trainer(
         completions_every=cfg.completions_every,
         guard=guard,
         checkpoint_state=state,
-        online=online,
+        online=judged.online,
         dynamic=cfg.sampler if cfg.sampler.dynamic else None,
-        rollout_func=rollout(cfg, problem_set, scorer),
+        rollout_func=judged.rollout_func,
     )

@@ -9,6 +9,7 @@ from typing import Any
 
 from codegrpo.config.choices import Form, RewardKind
 from codegrpo.data.problems import IOTest, Problem
+from codegrpo.data.public_tests import sides_of
 from codegrpo.reward.checker import same_test
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer
@@ -31,6 +32,11 @@ def stdio_problem(problem_id: str, prompt: str, tests: tuple[IOTest, ...], shown
 
 SUM = stdio_problem("sum", "Read two integers a and b from one line and print a + b.", (PUBLIC, *HIDDEN), (PUBLIC,))
 DOUBLE = stdio_problem("double", "Read an integer n and print 2 * n.", (IOTest("5\n", "10\n"), IOTest("21\n", "42\n")))
+
+
+def shown(*problems: Problem) -> list[Problem]:
+    """Each problem with its public tests alone, as build.sides gives them to the rollout."""
+    return sides_of(problems, SAME).public
 
 
 def scorer_of(sandbox, problems, kind=RewardKind.binary) -> Scorer:

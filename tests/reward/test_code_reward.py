@@ -29,6 +29,8 @@ from codegrpo.config.schema import LocalSandboxConfig, RewardConfig, SuperserveS
 from codegrpo.data.problems import parse_problem
 from codegrpo.errors import SandboxFatalError, UsageError
 from codegrpo.resources import PROJECT_ROOT
+from codegrpo.reward.code_reward import make_code_reward
+from codegrpo.reward.shared_batch import SharedBatch
 from codegrpo.reward.verdict import Status
 from tests.helpers.commands import command
 from tests.helpers.sandbox import answering
@@ -159,8 +161,8 @@ def test_a_setting_the_template_would_refuse_is_one_error_naming_it(setting, mes
 
 def test_the_library_bounds_a_completion_by_the_templates_time_budget():
     # The default is the template's reward.time_budget_s, read from its schema: no second literal to drift.
-    assert CodeReward().time_budget_s == RewardConfig().time_budget_s == 60.0
-    assert codegrpo.reward.code_reward._default().time_budget_s == RewardConfig().time_budget_s
+    assert CodeReward().settings.time_budget_s == RewardConfig().time_budget_s == 60.0
+    assert codegrpo.reward.code_reward._default().settings.time_budget_s == RewardConfig().time_budget_s
     tests = [{"input": f"{n}\n", "output": f"{n}\n"} for n in range(4)]
     reward = CodeReward(timeout_s=3.0, time_budget_s=4.0)
     assert reward(["print(input())"], tests=[tests]) == [1.0]  # opens the sandbox, outside the timing
@@ -230,13 +232,13 @@ def test_fail_fast_is_the_templates_default_and_a_setting_of_the_library():
         return RunResult(Outcome.EXITED, 0, stdout="0\n")
 
     tests = [{"input": f"{n}\n", "output": f"{n}\n"} for n in range(4)]
-    assert CodeReward().fail_fast is RewardConfig().fail_fast is True
+    assert CodeReward().settings.fail_fast is RewardConfig().fail_fast is True
     for settings, runs in (({}, 2), ({"fail_fast": False}, 4), ({"kind": "partial"}, 4)):
         asked.clear()
         reward = CodeReward(MemoryBackend(handler), **settings)
         assert reward(["print(0)"], tests=[tests]) == [1.0 / 4 if settings.get("kind") == "partial" else 0.0]
         assert len(asked) == runs, settings
-    assert pickle.loads(pickle.dumps(CodeReward(fail_fast=False))).fail_fast is False
+    assert pickle.loads(pickle.dumps(CodeReward(fail_fast=False))).settings.fail_fast is False
 
 
 def test_a_batch_larger_than_the_cache_is_judged_against_its_own_rows():
@@ -264,7 +266,7 @@ def test_a_pickled_reward_scores_as_the_original():
     before = original(completions, **columns)
     copy = pickle.loads(pickle.dumps(original))
     assert copy(completions, **columns) == before == [1.0, 0.0, 0.5]
-    assert copy.__name__ == "code_reward" and (copy.kind, copy.timeout_s) == (original.kind, original.timeout_s)
+    assert copy.__name__ == "code_reward" and (copy.settings, copy.timeout_s) == (original.settings, original.timeout_s)
 
 
 def test_threads_and_a_fork_each_get_their_verdicts():
@@ -342,18 +344,21 @@ def test_the_async_reward_is_awaited_and_logs_the_templates_metrics():
     assert extra["status"] == ["passed", "failed"] and set(extra) == {"problem_id", "status", "error", "code", "flags"}
 
 
-def test_the_templates_reward_carries_its_scorers_settings_and_scores_through_it(compose_cfg, local_sandbox):
-    # CodeReward.of_scorer was built through __new__: its kind, checker and sandbox were never set.
+def test_the_templates_reward_judges_as_its_scorer_says_and_through_its_sandbox(compose_cfg, local_sandbox):
+    # It copies none of the Scorer's settings (of_scorer once copied nine and checked them again): what the
+    # config says reaches the verdicts through the Scorer alone.
     from codegrpo import build
 
-    cfg = compose_cfg("reward=partial", "reward.checker=lines", "problems=seed", "sandbox.timeout_s=3")
-    cfg.reward.time_budget_s = 7.0  # neither the default: a setting dropped on the way shows
+    cfg = compose_cfg("reward=partial", "problems=seed", "sandbox.timeout_s=3")
     scorer = build.scorer(cfg, build.problems(cfg.problems), local_sandbox)
-    reward = CodeReward.of_scorer(scorer)
-    assert (reward.kind, reward.checker, reward.extract, reward.language) == ("partial", "lines", "first", "python")
-    assert (reward.timeout_s, reward.time_budget_s) == (3.0, 7.0)
-    assert reward.sandbox is local_sandbox.cfg and set(reward.problems) == set(scorer.problems)
-    assert asyncio.run(reward([GOOD], problem_id=["is_prime"])) == [1.0]
+    reward = make_code_reward(SharedBatch(scorer))
+    runs = local_sandbox.stats().get("sandbox/runs", 0)
+    half_right = "```python\ndef is_prime(n):\n    return n > 1\n```"  # 2 of is_prime's 3 checks
+    assert reward.__name__ == "code_reward"
+    assert asyncio.run(reward([GOOD, half_right], problem_id=["is_prime"] * 2)) == [1.0, pytest.approx(2 / 3)]
+    assert local_sandbox.stats()["sandbox/runs"] == runs + 2
+    with pytest.raises(UsageError, match="problem_id nope not in the problem set"):
+        asyncio.run(reward([GOOD], problem_id=["nope"]))
 
 
 def test_the_sandbox_kinds_are_the_sandbox_groups_options():

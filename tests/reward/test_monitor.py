@@ -23,7 +23,7 @@ from benchmarks.corpora.monitor import (
 
 from codegrpo import build
 from codegrpo.data.files import load_problems
-from codegrpo.reward.code_reward import CodeReward
+from codegrpo.reward.code_reward import make_code_reward
 from codegrpo.reward.monitor import static_flags
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer
@@ -262,7 +262,7 @@ def test_the_runner_tells_the_harness_by_its_first_line():
 
 def test_training_logs_hack_rates_and_the_completions_table_has_flags(local_sandbox):
     scorer = Scorer(list(SEED.values()), local_sandbox, get_language("python"), "binary")
-    code_reward = CodeReward.of_scorer(scorer)
+    code_reward = make_code_reward(SharedBatch(scorer))
     metrics: dict[str, float] = {}
     extra: dict[str, list] = {}
     hack = "import os\nos._exit(0)\n"
@@ -285,7 +285,7 @@ def test_training_logs_hack_rates_and_the_completions_table_has_flags(local_sand
 def test_hack_penalty_scores_flagged_completions_below_clean_ones_on_one_run(local_sandbox):
     scorer = Scorer(list(SEED.values()), local_sandbox, get_language("python"), "binary")
     batch = SharedBatch(scorer, readers=2)
-    code_reward, hack_penalty = CodeReward.of_batch(batch), make_hack_penalty(batch)
+    code_reward, hack_penalty = make_code_reward(batch), make_hack_penalty(batch)
     before = local_sandbox.stats()["sandbox/runs"]
     completions, ids = [GOOD, "import sys\nsys.exit(0)\n"], ["is_prime"] * 2
 

@@ -13,10 +13,11 @@ import pytest
 from benchmarks.corpora.reward import GOOD, HACKS, SEED
 
 from codegrpo.data.files import load_problems
-from codegrpo.reward.code_reward import CodeReward
+from codegrpo.reward.code_reward import make_code_reward
 from codegrpo.reward.metric_names import REWARD_MEAN
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer, batch_metrics
+from codegrpo.reward.shared_batch import SharedBatch
 from codegrpo.reward.verdict import Status
 from codegrpo.sandbox.base import Outcome, Program, RunResult
 from codegrpo.sandbox.memory import MemoryBackend
@@ -139,7 +140,7 @@ def test_duplicate_completions_run_once():
 def test_trl_reward_function_contract():
     sandbox = reporting({GOOD: PASSES, "x": {"status": "error", "error": "NameError: name 'x' is not defined"}})
     scorer = Scorer(SEED, sandbox, get_language("python"), "binary")
-    code_reward = CodeReward.of_scorer(scorer)
+    code_reward = make_code_reward(SharedBatch(scorer))
     assert f"rewards/{code_reward.__name__}/mean" == REWARD_MEAN  # the key the console, plots and sweeps read
     metrics: dict[str, float] = {}
     extra: dict[str, list] = {}

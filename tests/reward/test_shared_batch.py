@@ -8,7 +8,8 @@ import asyncio
 import pytest
 
 from codegrpo import MemoryBackend, Outcome, RunResult
-from codegrpo.reward.code_reward import CodeReward
+from codegrpo.errors import UsageError
+from codegrpo.reward.code_reward import make_code_reward
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer
 from codegrpo.reward.shared_batch import SharedBatch, make_hack_penalty
@@ -30,7 +31,7 @@ def test_two_readers_score_the_batch_once_and_each_observer_sees_it_once():
     batch = SharedBatch(
         Scorer([DOUBLE], sandbox, get_language("python")), 2, [lambda s: seen.append([x.verdict.reward for x in s])]
     )
-    code_reward, hack_penalty = CodeReward.of_batch(batch), make_hack_penalty(batch)
+    code_reward, hack_penalty = make_code_reward(batch), make_hack_penalty(batch)
     completions, ids = [RIGHT, PEEKS], [DOUBLE.id] * 2
 
     async def step():
@@ -46,7 +47,7 @@ def test_two_readers_score_the_batch_once_and_each_observer_sees_it_once():
 
 def test_a_reward_of_a_scorer_alone_reads_each_batch_alone():
     sandbox = MemoryBackend(_doubling)
-    reward = CodeReward.of_scorer(Scorer([DOUBLE], sandbox, get_language("python")))
+    reward = make_code_reward(SharedBatch(Scorer([DOUBLE], sandbox, get_language("python"))))
     for _ in range(2):
         assert asyncio.run(reward(completions=[RIGHT], problem_id=[DOUBLE.id])) == [1.0]
     assert len(sandbox.programs) == 2
@@ -57,10 +58,12 @@ def test_a_batch_has_a_reader():
         SharedBatch(Scorer([DOUBLE], MemoryBackend(_doubling), get_language("python")), 0)
 
 
-def test_rows_of_their_own_are_judged_alone_not_through_the_batch():
-    """A template's reward given a tests column and no problem_id (red team, issue 41): its rows are judged by
-    the copy of the scorer that knows them, not looked up in the batch's Scorer (an unknown problem_id)."""
+def test_the_templates_reward_refuses_rows_without_a_problem_id_before_anything_runs():
+    """A template's reward given a tests column and no problem_id (red team, issue 41) once scored the rows
+    on their own; the template's dataset always names its problem, so it is now one clear error."""
     sandbox = MemoryBackend(_doubling)
-    reward = CodeReward.of_batch(SharedBatch(Scorer([DOUBLE], sandbox, get_language("python")), 2))
+    reward = make_code_reward(SharedBatch(Scorer([DOUBLE], sandbox, get_language("python")), 2))
     tests = [{"input": "4\n", "output": "8\n"}]
-    assert asyncio.run(reward(completions=[RIGHT], tests=[tests])) == [1.0] and len(sandbox.programs) == 1
+    with pytest.raises(UsageError, match="reads the dataset's problem_id column; it has none"):
+        asyncio.run(reward(completions=[RIGHT], tests=[tests]))
+    assert not sandbox.programs

@@ -19,10 +19,11 @@ from benchmarks.fakes import FakeSuperserve
 
 from codegrpo.data.files import load_problems
 from codegrpo.data.problems import Problem
-from codegrpo.reward.code_reward import CodeReward
+from codegrpo.reward.code_reward import make_code_reward
 from codegrpo.reward.explain import explain
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer
+from codegrpo.reward.shared_batch import SharedBatch
 from codegrpo.reward.verdict import Status
 from codegrpo.sandbox.superserve import SuperserveSandbox
 from tests.helpers.run_if import run_if
@@ -110,7 +111,7 @@ def test_surrogates_bad_bytes_and_control_characters_reach_every_table_as_valid_
     ]
     columns: dict[str, list] = {}
     scorer = Scorer(ALL, backend, get_language("python"), "binary", timeout_s=5.0)
-    reward = CodeReward.of_scorer(scorer)
+    reward = make_code_reward(SharedBatch(scorer))
     rewards = asyncio.run(
         reward(
             completions,

@@ -108,16 +108,16 @@ def test_completions_table_columns_say_why_and_show_the_code(local_sandbox):
     import asyncio
 
     from codegrpo.data.files import load_problems
-    from codegrpo.reward.code_reward import CodeReward
+    from codegrpo.reward.code_reward import make_code_reward
     from codegrpo.reward.programs import get_language
     from codegrpo.reward.scorer import Scorer
+    from codegrpo.reward.shared_batch import SharedBatch
 
     scorer = Scorer(load_problems("problems/seed.jsonl"), local_sandbox, get_language("python"), "binary")
     extra: dict[str, list] = {}
     completions = ["```python\ndef is_prime(n):\n    return n > 1\n```", "no code here", ""]
-    asyncio.run(
-        CodeReward.of_scorer(scorer)(completions=completions, problem_id=["is_prime"] * 3, log_extra=extra.__setitem__)
-    )
+    reward = make_code_reward(SharedBatch(scorer))
+    asyncio.run(reward(completions=completions, problem_id=["is_prime"] * 3, log_extra=extra.__setitem__))
     assert extra["status"] == ["failed", "no_code", "no_code"]  # prose is no code, not a SyntaxError on it
     assert extra["error"][0] == "got [true, false, true], expected [true, false, false]"
     assert extra["error"][1] == "no code: no ```python block, and the reply does not read as Python"

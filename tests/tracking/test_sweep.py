@@ -62,8 +62,9 @@ def test_train_config_registers_the_callback():
 def test_the_sweep_optimizes_the_metric_it_names_which_the_run_has(compose_cfg):
     """hparams_search=optuna names its objective, optimized_metric (the default run's too: final_reward_mean):
     a metric of the run's result, checked before the model loads; train returns its value."""
+    from codegrpo.build import check_optimized_metric
     from codegrpo.reward.metric_names import FINAL_REWARD_MEAN
-    from codegrpo.tasks.train import check_optimized_metric, optimized_value
+    from codegrpo.tasks.train import optimized_value
 
     for overrides in ((), ("hparams_search=optuna",)):
         cfg = compose_cfg(*overrides)
@@ -79,7 +80,8 @@ def test_the_sweep_optimizes_the_metric_it_names_which_the_run_has(compose_cfg):
 
 
 def test_a_metric_the_run_cannot_have_or_did_not_have_is_one_line_naming_it(compose_cfg):
-    from codegrpo.tasks.train import check_optimized_metric, optimized_value
+    from codegrpo.build import check_optimized_metric
+    from codegrpo.tasks.train import optimized_value
 
     with pytest.raises(UsageError) as error:
         check_optimized_metric(compose_cfg("hparams_search=optuna", "optimized_metric=val/acc_best"))

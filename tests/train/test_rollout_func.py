@@ -28,11 +28,12 @@ from codegrpo.config.schema import RolloutConfig, SuperserveSandboxConfig
 from codegrpo.data.problems import Problem
 from codegrpo.data.public_tests import hidden
 from codegrpo.errors import UsageError
-from codegrpo.reward.code_reward import CodeReward
+from codegrpo.reward.code_reward import make_code_reward
+from codegrpo.reward.shared_batch import SharedBatch
 from codegrpo.rollout.metrics import EpisodeStats, episode_metrics
 from codegrpo.train.rollout_func import FINAL_CODE, make_feedback_rollout, score_final_code
 from codegrpo.train.timing import GENERATION, Clock
-from tests.helpers.feedback import DOUBLE, PLANTED, SAME, SUM, fenced, offline_tokenizer, scorer_of
+from tests.helpers.feedback import DOUBLE, PLANTED, SAME, SUM, fenced, offline_tokenizer, scorer_of, shown
 from tests.helpers.sandbox import FAKE_KEY_ENV, FreshSuperserve, answering, backend_in
 
 
@@ -115,7 +116,7 @@ def prompt(name: str, problem: Problem) -> list[dict[str, str]]:
 def _run(tokenizer, sandbox, names: str, settings: RolloutConfig, **trainer_args):
     problems = {"A": SUM, "B": SUM, "C": SUM, "D": DOUBLE, "E": SUM, "F": SUM, "G": SUM}
     scorer = scorer_of(sandbox, [hidden(p, SAME) for p in (SUM, DOUBLE)], RewardKind.partial)
-    rollout = make_feedback_rollout([SUM, DOUBLE], scorer, settings)
+    rollout = make_feedback_rollout(shown(SUM, DOUBLE), scorer, settings)
     trainer = ScriptedTrainer(tokenizer, **trainer_args)
     prompts = [prompt(n, problems[n]) for n in names]
     trainer.rollout_inputs = [{"prompt": p, "problem_id": problems[n].id} for n, p in zip(names, prompts, strict=True)]
@@ -187,7 +188,7 @@ def test_the_rollout_revises_on_public_feedback_and_stops_when_the_public_tests_
     seen += [m for messages in out["feedback_messages"] for m in messages] + [json.dumps(prompts)]
     assert not [planted for planted in PLANTED for text in seen if planted in text]
     # The final code scored on the hidden tests: hard-coding the public output (A) earns nothing, even partial.
-    reward = score_final_code(CodeReward.of_scorer(scorer))
+    reward = score_final_code(make_code_reward(SharedBatch(scorer)))
     completions = [
         [{"role": "assistant", "content": tokenizer.decode(c, skip_special_tokens=True)}] for c in out["completion_ids"]
     ]
@@ -233,7 +234,7 @@ def test_every_process_generates_as_many_sequences_as_the_busiest(tokenizer, mon
     scorer = scorer_of(script_sandbox(), [hidden(SUM, SAME)])
     trainer = ScriptedTrainer(tokenizer)
     trainer.accelerator = SimpleNamespace(num_processes=2)
-    out = make_feedback_rollout([SUM], scorer, RolloutConfig(max_turns=2), prompt_of=lambda p: prompt("B", p))(
+    out = make_feedback_rollout(shown(SUM), scorer, RolloutConfig(max_turns=2), prompt_of=lambda p: prompt("B", p))(
         [prompt("B", SUM)], trainer
     )
     assert trainer.widths == [3, 3] and out["feedback_turns"] == [1]  # B passed at once; it padded turn 2
@@ -267,7 +268,7 @@ def test_the_public_tests_between_turns_are_reward_time_not_generation(tokenizer
     trainer.rollout_inputs = [{"prompt": p, "problem_id": SUM.id} for p in prompts]
     began = time.perf_counter()
     with trainer.clock.phase(GENERATION):
-        out = make_feedback_rollout([SUM], scorer, RolloutConfig(max_turns=3))(prompts, trainer)
+        out = make_feedback_rollout(shown(SUM), scorer, RolloutConfig(max_turns=3))(prompts, trainer)
     wall = time.perf_counter() - began
     metrics = trainer.clock.lap()
     assert out["feedback_turns"] == [2, 3] and len(trainer.widths) == len(sandbox_s) == 3  # a run per turn
@@ -279,19 +280,19 @@ def test_the_public_tests_between_turns_are_reward_time_not_generation(tokenizer
 def test_a_problem_set_without_public_tests_warns_that_feedback_is_one_turn(caplog):
     scorer = scorer_of(script_sandbox(), [DOUBLE])
     with caplog.at_level("WARNING", logger="codegrpo.train.rollout_func"):
-        make_feedback_rollout([DOUBLE], scorer)
-        make_feedback_rollout([SUM, DOUBLE], scorer)  # one with public tests: no warning
+        make_feedback_rollout(shown(DOUBLE), scorer)
+        make_feedback_rollout(shown(SUM, DOUBLE), scorer)  # one with public tests: no warning
     [warning] = [r.getMessage() for r in caplog.records]
     assert warning.startswith("rollout=feedback: none of the 1 problems has public tests")
 
 
 def test_without_the_trainers_inputs_a_prompt_finds_its_problem(tokenizer):
     scorer = scorer_of(script_sandbox(), [hidden(SUM, SAME)])
-    rollout = make_feedback_rollout([SUM], scorer, prompt_of=lambda p: prompt("B", p))
+    rollout = make_feedback_rollout(shown(SUM), scorer, prompt_of=lambda p: prompt("B", p))
     out = rollout([prompt("B", SUM)], ScriptedTrainer(tokenizer))
     assert out["feedback_turns"] == [1] and out["feedback_public"] == [["passed"]]
     with pytest.raises(UsageError, match="matches no problem"):
-        make_feedback_rollout([SUM], scorer)([prompt("B", SUM)], ScriptedTrainer(tokenizer))
+        make_feedback_rollout(shown(SUM), scorer)([prompt("B", SUM)], ScriptedTrainer(tokenizer))
 
 
 def test_the_metrics_of_episodes():
@@ -371,7 +372,7 @@ def test_no_hidden_test_reaches_the_model_on_any_backend(tokenizer, mode):
     scored on the hidden tests."""
     with backend_in(mode) as backend:
         scorer = scorer_of(backend, [hidden(SUM, SAME)])
-        rollout = make_feedback_rollout([SUM], scorer, RolloutConfig(), prompt_of=lambda p: prompt("A", p))
+        rollout = make_feedback_rollout(shown(SUM), scorer, RolloutConfig(), prompt_of=lambda p: prompt("A", p))
         trainer = ScriptedTrainer(tokenizer)
         prompts = [prompt(name, SUM) for name in "ACF"]
         trainer.rollout_inputs = [{"prompt": p, "problem_id": SUM.id} for p in prompts]
@@ -380,7 +381,7 @@ def test_no_hidden_test_reaches_the_model_on_any_backend(tokenizer, mode):
         seen = [tokenizer.decode(p + c) for p, c in zip(out["prompt_ids"], out["completion_ids"], strict=True)]
         seen += [m for messages in out["feedback_messages"] for m in messages] + [json.dumps(prompts)]
         assert not [planted for planted in PLANTED for text in seen if planted in text]
-        reward = score_final_code(CodeReward.of_scorer(scorer))
+        reward = score_final_code(make_code_reward(SharedBatch(scorer)))
         rewards = asyncio.run(
             reward(
                 ["", "", ""], problem_id=[SUM.id] * 3, final_code=out[FINAL_CODE], feedback_fault=out["feedback_fault"]
@@ -416,15 +417,16 @@ def test_a_sandbox_failure_in_the_middle_of_an_episode_scores_it_none(tokenizer,
     monkeypatch.setenv(FAKE_KEY_ENV, FAKE_API_KEY)
     with FakeSuperserve() as fake:
         scorer = scorer_of(FreshSuperserve(fake), [hidden(SUM, SAME)])
-        rollout = make_feedback_rollout([SUM], scorer, RolloutConfig(max_turns=1), prompt_of=lambda p: prompt("F", p))
+        settings = RolloutConfig(max_turns=1)
+        rollout = make_feedback_rollout(shown(SUM), scorer, settings, prompt_of=lambda p: prompt("F", p))
         rollout([prompt("F", SUM)], ScriptedTrainer(tokenizer))
         per_turn = fake.requests["exec"]  # the execs of one turn's public run
         attempts = SuperserveSandboxConfig().max_retries + 1  # every attempt of turn 2's run fails, then no more
         fake.inject("exec", Fault.SERVER_ERROR, times=per_turn * attempts, after=per_turn)
-        rollout = make_feedback_rollout([SUM], scorer, RolloutConfig(), prompt_of=lambda p: prompt("F", p))
+        rollout = make_feedback_rollout(shown(SUM), scorer, RolloutConfig(), prompt_of=lambda p: prompt("F", p))
         out = rollout([prompt("F", SUM)], ScriptedTrainer(tokenizer))
         assert out["feedback_public"] == [["failed", "infra"]] and out["feedback_fault"] == [True]
-        reward = score_final_code(CodeReward.of_scorer(scorer))
+        reward = score_final_code(make_code_reward(SharedBatch(scorer)))
         columns = {"problem_id": [SUM.id], FINAL_CODE: out[FINAL_CODE], "feedback_fault": out["feedback_fault"]}
         assert asyncio.run(reward([""], **columns)) == [None]
         assert asyncio.run(reward([""], **(columns | {"feedback_fault": [False]}))) == [1.0]  # it would score
@@ -447,7 +449,7 @@ def test_one_grpo_step_trains_on_the_feedback_rollout(tokenizer, local_sandbox, 
     scorer = scorer_of(local_sandbox, [hidden(SUM, SAME)], RewardKind.partial)
     posed = [{"role": "user", "content": SUM.prompt + " Reply with a Python program in a code block."}]
     settings = RolloutConfig(max_turns=2, truncate_chars=80)
-    inner = make_feedback_rollout([SUM], scorer, settings, prompt_of=lambda _: posed)
+    inner = make_feedback_rollout(shown(SUM), scorer, settings, prompt_of=lambda _: posed)
     outputs: list[dict[str, Any]] = []
 
     def rollout(prompts, trainer):
@@ -470,7 +472,7 @@ def test_one_grpo_step_trains_on_the_feedback_rollout(tokenizer, local_sandbox, 
     model = AutoModelForCausalLM.from_pretrained(tokenizer.name_or_path)
     trainer = GRPOTrainer(
         model=model,
-        reward_funcs=[score_final_code(CodeReward.of_scorer(scorer))],
+        reward_funcs=[score_final_code(make_code_reward(SharedBatch(scorer)))],
         args=args,
         train_dataset=Dataset.from_list([{"prompt": posed, "problem_id": SUM.id}]),
         processing_class=tokenizer,

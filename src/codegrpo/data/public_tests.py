@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from codegrpo.config.choices import Form
 from codegrpo.data.problems import IOTest, Problem
@@ -92,6 +92,19 @@ def hidden(problem: Problem, same: SameTest) -> Problem:
     if not problem.form.per_test:
         return problem
     return dataclasses.replace(problem, tests=split_tests(problem, same)[1])
+
+
+class Sides(NamedTuple):
+    """A problem set's two sides, made once (build.sides) and passed on: ``public``, each problem with the
+    tests the model may see (rollout=feedback runs its code on them), and ``hidden``, each problem with the
+    tests its reward scores. Both follow the set's order."""
+
+    public: list[Problem]
+    hidden: list[Problem]
+
+
+def sides_of(problems: Sequence[Problem], same: SameTest) -> Sides:
+    return Sides([public(p, same) for p in problems], [hidden(p, same) for p in problems])
 
 
 def first_public(tests: Sequence[Any], count: int = FIRST_PUBLIC) -> list[Any]:

@@ -16,7 +16,7 @@ import logging
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -164,11 +164,13 @@ def evaluate_model(
     problems_cfg: ProblemsConfig,
     settings: EvaluationConfig,
     rollout: RolloutConfig | None = None,
+    public: Sequence[Problem] = (),
 ) -> Evaluation:
     """Generate, score in the sandbox, and return pass@k for each k, status counts and every sample. Under
-    rollout=feedback, ``scorer`` holds the hidden tests (build.scored_problems) and ``problems`` every test."""
+    rollout=feedback, ``scorer`` holds the hidden tests, ``public`` the public ones (build.sides' two sides)
+    and ``problems`` every test."""
     if rollout is not None and rollout.kind is RolloutKind.feedback:
-        return evaluate_feedback(model, tokenizer, scorer, problems, problems_cfg, settings, rollout)
+        return evaluate_feedback(model, tokenizer, scorer, problems, public, problems_cfg, settings, rollout)
     started = time.monotonic()
     messages = [messages_for(p, problems_cfg) for p in problems]
     generated = Generated()
@@ -220,6 +222,7 @@ def evaluate_feedback(
     tokenizer,
     scorer: Scorer,
     problems: list[Problem],
+    public: Sequence[Problem],
     problems_cfg: ProblemsConfig,
     settings: EvaluationConfig,
     rollout: RolloutConfig,
@@ -228,10 +231,8 @@ def evaluate_feedback(
     tests: the last turn's Evaluation, holding the first turn's, their comparison and the episodes' metrics."""
     import torch
 
-    from codegrpo.data.public_tests import public
     from codegrpo.evaluation.compare import compare
     from codegrpo.models.loading import context_length
-    from codegrpo.reward.checker import same_test
     from codegrpo.rollout.chat import Chat
     from codegrpo.rollout.engine import play
     from codegrpo.rollout.episode import Episode
@@ -244,10 +245,9 @@ def evaluate_feedback(
     context = context_length(model)
     eos = _eos(model, tokenizer)
     chat = Chat(tokenizer, eos, context or 1 << 30, context)  # each turn is bounded by max_new_tokens
-    same = same_test(scorer.checker, scorer.tolerance)
     episodes = [
-        Episode(public(p, same), chat.prompt_ids(messages_for(p, problems_cfg)))
-        for p in problems
+        Episode(shown, chat.prompt_ids(messages_for(p, problems_cfg)))
+        for p, shown in zip(problems, public, strict=True)
         for _ in range(settings.num_samples)
     ]
     generated = Generated()  # every turn's generate(); the public tests between turns are not in its seconds

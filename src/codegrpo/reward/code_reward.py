@@ -10,8 +10,9 @@ arguments, one entry per completion. ``CodeReward`` reads the columns of whichev
 - ``problem_id``: a problem of the set given as ``CodeReward(problems=...)``, as the template's train.py does.
 
 Each completion is scored in the sandbox (bubblewrap on this machine by default, or Superserve's microVMs)
-by the same Scorer, verdict and hack monitor as ``python train.py``; the template builds its own reward
-from this class too (``CodeReward.of_scorer``), so there is one implementation.
+by the same Scorer, verdict and hack monitor as ``python train.py``. The template's own reward is
+``make_code_reward``: a plain function over the run's Scorer (build.scorer), which copies none of its
+settings; both report a batch through ``_rewards``.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Coroutine, Sequence
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from codegrpo.config.choices import Checker, Extract, LanguageName, RewardKind
 from codegrpo.config.schema import (
@@ -49,9 +50,11 @@ from codegrpo.reward.metric_names import CODE_REWARD, HACKS_ANY, SANDBOX_BATCH_S
 from codegrpo.reward.monitor import HackTrend, hack_metrics, joined, warn
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer, batch_metrics, make_scorer
-from codegrpo.reward.shared_batch import SharedBatch
 from codegrpo.reward.verdict import Scored
 from codegrpo.sandbox.base import SandboxBackend, make_backend
+
+if TYPE_CHECKING:
+    from codegrpo.reward.shared_batch import SharedBatch
 
 T = TypeVar("T")
 
@@ -115,8 +118,8 @@ class _Open:
     """What a CodeReward holds once used, in the process that opened it."""
 
     backend: SandboxBackend
-    scorer: Scorer  # the given problems' (or the template's); a batch of rows is judged by a copy (_judging)
-    loop: _Loop | None  # where it was opened and the synchronous call scores; None for the template's Scorer
+    scorer: Scorer  # the given problems'; a batch of rows is judged by a copy of it (_judging)
+    loop: _Loop  # where it was opened and the synchronous call scores
 
 
 class _Rows:
@@ -244,9 +247,6 @@ class CodeReward:
         cache_rows: int = CACHE_ROWS,
         cache_bytes: int = CACHE_BYTES,
     ) -> None:
-        self.kind = _choice(RewardKind, kind, "kind")
-        self.checker = _choice(Checker, checker, "checker")
-        self.extract = _choice(Extract, extract, "extract")
         self.language = _choice(LanguageName, language, "language")
         # Refused as the template refuses its config: a budget of 0 would time out every test, a NaN
         # tolerance turn the tolerance off.
@@ -258,14 +258,19 @@ class CodeReward:
         _whole("cache_bytes", cache_bytes, 0)
         self.sandbox = _sandbox_config(sandbox, timeout_s, max_concurrency)
         self.timeout_s = timeout_s
-        self.time_budget_s = time_budget_s
-        self.tolerance = tolerance
-        self.fail_fast = fail_fast
+        # How a completion is judged, as the template's reward group says it: make_scorer reads it.
+        self.settings = RewardConfig(
+            kind=_choice(RewardKind, kind, "kind"),
+            extract=_choice(Extract, extract, "extract"),
+            checker=_choice(Checker, checker, "checker"),
+            float_tolerance=tolerance,
+            time_budget_s=time_budget_s,
+            fail_fast=fail_fast,
+        )
         self.cache_rows, self.cache_bytes = cache_rows, cache_bytes
         if isinstance(problems, (str, os.PathLike)):
             problems = load_problems(os.fspath(problems), language=self.language)
         self.problems = {p.id: p for p in problems or ()}  # the given problems; rows are in _rows
-        self._bound: SharedBatch | None = None  # of_batch's: the template's batch, read with hack_penalty
         self._init_state()
 
     def _init_state(self) -> None:
@@ -275,40 +280,9 @@ class CodeReward:
         self._rows = _Rows(self.cache_rows, self.cache_bytes)
         _LIVE.add(self)
 
-    @classmethod
-    def of_scorer(cls, scorer: Scorer) -> AsyncCodeReward:
-        """The reward of a Scorer (``build.scorer`` made it from the config): its sandbox and settings, its
-        problems looked up by the ``problem_id`` column; it alone reads each batch."""
-        return cls.of_batch(SharedBatch(scorer))
-
-    @classmethod
-    def of_batch(cls, batch: SharedBatch) -> AsyncCodeReward:
-        """The template's reward: ``batch``'s Scorer, each batch scored once with the other reward functions
-        that read it (hack_penalty), its verdicts given to the batch's observers."""
-        scorer = batch.scorer
-        sandbox = getattr(scorer.sandbox, "cfg", None)  # a backend of the user's own may keep no config
-        reward = AsyncCodeReward(
-            sandbox if isinstance(sandbox, SandboxConfig) else scorer.sandbox,
-            kind=scorer.kind,
-            checker=scorer.checker,
-            extract=scorer.extract,
-            timeout_s=scorer.timeout_s,
-            time_budget_s=RewardConfig.time_budget_s if scorer.budget_s is None else scorer.budget_s,
-            tolerance=scorer.tolerance,
-            fail_fast=scorer.fail_fast,
-            language=scorer.language.name,
-            problems=list(scorer.problems.values()),
-        )
-        reward._bound = batch  # scores through it: its scorer's sandbox and problems
-        return reward
-
     # -- pickling: the configuration travels, the open sandbox does not ------------------------------------
 
     def __getstate__(self) -> dict[str, Any]:
-        if self._bound is not None:
-            raise TypeError(
-                "a CodeReward made from the template's Scorer does not pickle; build one with CodeReward(...) instead"
-            )
         if isinstance(self.sandbox, SandboxBackend):
             raise TypeError("a CodeReward given a SandboxBackend does not pickle; give it the sandbox's config instead")
         return {k: v for k, v in self.__dict__.items() if k not in ("_open", "_lock", "_trend", "_rows")}
@@ -323,42 +297,14 @@ class CodeReward:
         """Score ``completions`` against the tests in ``columns`` (TRL passes the dataset's columns)."""
         problem_ids, problems = self._batch(len(completions), columns)  # bad columns fail before any program runs
         state = self._ensure_open()
-        assert state.loop is not None
-        return state.loop.run(self._reward(_judging(state.scorer, problems), problem_ids, completions, columns))
+        scorer = _judging(state.scorer, problems)
+        return state.loop.run(_rewards(scorer.score, scorer.sandbox, problem_ids, completions, columns, self._trend))
 
     async def score_batch(self, completions: Sequence[Any], **columns: Any) -> list[Scored]:
         """The verdicts of ``completions`` (status, reward, reason), on the caller's event loop."""
         problem_ids, problems = self._batch(len(completions), columns)
         scorer = _judging(self._ensure_open().scorer, problems)
         return await scorer.score(problem_ids, completions)
-
-    async def _reward(
-        self, scorer: Scorer, problem_ids: list[str], completions: Sequence[Any], columns: dict[str, Any]
-    ) -> list[float | None]:
-        started = time.monotonic()
-        # The template's batch when these rows are its Scorer's problems; rows of their own (a tests column
-        # without problem_id) are judged by the copy that knows them, alone.
-        batch = self._bound if self._bound is not None and scorer is self._bound.scorer else None
-        scored = await (batch.score if batch is not None else scorer.score)(problem_ids, completions)
-        hacks = hack_metrics([s.flags for s in scored])
-        if (message := self._trend.update(hacks[HACKS_ANY])) is not None:
-            warn(message)
-        if (log_metric := columns.get("log_metric")) is not None:
-            metrics = batch_metrics(scored)
-            metrics[SANDBOX_BATCH_S] = time.monotonic() - started
-            metrics.update(scorer.sandbox.stats())
-            metrics.update(hacks)
-            for name, value in metrics.items():
-                log_metric(name, value)
-        if (log_extra := columns.get("log_extra")) is not None:
-            # Columns of the completions table (parquet and W&B): which problem, why it failed (exception,
-            # or got vs expected), the code that was scored, and what the monitor saw.
-            log_extra("problem_id", [s.problem_id for s in scored])
-            log_extra("status", [s.verdict.status.value for s in scored])
-            log_extra("error", [reason(s) for s in scored])  # "" when it passed
-            log_extra("code", [code_head(s.code) for s in scored])
-            log_extra("flags", [joined(s.flags) for s in scored])  # "" when the monitor saw nothing
-        return [s.verdict.reward for s in scored]
 
     # -- the problems of a batch, from its columns -------------------------------------------------------------
 
@@ -378,12 +324,8 @@ class CodeReward:
                 )
         if "problem_id" in given:
             ids = [str(pid) for pid in columns["problem_id"]]
-            known = self.problems  # the template's Scorer's own, for a reward made of_scorer
-            unknown = sorted({pid for pid in ids if pid not in known})
-            if unknown:
-                where = "the problem set" if known else "CodeReward(problems=...), which is empty"
-                raise UsageError(f"code_reward: problem_id {', '.join(unknown[:5])} not in {where}")
-            return ids, {pid: known[pid] for pid in ids}
+            _check_known(ids, self.problems, "CodeReward(problems=...), which is empty")
+            return ids, {pid: self.problems[pid] for pid in ids}
         if "tests" in given:
             records = [
                 {"prompt": "", "tests": _tests(tests, number)} | _optional("fn_name", columns, number)
@@ -417,9 +359,9 @@ class CodeReward:
             problem = self._rows.get(problem_id)
             if problem is None:  # a row is checked (its test compiled) once, while the cache keeps it
                 id_field = "task_id" if "task_id" in record else "id"
-                language = self._bound.scorer.language.name if self._bound is not None else self.language
+                where = f"code_reward: row {number}"
                 try:
-                    problem = parse_problem(record | {id_field: problem_id}, f"code_reward: row {number}", language)
+                    problem = parse_problem(record | {id_field: problem_id}, where, self.language)
                 except ProblemError as error:
                     raise UsageError(str(error).replace(f"problem {problem_id!r}: ", "")) from None
                 self._rows.put(problem_id, problem, len(key))
@@ -436,8 +378,6 @@ class CodeReward:
             return self._open
 
     def _start(self) -> _Open:
-        if self._bound is not None:
-            return _Open(self._bound.scorer.sandbox, self._bound.scorer, None)
         loop = _Loop()
         if isinstance(self.sandbox, SandboxBackend):
             backend = self.sandbox  # the caller's, opened and closed by the caller
@@ -448,28 +388,19 @@ class CodeReward:
             except BaseException:
                 loop.stop()
                 raise
-        settings = RewardConfig(
-            kind=self.kind,
-            extract=self.extract,
-            checker=self.checker,
-            float_tolerance=self.tolerance,
-            time_budget_s=self.time_budget_s,
-            fail_fast=self.fail_fast,
-        )
-        scorer = make_scorer(list(self.problems.values()), backend, self.language, settings, self.timeout_s)
+        scorer = make_scorer(list(self.problems.values()), backend, self.language, self.settings, self.timeout_s)
         return _Open(backend, scorer, loop)
 
     def close(self) -> None:
         """Release the sandbox (its processes, or its cloud microVMs). Used again, it opens a new one."""
         with self._lock:
             state, self._open = self._open, None
-        if state is None or self._bound is not None:
+        if state is None:
             return
-        if state.loop is not None:
-            if state.backend is not self.sandbox:  # a backend the caller gave stays open: it is the caller's
-                with contextlib.suppress(Exception):
-                    state.loop.run(state.backend.aclose())
-            state.loop.stop()
+        if state.backend is not self.sandbox:  # a backend the caller gave stays open: it is the caller's
+            with contextlib.suppress(Exception):
+                state.loop.run(state.backend.aclose())
+        state.loop.stop()
 
 
 class AsyncCodeReward(CodeReward):
@@ -477,8 +408,67 @@ class AsyncCodeReward(CodeReward):
 
     async def __call__(self, completions: Sequence[Any], **columns: Any) -> list[float | None]:  # type: ignore[override]
         problem_ids, problems = self._batch(len(completions), columns)
-        state = self._ensure_open()
-        return await self._reward(_judging(state.scorer, problems), problem_ids, completions, columns)
+        scorer = _judging(self._ensure_open().scorer, problems)
+        return await _rewards(scorer.score, scorer.sandbox, problem_ids, completions, columns, self._trend)
+
+
+def make_code_reward(batch: SharedBatch) -> Callable[..., Awaitable[list[float | None]]]:
+    """The template's ``code_reward`` (build.reward_functions): the verdicts of ``batch``'s Scorer, the one
+    object that knows how the run is judged (build.scorer made it from the config), as rewards. The batch
+    is scored once for every reward function that reads it (hack_penalty) and its verdicts go to its
+    observers (the sampler's pass rates). Its rows are the problem set's, named by the problem_id column."""
+    trend = HackTrend()
+
+    async def code_reward(
+        completions: Sequence[Any], problem_id: Sequence[Any] | None = None, **columns: Any
+    ) -> list[float | None]:
+        if problem_id is None:
+            raise UsageError("code_reward: the template's reward reads the dataset's problem_id column; it has none")
+        ids = [str(pid) for pid in problem_id]
+        _check_known(ids, batch.scorer.problems, "the problem set, which is empty")
+        return await _rewards(batch.score, batch.scorer.sandbox, ids, completions, columns, trend)
+
+    return code_reward
+
+
+def _check_known(ids: Sequence[str], known: dict[str, Problem], where_none_is: str) -> None:
+    unknown = sorted({pid for pid in ids if pid not in known})
+    if unknown:
+        where = "the problem set" if known else where_none_is
+        raise UsageError(f"code_reward: problem_id {', '.join(unknown[:5])} not in {where}")
+
+
+async def _rewards(
+    score: Callable[[Sequence[str], Sequence[Any]], Awaitable[list[Scored]]],
+    sandbox: SandboxBackend,
+    problem_ids: Sequence[str],
+    completions: Sequence[Any],
+    columns: dict[str, Any],
+    trend: HackTrend,
+) -> list[float | None]:
+    """``score``'s verdicts as rewards, with the template's metrics (``log_metric``) and completions-table
+    columns (``log_extra``) where TRL passes them, and the hack monitor's warning when its rate climbs."""
+    started = time.monotonic()
+    scored = await score(problem_ids, completions)
+    hacks = hack_metrics([s.flags for s in scored])
+    if (message := trend.update(hacks[HACKS_ANY])) is not None:
+        warn(message)
+    if (log_metric := columns.get("log_metric")) is not None:
+        metrics = batch_metrics(scored)
+        metrics[SANDBOX_BATCH_S] = time.monotonic() - started
+        metrics.update(sandbox.stats())
+        metrics.update(hacks)
+        for name, value in metrics.items():
+            log_metric(name, value)
+    if (log_extra := columns.get("log_extra")) is not None:
+        # Columns of the completions table (parquet and W&B): which problem, why it failed (exception,
+        # or got vs expected), the code that was scored, and what the monitor saw.
+        log_extra("problem_id", [s.problem_id for s in scored])
+        log_extra("status", [s.verdict.status.value for s in scored])
+        log_extra("error", [reason(s) for s in scored])  # "" when it passed
+        log_extra("code", [code_head(s.code) for s in scored])
+        log_extra("flags", [joined(s.flags) for s in scored])  # "" when the monitor saw nothing
+    return [s.verdict.reward for s in scored]
 
 
 def _judging(scorer: Scorer, problems: dict[str, Problem]) -> Scorer:
@@ -600,6 +590,5 @@ def score(
         columns = {name: [value] for name, value in given.items() if value is not None}
         problem_ids, problems = scorer_of._batch(1, columns)
     state = scorer_of._ensure_open()
-    assert state.loop is not None
     (scored,) = state.loop.run(_judging(state.scorer, problems).score(problem_ids, [code]))
     return scored

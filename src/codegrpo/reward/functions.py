@@ -24,7 +24,7 @@ from typing import Any
 
 from codegrpo.config.schema import TrainConfig
 from codegrpo.errors import UsageError
-from codegrpo.reward.code_reward import CodeReward
+from codegrpo.reward.code_reward import make_code_reward
 from codegrpo.reward.metric_names import CODE_REWARD, HACK_PENALTY
 from codegrpo.reward.shared_batch import SharedBatch, make_hack_penalty
 
@@ -101,7 +101,7 @@ def check(entry: str, cfg: TrainConfig) -> Callable[..., Any] | None:
 
 def of_batch(entry: str, batch: SharedBatch) -> Callable[..., Any]:
     """The reward function of an entry a scorer serves (``check`` returned None for it), reading ``batch``."""
-    return CodeReward.of_batch(batch) if entry == CODE_REWARD else make_hack_penalty(batch)
+    return make_code_reward(batch) if entry == CODE_REWARD else make_hack_penalty(batch)
 
 
 def reward_name(function: Callable[..., Any]) -> str:

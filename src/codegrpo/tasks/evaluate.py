@@ -41,8 +41,9 @@ def evaluate_loaded(
     (under rollout=feedback, each problem's hidden tests)."""
     from codegrpo.evaluation.evaluate import evaluate_model
 
-    scorer = build.scorer(cfg, build.scored_problems(cfg, problems), sandbox, kind=RewardKind.binary)
-    return evaluate_model(model, tokenizer, scorer, problems, cfg.problems, cfg.evaluation, cfg.rollout)
+    sides = build.sides(cfg, problems)
+    scorer = build.scorer(cfg, sides.hidden, sandbox, kind=RewardKind.binary)
+    return evaluate_model(model, tokenizer, scorer, problems, cfg.problems, cfg.evaluation, cfg.rollout, sides.public)
 
 
 def protocol_results(

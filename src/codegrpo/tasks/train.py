@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from omegaconf import OmegaConf
 
 from codegrpo import build
-from codegrpo.config.schema import TrainConfig, check_episode_budget, check_trainer, to_plain
+from codegrpo.config.schema import TrainConfig, to_plain
 from codegrpo.data.problems import Problem
 from codegrpo.data.sets import problem_set_hash
 from codegrpo.errors import UsageError
@@ -41,11 +41,8 @@ from codegrpo.tracking import console, secrets
 from codegrpo.tracking import wandb_run as tracking
 from codegrpo.tracking.runinfo import record_in_run_info, write_run_info
 from codegrpo.tracking.secrets import mask_text
-from codegrpo.train import checkpoints, dynamic_sampling
-from codegrpo.train.devices import check_devices
+from codegrpo.train import checkpoints
 from codegrpo.train.preemption import MARKER, Guard, Preempted, parse_signals, write_marker
-from codegrpo.train.recipe import naming_the_twin, warn_if_scaled
-from codegrpo.train.sampling import check_batch
 
 if TYPE_CHECKING:  # imported by the steps that load them
     from torch import nn
@@ -98,36 +95,6 @@ class Prepared:
 class Fitted:
     metrics: dict[str, float]
     before: Evaluation | None
-
-
-def resume_checkpoint(cfg: TrainConfig, run_dir: Path) -> Path | None:
-    """resume=auto: the newest complete checkpoint-N in the run dir (None: start fresh); else the given one."""
-    if not cfg.resume:
-        return None
-    if cfg.resume == "auto":
-        return checkpoints.newest(run_dir)
-    path = Path(cfg.resume)
-    if not checkpoints.is_complete(path):
-        raise UsageError(f"resume={cfg.resume}: not a complete checkpoint-N directory (or use resume=auto)")
-    return path
-
-
-def check_optimized_metric(cfg: TrainConfig) -> None:
-    """``optimized_metric`` names a metric of a training run's result (metric_names.RESULT_METRICS) that this
-    run will have: one line, before anything loads. A run can still end without it (final_reward_mean needs a
-    logged step): ``optimized_value`` says so then."""
-    name = cfg.optimized_metric
-    if name is None:
-        return
-    if name not in keys.RESULT_METRICS:
-        raise UsageError(
-            f"optimized_metric={name} is not a metric of a training run's result: use one of "
-            f"{', '.join(keys.RESULT_METRICS)} (or null)"
-        )
-    if name == keys.EVAL_CHANGE and not (cfg.evaluation.before and cfg.evaluation.after):
-        raise UsageError(
-            f"optimized_metric={name} is the change from evaluation.before to evaluation.after: set both to true"
-        )
 
 
 def optimized_value(metrics: dict[str, float], name: str | None) -> float | None:
@@ -199,82 +166,47 @@ def compare_phases(cfg: TrainConfig, before: Evaluation, after: Evaluation, run:
 
 
 def prepare(cfg: TrainConfig, stack: ExitStack, guard: Guard) -> Prepared:
-    """The checks, then every piece of the run (through codegrpo.build). Raises before loading the model
+    """The checks, then every piece of the run, each built by codegrpo.build. Raises before loading the model
     if the model is out of reach, or the problems, the resume, the sandbox or the credentials are wrong."""
-    from codegrpo.models.hub import check_hub_model, check_push
-    from codegrpo.models.loading import build_peft_config, check_model, describe_model, resolve_model
-    from codegrpo.models.saving import check_save_dtype
+    from codegrpo.models.loading import describe_model
 
-    # GRPO's own constraints (checked when the config is read; again here for a config changed since)
-    check_trainer(cfg.trainer)
-    check_optimized_metric(cfg)
-    check_episode_budget(cfg.trainer, cfg.rollout)
-    with naming_the_twin(cfg.recipe):  # a paper-scale recipe that cannot start here names its CPU twin
-        check_devices(cfg)  # the GPU path: no GPU, no bf16 on it, no vLLM: one line, before anything loads
-        check_model(cfg.model)  # a directory that holds no model: one line
-        check_hub_model(cfg.model)  # one connection attempt, before anything heavy
-    if world_size() > 1 and not os.environ.get("CODEGRPO_RUN_DIR"):
-        raise UsageError(
-            "a distributed launch needs one run dir for every rank: set CODEGRPO_RUN_DIR, e.g. "
-            "CODEGRPO_RUN_DIR=outputs/runs/$(date +%F_%H-%M-%S) accelerate launch ... train.py"
-        )
-    check_save_dtype(cfg.model)
-    check_push(cfg)
-    build_peft_config(cfg.peft)  # peft=lora without peft installed fails here, not after the model loads
-    build.check_reward_functions(cfg)
-    with naming_the_twin(cfg.recipe):
-        problems = build.problems(cfg.problems)
-    if is_main_process():
-        warn_if_scaled(cfg.recipe, cfg.trainer, world_size())
+    build.check_train(cfg, world_size())
+    problems = build.train_problems(cfg, world_size(), is_main_process())
     # Every mistake above is the run's only line: the run dir is named once the run can start.
     run_dir = Path(cfg.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     console.announce_run_dir(run_dir)
-    checkpoint = resume_checkpoint(cfg, run_dir)
-    if checkpoint is not None:
-        checkpoints.check_resume(checkpoint, to_plain(cfg), problem_set_hash(problems), cfg.resume_force)
-        log.info("resuming from %s", checkpoint)
+    checkpoint = build.resume(cfg, run_dir, problems)
     # Every rank scores its own completions, so each gets its share of the sandbox's cap.
     sandbox = stack.enter_context(build.sandbox(cfg.sandbox, cfg.problems.language, world_size()))
-    scorer = build.scorer(cfg, build.scored_problems(cfg, problems), sandbox)  # rollout=feedback: hidden tests
-    online = build.sampler_state(cfg, problems, checkpoint)
-    reward_funcs, reward_weights = build.reward_functions(cfg, scorer, [online.rates.observe])
-    limits = sandbox.limits()
+    rewards = build.rewards(cfg, problems, sandbox, checkpoint)
     if is_main_process():
-        log.info("sandbox limits on this machine:\n%s", format_limits(limits))
-        extra = {
-            "resumed_from": str(checkpoint) if checkpoint else None,
-            "sandbox_limits": [dict(zip(("limit", "value", "enforced_by"), row, strict=True)) for row in limits],
-        }
-        write_run_info(run_dir, cfg.seed, problem_set_hash(problems), extra)
-        OmegaConf.save(OmegaConf.create(secrets.mask(to_plain(cfg))), run_dir / "config.yaml")  # no secret
-        for stale in (MARKER, FAILED):  # this run's outcome replaces the last one's
-            (run_dir / stale).unlink(missing_ok=True)
-    # A GGUF model is converted first: once GRPOConfig starts torch.distributed, only rank 0 would save it.
-    resolve_model(cfg.model)
-    args = build.grpo_config(cfg, run_dir, reward_weights)
-    assert args.generation_batch_size is not None and args.num_generations is not None  # GRPOConfig sets both
-    check_batch(cfg.sampler, len(problems), args.generation_batch_size // args.num_generations)
-    per_device, steps = args.per_device_train_batch_size, args.steps_per_generation or args.gradient_accumulation_steps
-    dynamic_sampling.check(cfg.sampler, per_device, steps, args.num_generations)
+        _write_records(cfg, run_dir, problems, sandbox, checkpoint)
+    args = build.training_args(cfg, run_dir, rewards.weights, len(problems))
     model, tokenizer = build.model(cfg.model, bf16=bool(args.bf16))
     if is_main_process():
         record_in_run_info(run_dir, {"model": describe_model(cfg.model, model)})  # what loaded, not what was asked
     run = start_tracking(cfg, run_dir, checkpoint)
     stack.callback(tracking.finish_run, run)  # flushed on every way out, a preemption included
-    trainer = build.trainer(
-        cfg,
-        model,
-        tokenizer,
-        problems,
-        reward_funcs,
-        args,
-        guard,
-        run.id if run is not None else None,
-        scorer,
-        online,
-    )
+    run_id = run.id if run is not None else None
+    trainer = build.trainer(cfg, model, tokenizer, problems, rewards, args, guard, run_id)
     return Prepared(cfg, run_dir, problems, sandbox, tokenizer, trainer, run, guard, checkpoint)
+
+
+def _write_records(
+    cfg: TrainConfig, run_dir: Path, problems: list[Problem], sandbox: SandboxBackend, checkpoint: Path | None
+) -> None:
+    """run_info.json and config.yaml (no secret in either), and the sandbox's limits in the log."""
+    limits = sandbox.limits()
+    log.info("sandbox limits on this machine:\n%s", format_limits(limits))
+    extra = {
+        "resumed_from": str(checkpoint) if checkpoint else None,
+        "sandbox_limits": [dict(zip(("limit", "value", "enforced_by"), row, strict=True)) for row in limits],
+    }
+    write_run_info(run_dir, cfg.seed, problem_set_hash(problems), extra)
+    OmegaConf.save(OmegaConf.create(secrets.mask(to_plain(cfg))), run_dir / "config.yaml")
+    for stale in (MARKER, FAILED):  # this run's outcome replaces the last one's
+        (run_dir / stale).unlink(missing_ok=True)
 
 
 def _write_history(prepared: Prepared) -> list[dict[str, Any]]:

@@ -35,10 +35,8 @@ from typing import Any, TypeVar
 
 from codegrpo.config.schema import RolloutConfig
 from codegrpo.data.problems import Problem
-from codegrpo.data.public_tests import public
 from codegrpo.errors import UsageError
 from codegrpo.models.loading import context_length
-from codegrpo.reward.checker import same_test
 from codegrpo.reward.explain import code_head
 from codegrpo.reward.metric_names import CUT_FIRST_TURN
 from codegrpo.reward.scorer import Scorer
@@ -113,7 +111,8 @@ def make_feedback_rollout(
     """TRL's ``rollout_func`` for rollout=feedback.
 
     Args:
-        problems: the training problems (with their public tests); the rollout keeps ``public(problem)`` only.
+        problems: the training problems with their public tests alone (build.sides' ``public``): the rollout
+            never holds a hidden test.
         scorer: the sandbox and how a run is judged (language, checker, tolerance, limits, extract).
         settings: the rollout group's settings.
         prompt_of: the chat prompt each problem is posed with (build.dataset's ``prompt``): which problem a
@@ -122,8 +121,7 @@ def make_feedback_rollout(
             None); TRL's generation by default.
     """
     settings = settings or RolloutConfig()
-    same = same_test(scorer.checker, scorer.tolerance)  # the split build.scored_problems made for the reward
-    publics = {problem.id: public(problem, same) for problem in problems}
+    publics = {problem.id: problem for problem in problems}
     if publics and not any(p.tests for p in publics.values()):
         log.warning(
             "rollout=feedback: none of the %d problems has public tests, so every episode is one turn, as "
@@ -137,34 +135,12 @@ def make_feedback_rollout(
             key = _prompt_key(prompt_of(problem))
             by_prompt[key] = problem.id if key not in by_prompt else None  # None: two problems share this prompt
 
-    def problem_ids(prompts: list[Any], trainer: Any) -> list[str]:
-        inputs = getattr(trainer, "rollout_inputs", None)
-        if (
-            inputs is not None
-            and len(inputs) == len(prompts)
-            and all("problem_id" in x and x.get("prompt") == p for x, p in zip(inputs, prompts, strict=True))
-        ):
-            return [str(x["problem_id"]) for x in inputs]
-        ids = [by_prompt.get(_prompt_key(p), "") for p in prompts]
-        if not all(ids):
-            raise UsageError(
-                "rollout=feedback: a prompt matches no problem, or several: build the rollout with "
-                "prompt_of=, and give each problem its own prompt, or train with CodeGRPOTrainer"
-            )
-        return [str(i) for i in ids]
-
     def rollout(prompts: list[Any], trainer: Any) -> dict[str, Any]:
         if not prompts or not all(isinstance(p, list) for p in prompts):
             raise UsageError("rollout=feedback needs chat prompts (lists of messages)")
-        tokenizer = getattr(trainer, "_tokenizer", None) or trainer.processing_class
-        template = {
-            "chat_template": getattr(trainer, "chat_template", None),
-            **(getattr(trainer, "chat_template_kwargs", None) or {}),
-        }
-        eos = getattr(trainer, "eos_token_ids", None) or [tokenizer.eos_token_id]
-        chat = Chat(tokenizer, eos, int(trainer.max_completion_length), _context_limit(trainer), template)
+        chat = _chat(trainer)
         episodes = []
-        for pid, prompt in zip(problem_ids(prompts, trainer), prompts, strict=True):
+        for pid, prompt in zip(_problem_ids(prompts, trainer, by_prompt), prompts, strict=True):
             if pid not in publics:
                 raise UsageError(f"rollout=feedback: problem_id {pid!r} is not in the rollout's problems")
             episodes.append(Episode(publics[pid], chat.prompt_ids(prompt)))
@@ -184,21 +160,55 @@ def make_feedback_rollout(
             run=run_tests,
         )
         log_metrics(trainer, episodes, settings.max_turns)
-        return {
-            "prompt_ids": [e.prompt_ids for e in episodes],
-            "completion_ids": [e.completion_ids for e in episodes],
-            "logprobs": [e.logprobs for e in episodes] if sampled else None,
-            "env_mask": [e.env_mask for e in episodes],
-            FINAL_CODE: [e.codes[-1] for e in episodes],
-            FAULT: [e.fault for e in episodes],
-            "feedback_turns": [len(e.codes) for e in episodes],
-            "feedback_codes": [list(e.codes) for e in episodes],
-            "feedback_public": [[None if r is None else r.verdict.status.value for r in e.public] for e in episodes],
-            "feedback_messages": [list(e.messages) for e in episodes],
-            "feedback_tokens": [e.feedback_tokens for e in episodes],
-        }
+        return _outputs(episodes, sampled)
 
     return rollout
+
+
+def _chat(trainer: Any) -> Chat:
+    """The trainer's chat template, end-of-turn ids and limits, as TRL renders a prompt."""
+    tokenizer = getattr(trainer, "_tokenizer", None) or trainer.processing_class
+    template = {
+        "chat_template": getattr(trainer, "chat_template", None),
+        **(getattr(trainer, "chat_template_kwargs", None) or {}),
+    }
+    eos = getattr(trainer, "eos_token_ids", None) or [tokenizer.eos_token_id]
+    return Chat(tokenizer, eos, int(trainer.max_completion_length), _context_limit(trainer), template)
+
+
+def _problem_ids(prompts: list[Any], trainer: Any, by_prompt: dict[str, str | None]) -> list[str]:
+    """Each prompt's problem: the trainer's inputs where it gives them, else the problem posed with it."""
+    inputs = getattr(trainer, "rollout_inputs", None)
+    if (
+        inputs is not None
+        and len(inputs) == len(prompts)
+        and all("problem_id" in x and x.get("prompt") == p for x, p in zip(inputs, prompts, strict=True))
+    ):
+        return [str(x["problem_id"]) for x in inputs]
+    ids = [by_prompt.get(_prompt_key(p), "") for p in prompts]
+    if not all(ids):
+        raise UsageError(
+            "rollout=feedback: a prompt matches no problem, or several: build the rollout with "
+            "prompt_of=, and give each problem its own prompt, or train with CodeGRPOTrainer"
+        )
+    return [str(i) for i in ids]
+
+
+def _outputs(episodes: list[Episode], sampled: bool) -> dict[str, Any]:
+    """What TRL takes from a rollout_func, and the columns the reward functions and the completions table read."""
+    return {
+        "prompt_ids": [e.prompt_ids for e in episodes],
+        "completion_ids": [e.completion_ids for e in episodes],
+        "logprobs": [e.logprobs for e in episodes] if sampled else None,
+        "env_mask": [e.env_mask for e in episodes],
+        FINAL_CODE: [e.codes[-1] for e in episodes],
+        FAULT: [e.fault for e in episodes],
+        "feedback_turns": [len(e.codes) for e in episodes],
+        "feedback_codes": [list(e.codes) for e in episodes],
+        "feedback_public": [[None if r is None else r.verdict.status.value for r in e.public] for e in episodes],
+        "feedback_messages": [list(e.messages) for e in episodes],
+        "feedback_tokens": [e.feedback_tokens for e in episodes],
+    }
 
 
 def log_metrics(trainer: Any, episodes: Sequence[Episode], max_turns: int) -> None:
