@@ -12,7 +12,7 @@ import json
 import sys
 
 from codegrpo import build
-from codegrpo.commands import CONFIG_DIR
+from codegrpo.commands import CONFIG_DIR, prepare_hydra
 from codegrpo.data.prompts import messages_for
 from codegrpo.evaluation.evaluate import generate
 
@@ -23,6 +23,7 @@ def _config(problem_set: str, samples: int, max_new_tokens: int):
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
+    prepare_hydra(trainer=False)
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         cfg = compose(
             config_name="evaluate",

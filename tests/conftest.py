@@ -18,10 +18,9 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf, open_dict
 
-from codegrpo.commands import CONFIG_DIR
-from codegrpo.config.registration import register_configs
+from codegrpo.commands import CONFIG_DIR, prepare_hydra
 
-register_configs()  # the trainer schema too: tests compose train.yaml (commands.train registers it)
+prepare_hydra(trainer=True)  # as the commands' entry points do; the trainer schema too: tests compose train.yaml
 
 
 @pytest.fixture

@@ -1,8 +1,8 @@
-"""What every command shares (codegrpo.commands): each run as users run it (light imports, its own --help,
-paths from where the user stands, hostile files and settings one line), and in process: ``run`` hands the task
-its typed config and reports a user's error in one line with status 2, a missing setting is named, Hydra's
-errors are one line, and a run dir holding only Hydra's files is removed. Each command's own behaviour is in
-tests/commands/test_commands_<name>.py, its task's in tests/tasks/."""
+"""What every command shares (codegrpo.commands): each run as users run it (light imports, nothing run on
+import, its own --help, paths from where the user stands, hostile files and settings one line), and in process:
+``run`` hands the task its typed config and reports a user's error in one line with status 2, a missing setting
+is named, Hydra's errors are one line, and a run dir holding only Hydra's files is removed. Each command's own
+behaviour is in tests/commands/test_commands_<name>.py, its task's in tests/tasks/."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from codegrpo.commands import (
     check_mandatory,
     compose_error_line,
     discard_empty_run_dir,
+    entry_point,
     exit_usage,
     one_line_errors,
     parse_error_line,
@@ -45,6 +46,53 @@ def test_companion_commands_never_import_torch_transformers_or_trl(tmp_path, nam
     modules = imported_modules(done.stderr)
     assert {"codegrpo.build", "codegrpo.sandbox.workers"} <= modules  # the report covers the sandbox too
     assert not {m.split(".")[0] for m in modules} & {"torch", "transformers", "trl"}
+
+
+IMPORT_THEN_RUN = """
+import copy, json, os, sys, warnings
+from importlib import import_module
+environ = dict(os.environ)
+for name in ("evaluate", "limits", "pass_rates", "score", "train", "validate"):
+    import_module("codegrpo.commands." + name)
+from hydra.core.config_store import ConfigStore
+from omegaconf import OmegaConf
+
+def state():
+    store = ConfigStore.instance()
+    return {
+        "schemas": [key for key in ("base_score.yaml", "sandbox", "trainer") if key in store.repo],
+        "resolvers": [n for n in ("auto_concurrency", "codegrpo_cwd", "codegrpo_help") if OmegaConf.has_resolver(n)],
+        "patched": copy.deepcopy(store) is store,
+        "filtered": any(f[1] is not None and "searchpath" in f[1].pattern for f in warnings.filters),
+        "environ": dict(os.environ) == environ,
+    }
+
+imported = state()
+sys.argv = ["train.py", "--cfg", "job"]
+sys.modules["codegrpo.commands.train"].main()
+print(json.dumps([imported, state()]))
+"""
+
+
+def test_importing_the_commands_runs_nothing_their_entry_point_prepares_hydra():
+    """Importing every command stores no schema, registers no resolver, patches nothing and leaves the
+    environment as it was; train's entry point does all of it before Hydra starts (prepare_hydra), and
+    gives back the environment (HYDRA_FULL_ERROR, set while Hydra composes)."""
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORT_THEN_RUN], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300, env=env
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    imported, entered = json.loads(done.stdout.splitlines()[-1])
+    nothing = {"schemas": [], "resolvers": [], "patched": False, "filtered": False, "environ": True}
+    assert imported == nothing
+    assert entered == {
+        "schemas": ["base_score.yaml", "sandbox", "trainer"],
+        "resolvers": ["auto_concurrency", "codegrpo_cwd", "codegrpo_help"],
+        "patched": True,
+        "filtered": True,
+        "environ": True,
+    }
 
 
 # -- hostile input files and settings: one line and exit status 2, before anything runs ---------------------
@@ -220,6 +268,24 @@ def test_run_ends_a_users_error_in_one_line_with_status_2_after_on_failure(score
         run(task, score_dictconfig(), on_failure=failures.append)
     assert ended.value.code == 2 and capsys.readouterr().err == "error: no such file\n"
     assert [str(error) for error in failures] == ["no such file"]
+
+
+@pytest.mark.parametrize("users", [None, "1"])
+def test_hydra_full_error_is_set_while_composing_and_off_once_the_task_starts(monkeypatch, score_dictconfig, users):
+    """The entry point sets it (Hydra then raises a composition error for it to put in one line) and run takes
+    it off: the task's errors are Hydra's to report, in full only where the user set it, which is left as it was."""
+    monkeypatch.setattr(sys, "argv", ["codegrpo-score"])
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    if users:
+        monkeypatch.setenv("HYDRA_FULL_ERROR", users)
+    cfg, seen = score_dictconfig(), []
+
+    def hydra_main():
+        seen.append(os.environ.get("HYDRA_FULL_ERROR"))
+        run(lambda _: seen.append(os.environ.get("HYDRA_FULL_ERROR")), cfg)
+
+    entry_point(hydra_main)()
+    assert seen == ["1", users] and os.environ.get("HYDRA_FULL_ERROR") == users
 
 
 def test_run_lets_a_bug_through_as_itself(score_dictconfig):

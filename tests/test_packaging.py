@@ -196,10 +196,9 @@ import codegrpo, json
 from pathlib import Path
 from hydra import compose, initialize_config_dir
 from codegrpo import resources
-from codegrpo.commands import CONFIG_DIR
-from codegrpo.config.registration import register_configs
+from codegrpo.commands import CONFIG_DIR, prepare_hydra
 
-register_configs()
+prepare_hydra(trainer=True)
 with initialize_config_dir(CONFIG_DIR, version_base="1.3"):
     cfg = compose("train", overrides=["problems=basics"])
 print(json.dumps({

@@ -95,14 +95,15 @@ def test_two_hydra_modes_at_once_are_one_line():
 
 
 def test_hydra_shares_the_config_store_it_never_writes_through():
-    """codegrpo.commands makes a deep copy of Hydra's ConfigStore the store itself (Hydra copied it, every
+    """prepare_hydra makes a deep copy of Hydra's ConfigStore the store itself (Hydra copied it, every
     schema included, for each of the ~120 groups --help lists): safe while a load still copies its node."""
     import copy
 
     from hydra.core.config_store import ConfigStore
 
-    import codegrpo.commands  # noqa: F401
+    from codegrpo.commands import prepare_hydra
 
+    prepare_hydra(trainer=False)
     store = ConfigStore.instance()
     assert copy.deepcopy(store) is store
     stored = store.repo["base_train.yaml"].node

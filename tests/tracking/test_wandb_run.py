@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from codegrpo.commands import CONFIG_DIR
+from codegrpo.commands import CONFIG_DIR, prepare_hydra
 from codegrpo.config.choices import LoggerBackend, WandbMode
-from codegrpo.config.registration import register_configs
 from codegrpo.config.schema import LoggerConfig
 from codegrpo.errors import UsageError
 from codegrpo.tracking import wandb_run as tracking
@@ -182,7 +181,7 @@ def test_log_model_logs_the_saved_dir_as_a_model_artifact(tmp_path, stub):
 
 
 def test_wandb_project_and_group_apply_unless_logger_sets_them(monkeypatch):
-    register_configs()
+    prepare_hydra(trainer=True)
     monkeypatch.setenv("WANDB_PROJECT", "from-env")
     monkeypatch.setenv("WANDB_RUN_GROUP", "g1")
     with initialize_config_dir(CONFIG_DIR, version_base="1.3"):

@@ -13,6 +13,7 @@ import re
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import NoReturn, TypeVar, cast
 
@@ -29,14 +30,27 @@ from codegrpo.tracking import secrets
 
 # The repo's conf/ in a checkout, the copy inside the package when installed from a wheel.
 CONFIG_DIR = str(config_dir())
-# The typed schemas must be in Hydra's ConfigStore before it composes. The trainer's may import trl (and
-# torch, codegrpo.config.trainer_fields): only commands.train registers it.
-register_configs(trainer=False)
-# Hydra deep-copies its config repository each time it lists a group's options (``--help`` lists about
-# 120), and each copy reaches the ConfigStore singleton with every schema in it, the trainer's 189 fields
-# included: 4 of the 5 seconds ``train.py --help`` took. No copy is ever written through (ConfigStore.load
-# hands out a deep copy of each node it loads), so a copy of the singleton may be the singleton itself.
-ConfigStore.__deepcopy__ = lambda self, memo: self  # type: ignore[attr-defined]
+
+
+def prepare_hydra(*, trainer: bool) -> None:
+    """What Hydra needs before it composes a command's config: the typed schemas in its ConfigStore and the
+    resolvers the YAML files use. Each command's entry point calls it before Hydra starts, as do tests and
+    scripts that compose; importing a command does nothing. Idempotent.
+
+    ``trainer``: the trainer schema too, which may import trl (and torch, codegrpo.config.trainer_fields):
+    only train composes it."""
+    register_configs(trainer=trainer)
+    OmegaConf.register_new_resolver("codegrpo_help", command_help, replace=True)
+    # train.yaml's hydra.searchpath: the conf/ of the directory the user stands in (their own experiments),
+    # read at the call (the shell's PWD can be stale in a child process); where there is none, Hydra's
+    # warning says nothing.
+    OmegaConf.register_new_resolver("codegrpo_cwd", os.getcwd, replace=True)
+    warnings.filterwarnings("ignore", message=r"provider=hydra\.searchpath in main, path=.* is not available")
+    # Hydra deep-copies its config repository each time it lists a group's options (``--help`` lists about
+    # 120), and each copy reaches the ConfigStore singleton with every schema in it, the trainer's 189 fields
+    # included: 4 of the 5 seconds ``train.py --help`` took. No copy is ever written through (ConfigStore.load
+    # hands out a deep copy of each node it loads), so a copy of the singleton may be the singleton itself.
+    ConfigStore.__deepcopy__ = lambda self, memo: self  # type: ignore[attr-defined]
 
 
 def command_help(name: str) -> str:
@@ -71,12 +85,6 @@ def command_help(name: str) -> str:
     ]
     return "\n".join(lines).replace("$", "$$") + "\n"  # Hydra's help is a string.Template
 
-
-OmegaConf.register_new_resolver("codegrpo_help", command_help, replace=True)
-# train.yaml's hydra.searchpath: the conf/ of the directory the user stands in (their own experiments), read
-# at the call (the shell's PWD can be stale in a child process); where there is none, Hydra's warning says nothing.
-OmegaConf.register_new_resolver("codegrpo_cwd", os.getcwd, replace=True)
-warnings.filterwarnings("ignore", message=r"provider=hydra\.searchpath in main, path=.* is not available")
 
 T = TypeVar("T")
 C = TypeVar("C", TrainConfig, EvaluateConfig, ScoreConfig, PassRatesConfig)  # the command's config, as its dataclass
@@ -174,39 +182,38 @@ def _scrub_hydra_outputs(refused: Sequence[str] = ()) -> list[str]:
     return [*hydra_cfg.overrides.hydra, *hydra_cfg.overrides.task]
 
 
-def entry_point(hydra_main: Callable[[], object]) -> Callable[[], None]:
-    """A command's console script: its ``@hydra.main`` function, with a config that does not compose (a
-    misspelt key, a wrong type, an unknown option) reported as one line on stderr, as ``run`` reports a
-    CodegrpoError, in place of Hydra's five or more (the override, a hint, the key's full name and types,
-    how to see a traceback), with codegrpo's status for a usage error, 2 (Hydra's is 1, which a failed
-    run also gives). HYDRA_FULL_ERROR=1 still shows Hydra's own traceback.
+def entry_point(hydra_main: Callable[[], object], trainer: bool = False) -> Callable[[], None]:
+    """A command's console script: its ``@hydra.main`` function, after ``prepare_hydra`` (``trainer``: with the
+    trainer schema), with a config that does not compose (a misspelt key, a wrong type, an unknown option)
+    reported as one line on stderr, as ``run`` reports a CodegrpoError, in place of Hydra's five or more (the
+    override, a hint, the key's full name and types, how to see a traceback), with codegrpo's status for a
+    usage error, 2 (Hydra's is 1, which a failed run also gives). HYDRA_FULL_ERROR=1 still shows Hydra's own
+    traceback.
 
     Hydra prints a composition error itself unless HYDRA_FULL_ERROR is set, so it is set until the task
     starts, and ``run`` takes it off: the task's own errors are reported as before."""
 
     def main() -> None:
-        global _full_error_set_here
+        prepare_hydra(trainer=trainer)
         with one_line_errors():
             # Before Hydra sees argv: it writes the overrides to .hydra/ before any task runs.
             secrets.refuse_overrides(sys.argv[1:])
         if os.environ.get(FULL_ERROR):
             hydra_main()
             return
-        os.environ[FULL_ERROR], _full_error_set_here = "1", True
-        try:
-            hydra_main()
-        except (ConfigCompositionException, OmegaConfBaseException) as error:
-            exit_usage(compose_error_line(error))
-        except OverrideParseException as error:
-            # Unmasked: an override holding a secret was refused above, and the hint's example, 'key="~/my dir"',
-            # reads as one to the masker.
-            exit_usage(parse_error_line(error), mask=False)
-        except ValueError as error:
-            if not str(error).startswith(HYDRA_MODES):  # Hydra's own check of its flags; anything else is a bug
-                raise
-            exit_usage(str(error))
-        finally:
-            _report_errors_to_hydra()
+        with _full_error_until_the_task():
+            try:
+                hydra_main()
+            except (ConfigCompositionException, OmegaConfBaseException) as error:
+                exit_usage(compose_error_line(error))
+            except OverrideParseException as error:
+                # Unmasked: an override holding a secret was refused above, and the hint's example,
+                # 'key="~/my dir"', reads as one to the masker.
+                exit_usage(parse_error_line(error), mask=False)
+            except ValueError as error:
+                if not str(error).startswith(HYDRA_MODES):  # Hydra's own check of its flags; anything else is a bug
+                    raise
+                exit_usage(str(error))
 
     main.__doc__ = hydra_main.__doc__
     return main
@@ -215,14 +222,26 @@ def entry_point(hydra_main: Callable[[], object]) -> Callable[[], None]:
 FULL_ERROR = "HYDRA_FULL_ERROR"
 # Hydra's ValueError for two of its modes at once (`-m ... --cfg job`): a usage error, one line.
 HYDRA_MODES = "Only one of --run, --multirun, --cfg"
-_full_error_set_here = False  # entry_point set HYDRA_FULL_ERROR, and it is still set
+# Within an entry point's call, while the HYDRA_FULL_ERROR it set is still set (_full_error_until_the_task).
+_full_error_held: ContextVar[bool] = ContextVar("full_error_held", default=False)
+
+
+@contextlib.contextmanager
+def _full_error_until_the_task() -> Iterator[None]:
+    """HYDRA_FULL_ERROR=1 (unset before) until the task starts (``run``) or the command ends, unset then."""
+    os.environ[FULL_ERROR] = "1"
+    held = _full_error_held.set(True)
+    try:
+        yield
+    finally:
+        _report_errors_to_hydra()
+        _full_error_held.reset(held)
 
 
 def _report_errors_to_hydra() -> None:
-    global _full_error_set_here
-    if _full_error_set_here:
+    if _full_error_held.get():
         os.environ.pop(FULL_ERROR, None)
-        _full_error_set_here = False
+        _full_error_held.set(False)
 
 
 def parse_error_line(error: OverrideParseException) -> str:

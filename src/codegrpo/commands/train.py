@@ -14,15 +14,8 @@ import hydra
 from omegaconf import DictConfig
 
 from codegrpo.commands import CONFIG_DIR, entry_point, one_line_errors, run
-from codegrpo.config.registration import register_configs
 from codegrpo.config.requirements import check_dependencies
 from codegrpo.tracking.runinfo import rerun_arguments
-
-# register_configs reads trl's GRPOConfig when the field cache is for other versions, so an out-of-range trl
-# or transformers could fail inside it: the one-line version check (also in run()) comes first.
-with one_line_errors():
-    check_dependencies()
-register_configs()  # with the trainer schema (every trl.GRPOConfig field), which only train.yaml composes
 
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="train")
@@ -35,12 +28,16 @@ def train_command(cfg: DictConfig) -> float | None:
     return run(train_objective, cfg, on_failure=partial(settle_failed_run, Path(cfg.run_dir)))
 
 
-_train_main = entry_point(train_command)
+# With the trainer schema (every trl.GRPOConfig field), which only train.yaml composes.
+_train_main = entry_point(train_command, trainer=True)
 
 
 def main() -> None:
     """``rerun=<run dir>`` repeats a recorded run into a new dir (tracking.runinfo.rerun_arguments)."""
     with one_line_errors():
+        # Before _train_main registers the trainer schema, which reads trl's GRPOConfig when the field cache is
+        # for other versions: an out-of-range trl or transformers is this one line, not an error inside it.
+        check_dependencies()
         sys.argv = [sys.argv[0], *rerun_arguments(sys.argv[1:])]
     _train_main()
 
