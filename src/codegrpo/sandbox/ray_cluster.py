@@ -73,209 +73,230 @@ ANSWER_S = 3.0
 def _actor_class() -> Any:
     import ray
 
-    @ray.remote(num_cpus=0)
-    class SandboxActor:
-        """One local sandbox on the node Ray placed this actor on."""
+    return ray.remote(num_cpus=0)(SandboxActor)
 
-        def __init__(self, settings: dict[str, Any], runtimes: tuple[str, ...], pool: dict[str, Any]) -> None:
-            self.settings, self.runtimes, self.pool = settings, runtimes, pool
-            self.sandbox: SandboxBackend | None = None
-            self.ready = asyncio.Event()  # a batch sent to a replacement still starting waits for its sandbox
-            self.opening: asyncio.Future[tuple[str, int]] | None = None
-            # The processes using this actor: each holder, "job/rank", by its Ray job (its driver, alive or not).
-            self.holders: dict[str, str] = {}
-            self.closing = False  # its last holder has left or gone: it takes no new one
-            self.watching: asyncio.Future[None] | None = None
-            self.made = time.monotonic()
-            # Watched from the start (red team): a rank killed between making this actor and its start's arrival (a
-            # worker's start: a second or more) never held it, and a detached actor nobody holds outlived everyone.
-            with contextlib.suppress(RuntimeError):  # no running loop here: the first start watches it
-                self.watching = asyncio.get_running_loop().create_task(self._watch())
-            # run_each's calls: by report number, each run reported and waiting for the caller's answer
-            self.answers: dict[str, dict[int, concurrent.futures.Future[bool]]] = {}
 
-        async def start(self, holder: str, job: str, pool: dict[str, Any], siblings: list[str]) -> tuple[str, str, Any]:
-            """Take ``holder`` (of Ray job ``job``) and open the sandbox once, however many ask: ("started", this
-            node's name, this process's pid); ("closing", "", None) where it is going (ask its successor);
-            ("differs", a setting, this pool's value) where ``pool``, the asker's settings, differ from this
-            pool's and a live holder uses it. A replacement takes the holders of its ``siblings`` (the pool's other
-            actors, by name): a rank that has not met it yet still holds the pool, and no other rank's leaving may
-            kill it under that rank."""
+Item = tuple[int, int | None, int | None, RunResult]  # run_each's: (index, run, report, result)
+
+
+class _Reports:
+    """A run_each call's reports of runs to the caller, and the caller's answers: whether each run failed."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        items: asyncio.Queue[Item | BaseException],
+        answers: dict[int, concurrent.futures.Future[bool]],
+    ) -> None:
+        self.loop, self.items, self.answers = loop, items, answers
+        self.numbers = itertools.count()
+        self.latest: dict[tuple[int, int], int] = {}  # each run's last report
+        self.over = threading.Event()
+
+    def asking(self, index: int, program: Program) -> Program:
+        """``program``, reporting each run as it is read and waiting for the caller's answer to it."""
+
+        def digest(run_index: int, run: RunResult) -> RunResult:  # on the sandbox's thread
+            report = self.latest[index, run_index] = next(self.numbers)
+            waiting = self.answers[report] = concurrent.futures.Future()
+            if self.over.is_set():  # the call ended as this run was read: nobody will answer
+                waiting.cancel()
+            self.loop.call_soon_threadsafe(self.items.put_nowait, (index, run_index, report, run))
+            return dataclasses.replace(run, stdout="", stderr="")  # the caller has it: not sent twice
+
+        def failed(run_index: int, _: RunResult) -> bool:
+            report = self.latest[index, run_index]  # the run just digested: its report, this thread's
+            try:
+                # No answer in time (the caller gone): the runs go on, and the verdict is the same.
+                with contextlib.suppress(concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
+                    return self.answers[report].result(timeout=ANSWER_S) is True
+                return False
+            finally:
+                self.answers.pop(report, None)  # answered or given up: a late answer finds nothing
+
+        return dataclasses.replace(program, digest=digest, failed=failed)
+
+
+class SandboxActor:
+    """One local sandbox on the node Ray placed this actor on."""
+
+    def __init__(self, settings: dict[str, Any], runtimes: tuple[str, ...], pool: dict[str, Any]) -> None:
+        self.settings, self.runtimes, self.pool = settings, runtimes, pool
+        self.sandbox: SandboxBackend | None = None
+        self.ready = asyncio.Event()  # a batch sent to a replacement still starting waits for its sandbox
+        self.opening: asyncio.Future[tuple[str, int]] | None = None
+        # The processes using this actor: each holder, "job/rank", by its Ray job (its driver, alive or not).
+        self.holders: dict[str, str] = {}
+        self.closing = False  # its last holder has left or gone: it takes no new one
+        self.watching: asyncio.Future[None] | None = None
+        self.made = time.monotonic()
+        # Watched from the start (red team): a rank killed between making this actor and its start's arrival (a
+        # worker's start: a second or more) never held it, and a detached actor nobody holds outlived everyone.
+        with contextlib.suppress(RuntimeError):  # no running loop here: the first start watches it
+            self.watching = asyncio.get_running_loop().create_task(self._watch())
+        # run_each's calls: by report number, each run reported and waiting for the caller's answer
+        self.answers: dict[str, dict[int, concurrent.futures.Future[bool]]] = {}
+
+    async def start(self, holder: str, job: str, pool: dict[str, Any], siblings: list[str]) -> tuple[str, str, Any]:
+        """Take ``holder`` (of Ray job ``job``) and open the sandbox once, however many ask: ("started", this
+        node's name, this process's pid); ("closing", "", None) where it is going (ask its successor);
+        ("differs", a setting, this pool's value) where ``pool``, the asker's settings, differ from this
+        pool's and a live holder uses it. A replacement takes the holders of its ``siblings`` (the pool's other
+        actors, by name): a rank that has not met it yet still holds the pool, and no other rank's leaving may
+        kill it under that rank."""
+        import ray
+
+        self._prune()
+        differing = [name for name in self.pool if self.pool[name] != pool.get(name)]
+        if differing and self._abandoned():  # held by a job gone (a crash), or by none ever (its maker died):
+            await self._end()  # its successor, with this job's settings
+        if self.closing:
+            return "closing", "", None
+        if differing:
+            return "differs", differing[0], self.pool[differing[0]]
+        self.holders[holder] = job
+        # By name, not by handle (red team): a handle of a dead actor whose maker has gone could not be read here,
+        # so the replacement's start failed, and each chunk sent to it waited its deadline.
+        asked: list[Any] = []
+        for name in siblings:
+            with contextlib.suppress(Exception):  # ValueError: no actor of that name now
+                other = ray.get_actor(name, namespace=NAMESPACE)
+                asked.append(asyncio.wait_for(asyncio.wrap_future(other.held.remote().future()), CONNECT_S))
+        for held in await asyncio.gather(*asked, return_exceptions=True):
+            if isinstance(held, dict):  # a dead or hung sibling holds nobody this actor must know
+                self.holders |= held
+        self._prune()
+        if self.watching is None:
+            self.watching = asyncio.ensure_future(self._watch())
+        if self.opening is None:
+            self.opening = asyncio.ensure_future(self._open())
+        node, pid = await asyncio.shield(self.opening)
+        return "started", node, pid
+
+    def held(self) -> dict[str, str]:
+        return dict(self.holders)
+
+    async def leave(self, holder: str) -> int:
+        """``holder`` is done with this actor; how many live holders still use it. At 0 it closes its
+        sandbox, takes no new holder, and ends (the caller, its last holder, kills it too). One not holding it
+        changes nothing (a rank leaving by name an actor just made, not yet started by its maker)."""
+        if self.holders.pop(holder, None) is None:
+            return len(self.holders) or 1
+        self._prune()
+        if not self.holders and not self.closing:
+            await self._end()
+        return len(self.holders)
+
+    def _abandoned(self) -> bool:
+        """No live holder: those it had have gone, or none came in RAY_SLACK_S since it was made (its maker
+        died before its start arrived; a maker's start arrives within a moment of the actor's)."""
+        return not self.holders and (self.opening is not None or time.monotonic() - self.made > RAY_SLACK_S)
+
+    def _prune(self) -> None:
+        """Forget the holders whose process is gone (a rank that crashed, or was killed, without leaving)."""
+        if self.holders:
+            alive = _alive(set(self.holders.values()))
+            self.holders = {holder: job for holder, job in self.holders.items() if job in alive}
+
+    async def _watch(self) -> None:
+        """Close this actor once every holder's process has gone without leaving (a detached actor outlives
+        them, and nobody else would); never while a live holder holds it."""
+        while not self.closing:
+            await asyncio.sleep(WATCH_S)
             self._prune()
-            differing = [name for name in self.pool if self.pool[name] != pool.get(name)]
-            if differing and self._abandoned():  # held by a job gone (a crash), or by none ever (its maker died):
-                await self._end()  # its successor, with this job's settings
-            if self.closing:
-                return "closing", "", None
-            if differing:
-                return "differs", differing[0], self.pool[differing[0]]
-            self.holders[holder] = job
-            # By name, not by handle (red team): a handle of a dead actor whose maker has gone could not be read here,
-            # so the replacement's start failed, and each chunk sent to it waited its deadline.
-            asked: list[Any] = []
-            for name in siblings:
-                with contextlib.suppress(Exception):  # ValueError: no actor of that name now
-                    other = ray.get_actor(name, namespace=NAMESPACE)
-                    asked.append(asyncio.wait_for(asyncio.wrap_future(other.held.remote().future()), CONNECT_S))
-            for held in await asyncio.gather(*asked, return_exceptions=True):
-                if isinstance(held, dict):  # a dead or hung sibling holds nobody this actor must know
-                    self.holders |= held
-            self._prune()
-            if self.watching is None:
-                self.watching = asyncio.ensure_future(self._watch())
-            if self.opening is None:
-                self.opening = asyncio.ensure_future(self._open())
-            node, pid = await asyncio.shield(self.opening)
-            return "started", node, pid
-
-        def held(self) -> dict[str, str]:
-            return dict(self.holders)
-
-        async def leave(self, holder: str) -> int:
-            """``holder`` is done with this actor; how many live holders still use it. At 0 it closes its
-            sandbox, takes no new holder, and ends (the caller, its last holder, kills it too). One not holding it
-            changes nothing (a rank leaving by name an actor just made, not yet started by its maker)."""
-            if self.holders.pop(holder, None) is None:
-                return len(self.holders) or 1
-            self._prune()
-            if not self.holders and not self.closing:
+            if self._abandoned() and not self.closing:
                 await self._end()
-            return len(self.holders)
 
-        def _abandoned(self) -> bool:
-            """No live holder: those it had have gone, or none came in RAY_SLACK_S since it was made (its maker
-            died before its start arrived; a maker's start arrives within a moment of the actor's)."""
-            return not self.holders and (self.opening is not None or time.monotonic() - self.made > RAY_SLACK_S)
+    async def _end(self) -> None:
+        """Close the sandbox and end this actor: its holders have left or gone (the callers have checked)."""
+        import ray
 
-        def _prune(self) -> None:
-            """Forget the holders whose process is gone (a rank that crashed, or was killed, without leaving)."""
-            if self.holders:
-                alive = _alive(set(self.holders.values()))
-                self.holders = {holder: job for holder, job in self.holders.items() if job in alive}
+        self.closing = True
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.close(), START_S)
+        # A moment later, so that this call's answer leaves first; its last holder kills it at once anyway.
+        actor = ray.get_runtime_context().current_actor
+        asyncio.get_running_loop().call_later(1.0, functools.partial(ray.kill, actor, no_restart=True))
 
-        async def _watch(self) -> None:
-            """Close this actor once every holder's process has gone without leaving (a detached actor outlives
-            them, and nobody else would); never while a live holder holds it."""
-            while not self.closing:
-                await asyncio.sleep(WATCH_S)
-                self._prune()
-                if self._abandoned() and not self.closing:
-                    await self._end()
+    async def _open(self) -> tuple[str, int]:
+        """Open the sandbox (its trivial program of each runtime); (this node's name, this process's pid)."""
+        import ray
 
-        async def _end(self) -> None:
-            """Close the sandbox and end this actor: its holders have left or gone (the callers have checked)."""
-            self.closing = True
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.close(), START_S)
-            # A moment later, so that this call's answer leaves first; its last holder kills it at once anyway.
-            actor = ray.get_runtime_context().current_actor
-            asyncio.get_running_loop().call_later(1.0, functools.partial(ray.kill, actor, no_restart=True))
+        from codegrpo.config.schema import LocalSandboxConfig
+        from codegrpo.sandbox.base import Runtime
+        from codegrpo.sandbox.local import LocalSandbox
 
-        async def _open(self) -> tuple[str, int]:
-            """Open the sandbox (its trivial program of each runtime); (this node's name, this process's pid)."""
-            from codegrpo.config.schema import LocalSandboxConfig
-            from codegrpo.sandbox.base import Runtime
-            from codegrpo.sandbox.local import LocalSandbox
+        node = f"{socket.gethostname()} (Ray node {ray.get_runtime_context().get_node_id()[:8]})"
+        # Ray starts its workers at oom_score_adj 1000, which the sandbox's pid 1 (the runner) would inherit:
+        # at the memory limit the kernel could then kill the runner, not the program (1000 of its own), and a
+        # memory bomb would read as the sandbox's fault (None), not the program's (0). Back to the default.
+        with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as handle:
+            handle.write("0")
+        try:
+            sandbox = LocalSandbox(LocalSandboxConfig(**self.settings))
+            sandbox.runtimes = tuple(map(Runtime, self.runtimes))
+            await sandbox.__aenter__()
+        except Exception as error:  # the node's own reason (no bubblewrap, too little memory), named
+            raise SandboxFatalError(f"node {node}: {str(error).strip().splitlines()[0]}") from None
+        self.sandbox = sandbox
+        self.ready.set()
+        return node, os.getpid()
 
-            node = f"{socket.gethostname()} (Ray node {ray.get_runtime_context().get_node_id()[:8]})"
-            # Ray starts its workers at oom_score_adj 1000, which the sandbox's pid 1 (the runner) would inherit:
-            # at the memory limit the kernel could then kill the runner, not the program (1000 of its own), and a
-            # memory bomb would read as the sandbox's fault (None), not the program's (0). Back to the default.
-            with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as handle:
-                handle.write("0")
+    async def run_each(self, programs: list[Program], asking: list[bool], call: str) -> AsyncIterator[Item]:
+        """Each program's result as it finishes, (index, None, None, result), a streaming call: the caller
+        keeps what is done when this actor is lost, and no more than the programs in flight wait here. A
+        program ``asking`` (fail-fast) also reports each run as it is read, (index, run, report, result),
+        and waits for the caller's ``answer`` to that report on whether it failed before its runs go on
+        (Program.failed): only the trainer judges a run. A report's number is new each time, so a late
+        answer never reaches a run the sandbox ran again (a fresh sandbox's rerun of the program)."""
+        await self.ready.wait()
+        sandbox = self.sandbox
+        assert sandbox is not None
+        items: asyncio.Queue[Item | BaseException] = asyncio.Queue()
+        answers = self.answers[call] = {}
+        reports = _Reports(asyncio.get_running_loop(), items, answers)
+
+        async def one(index: int, program: Program) -> None:
             try:
-                sandbox = LocalSandbox(LocalSandboxConfig(**self.settings))
-                sandbox.runtimes = tuple(map(Runtime, self.runtimes))
-                await sandbox.__aenter__()
-            except Exception as error:  # the node's own reason (no bubblewrap, too little memory), named
-                raise SandboxFatalError(f"node {node}: {str(error).strip().splitlines()[0]}") from None
-            self.sandbox = sandbox
-            self.ready.set()
-            return node, os.getpid()
+                [result] = await sandbox.run_many([program])  # run_many: under the sandbox's semaphore
+                items.put_nowait((index, None, None, result))
+            except BaseException as error:
+                items.put_nowait(error)
+                raise
 
-        async def run_each(
-            self, programs: list[Program], asking: list[bool], call: str
-        ) -> AsyncIterator[tuple[int, int | None, int | None, RunResult]]:
-            """Each program's result as it finishes, (index, None, None, result), a streaming call: the caller
-            keeps what is done when this actor is lost, and no more than the programs in flight wait here. A
-            program ``asking`` (fail-fast) also reports each run as it is read, (index, run, report, result),
-            and waits for the caller's ``answer`` to that report on whether it failed before its runs go on
-            (Program.failed): only the trainer judges a run. A report's number is new each time, so a late
-            answer never reaches a run the sandbox ran again (a fresh sandbox's rerun of the program)."""
-            await self.ready.wait()
-            sandbox = self.sandbox
-            assert sandbox is not None
-            loop = asyncio.get_running_loop()
-            items: asyncio.Queue[tuple[int, int | None, int | None, RunResult] | BaseException] = asyncio.Queue()
-            answers = self.answers[call] = {}
-            reports = itertools.count()
-            latest: dict[tuple[int, int], int] = {}  # each run's last report
-            over = threading.Event()
+        running = [
+            asyncio.ensure_future(one(index, reports.asking(index, program) if asking[index] else program))
+            for index, program in enumerate(programs)
+        ]
+        try:
+            finished = 0
+            while finished < len(programs):
+                item = await items.get()
+                if isinstance(item, BaseException):
+                    raise item
+                finished += item[1] is None
+                yield item
+        finally:  # cancelled (a missed deadline): no program of the call is left running, none waits
+            for task in running:
+                task.cancel()
+            reports.over.set()
+            for waiting in list(self.answers.pop(call).values()):
+                waiting.cancel()
 
-            def asks(index: int, program: Program) -> Program:
-                def digest(run_index: int, run: RunResult) -> RunResult:  # on the sandbox's thread
-                    report = latest[index, run_index] = next(reports)
-                    waiting = answers[report] = concurrent.futures.Future()
-                    if over.is_set():  # the call ended as this run was read: nobody will answer
-                        waiting.cancel()
-                    loop.call_soon_threadsafe(items.put_nowait, (index, run_index, report, run))
-                    return dataclasses.replace(run, stdout="", stderr="")  # the caller has it: not sent twice
+    def answer(self, call: str, report: int, failed: bool) -> None:
+        """The caller's judgment of a run ``run_each`` reported: whether it failed."""
+        waiting = self.answers.get(call, {}).get(report)
+        if waiting is not None:
+            with contextlib.suppress(concurrent.futures.InvalidStateError):  # the call is over: cancelled
+                waiting.set_result(failed)
 
-                def failed(run_index: int, _: RunResult) -> bool:
-                    report = latest[index, run_index]  # the run just digested: its report, this thread's
-                    try:
-                        # No answer in time (the caller gone): the runs go on, and the verdict is the same.
-                        with contextlib.suppress(concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
-                            return answers[report].result(timeout=ANSWER_S) is True
-                        return False
-                    finally:
-                        answers.pop(report, None)  # answered or given up: a late answer finds nothing
+    def limits(self) -> list[tuple[str, str, str]]:
+        return [] if self.sandbox is None else self.sandbox.limits()
 
-                return dataclasses.replace(program, digest=digest, failed=failed)
-
-            async def one(index: int, program: Program) -> None:
-                try:
-                    [result] = await sandbox.run_many([program])  # run_many: under the sandbox's semaphore
-                    items.put_nowait((index, None, None, result))
-                except BaseException as error:
-                    items.put_nowait(error)
-                    raise
-
-            running = [
-                asyncio.ensure_future(one(index, asks(index, program) if asking[index] else program))
-                for index, program in enumerate(programs)
-            ]
-            try:
-                finished = 0
-                while finished < len(programs):
-                    item = await items.get()
-                    if isinstance(item, BaseException):
-                        raise item
-                    finished += item[1] is None
-                    yield item
-            finally:  # cancelled (a missed deadline): no program of the call is left running, none waits
-                for task in running:
-                    task.cancel()
-                over.set()
-                for waiting in list(self.answers.pop(call).values()):
-                    waiting.cancel()
-
-        def answer(self, call: str, report: int, failed: bool) -> None:
-            """The caller's judgment of a run ``run_each`` reported: whether it failed."""
-            waiting = self.answers.get(call, {}).get(report)
-            if waiting is not None:
-                with contextlib.suppress(concurrent.futures.InvalidStateError):  # the call is over: cancelled
-                    waiting.set_result(failed)
-
-        def limits(self) -> list[tuple[str, str, str]]:
-            return [] if self.sandbox is None else self.sandbox.limits()
-
-        async def close(self) -> None:
-            sandbox, self.sandbox = self.sandbox, None  # once, however many ask
-            if sandbox is not None:
-                await sandbox.aclose()
-
-    return SandboxActor
+    async def close(self) -> None:
+        sandbox, self.sandbox = self.sandbox, None  # once, however many ask
+        if sandbox is not None:
+            await sandbox.aclose()
 
 
 def _check_reachable(address: str) -> None:
