@@ -2,6 +2,7 @@
 
     problems(cfg.problems)            the problem set, loaded and validated
     eval_problems(cfg)                the problems an evaluation scores (held out by default)
+    check_evaluate(cfg, items)        an evaluation's checkpoints (and eval files), checked before anything loads
     sandbox(cfg.sandbox, language)    the backend that ``sandbox._target_`` names; open it with
                                       ``with`` / ``async with``, which checks it works and closes it
     scorer(cfg, problems, sandbox)    completions -> programs -> sandbox -> verdicts
@@ -279,6 +280,28 @@ def sampler_state(cfg: TrainConfig, problem_set: list[Problem], checkpoint: Path
     if checkpoint is not None:
         state.load(checkpoint)
     return state
+
+
+def check_evaluate(cfg: EvaluateConfig, items: Sequence[str | None]) -> list[str | None]:
+    """The checkpoints among ``items`` (the checkpoint, or compare's two; the rest are eval files), checked
+    with the eval files before anything loads: one line each."""
+    from codegrpo.evaluation.vllm_engine import check_vllm
+    from codegrpo.models.hub import check_hub_model
+    from codegrpo.models.loading import check_checkpoint
+
+    if cfg.compare and len(cfg.compare) != 2:
+        raise UsageError(f"compare takes two eval files or checkpoints, got {len(cfg.compare)}")
+    for item in items:
+        if item is not None and item.endswith(".json") and not Path(item).is_file():
+            raise UsageError(f"compare: no such eval file {item}")
+    checkpoints = [item for item in items if not str(item).endswith(".json")]
+    for item in checkpoints:
+        check_checkpoint(item)  # a mistyped dir is one line naming it, not the Hub's error
+    if checkpoints and cfg.evaluation.backend is GenerationBackend.vllm:
+        check_vllm()
+    if any(saved_dir(item) is None for item in checkpoints):
+        check_hub_model(cfg.model)
+    return checkpoints
 
 
 def check_train(cfg: TrainConfig, ranks: int) -> None:

@@ -69,6 +69,16 @@ def children_of(parent: int) -> set[int]:
     return found
 
 
+def descendants(roots: list[int]) -> set[int]:
+    """Every process below ``roots``, however deep."""
+    found: set[int] = set()
+    level = set(roots)
+    while level:
+        level = set().union(*(children_of(pid) for pid in level)) - found
+        found |= level
+    return found
+
+
 def child_pids(owner: int | None = None) -> set[int]:
     """Processes whose parent is this (test) process, or ``owner`` (a sandbox actor's process)."""
     return children_of(owner or os.getpid())

@@ -28,7 +28,7 @@ from benchmarks.corpora.redteam import (
 from codegrpo.reward.verdict import Status
 from codegrpo.sandbox.base import Outcome, Program
 from tests.helpers.run_if import run_if
-from tests.helpers.sandbox import PROBLEMS, backend_in, make_sandbox, run_source, score
+from tests.helpers.sandbox import PROBLEMS, backend_in, descendants, make_sandbox, run_source, score
 
 CORRECT = PROBLEMS["is_prime"].reference
 MEMORY_MB = 256
@@ -76,7 +76,8 @@ def test_a_every_process_of_a_sandbox_is_an_unprivileged_host_user(box):
         run = asyncio.ensure_future(box.run_many([Program(sleeper, timeout_s=5.0)]))
         await asyncio.sleep(0.8)
         seen = []
-        for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+        # Only this sandbox's processes: another test's, starting beside this one, is not this sandbox's.
+        for pid in descendants(getattr(box, "_pids", None) or [os.getpid()]):
             try:
                 status = Path(f"/proc/{pid}/status").read_text()
                 cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()

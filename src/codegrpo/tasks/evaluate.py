@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codegrpo import build
-from codegrpo.config.choices import GenerationBackend, RewardKind, SamplingFrom
-from codegrpo.config.schema import BASE_CHECKPOINT, EvaluateConfig, ProtocolConfig, TrainConfig, saved_dir
-from codegrpo.errors import UsageError
+from codegrpo.config.choices import RewardKind, SamplingFrom
+from codegrpo.config.schema import BASE_CHECKPOINT, EvaluateConfig, ProtocolConfig, TrainConfig
 from codegrpo.evaluation.protocol import (
     PASS1,
     SAMPLING,
@@ -23,7 +22,6 @@ from codegrpo.evaluation.protocol import (
     run_config,
 )
 from codegrpo.evaluation.results import evaluation_record
-from codegrpo.evaluation.vllm_engine import check_vllm
 from codegrpo.reward import metric_names as keys
 from codegrpo.tracking import wandb_run as tracking
 from codegrpo.tracking.console import tell
@@ -94,23 +92,10 @@ def evaluate(cfg: EvaluateConfig) -> Evaluation | Comparison:
     eval file) and their paired comparison (comparison.json), in the run dir and W&B."""
     from codegrpo.evaluation.compare import compare, comparison_summary, write_comparison
     from codegrpo.evaluation.results import load_evaluation, save
-    from codegrpo.models.hub import check_hub_model
-    from codegrpo.models.loading import check_checkpoint
 
     run_dir = Path(cfg.run_dir)
     items: list[str | None] = [*cfg.compare] if cfg.compare else [cfg.checkpoint]
-    if cfg.compare and len(cfg.compare) != 2:
-        raise UsageError(f"compare takes two eval files or checkpoints, got {len(cfg.compare)}")
-    for item in items:
-        if item is not None and item.endswith(".json") and not Path(item).is_file():
-            raise UsageError(f"compare: no such eval file {item}")
-    checkpoints = [item for item in items if not str(item).endswith(".json")]
-    for item in checkpoints:
-        check_checkpoint(item)  # a mistyped dir is one line naming it, not the Hub's error
-    if checkpoints and cfg.evaluation.backend is GenerationBackend.vllm:
-        check_vllm()
-    if any(saved_dir(item) is None for item in checkpoints):
-        check_hub_model(cfg.model)
+    checkpoints = build.check_evaluate(cfg, items)
     evaluations = []
     # A trained run's saved config: its recipe's published figures, for either item of a compare (the base too).
     trained = next((found for item in checkpoints if (found := run_config(item)) is not None), None)

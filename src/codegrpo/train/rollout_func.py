@@ -129,11 +129,7 @@ def make_feedback_rollout(
             len(publics),
         )
     environment = Feedback(scorer, settings)
-    by_prompt: dict[str, str | None] = {}
-    for problem in problems:
-        if prompt_of is not None:
-            key = _prompt_key(prompt_of(problem))
-            by_prompt[key] = problem.id if key not in by_prompt else None  # None: two problems share this prompt
+    by_prompt = _by_prompt(problems, prompt_of)
 
     def rollout(prompts: list[Any], trainer: Any) -> dict[str, Any]:
         if not prompts or not all(isinstance(p, list) for p in prompts):
@@ -174,6 +170,16 @@ def _chat(trainer: Any) -> Chat:
     }
     eos = getattr(trainer, "eos_token_ids", None) or [tokenizer.eos_token_id]
     return Chat(tokenizer, eos, int(trainer.max_completion_length), _context_limit(trainer), template)
+
+
+def _by_prompt(problems: Sequence[Problem], prompt_of: Callable[[Problem], Any] | None) -> dict[str, str | None]:
+    """Each prompt's problem id (None: two problems share that prompt)."""
+    by_prompt: dict[str, str | None] = {}
+    if prompt_of is not None:
+        for problem in problems:
+            key = _prompt_key(prompt_of(problem))
+            by_prompt[key] = problem.id if key not in by_prompt else None
+    return by_prompt
 
 
 def _problem_ids(prompts: list[Any], trainer: Any, by_prompt: dict[str, str | None]) -> list[str]:
