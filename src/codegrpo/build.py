@@ -7,7 +7,7 @@
                                       ``with`` / ``async with``, which checks it works and closes it
     scorer(cfg, problems, sandbox)    completions -> programs -> sandbox -> verdicts
     model(cfg.model)                  the model and tokenizer (a checkpoint in place of the model group)
-    tracking(cfg, run_dir, job_type)  the W&B run, or None
+    tracking(cfg, run_dir, job_type)  the W&B run, or None (train_tracking: a training run's, resumed or swept)
     dataset(problems, cfg.problems)   the prompts and test columns GRPOTrainer samples from
     sides(cfg, problems)              what the model may see and what the reward scores (rollout=feedback)
     check_reward_functions(cfg)       reward.functions, their args and weights, checked before the run starts
@@ -161,6 +161,42 @@ def sampling_model(cfg: ModelConfig, checkpoint: str | None, settings: Evaluatio
 def tracking(cfg: TrainConfig | EvaluateConfig, run_dir: Path, job_type: str, run_id: str | None = None) -> Run | None:
     """The W&B run of this command (``logger=wandb``), or None."""
     return tracking_runs.start_run(cfg.logger, run_dir, to_plain(cfg), run_id, job_type=job_type)
+
+
+WANDB_ID_FILE = "wandb_run_id.txt"  # in the run dir: a resume without a checkpoint continues the same W&B run
+
+
+def train_tracking(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> Run | None:
+    """A training run's W&B run (rank 0's): a resumed run continues the one its checkpoint names, and a
+    multirun job is grouped by its sweep and named by its overrides."""
+    from codegrpo.train import checkpoints
+
+    id_file = run_dir / WANDB_ID_FILE
+    state = checkpoints.read_state(checkpoint) if checkpoint is not None else None
+    run_id = (state or {}).get("wandb_run_id")
+    if run_id is None and cfg.resume and id_file.is_file():
+        run_id = id_file.read_text().strip()
+    group, name = _sweep_identity(cfg)
+    cfg = dataclasses.replace(cfg, logger=dataclasses.replace(cfg.logger, group=group, name=name))
+    run = tracking(cfg, run_dir, "train", run_id)
+    if run is not None:
+        id_file.write_text(run.id)
+    return run
+
+
+def _sweep_identity(cfg: TrainConfig) -> tuple[str | None, str | None]:
+    """W&B group and name for a multirun job: the sweep dir and the job's overrides."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    if not HydraConfig.initialized():
+        return cfg.logger.group, cfg.logger.name
+    hydra_cfg = HydraConfig.get()
+    if hydra_cfg.mode != RunMode.MULTIRUN:
+        return cfg.logger.group, cfg.logger.name
+    group = cfg.logger.group or Path(hydra_cfg.sweep.dir).name
+    name = cfg.logger.name or hydra_cfg.job.override_dirname or f"job{hydra_cfg.job.num}"
+    return group, name
 
 
 def dataset(problem_set: list[Problem], cfg: ProblemsConfig) -> Dataset:

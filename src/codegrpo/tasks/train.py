@@ -52,7 +52,6 @@ if TYPE_CHECKING:  # imported by the steps that load them
     from codegrpo.train.trl_adapter import CodeGRPOTrainer
 
 log = logging.getLogger(__name__)
-WANDB_ID_FILE = "wandb_run_id.txt"
 FAILED = "FAILED"
 # What a run writes before its first step (Hydra's files included): a dir holding only these is removed.
 BEFORE_FIRST_STEP = {
@@ -61,7 +60,7 @@ BEFORE_FIRST_STEP = {
     "config.yaml",
     "run_info.json",
     "git.diff",
-    "wandb_run_id.txt",
+    build.WANDB_ID_FILE,
     "wandb",
     "completions",
     checkpoints.STAGING,
@@ -109,38 +108,6 @@ def optimized_value(metrics: dict[str, float], name: str | None) -> float | None
     return metrics[name]
 
 
-def sweep_identity(cfg: TrainConfig) -> tuple[str | None, str | None]:
-    """W&B group and name for a multirun job: the sweep dir and the job's overrides."""
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
-    if not HydraConfig.initialized():
-        return cfg.logger.group, cfg.logger.name
-    hydra_cfg = HydraConfig.get()
-    if hydra_cfg.mode != RunMode.MULTIRUN:
-        return cfg.logger.group, cfg.logger.name
-    group = cfg.logger.group or Path(hydra_cfg.sweep.dir).name
-    name = cfg.logger.name or hydra_cfg.job.override_dirname or f"job{hydra_cfg.job.num}"
-    return group, name
-
-
-def start_tracking(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> Run | None:
-    """Only rank 0 logs; a resumed run continues the W&B run its checkpoint names."""
-    if not is_main_process():
-        return None
-    id_file = run_dir / WANDB_ID_FILE
-    state = checkpoints.read_state(checkpoint) if checkpoint is not None else None
-    run_id = (state or {}).get("wandb_run_id")
-    if run_id is None and cfg.resume and id_file.is_file():
-        run_id = id_file.read_text().strip()
-    group, name = sweep_identity(cfg)
-    cfg = dataclasses.replace(cfg, logger=dataclasses.replace(cfg.logger, group=group, name=name))
-    run = build.tracking(cfg, run_dir, "train", run_id)
-    if run is not None:
-        id_file.write_text(run.id)
-    return run
-
-
 def evaluate_phase(
     cfg: TrainConfig,
     model: PreTrainedModel | nn.Module,
@@ -186,7 +153,7 @@ def prepare(cfg: TrainConfig, stack: ExitStack, guard: Guard) -> Prepared:
     model, tokenizer = build.model(cfg.model, bf16=bool(args.bf16))
     if is_main_process():
         record_in_run_info(run_dir, {"model": describe_model(cfg.model, model)})  # what loaded, not what was asked
-    run = start_tracking(cfg, run_dir, checkpoint)
+    run = build.train_tracking(cfg, run_dir, checkpoint) if is_main_process() else None  # only rank 0 logs
     stack.callback(tracking.finish_run, run)  # flushed on every way out, a preemption included
     run_id = run.id if run is not None else None
     trainer = build.trainer(cfg, model, tokenizer, problems, rewards, args, guard, run_id)
