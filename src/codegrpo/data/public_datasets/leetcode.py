@@ -87,8 +87,6 @@ def _tests(test: str, parameters: list[str]) -> list[dict[str, Any]]:
         if set(given) != set(parameters):
             raise Skip("a check leaves out an argument")
         tests.append({"input": [given[name] for name in parameters], "output": _value(statement.test.comparators[0])})
-    if not tests:
-        raise Skip("no tests")
     if all(test["output"] is None for test in tests):  # the check cannot see what an in-place method did
         raise Skip("every expected value is None (an in-place method)")
     return tests
