@@ -38,7 +38,7 @@ def offline_model() -> DictConfig:
     """The model group's config for the offline model (SmolLM2-135M-Instruct, a GGUF file a pip package ships)."""
     from omegaconf import OmegaConf
 
-    from codegrpo.config.schema import ModelConfig
+    from codegrpo.config.model import ModelConfig
 
     return OmegaConf.merge(
         OmegaConf.structured(ModelConfig),

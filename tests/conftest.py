@@ -25,7 +25,7 @@ prepare_hydra(trainer=True)  # as the commands' entry points do; the trainer sch
 
 @pytest.fixture
 def compose_cfg(tmp_path: Path):
-    """compose_cfg(*overrides, config_name="train") -> the typed config (codegrpo.config.schema) the command
+    """compose_cfg(*overrides, config_name="train") -> the typed config (codegrpo.config.runs) the command
     would get, with the run dir under tmp_path."""
 
     def _compose(*overrides: str, config_name: str = "train"):

@@ -13,7 +13,8 @@ import pytest
 
 from codegrpo import build
 from codegrpo.config.choices import Form, RewardKind, Split
-from codegrpo.config.schema import LocalSandboxConfig, ModelConfig
+from codegrpo.config.model import ModelConfig
+from codegrpo.config.sandbox import LocalSandboxConfig
 from codegrpo.data.problems import IOTest, Problem
 from codegrpo.errors import UsageError
 from codegrpo.sandbox.base import Outcome, Program, RunResult

@@ -29,7 +29,7 @@ from codegrpo.commands import (
     parse_error_line,
     run,
 )
-from codegrpo.config.schema import ScoreConfig
+from codegrpo.config.runs import ScoreConfig
 from codegrpo.errors import ProblemError, UsageError
 from codegrpo.resources import PROJECT_ROOT
 from tests.helpers.commands import command, imported_modules

@@ -56,7 +56,7 @@ from urllib.parse import urlparse
 
 import httpx
 
-from codegrpo.config.schema import LocalSandboxConfig
+from codegrpo.config.sandbox import LocalSandboxConfig
 from codegrpo.sandbox.base import Outcome, Program, RunResult
 from codegrpo.sandbox.local import LocalSandbox
 

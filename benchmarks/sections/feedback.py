@@ -11,7 +11,7 @@ import asyncio
 import sys
 
 from benchmarks.common import Row, offline_model, timed
-from codegrpo.config.schema import LocalSandboxConfig
+from codegrpo.config.sandbox import LocalSandboxConfig
 from codegrpo.data.files import load_problems
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer
@@ -25,7 +25,9 @@ def bench_feedback(episodes: int = 8, new_tokens: int = 96, rounds: int = 3) -> 
     replayed token for token; the replay's time is the loop's own (public runs, messages, templating)."""
 
     from codegrpo.config.choices import Split
-    from codegrpo.config.schema import EvaluationConfig, ProblemsConfig, RolloutConfig
+    from codegrpo.config.evaluation import EvaluationConfig
+    from codegrpo.config.problem_set import ProblemsConfig
+    from codegrpo.config.rollout import RolloutConfig
     from codegrpo.data.prompts import messages_for
     from codegrpo.data.public_tests import sides_of
     from codegrpo.data.sets import select_split

@@ -18,7 +18,8 @@ def bench_generation(prompts: int = 8, samples: int = 8, new_tokens: int = 64, r
     alternated so machine load hits both alike; best of the rounds."""
     import torch
 
-    from codegrpo.config.schema import EvaluationConfig, ProblemsConfig
+    from codegrpo.config.evaluation import EvaluationConfig
+    from codegrpo.config.problem_set import ProblemsConfig
     from codegrpo.data.prompts import build_messages
     from codegrpo.evaluation.evaluate import generate, set_torch_threads
     from codegrpo.models.loading import load_model_and_tokenizer

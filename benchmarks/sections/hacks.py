@@ -38,7 +38,7 @@ from benchmarks.corpora.redteam import (
     XATTRS_POISON,
 )
 from benchmarks.corpora.reward import HACKS
-from codegrpo.config.schema import LocalSandboxConfig
+from codegrpo.config.sandbox import LocalSandboxConfig
 from codegrpo.data.files import load_problems
 from codegrpo.data.problems import Problem
 from codegrpo.resources import PROJECT_ROOT
@@ -179,7 +179,7 @@ IDIOMS_SET = "competitive-programming idioms"
 
 def hack_negatives() -> tuple[list[Problem], list[tuple[str, str, str]]]:
     """Every problem the negatives need, and (set, problem_id, reference) for each reference solution."""
-    from codegrpo.config.schema import ProblemsConfig
+    from codegrpo.config.problem_set import ProblemsConfig
     from codegrpo.data.public_datasets import read_dataset
 
     problems: list[Problem] = []

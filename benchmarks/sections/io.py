@@ -13,7 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from benchmarks.common import BENCH_TIMEOUT_S, Row, ints, timed
-from codegrpo.config.schema import LocalSandboxConfig
+from codegrpo.config.sandbox import LocalSandboxConfig
 from codegrpo.data.problems import IOTest, Problem
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer

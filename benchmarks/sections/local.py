@@ -10,7 +10,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 from benchmarks.common import BENCH_TIMEOUT_S, HUMANEVAL, Row, ints, timed
-from codegrpo.config.schema import LocalSandboxConfig
+from codegrpo.config.sandbox import LocalSandboxConfig
 from codegrpo.data.files import load_problems
 from codegrpo.data.problems import Problem
 from codegrpo.reward.programs import get_language

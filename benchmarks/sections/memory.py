@@ -15,7 +15,7 @@ def bench_memory(programs: int = 16) -> list[Row]:
     """Peak RSS of a fresh scorer process while programs flood stdout/stderr, vs its idle RSS."""
     script = f"""
 import asyncio
-from codegrpo.config.schema import LocalSandboxConfig
+from codegrpo.config.sandbox import LocalSandboxConfig
 from codegrpo.sandbox.base import Program
 from codegrpo.sandbox.local import LocalSandbox
 
@@ -58,7 +58,7 @@ def bench_scorer_memory(completions: int, tests: int, warm: bool, concurrency: i
     of a stdio problem with ``tests`` tests: idle once the sandbox is open and has run a program."""
     script = f"""
 import asyncio
-from codegrpo.config.schema import LocalSandboxConfig
+from codegrpo.config.sandbox import LocalSandboxConfig
 from codegrpo.data.problems import IOTest, Problem
 from codegrpo.reward.programs import get_language
 from codegrpo.sandbox.base import Program

@@ -13,7 +13,7 @@ import time
 
 from benchmarks.common import BENCH_TIMEOUT_S, Row, timed
 from benchmarks.sections.local import humaneval_corpus
-from codegrpo.config.schema import LocalSandboxConfig, RaySandboxConfig
+from codegrpo.config.sandbox import LocalSandboxConfig, RaySandboxConfig
 from codegrpo.reward.programs import get_language
 from codegrpo.reward.scorer import Scorer
 from codegrpo.sandbox.base import Program, SandboxBackend

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from benchmarks.common import Row
 from benchmarks.fakes import FAKE_API_KEY, FakeSuperserve
-from codegrpo.config.schema import SuperserveSandboxConfig
+from codegrpo.config.sandbox import SuperserveSandboxConfig
 from codegrpo.data.files import load_problems
 from codegrpo.reward.programs import build_program, get_language
 from codegrpo.reward.scorer import Scorer

@@ -20,7 +20,8 @@ import asyncio, sys
 from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from trl import GRPOConfig, GRPOTrainer
-from codegrpo.config.schema import LocalSandboxConfig, ModelConfig
+from codegrpo.config.sandbox import LocalSandboxConfig
+from codegrpo.config.model import ModelConfig
 from codegrpo.models.loading import resolve_model
 from omegaconf import OmegaConf
 from codegrpo.data.files import load_problems

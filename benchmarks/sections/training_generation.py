@@ -120,7 +120,7 @@ def measure(
     here is reported on stderr and skipped."""
     import torch
 
-    from codegrpo.config.schema import ProblemsConfig
+    from codegrpo.config.problem_set import ProblemsConfig
     from codegrpo.data.files import load_problems
     from codegrpo.data.prompts import build_messages
 

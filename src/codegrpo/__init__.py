@@ -55,14 +55,14 @@ _WHERE = {
     "Program": "codegrpo.sandbox.base",
     "RunResult": "codegrpo.sandbox.base",
     "SandboxBackend": "codegrpo.sandbox.base",
-    "SandboxConfig": "codegrpo.config.schema",
-    "LocalSandboxConfig": "codegrpo.config.schema",
-    "SuperserveSandboxConfig": "codegrpo.config.schema",
-    "RaySandboxConfig": "codegrpo.config.schema",
+    "SandboxConfig": "codegrpo.config.sandbox",
+    "LocalSandboxConfig": "codegrpo.config.sandbox",
+    "SuperserveSandboxConfig": "codegrpo.config.sandbox",
+    "RaySandboxConfig": "codegrpo.config.sandbox",
 }
 
 if TYPE_CHECKING:
-    from codegrpo.config.schema import LocalSandboxConfig, RaySandboxConfig, SandboxConfig, SuperserveSandboxConfig
+    from codegrpo.config.sandbox import LocalSandboxConfig, RaySandboxConfig, SandboxConfig, SuperserveSandboxConfig
     from codegrpo.data.problems import Problem
     from codegrpo.models.conversion import offline_model
     from codegrpo.reward.code_reward import AsyncCodeReward, CodeReward, code_reward, score

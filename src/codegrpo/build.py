@@ -38,20 +38,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codegrpo.config.choices import GenerationBackend, LanguageName, LoggerBackend, RewardKind, RolloutKind, Split
-from codegrpo.config.schema import (
-    EvaluateConfig,
-    EvaluationConfig,
-    ModelConfig,
-    PassRatesConfig,
-    ProblemsConfig,
-    SandboxConfig,
-    ScoreConfig,
-    TrainConfig,
-    check_episode_budget,
-    check_trainer,
-    saved_dir,
-    to_plain,
-)
+from codegrpo.config.evaluation import EvaluationConfig
+from codegrpo.config.model import ModelConfig
+from codegrpo.config.problem_set import ProblemsConfig
+from codegrpo.config.rollout import check_episode_budget
+from codegrpo.config.runs import EvaluateConfig, PassRatesConfig, ScoreConfig, TrainConfig, saved_dir, to_plain
+from codegrpo.config.sandbox import SandboxConfig
+from codegrpo.config.trainer import check_trainer
 from codegrpo.config.trainer_fields import current_names
 from codegrpo.data.files import load_problems
 from codegrpo.data.problems import Problem
@@ -290,7 +283,7 @@ def grpo_config(cfg: TrainConfig, run_dir: Path, reward_weights: list[float] | N
         args["reward_weights"] = reward_weights
     try:
         return GRPOConfig(output_dir=str(run_dir), seed=cfg.seed, **current_names(args, GRPOConfig))
-    except ValueError as error:  # a check of TRL's that codegrpo.config.schema.check_trainer does not mirror
+    except ValueError as error:  # a check of TRL's that codegrpo.config.trainer.check_trainer does not mirror
         raise UsageError(f"trainer: {' '.join(str(error).split())}") from None
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from codegrpo.config.schema import LocalSandboxConfig
+    from codegrpo.config.sandbox import LocalSandboxConfig
 
 NETWORK_TIMEOUT_S = 2.0
 COMMAND_TIMEOUT_S = 5.0
@@ -203,7 +203,7 @@ def sandbox_section(report: Report) -> None:
 
     cfg: LocalSandboxConfig | None = None
     try:  # the schemas import hydra: without it, the probes below still run
-        from codegrpo.config.schema import LocalSandboxConfig, auto_concurrency
+        from codegrpo.config.sandbox import LocalSandboxConfig, auto_concurrency
 
         cfg = LocalSandboxConfig(max_concurrency=auto_concurrency())
     except Exception as error:
@@ -355,7 +355,7 @@ def model_section(report: Report) -> None:
     import yaml  # type: ignore[import-untyped]
     from omegaconf import OmegaConf
 
-    from codegrpo.config.schema import ModelConfig
+    from codegrpo.config.model import ModelConfig
     from codegrpo.models.conversion import gguf_source
     from codegrpo.resources import config_dir
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from codegrpo.config.cgroupfs import Hierarchy, find_hierarchies, usable_cores
-from codegrpo.config.schema import auto_concurrency
+from codegrpo.config.sandbox import auto_concurrency
 
 PROBE = (
-    "import json, os, sys; from codegrpo.config.cgroupfs import usable_cores; from codegrpo.config.schema import "
+    "import json, os, sys; from codegrpo.config.cgroupfs import usable_cores; from codegrpo.config.sandbox import "
     "auto_concurrency; os.sched_setaffinity(0, {int(sys.argv[1])}); "
     "print(json.dumps([usable_cores(), auto_concurrency()]))"
 )

@@ -33,6 +33,7 @@ from codegrpo.config.choices import (
     WandbMode,
 )
 from codegrpo.resources import PROJECT_ROOT
+from codegrpo.reward.programs import LANGUAGES
 
 # Each choice's values in the order a typo's error lists them (choices.TestSelection by its module's name: pytest
 # would collect a Test* class imported by name).
@@ -147,3 +148,7 @@ def test_the_choices_that_name_other_things_name_them_all():
 )
 def test_which_forms_run_once_per_test_and_which_inside_the_harness(form, per_test, harnessed):
     assert form.per_test is per_test and form.harnessed is harnessed
+
+
+def test_every_language_name_is_a_language_programs_can_assemble():
+    assert set(LanguageName) == set(LANGUAGES)

@@ -12,7 +12,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
 from codegrpo.config.registration import register_configs, run_dir
-from codegrpo.config.schema import FEEDBACK_TOKENS
+from codegrpo.config.rollout import FEEDBACK_TOKENS
 
 register_configs()
 

@@ -8,12 +8,14 @@ import dataclasses
 import enum
 import importlib.metadata
 import json
+from pathlib import Path
 from typing import Any, Literal, Optional, Union
 
 import pytest
 
 from codegrpo.config import trainer_fields as module
 from codegrpo.config.trainer_fields import (
+    CACHE,
     EXCLUDED,
     PACKAGES,
     REGENERATE,
@@ -23,6 +25,7 @@ from codegrpo.config.trainer_fields import (
     installed_versions,
     python_type,
     read_cache,
+    reflect,
     renamed_fields,
     trainer_fields,
     type_name,
@@ -204,3 +207,83 @@ def test_an_alias_moves_to_its_current_name_unless_that_is_set():
     assert current_names({"old_name": 3}, Renamed) == {"new_name": 3}
     assert current_names({"old_name": None}, Renamed) == {}  # an unset alias sets nothing
     assert current_names({"stray": 1, "itself": 2}, Renamed) == {"stray": 1, "itself": 2}
+
+
+def test_the_trainer_field_cache_is_the_pinned_grpo_config():
+    """grpo_fields.json holds GRPOConfig's fields for the trl and transformers that constraints.txt pins, and
+    those fields are the installed GRPOConfig's wherever those versions are installed: after `make
+    constraints` moves either, regenerate it with `python -m codegrpo.config.trainer_fields`. Under other
+    versions (the oldest-versions run) the schema reads trl itself."""
+    cached = read_cache()
+    assert cached is not None
+    versions, fields = cached
+    pins = dict(line.split("==", 1) for line in Path("constraints.txt").read_text().splitlines() if "==" in line)
+    assert versions == {name: pins[name] for name in PACKAGES}, "regenerate: python -m codegrpo.config.trainer_fields"
+    if versions == installed_versions():
+        assert fields == reflect(), "regenerate: python -m codegrpo.config.trainer_fields"
+    else:
+        assert trainer_fields() == reflect()
+
+
+def test_renamed_fields_are_read_from_the_installed_class():
+    """An alias is translated only where the installed class declares it one (transformers 5.18+ renamed
+    gradient_checkpointing; 5.17 has only that name, and passing the new one was a TypeError)."""
+
+    @dataclasses.dataclass
+    class Renamed:
+        activation_checkpointing: bool | None = None
+        gradient_checkpointing: bool | None = dataclasses.field(
+            default=None, metadata={"help": "Deprecated alias of `activation_checkpointing`, will be removed in v6."}
+        )
+
+    @dataclasses.dataclass
+    class Redeclared(Renamed):  # as TRL's GRPOConfig redeclares gradient_checkpointing with its own default and help
+        gradient_checkpointing: bool = dataclasses.field(default=True, metadata={"help": "Enable it."})
+
+    @dataclasses.dataclass
+    class Before:
+        gradient_checkpointing: bool = dataclasses.field(default=False, metadata={"help": "Enable it."})
+
+    renamed = {"gradient_checkpointing": "activation_checkpointing"}
+    assert renamed_fields(Renamed) == renamed_fields(Redeclared) == renamed
+    assert current_names({"gradient_checkpointing": True, "activation_checkpointing": None}, Renamed) == {
+        "activation_checkpointing": True
+    }
+    assert current_names({"gradient_checkpointing": True, "activation_checkpointing": False}, Renamed) == {
+        "activation_checkpointing": False
+    }  # the current name wins when set
+    assert renamed_fields(Before) == {}
+    assert current_names({"gradient_checkpointing": True}, Before) == {"gradient_checkpointing": True}
+
+
+def test_trainer_settings_build_a_grpo_config_without_future_warnings(compose_cfg, tmp_path):
+    import warnings
+
+    from trl import GRPOConfig
+
+    from codegrpo.build import grpo_config
+
+    for trainer in ("cpu", "gpu"):
+        cfg = compose_cfg(f"trainer={trainer}", "trainer.use_cpu=true", "trainer.bf16=false", "logger=none")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", FutureWarning)
+            args = grpo_config(cfg, tmp_path)
+        # gpu keeps TRL's default (checkpointing on), cpu turns it off; transformers 5.18+ mirror the old name
+        assert args.gradient_checkpointing is (trainer == "gpu")
+        for new in renamed_fields(GRPOConfig).values():
+            assert getattr(args, new) == getattr(cfg.trainer, new) or getattr(cfg.trainer, new) is None
+
+
+def test_a_cache_for_other_versions_is_not_used(tmp_path, caplog):
+    data = json.loads(CACHE.read_text())
+    data["versions"] = installed_versions()
+    data["fields"] = [{"name": "only_in_the_cache", "type": "int", "default": 1}]
+    current = tmp_path / "current.json"
+    current.write_text(json.dumps(data))
+    assert [f.name for f in trainer_fields(current)] == ["only_in_the_cache"]  # the installed versions: cached
+    data["versions"]["trl"] = "0.0.1"
+    stale = tmp_path / "stale.json"
+    stale.write_text(json.dumps(data))
+    with caplog.at_level("INFO", logger="codegrpo.config.trainer_fields"):
+        assert trainer_fields(stale) == reflect()  # other versions: read from trl itself
+    assert "python -m codegrpo.config.trainer_fields" in caplog.text

@@ -60,7 +60,7 @@ def test_limit_and_hash_are_stable():
 def _cfg(**overrides):
     from omegaconf import OmegaConf
 
-    from codegrpo.config.schema import ProblemsConfig
+    from codegrpo.config.problem_set import ProblemsConfig
 
     return OmegaConf.merge(OmegaConf.structured(ProblemsConfig(name="t", path="problems/basics.jsonl")), overrides)
 
@@ -79,7 +79,7 @@ def test_train_and_eval_splits_are_disjoint_stable_and_cover_the_set():
     with pytest.raises(ValidationError, match="split"):
         load_problem_set(_cfg(split="test"))
     # A config built without OmegaConf (the library's) may hold the split's name: the same split, or one line.
-    from codegrpo.config.schema import ProblemsConfig
+    from codegrpo.config.problem_set import ProblemsConfig
 
     plain = ProblemsConfig(name="t", path="problems/basics.jsonl", split="eval")  # type: ignore[arg-type]
     assert [p.id for p in load_problem_set(plain)] == [p.id for p in evaluation]

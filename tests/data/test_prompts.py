@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from codegrpo.config.choices import Form
-from codegrpo.config.schema import ProblemsConfig
+from codegrpo.config.problem_set import ProblemsConfig
 from codegrpo.data.files import load_problems
 from codegrpo.data.problems import Problem
 from codegrpo.data.prompts import build_messages, doubled_words, messages_for

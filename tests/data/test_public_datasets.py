@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import pytest
 
-from codegrpo.config.schema import ProblemsConfig
+from codegrpo.config.problem_set import ProblemsConfig
 from codegrpo.data.prompts import build_messages, messages_for
 from codegrpo.data.public_datasets import FILE_BUILDERS, SCHEMAS, Loaded, load, read_dataset
 from codegrpo.errors import ProblemError, UsageError

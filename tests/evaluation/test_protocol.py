@@ -11,7 +11,8 @@ from dataclasses import replace
 import pytest
 
 from codegrpo.config.choices import ProblemAttribute, Protocol
-from codegrpo.config.schema import EvaluationConfig, ProtocolConfig
+from codegrpo.config.eval_protocol import ProtocolConfig
+from codegrpo.config.evaluation import EvaluationConfig
 from codegrpo.data.problems import parse_problem
 from codegrpo.errors import ProblemError, UsageError
 from codegrpo.evaluation.protocol import (

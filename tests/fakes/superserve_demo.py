@@ -19,7 +19,7 @@ import time
 
 from benchmarks.fakes import FAKE_API_KEY, FakeSuperserve, Fault
 
-from codegrpo.config.schema import SuperserveSandboxConfig
+from codegrpo.config.sandbox import SuperserveSandboxConfig
 from codegrpo.sandbox.base import Outcome, Program, RunResult
 from codegrpo.sandbox.superserve import SuperserveSandbox
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from codegrpo.config.schema import ProblemsConfig
+from codegrpo.config.problem_set import ProblemsConfig
 from codegrpo.data.public_datasets import read_dataset
 from codegrpo.resources import PROJECT_ROOT
 

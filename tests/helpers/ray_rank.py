@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from codegrpo.config.schema import RaySandboxConfig
+from codegrpo.config.sandbox import RaySandboxConfig
 from codegrpo.sandbox.base import Program
 from codegrpo.sandbox.ray_cluster import RaySandbox
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from benchmarks.fakes import FAKE_API_KEY, FakeSuperserve
 
-from codegrpo.config.schema import LocalSandboxConfig, RaySandboxConfig, SuperserveSandboxConfig
+from codegrpo.config.sandbox import LocalSandboxConfig, RaySandboxConfig, SuperserveSandboxConfig
 from codegrpo.data.files import load_problems
 from codegrpo.harness import sandbox_source
 from codegrpo.harness.python_harness import _typed

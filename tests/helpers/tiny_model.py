@@ -94,7 +94,7 @@ def _coder_prompts() -> list[list[dict[str, str]]]:
     system prompt, and a second turn after a reply and the sandbox's feedback (as rollouts with feedback ask)."""
     import json
 
-    from codegrpo.config.schema import ProblemsConfig
+    from codegrpo.config.problem_set import ProblemsConfig
     from codegrpo.resources import PROJECT_ROOT
 
     forms = ProblemsConfig(name="", path="")

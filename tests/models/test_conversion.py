@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from codegrpo.config.schema import ModelConfig
+from codegrpo.config.model import ModelConfig
 from codegrpo.errors import ModelNotFoundError
 from codegrpo.models.conversion import _cache_dir_for, _converted, convert_gguf, gguf_source, main, offline_model
 

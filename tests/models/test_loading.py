@@ -9,7 +9,7 @@ import socket
 import pytest
 
 from codegrpo.config.choices import Dtype
-from codegrpo.config.schema import ModelConfig
+from codegrpo.config.model import ModelConfig
 from codegrpo.errors import ModelNotFoundError
 from codegrpo.models.hub import check_hub_model, hub_reachable
 from codegrpo.models.loading import (

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from codegrpo.config.choices import SaveDtype
-from codegrpo.config.schema import ModelConfig
+from codegrpo.config.model import ModelConfig
 from codegrpo.errors import UsageError
 from codegrpo.models.saving import (
     MAX_ROUNDING,

@@ -25,7 +25,8 @@ from benchmarks.corpora.reward import GOOD, HACKS, IS_PRIME
 
 import codegrpo
 from codegrpo import CodeReward, MemoryBackend, Outcome, Program, RunResult, code_reward
-from codegrpo.config.schema import LocalSandboxConfig, RewardConfig, SuperserveSandboxConfig
+from codegrpo.config.reward import RewardConfig
+from codegrpo.config.sandbox import LocalSandboxConfig, SuperserveSandboxConfig
 from codegrpo.data.problems import parse_problem
 from codegrpo.errors import SandboxFatalError, UsageError
 from codegrpo.resources import PROJECT_ROOT
@@ -362,7 +363,7 @@ def test_the_templates_reward_judges_as_its_scorer_says_and_through_its_sandbox(
 
 
 def test_the_sandbox_kinds_are_the_sandbox_groups_options():
-    from codegrpo.config.schema import SANDBOX_KINDS
+    from codegrpo.config.sandbox import SANDBOX_KINDS
 
     assert sorted(SANDBOX_KINDS) == sorted(p.stem for p in (PROJECT_ROOT / "conf" / "sandbox").glob("*.yaml"))
     assert [type(CodeReward(sandbox=kind).sandbox) for kind in SANDBOX_KINDS] == list(SANDBOX_KINDS.values())

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from codegrpo import MemoryBackend, Outcome, RunResult
-from codegrpo.config.schema import RolloutConfig
+from codegrpo.config.rollout import RolloutConfig
 from codegrpo.data.problems import IOTest
 from codegrpo.data.public_tests import public
 from codegrpo.errors import UsageError

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from benchmarks.fakes import FAKE_API_KEY, FakeSuperserve
 
-from codegrpo.config.schema import SuperserveSandboxConfig
+from codegrpo.config.sandbox import SuperserveSandboxConfig
 from codegrpo.sandbox.superserve import SuperserveSandbox
 
 KEY_ENV = "CODEGRPO_TEST_SUPERSERVE_KEY"

@@ -14,7 +14,7 @@ import uuid
 import pytest
 
 from codegrpo.config.choices import Form
-from codegrpo.config.schema import RolloutConfig
+from codegrpo.config.rollout import RolloutConfig
 from codegrpo.data.problems import IOTest, Problem
 from codegrpo.harness import protocol
 from codegrpo.reward.programs import get_language

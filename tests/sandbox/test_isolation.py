@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 
-from codegrpo.config.schema import SuperserveSandboxConfig
+from codegrpo.config.sandbox import SuperserveSandboxConfig
 from codegrpo.data.problems import IOTest, Problem
 from codegrpo.harness import runner
 from codegrpo.reward.programs import get_language

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from codegrpo.config.schema import LocalSandboxConfig
+from codegrpo.config.sandbox import LocalSandboxConfig
 from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxFatalError, format_limits
 from codegrpo.sandbox.cgroups import PREFIX, find_hierarchies
 from tests.helpers.run_if import run_if
@@ -724,7 +724,7 @@ def test_opening_a_sandbox_runs_its_trivial_program_once():
 def test_the_least_limits_the_config_admits_still_run_a_program(limits):
     """sandbox.memory_mb, max_processes and open_files are refused below these (issue 40: memory_mb=4 was
     `the worker did not start: None:`); at them, a worker starts and a program runs."""
-    from codegrpo.config.schema import MIN_MEMORY_MB, MIN_OPEN_FILES, MIN_PROCESSES
+    from codegrpo.config.sandbox import MIN_MEMORY_MB, MIN_OPEN_FILES, MIN_PROCESSES
 
     box = make_sandbox(
         use_cgroups=limits == "cgroups",

@@ -140,7 +140,7 @@ def test_opening_it_asks_the_handler_nothing_and_stats_count_as_the_local_sandbo
 
 def test_it_is_exported_with_the_interface_and_the_sandbox_configs():
     from codegrpo import sandbox
-    from codegrpo.config import schema
+    from codegrpo.config.sandbox import SANDBOX_KINDS, SandboxConfig
     from codegrpo.sandbox import base, memory
 
     assert codegrpo.MemoryBackend is sandbox.MemoryBackend is memory.MemoryBackend
@@ -150,7 +150,7 @@ def test_it_is_exported_with_the_interface_and_the_sandbox_configs():
         base.RunResult,
         base.Outcome,
     )
-    configs = [schema.SandboxConfig, *schema.SANDBOX_KINDS.values()]
+    configs = [SandboxConfig, *SANDBOX_KINDS.values()]
     assert [getattr(codegrpo, config.__name__) for config in configs] == configs
 
 

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from codegrpo.config.schema import RaySandboxConfig
+from codegrpo.config.sandbox import RaySandboxConfig
 from codegrpo.data.files import load_problems
 from codegrpo.errors import SandboxFatalError, UsageError
 from codegrpo.resources import PROJECT_ROOT
@@ -335,7 +335,7 @@ def test_the_ranks_of_one_job_share_one_pool_and_its_cap(cluster, tmp_path):
 def test_the_ranks_of_a_job_each_get_the_whole_cap_where_it_is_the_jobs(monkeypatch):
     """build.sandbox splits a local sandbox's cap among the ranks on a machine; sandbox=ray's pool is the job's."""
     from codegrpo import build
-    from codegrpo.config.schema import LocalSandboxConfig
+    from codegrpo.config.sandbox import LocalSandboxConfig
 
     monkeypatch.setenv("WORLD_SIZE", "2")
     assert build.sandbox(RaySandboxConfig(max_concurrency=4), ranks=2)._shares == [2, 2]
@@ -424,7 +424,7 @@ def _gone(prefix: str, within: float) -> bool:
 RANK = """
 import asyncio, sys
 from pathlib import Path
-from codegrpo.config.schema import RaySandboxConfig
+from codegrpo.config.sandbox import RaySandboxConfig
 from codegrpo.sandbox.ray_cluster import RaySandbox
 
 async def main(address, ready, go):
@@ -604,7 +604,7 @@ NODE_LOST = """
 import asyncio, json, signal, time
 import ray
 from ray.cluster_utils import Cluster
-from codegrpo.config.schema import RaySandboxConfig
+from codegrpo.config.sandbox import RaySandboxConfig
 from codegrpo.sandbox.base import Program
 from codegrpo.sandbox.ray_cluster import RaySandbox
 
@@ -764,7 +764,7 @@ def test_a_shared_pool_whose_actors_all_die_after_their_maker_left_is_replaced_a
 MAKES_ONLY = """
 import os, sys
 import ray
-from codegrpo.config.schema import RaySandboxConfig
+from codegrpo.config.sandbox import RaySandboxConfig
 from codegrpo.sandbox.ray_cluster import RaySandbox
 
 sandbox = RaySandbox(RaySandboxConfig(address=sys.argv[1], actors=2, max_concurrency=2))

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from codegrpo.config.schema import RolloutConfig
+from codegrpo.config.rollout import RolloutConfig
 from codegrpo.data.files import load_problems
 from codegrpo.data.problems import IOTest, Problem, parse_problem
 from codegrpo.data.public_tests import public

@@ -39,7 +39,7 @@ from superserve import (
 )
 
 from codegrpo import build
-from codegrpo.config.schema import LocalSandboxConfig, SuperserveSandboxConfig
+from codegrpo.config.sandbox import LocalSandboxConfig, SuperserveSandboxConfig
 from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxFatalError, program_limits
 from codegrpo.sandbox.superserve import KEY_ENV as BUNDLE_KEY_ENV
 from codegrpo.sandbox.superserve import SuperserveSandbox, _chunk_results, _RunnerFailed, chunk_script
@@ -978,7 +978,7 @@ def test_cancelled_call_kills_its_sandboxes(make_backend) -> None:
 
 CTRL_C_SCRIPT = """
 import asyncio, atexit, os, signal, sys, threading, time
-from codegrpo.config.schema import SuperserveSandboxConfig
+from codegrpo.config.sandbox import SuperserveSandboxConfig
 from benchmarks.fakes import FAKE_API_KEY, FakeSuperserve
 from codegrpo.sandbox.base import Program
 from codegrpo.sandbox.superserve import SuperserveSandbox

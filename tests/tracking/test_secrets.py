@@ -17,7 +17,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf, open_dict
 
 from codegrpo.commands import CONFIG_DIR, run
-from codegrpo.config.schema import to_plain
+from codegrpo.config.runs import to_plain
 from codegrpo.errors import UsageError
 from codegrpo.resources import PROJECT_ROOT
 from codegrpo.tracking import secrets

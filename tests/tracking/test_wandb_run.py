@@ -17,7 +17,7 @@ from hydra import compose, initialize_config_dir
 
 from codegrpo.commands import CONFIG_DIR, prepare_hydra
 from codegrpo.config.choices import LoggerBackend, WandbMode
-from codegrpo.config.schema import LoggerConfig
+from codegrpo.config.logger import LoggerConfig
 from codegrpo.errors import UsageError
 from codegrpo.tracking import wandb_run as tracking
 from tests import wandb_offline
@@ -31,7 +31,7 @@ import json, logging, sys
 from pathlib import Path
 from omegaconf import OmegaConf
 from codegrpo.tracking import wandb_run as tracking
-from codegrpo.config.schema import LoggerConfig
+from codegrpo.config.logger import LoggerConfig
 
 logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
 args = json.loads(sys.argv[1])

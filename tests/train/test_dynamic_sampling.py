@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from codegrpo.config.schema import SamplerConfig
+from codegrpo.config.sampler import SamplerConfig
 from codegrpo.errors import UsageError
 from codegrpo.resources import PROJECT_ROOT
 from codegrpo.train.dynamic_sampling import DynamicSampling, agreeing, check, merge, take_groups

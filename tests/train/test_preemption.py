@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from codegrpo.config.schema import ModelConfig, to_plain
+from codegrpo.config.model import ModelConfig
+from codegrpo.config.runs import to_plain
 from codegrpo.data.sets import load_problem_set, problem_set_hash
 from codegrpo.errors import UsageError
 from codegrpo.models.conversion import _cache_dir_for, gguf_source

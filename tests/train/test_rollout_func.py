@@ -24,7 +24,8 @@ from benchmarks.fakes import FAKE_API_KEY, FakeSuperserve
 from benchmarks.fakes.superserve_api import Fault
 
 from codegrpo.config.choices import RewardKind
-from codegrpo.config.schema import RolloutConfig, SuperserveSandboxConfig
+from codegrpo.config.rollout import RolloutConfig
+from codegrpo.config.sandbox import SuperserveSandboxConfig
 from codegrpo.data.problems import Problem
 from codegrpo.data.public_tests import hidden
 from codegrpo.errors import UsageError

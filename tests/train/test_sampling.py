@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from codegrpo.config.choices import SamplerKind
-from codegrpo.config.schema import SamplerConfig
+from codegrpo.config.sampler import SamplerConfig
 from codegrpo.errors import UsageError
 from codegrpo.reward.verdict import Scored, Status, Verdict
 from codegrpo.train.sampling import STATE_FILE, DifficultySampler, Online

@@ -23,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from codegrpo.config.registration import register_configs
-from codegrpo.config.schema import EvaluateConfig, PassRatesConfig, ScoreConfig, TrainConfig
+from codegrpo.config.runs import EvaluateConfig, PassRatesConfig, ScoreConfig, TrainConfig
 from codegrpo.errors import CodegrpoError, UsageError
 from codegrpo.resources import config_dir
 from codegrpo.tracking import secrets
@@ -116,7 +116,7 @@ def one_line_errors() -> Iterator[None]:
 
 
 def run(task: Callable[[C], T], cfg: DictConfig, on_failure: Callable[[BaseException], None] | None = None) -> T:
-    """Run ``task`` on the config as its typed dataclasses (codegrpo.config.schema), calling ``on_failure`` with
+    """Run ``task`` on the config as its typed dataclasses (codegrpo.config.runs), calling ``on_failure`` with
     any error first. The one place user errors are reported: a CodegrpoError ends the command with one
     line on stderr and exit status 2. No secret gets past it (codegrpo.tracking.secrets): the console and the
     job log are masked, Hydra's files scrubbed, and a secret in the overrides or the config refused."""

@@ -1,4 +1,4 @@
-"""Hydra's side of the config: every schema of codegrpo.config.schema in the ConfigStore, and the resolvers
+"""Hydra's side of the config: every group's schema (codegrpo.config.<group>) in the ConfigStore, and the resolvers
 the YAML files use. Only the commands (and tests that compose) import it, so the library path
 (``from codegrpo import code_reward``) never loads Hydra or OmegaConf."""
 
@@ -11,27 +11,21 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
 from codegrpo.config.choices import RolloutKind
-from codegrpo.config.schema import (
-    EvaluateConfig,
+from codegrpo.config.logger import LoggerConfig
+from codegrpo.config.model import ModelConfig
+from codegrpo.config.problem_set import ProblemsConfig
+from codegrpo.config.reward import RewardConfig
+from codegrpo.config.rollout import RolloutConfig, episode_budget
+from codegrpo.config.runs import EvaluateConfig, PassRatesConfig, ScoreConfig, TrainConfig
+from codegrpo.config.sampler import SamplerConfig
+from codegrpo.config.sandbox import (
     LocalSandboxConfig,
-    LoggerConfig,
-    LoraSchema,
-    ModelConfig,
-    PassRatesConfig,
-    ProblemsConfig,
     RaySandboxConfig,
-    RewardConfig,
-    RolloutConfig,
-    SamplerConfig,
     SandboxConfig,
-    ScoreConfig,
     SuperserveSandboxConfig,
-    TrainConfig,
     auto_concurrency,
-    episode_budget,
-    trainer_schema,
-    turn_cap,
 )
+from codegrpo.config.trainer import LoraSchema, turn_cap
 
 
 def _feedback_root(root: Any) -> Any:
@@ -106,4 +100,6 @@ def _store_schemas() -> None:
 
 @functools.cache
 def _store_trainer_schema() -> None:
-    ConfigStore.instance().store(group="trainer", name="base_trainer", node=trainer_schema())
+    from codegrpo.config.grpo_schema import GRPOTrainerConfig  # built on import: may import trl (register_configs)
+
+    ConfigStore.instance().store(group="trainer", name="base_trainer", node=GRPOTrainerConfig)

@@ -4,7 +4,7 @@ Reflecting GRPOConfig imports trl, and with it transformers and torch: seconds, 
 --help`` or a misspelt key should not wait for. So the field list is cached in ``grpo_fields.json`` beside
 this module, for the trl and transformers versions it was reflected from, and read from there when those
 are the installed versions (importlib.metadata reads them without importing either). Other versions are
-reflected live, as before the cache. After an upgrade, regenerate it (tests/config/test_schema.py checks it
+reflected live, as before the cache. After an upgrade, regenerate it (tests/config/test_trainer_fields.py checks it
 against the live GRPOConfig)::
 
     python -m codegrpo.config.trainer_fields

@@ -12,7 +12,7 @@ from datetime import date
 from typing import Any
 
 from codegrpo.config.choices import Form, LanguageName
-from codegrpo.config.schema import MAX_TIMEOUT_S
+from codegrpo.config.values import MAX_TIMEOUT_S
 from codegrpo.errors import ProblemError
 
 EXPRESSION_FIELDS = ("id", "prompt", "test", "expected")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from codegrpo.config.choices import Form
-from codegrpo.config.schema import ProblemsConfig
+from codegrpo.config.problem_set import ProblemsConfig
 from codegrpo.data.problems import Problem
 
 _DEFAULTS = ProblemsConfig(name="", path="")

@@ -11,7 +11,8 @@ import sys
 from collections.abc import Iterable
 
 from codegrpo.config.choices import Split, TestSelection
-from codegrpo.config.schema import ProblemsConfig, SandboxConfig
+from codegrpo.config.problem_set import ProblemsConfig
+from codegrpo.config.sandbox import SandboxConfig
 from codegrpo.data import public_datasets
 from codegrpo.data.files import load_problems
 from codegrpo.data.problems import MAX_TESTS, IOTest, Problem, parse_problem

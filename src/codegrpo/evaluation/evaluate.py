@@ -23,7 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from codegrpo.config.choices import RolloutKind
-from codegrpo.config.schema import EvaluationConfig, ProblemsConfig, RolloutConfig
+from codegrpo.config.evaluation import EvaluationConfig
+from codegrpo.config.problem_set import ProblemsConfig
+from codegrpo.config.rollout import RolloutConfig
 from codegrpo.data.problems import Problem
 from codegrpo.data.prompts import messages_for
 from codegrpo.evaluation.results import Evaluation, pass_at_k

@@ -13,7 +13,9 @@ import numpy as np
 import yaml  # type: ignore[import-untyped]
 
 from codegrpo.config.choices import ProblemAttribute, RecipeScale
-from codegrpo.config.schema import EvaluationConfig, ProtocolConfig, saved_dir
+from codegrpo.config.eval_protocol import ProtocolConfig
+from codegrpo.config.evaluation import EvaluationConfig
+from codegrpo.config.runs import saved_dir
 from codegrpo.data.problems import Problem
 from codegrpo.errors import UsageError
 from codegrpo.reward.metric_names import pass_at

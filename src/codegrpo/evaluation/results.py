@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from codegrpo.config.schema import saved_dir
+from codegrpo.config.runs import saved_dir
 from codegrpo.errors import UsageError
 from codegrpo.reward import metric_names as keys
 from codegrpo.reward.verdict import Status
@@ -22,7 +22,7 @@ from codegrpo.tracking import secrets
 from codegrpo.tracking.runinfo import codegrpo_commit
 
 if TYPE_CHECKING:
-    from codegrpo.config.schema import EvaluateConfig
+    from codegrpo.config.runs import EvaluateConfig
     from codegrpo.data.problems import Problem
 
 

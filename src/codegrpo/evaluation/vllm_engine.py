@@ -6,7 +6,7 @@ The backend changes the speed, not what is sampled: the model's own generation c
 repetition penalty), which transformers' generate() applies, is passed to vLLM too. The seed is the
 engine's, one per evaluation as torch.manual_seed is for transformers: a seed per request would make a
 problem's n samples one sample n times. Only codegrpo-evaluate and codegrpo-pass-rates load an engine; in
-training the trained model holds the GPU (config.schema.TrainConfig refuses evaluation.backend=vllm there)."""
+training the trained model holds the GPU (config.runs.TrainConfig refuses evaluation.backend=vllm there)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from codegrpo.errors import UsageError
 
 if TYPE_CHECKING:
-    from codegrpo.config.schema import EvaluationConfig, ModelConfig
+    from codegrpo.config.evaluation import EvaluationConfig
+    from codegrpo.config.model import ModelConfig
 
 VLLM_EXTRA = "pip install -e '.[vllm]' (an installed codegrpo: pip install 'codegrpo[vllm]')"
 

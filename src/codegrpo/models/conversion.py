@@ -12,7 +12,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from codegrpo.config.schema import ModelConfig
+from codegrpo.config.model import ModelConfig
 from codegrpo.errors import ModelNotFoundError
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,8 @@ from urllib.parse import urlsplit
 
 import yaml  # type: ignore[import-untyped]
 
-from codegrpo.config.schema import ModelConfig, TrainConfig, to_plain
+from codegrpo.config.model import ModelConfig
+from codegrpo.config.runs import TrainConfig, to_plain
 from codegrpo.errors import ModelNotFoundError, UsageError
 from codegrpo.models.loading import ModelSource, model_choice
 from codegrpo.tracking import secrets

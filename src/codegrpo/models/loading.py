@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codegrpo.config.choices import Dtype
-from codegrpo.config.schema import LoraSchema, ModelConfig, saved_dir
+from codegrpo.config.model import ModelConfig
+from codegrpo.config.runs import saved_dir
+from codegrpo.config.trainer import LoraSchema
 from codegrpo.errors import ModelNotFoundError, UsageError
 from codegrpo.models.conversion import convert_gguf
 from codegrpo.models.saving import ADAPTER_CONFIG

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from codegrpo.config.choices import SaveDtype
-from codegrpo.config.schema import ModelConfig
+from codegrpo.config.model import ModelConfig
 from codegrpo.errors import UsageError
 from codegrpo.reward.metric_names import RELATIVE_NORM
 

@@ -33,15 +33,9 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from codegrpo.config.choices import Checker, Extract, LanguageName, RewardKind
-from codegrpo.config.schema import (
-    MAX_BUDGET_S,
-    MAX_TIMEOUT_S,
-    SANDBOX_KINDS,
-    RewardConfig,
-    SandboxConfig,
-    check_seconds,
-    check_tolerance,
-)
+from codegrpo.config.reward import RewardConfig
+from codegrpo.config.sandbox import SANDBOX_KINDS, SandboxConfig
+from codegrpo.config.values import MAX_BUDGET_S, MAX_TIMEOUT_S, check_seconds, check_tolerance
 from codegrpo.data.files import load_problems
 from codegrpo.data.problems import Problem, json_text, parse_problem
 from codegrpo.errors import ProblemError, UsageError

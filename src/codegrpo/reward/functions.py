@@ -22,7 +22,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from codegrpo.config.schema import TrainConfig
+from codegrpo.config.runs import TrainConfig
 from codegrpo.errors import UsageError
 from codegrpo.reward.code_reward import make_code_reward
 from codegrpo.reward.metric_names import CODE_REWARD, HACK_PENALTY

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from codegrpo.config.choices import Form
-from codegrpo.config.schema import MAX_SHOWN_CHARS
+from codegrpo.config.values import MAX_SHOWN_CHARS
 from codegrpo.data.problems import Problem
 from codegrpo.reward.monitor import without_audit_lines
 from codegrpo.reward.verdict import Status, Verdict, clean_text, envelope, score_io, show_value

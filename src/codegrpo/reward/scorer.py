@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from codegrpo.config.choices import Checker, Extract, Form, LanguageName, RewardKind
-from codegrpo.config.schema import RewardConfig
+from codegrpo.config.reward import RewardConfig
 from codegrpo.data.problems import IOTest, Problem
 from codegrpo.reward import metric_names as keys
 from codegrpo.reward.checker import compare_output

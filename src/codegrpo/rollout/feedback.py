@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from codegrpo.config.choices import Form
-from codegrpo.config.schema import RolloutConfig
+from codegrpo.config.rollout import RolloutConfig
 from codegrpo.data.problems import IOTest
 from codegrpo.reward.extraction import extract_code
 from codegrpo.reward.reports import ProgramReport

@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from codegrpo.config.schema import SandboxConfig
+from codegrpo.config.sandbox import SandboxConfig
 from codegrpo.errors import SandboxFatalError, UsageError
 from codegrpo.harness import REFUSED, protocol, sandbox_source
 

@@ -34,7 +34,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from codegrpo.config.schema import LocalSandboxConfig
+from codegrpo.config.sandbox import LocalSandboxConfig
 from codegrpo.sandbox import seccomp
 from codegrpo.sandbox.base import (
     Outcome,

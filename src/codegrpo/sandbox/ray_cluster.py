@@ -52,7 +52,7 @@ from codegrpo.errors import SandboxFatalError, UsageError
 from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend
 
 if TYPE_CHECKING:
-    from codegrpo.config.schema import RaySandboxConfig
+    from codegrpo.config.sandbox import RaySandboxConfig
 
 RAY_EXTRA = "pip install -e '.[ray]' (an installed codegrpo: pip install 'codegrpo[ray]')"
 RAY_SLACK_S = 30.0  # a chunk's deadline beyond its programs' own time: scheduling, transfer, a worker's start
@@ -222,7 +222,7 @@ class SandboxActor:
         """Open the sandbox (its trivial program of each runtime); (this node's name, this process's pid)."""
         import ray
 
-        from codegrpo.config.schema import LocalSandboxConfig
+        from codegrpo.config.sandbox import LocalSandboxConfig
         from codegrpo.sandbox.base import Runtime
         from codegrpo.sandbox.local import LocalSandbox
 

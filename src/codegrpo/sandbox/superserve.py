@@ -60,7 +60,7 @@ from superserve import (
     async_connection_pool,
 )
 
-from codegrpo.config.schema import SuperserveSandboxConfig
+from codegrpo.config.sandbox import SuperserveSandboxConfig
 from codegrpo.errors import UsageError
 from codegrpo.harness.protocol import KILLED_EXIT, NO_NAMESPACES_EXIT, OutputCap
 from codegrpo.sandbox import seccomp

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from codegrpo import build
 from codegrpo.config.choices import RewardKind, SamplingFrom
-from codegrpo.config.schema import BASE_CHECKPOINT, EvaluateConfig, ProtocolConfig, TrainConfig
+from codegrpo.config.eval_protocol import ProtocolConfig
+from codegrpo.config.runs import BASE_CHECKPOINT, EvaluateConfig, TrainConfig
 from codegrpo.evaluation.protocol import (
     PASS1,
     SAMPLING,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from codegrpo import build
-from codegrpo.config.schema import ScoreConfig
+from codegrpo.config.runs import ScoreConfig
 from codegrpo.sandbox.base import format_limits
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from codegrpo import build
 from codegrpo.config.choices import GenerationBackend, RewardKind
-from codegrpo.config.schema import BASE_CHECKPOINT, PassRatesConfig, saved_dir
+from codegrpo.config.runs import BASE_CHECKPOINT, PassRatesConfig, saved_dir
 from codegrpo.data.files import write_problems
 from codegrpo.data.problems import Problem
 from codegrpo.data.sets import problem_set_hash

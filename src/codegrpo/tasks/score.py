@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from codegrpo import build
-from codegrpo.config.schema import ScoreConfig
+from codegrpo.config.runs import ScoreConfig
 from codegrpo.data.files import read_jsonl
 from codegrpo.data.problems import Problem
 from codegrpo.errors import ProblemError

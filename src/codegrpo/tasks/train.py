@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from omegaconf import OmegaConf
 
 from codegrpo import build
-from codegrpo.config.schema import TrainConfig, to_plain
+from codegrpo.config.runs import TrainConfig, to_plain
 from codegrpo.data.problems import Problem
 from codegrpo.data.sets import problem_set_hash
 from codegrpo.errors import UsageError

@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 
 from codegrpo import build
-from codegrpo.config.schema import ScoreConfig
+from codegrpo.config.runs import ScoreConfig
 from codegrpo.data.files import write_problems
 from codegrpo.data.problems import Problem
 from codegrpo.data.prompts import doubled_words

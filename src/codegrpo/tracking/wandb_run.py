@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from codegrpo.config.choices import LoggerBackend, WandbMode
-from codegrpo.config.schema import LoggerConfig
+from codegrpo.config.logger import LoggerConfig
 from codegrpo.errors import UsageError
 from codegrpo.tracking import secrets
 

@@ -25,7 +25,8 @@ from codegrpo.errors import UsageError
 from codegrpo.evaluation.vllm_engine import VLLM_EXTRA
 
 if TYPE_CHECKING:
-    from codegrpo.config.schema import TrainConfig, TrainerConfig
+    from codegrpo.config.runs import TrainConfig
+    from codegrpo.config.trainer import TrainerConfig
 
 log = logging.getLogger(__name__)
 

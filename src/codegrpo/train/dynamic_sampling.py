@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from codegrpo.config.schema import SamplerConfig
+from codegrpo.config.sampler import SamplerConfig
 from codegrpo.errors import UsageError
 
 # TRL's generation output (GRPOTrainer._generate_and_score_completions), text models: what is padded where.

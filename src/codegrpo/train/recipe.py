@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from codegrpo.config.choices import RecipeScale
-from codegrpo.config.schema import RecipeConfig, TrainerConfig
+from codegrpo.config.runs import RecipeConfig
+from codegrpo.config.trainer import TrainerConfig
 from codegrpo.errors import CodegrpoError, ModelNotFoundError
 
 log = logging.getLogger(__name__)

@@ -33,7 +33,7 @@ import logging
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
-from codegrpo.config.schema import RolloutConfig
+from codegrpo.config.rollout import RolloutConfig
 from codegrpo.data.problems import Problem
 from codegrpo.errors import UsageError
 from codegrpo.models.loading import context_length

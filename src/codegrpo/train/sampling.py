@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from codegrpo.config.choices import SamplerKind
-from codegrpo.config.schema import SamplerConfig
+from codegrpo.config.sampler import SamplerConfig
 from codegrpo.errors import UsageError
 from codegrpo.reward.metric_names import (
     SAMPLER_GROUPS,

@@ -31,7 +31,7 @@ from torch.utils.data import Sampler
 from transformers import PreTrainedModel, TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 from trl import GRPOConfig, GRPOTrainer
 
-from codegrpo.config.schema import SamplerConfig
+from codegrpo.config.sampler import SamplerConfig
 from codegrpo.reward.metric_names import (
     CODE_REWARD,
     DYNAMIC_FILLER_SHARE,

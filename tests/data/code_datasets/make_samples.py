@@ -928,7 +928,7 @@ print(json.dumps(list(value) if isinstance(value, tuple) else value))
 def check() -> int:
     """Every problem's solution against every test the loader produced, with plain python3."""
     sys.path.insert(0, str(HERE.parents[2] / "src"))
-    from codegrpo.config.schema import ProblemsConfig
+    from codegrpo.config.problem_set import ProblemsConfig
     from codegrpo.data.problems import PREAMBLES
     from codegrpo.data.public_datasets import read_dataset
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from codegrpo.config.schema import MAX_TIMEOUT_S
+from codegrpo.config.values import MAX_TIMEOUT_S
 from codegrpo.data.public_datasets import read_dataset
 from codegrpo.data.public_datasets.rows import (
     _SECONDS,

@@ -26,7 +26,7 @@ from datetime import datetime
 from typing import Any
 
 from codegrpo.config.choices import Loader
-from codegrpo.config.schema import ProblemsConfig
+from codegrpo.config.problem_set import ProblemsConfig
 from codegrpo.data.files import resolve_path
 from codegrpo.data.problems import Problem, parse_problem
 from codegrpo.data.public_datasets.apps import map_apps, map_taco

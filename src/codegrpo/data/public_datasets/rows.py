@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from codegrpo.config.schema import MAX_TIMEOUT_S
+from codegrpo.config.values import MAX_TIMEOUT_S
 from codegrpo.data.problems import json_value
 from codegrpo.data.public_tests import first_public
 from codegrpo.errors import ProblemError
