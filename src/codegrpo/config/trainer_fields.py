@@ -16,7 +16,6 @@ unchecked. ``python_type`` turns one back into the annotation the trainer schema
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import enum
 import importlib.metadata
@@ -132,7 +131,7 @@ def trainer_fields(path: Path = CACHE) -> list[TrainerField]:
     cached = read_cache(path)
     versions = installed_versions()
     if cached is not None and cached[0] == versions:
-        return [dataclasses.replace(f, default=copy.deepcopy(f.default)) for f in cached[1]]
+        return cached[1]  # read afresh: no caller shares its defaults
     log.info(
         "the trainer field cache %s is for %s, not the installed %s: reading trl.GRPOConfig itself (slower "
         "start; `%s` regenerates it)",
