@@ -18,7 +18,7 @@ PROJECT_SPEC ?= -e '.[dev]'
 # The oldest-versions run's venv: every key dependency at the floor pyproject.toml declares (make test-oldest).
 OLDEST ?= .venv-oldest
 # What it tests: the config, training (slow tests included), the library (code_reward) and TRL's adapter.
-OLDEST_TESTS ?= tests/config tests/tasks/test_train.py tests/reward/test_code_reward.py tests/train/test_trl_adapter.py
+OLDEST_TESTS ?= tests/config tests/tasks/test_train.py tests/reward/test_code_reward.py tests/training/test_trl_adapter.py
 
 # Test workers (pytest-xdist): two on a 2-core machine halve the suite, as most of its time is one busy
 # core (a torch thread, a sandboxed program) or waiting. WORKERS=0 runs in this process, WORKERS=auto a core each.

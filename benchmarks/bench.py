@@ -11,7 +11,7 @@ b. superserve: completions/s through the Superserve backend vs the guide's appro
    injected latency, at the same sandbox cap.
 c. train: wall time of train.py vs a bare TRL script with the same model, reward, sandbox, steps and seed.
 d. memory: the scorer's peak RSS while programs flood their output, vs its idle RSS.
-e. generation: tokens/s of evaluation's batched generation (codegrpo.evaluation.evaluate.generate) vs model.generate
+e. generation: tokens/s of evaluation's batched generation (codegrpo.evaluation.evaluator.generate) vs model.generate
    called directly on the same batch (the offline model, `--only generation`); then TRL's training generation
    (GRPOTrainer's own call) per back-end and batch size, with the GPU's busy share on CUDA
    (benchmarks/sections/training_generation.py; --generation-model, --generation-batches,

@@ -14,7 +14,7 @@ import sys
 from codegrpo import build
 from codegrpo.commands import CONFIG_DIR, prepare_hydra
 from codegrpo.data.prompts import messages_for
-from codegrpo.evaluation.evaluate import generate
+from codegrpo.evaluation.evaluator import generate
 
 OUTPUT = "benchmarks/data/offline_completions.jsonl"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 # inherit it), set before anything imports torch. The tests' models are tiny: a second OpenMP thread gains
 # little, and on a 2-core CI machine shared with the sandboxes (or a busy one) each parallel region waits for
 # a descheduled thread: on a busy 2-core machine one GRPO step of the 135M model took 125 s with 2 threads,
-# 15 s with 1. (Evaluation sets its own count, codegrpo.evaluation.evaluate.set_torch_threads.)
+# 15 s with 1. (Evaluation sets its own count, codegrpo.evaluation.evaluator.set_torch_threads.)
 # OMP_NUM_THREADS=2 make test restores torch's default.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 

@@ -227,8 +227,8 @@ def test_under_rollout_feedback_the_scorers_rewards_score_each_episodes_final_co
     functions, _ = build.reward_functions(cfg, build.scorer(cfg, [], MemoryBackend(_never)))
     plain, _ = build.reward_functions(compose_cfg(), build.scorer(compose_cfg(), [], MemoryBackend(_never)))
     assert functions[0].__name__ == "code_reward" and functions[0] is not plain[0]
-    assert functions[0].__module__ == "codegrpo.train.rollout_func"
-    assert functions[1].__module__ != "codegrpo.train.rollout_func"  # TRL's own reward: the completion as it is
+    assert functions[0].__module__ == "codegrpo.training.rollout_func"
+    assert functions[1].__module__ != "codegrpo.training.rollout_func"  # TRL's own reward: the completion as it is
 
 
 # -- the rollout and the sampler ----------------------------------------------------------------------------

@@ -481,7 +481,7 @@ NEEDS = {
         "tests/data/test_public_datasets.py",
     ),
     "push": ("an upload to the Hugging Face Hub", "tests/models/test_hub.py"),
-    "gpu": ("a GPU (trainer.use_cpu=false)", "tests/train/test_devices.py"),
+    "gpu": ("a GPU (trainer.use_cpu=false)", "tests/training/test_devices.py"),
     "vllm": ("vLLM on a GPU (evaluation.backend=vllm)", "tests/evaluation/test_vllm_engine.py"),
     "superserve": ("a real Superserve key and network", "tests/sandbox/"),
     "ray-cluster": (

@@ -131,7 +131,7 @@ LAYERS = (
     "tracking",
     "models",
     "evaluation",
-    "train",
+    "training",
     "build",
     "tasks",
     "commands",
@@ -175,14 +175,14 @@ def test_no_package_imports_a_higher_floor():
 
 def test_the_floor_check_sees_an_upward_import(tmp_path, monkeypatch):
     package = tmp_path / "codegrpo"
-    for name in ("reward", "train"):
+    for name in ("reward", "training"):
         (package / name).mkdir(parents=True)
         (package / name / "__init__.py").write_text("")
     (package / "__init__.py").write_text("")
-    (package / "train" / "steps.py").write_text("from codegrpo.reward import scorer\n")  # down: allowed
-    (package / "reward" / "scorer.py").write_text("def f():\n    from codegrpo.train.steps import g\n")  # up
+    (package / "training" / "steps.py").write_text("from codegrpo.reward import scorer\n")  # down: allowed
+    (package / "reward" / "scorer.py").write_text("def f():\n    from codegrpo.training.steps import g\n")  # up
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", package)
-    assert _upward_imports() == ["codegrpo.reward.scorer imports codegrpo.train.steps"]
+    assert _upward_imports() == ["codegrpo.reward.scorer imports codegrpo.training.steps"]
 
 
 def test_no_test_module_imports_another():

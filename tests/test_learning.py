@@ -13,7 +13,7 @@ from codegrpo.config.choices import Split
 from codegrpo.data.files import load_problems
 from codegrpo.data.sets import load_problem_set, select_split
 from codegrpo.reward.extraction import completion_text
-from codegrpo.train.trl_adapter import LearningSignal
+from codegrpo.training.trl_adapter import LearningSignal
 
 
 def length_reward(completions, **_) -> list[float]:
@@ -29,7 +29,7 @@ def test_bf16_training_keeps_fp32_weights_and_moves_almost_all_of_them(compose_c
 
     from codegrpo import build
     from codegrpo.models.loading import load_model_and_tokenizer
-    from codegrpo.train.trl_adapter import make_trainer_class
+    from codegrpo.training.trl_adapter import make_trainer_class
 
     cfg = compose_cfg(
         "trainer.bf16=true",
@@ -67,7 +67,7 @@ def test_bf16_training_keeps_fp32_weights_and_moves_almost_all_of_them(compose_c
 
 def test_no_spread_warning_after_several_flat_steps(caplog):
     signal = LearningSignal(patience=3)
-    with caplog.at_level(logging.WARNING, logger="codegrpo.train.trl_adapter"):
+    with caplog.at_level(logging.WARNING, logger="codegrpo.training.trl_adapter"):
         for frac in (1.0, 1.0, 0.5, 1.0, 1.0):
             signal.check_spread({"frac_reward_zero_std": frac})
         assert not caplog.records  # never 3 in a row

@@ -38,7 +38,7 @@ def test_lora_trains_only_the_adapter_saves_it_pushes_it_and_evaluate_loads_it(
     import torch
 
     import codegrpo.tasks.train as train_module
-    import codegrpo.train.trl_adapter as trainer_module
+    import codegrpo.training.trl_adapter as trainer_module
     from codegrpo.models.loading import load_model_and_tokenizer
     from codegrpo.tasks.evaluate import evaluate
 

@@ -31,7 +31,7 @@ def bench_feedback(episodes: int = 8, new_tokens: int = 96, rounds: int = 3) -> 
     from codegrpo.data.prompts import messages_for
     from codegrpo.data.public_tests import sides_of
     from codegrpo.data.sets import select_split
-    from codegrpo.evaluation.evaluate import generate_ids, set_torch_threads
+    from codegrpo.evaluation.evaluator import generate_ids, set_torch_threads
     from codegrpo.models.loading import load_model_and_tokenizer
     from codegrpo.reward.checker import same_test
     from codegrpo.rollout.chat import Chat

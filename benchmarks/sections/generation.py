@@ -1,4 +1,4 @@
-"""e. generation: tokens/s of evaluation's batched generation (codegrpo.evaluation.evaluate.generate) vs model.generate
+"""e. generation: tokens/s of evaluation's batched generation (codegrpo.evaluation.evaluator.generate) vs model.generate
 called directly on the same batch, the offline model; `--only generation` prints TRL's training generation after it
 (training_generation.py)."""
 
@@ -21,7 +21,7 @@ def bench_generation(prompts: int = 8, samples: int = 8, new_tokens: int = 64, r
     from codegrpo.config.evaluation import EvaluationConfig
     from codegrpo.config.problem_set import ProblemsConfig
     from codegrpo.data.prompts import build_messages
-    from codegrpo.evaluation.evaluate import generate, set_torch_threads
+    from codegrpo.evaluation.evaluator import generate, set_torch_threads
     from codegrpo.models.loading import load_model_and_tokenizer
 
     model, tokenizer = load_model_and_tokenizer(offline_model())
@@ -65,7 +65,7 @@ def bench_generation(prompts: int = 8, samples: int = 8, new_tokens: int = 64, r
             print(f"[generation] round {round_ + 1}: {name} {count} tokens in {seconds:.1f} s", file=sys.stderr)
     batch = f"{prompts} prompts x {samples} samples, {new_tokens} new tokens, {threads} torch threads"
     return [
-        ("codegrpo.evaluation.evaluate.generate tokens/s, best of rounds", best["ours"], batch),
+        ("codegrpo.evaluation.evaluator.generate tokens/s, best of rounds", best["ours"], batch),
         ("model.generate directly tokens/s, best of rounds", best["direct"], "the same batch"),
         ("ratio ours / direct", best["ours"] / best["direct"], "target >= 0.95"),
     ]

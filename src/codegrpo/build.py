@@ -13,9 +13,9 @@
     check_reward_functions(cfg)       reward.functions, their args and weights, checked before the run starts
     sampler_state(cfg, problems)      the sampler's pass rates, fed by the rewards' verdicts (resumed from a checkpoint)
     reward_functions(cfg, scorer)     reward.functions and their weights (codegrpo.reward.functions checks each)
-    rollout(cfg, public, scorer)      rollout=feedback's rollout_func (codegrpo.train.rollout_func), or None
+    rollout(cfg, public, scorer)      rollout=feedback's rollout_func (codegrpo.training.rollout_func), or None
     grpo_config(cfg, run_dir)         trl.GRPOConfig from the trainer group
-    trainer(cfg, ...)                 the GRPOTrainer over all of the above (codegrpo.train.trl_adapter: TRL's adapter)
+    trainer(cfg, ...)                 the GRPOTrainer over all of the above (training/trl_adapter.py: TRL's adapter)
 
 A training run (codegrpo.tasks.train) adds its own steps, in this order:
 
@@ -68,9 +68,9 @@ if TYPE_CHECKING:  # imported where used: the scoring commands load neither
     from trl import GRPOConfig
     from wandb.sdk.wandb_run import Run
 
-    from codegrpo.train.preemption import Guard
-    from codegrpo.train.sampling import Online
-    from codegrpo.train.trl_adapter import CodeGRPOTrainer
+    from codegrpo.training.preemption import Guard
+    from codegrpo.training.sampling import Online
+    from codegrpo.training.trl_adapter import CodeGRPOTrainer
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +162,7 @@ WANDB_ID_FILE = "wandb_run_id.txt"  # in the run dir: a resume without a checkpo
 def train_tracking(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> Run | None:
     """A training run's W&B run (rank 0's): a resumed run continues the one its checkpoint names, and a
     multirun job is grouped by its sweep and named by its overrides."""
-    from codegrpo.train import checkpoints
+    from codegrpo.training import checkpoints
 
     id_file = run_dir / WANDB_ID_FILE
     state = checkpoints.read_state(checkpoint) if checkpoint is not None else None
@@ -249,7 +249,7 @@ def reward_functions(
         f if f is not None else reward_entries.of_batch(entry, batch) for entry, f in zip(entries, checked, strict=True)
     ]
     if cfg.rollout.kind is RolloutKind.feedback:  # codegrpo's rewards score each episode's final code
-        from codegrpo.train.rollout_func import score_final_code
+        from codegrpo.training.rollout_func import score_final_code
 
         # code_reward's wrapper writes each turn's columns of the completions table (one writer: a column twice
         # would be twice as long as the table).
@@ -292,7 +292,7 @@ def rollout(cfg: TrainConfig, public: list[Problem], scorer: Scorer | None) -> C
     tests, through ``scorer``'s sandbox), or None for TRL's own single-turn generation."""
     if cfg.rollout.kind is not RolloutKind.feedback:
         return None
-    from codegrpo.train.rollout_func import make_feedback_rollout
+    from codegrpo.training.rollout_func import make_feedback_rollout
 
     if scorer is None:
         raise UsageError("rollout=feedback needs the run's scorer")
@@ -303,7 +303,7 @@ def sampler_state(cfg: TrainConfig, problem_set: list[Problem], checkpoint: Path
     """The sampler's state: each problem's recent pass rate (row i of the dataset is ``problem_set[i]``),
     restored from ``checkpoint`` on resume. The reward functions' SharedBatch feeds it (its observer
     ``online.rates.observe``), and the trainer draws each batch from it."""
-    from codegrpo.train.sampling import Online
+    from codegrpo.training.sampling import Online
 
     state = Online(cfg.sampler, [p.id for p in problem_set], cfg.seed)
     if checkpoint is not None:
@@ -340,8 +340,8 @@ def check_train(cfg: TrainConfig, ranks: int) -> None:
     from codegrpo.models.hub import check_hub_model, check_push
     from codegrpo.models.loading import build_peft_config, check_model
     from codegrpo.models.saving import check_save_dtype
-    from codegrpo.train.devices import check_devices
-    from codegrpo.train.recipe import naming_the_twin
+    from codegrpo.training.devices import check_devices
+    from codegrpo.training.recipe import naming_the_twin
 
     check_trainer(cfg.trainer)
     check_optimized_metric(cfg)
@@ -381,7 +381,7 @@ def check_optimized_metric(cfg: TrainConfig) -> None:
 
 def train_problems(cfg: TrainConfig, ranks: int, main: bool) -> list[Problem]:
     """The training problems; on the main process, a warning where a paper recipe's batch is scaled to ``ranks``."""
-    from codegrpo.train.recipe import naming_the_twin, warn_if_scaled
+    from codegrpo.training.recipe import naming_the_twin, warn_if_scaled
 
     with naming_the_twin(cfg.recipe):
         problem_set = problems(cfg.problems)
@@ -393,7 +393,7 @@ def train_problems(cfg: TrainConfig, ranks: int, main: bool) -> list[Problem]:
 def resume(cfg: TrainConfig, run_dir: Path, problem_set: list[Problem]) -> Path | None:
     """The checkpoint this run resumes from (resume=auto: the newest complete one in ``run_dir``, None to start
     fresh; else the one given), checked against this run's config and problems."""
-    from codegrpo.train import checkpoints
+    from codegrpo.training import checkpoints
 
     if not cfg.resume:
         return None
@@ -436,8 +436,8 @@ def rewards(
 def training_args(cfg: TrainConfig, run_dir: Path, weights: list[float] | None, problem_count: int) -> GRPOConfig:
     """``grpo_config``, with the batch it makes checked against the problem set and the sampler."""
     from codegrpo.models.loading import resolve_model
-    from codegrpo.train import dynamic_sampling
-    from codegrpo.train.sampling import check_batch
+    from codegrpo.training import dynamic_sampling
+    from codegrpo.training.sampling import check_batch
 
     # A GGUF model is converted first: once GRPOConfig starts torch.distributed, only rank 0 would save it.
     resolve_model(cfg.model)
@@ -463,7 +463,7 @@ def trainer(
     run id (resume checks them); ``guard``'s signals save a checkpoint after the current step. The
     ``sampler`` group draws its prompts from ``judged``'s pass rates, which its reward functions feed."""
     from codegrpo.models.loading import build_peft_config
-    from codegrpo.train.trl_adapter import make_trainer_class
+    from codegrpo.training.trl_adapter import make_trainer_class
 
     state = {"config": to_plain(cfg), "problems_sha256": problem_set_hash(problem_set), "wandb_run_id": wandb_run_id}
     return make_trainer_class()(

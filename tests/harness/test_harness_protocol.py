@@ -1,8 +1,7 @@
 """codegrpo.harness.protocol, the host's side: what a run is told, the limits the host holds the runner's answers
 to, and what a runner (in the sandbox: hostile once a program has run there) can and cannot make the host
 believe. The runner's side here is a thread of the test speaking the protocol over a real SOCK_SEQPACKET pair
-(tests/sandbox/ check the real runner). Named test_harness_protocol.py: tests/evaluation has a test_protocol.py.
-"""
+(tests/sandbox/ check the real runner)."""
 
 from __future__ import annotations
 

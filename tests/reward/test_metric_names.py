@@ -19,8 +19,8 @@ from codegrpo.reward.scorer import batch_metrics
 from codegrpo.reward.verdict import Scored, Status, Verdict
 from codegrpo.rollout.metrics import EpisodeStats, episode_metrics
 from codegrpo.tracking import console, plots, sweep
-from codegrpo.train.sampling import PassRates
-from codegrpo.train.timing import GENERATION, Clock
+from codegrpo.training.sampling import PassRates
+from codegrpo.training.timing import GENERATION, Clock
 
 PACKAGE = PROJECT_ROOT / "src" / "codegrpo"
 MARK = "\0"

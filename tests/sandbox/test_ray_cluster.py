@@ -666,7 +666,7 @@ def test_score_command_through_a_ray_instance_of_its_own(tmp_path):
 def test_training_scores_through_a_ray_instance_of_its_own_and_a_sigterm_still_saves(tmp_path, tiny_coder):
     """python train.py sandbox=ray sandbox.address=local: the issue's command. A SIGTERM in step 2 saves and stops
     with the preemption exit, as without Ray: ray.init's own handler (sys.exit) must not replace the run's."""
-    from codegrpo.train.preemption import PREEMPTED_EXIT
+    from codegrpo.training.preemption import PREEMPTED_EXIT
     from tests.helpers.commands import TINY, train
 
     done = train(

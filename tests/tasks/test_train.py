@@ -1,6 +1,6 @@
 """The train task (codegrpo.tasks.train) in steps, each alone: prepare builds every piece and trains nothing;
 finalize saves and records whatever model it is given; the ExitStack closes the sandbox. (fit alone:
-tests/train/test_preemption.py.)
+tests/training/test_preemption.py.)
 
 Training with the real offline model, real TRL and the real bubblewrap sandbox: in process, as
 lightning-hydra-template tests train(cfg), and end to end through train.py with offline W&B (slow)."""
@@ -21,7 +21,7 @@ from codegrpo.errors import UsageError
 from codegrpo.resources import PROJECT_ROOT
 from codegrpo.reward.functions import reward_name
 from codegrpo.tasks.train import Fitted, finalize, prepare
-from codegrpo.train.preemption import Guard, parse_signals
+from codegrpo.training.preemption import Guard, parse_signals
 from tests import wandb_offline
 from tests.helpers.commands import TINY
 from tests.helpers.commands import train as run_train

@@ -22,7 +22,7 @@ from codegrpo.errors import UsageError
 from codegrpo.resources import PROJECT_ROOT
 from codegrpo.tracking import secrets
 from codegrpo.tracking.runinfo import write_run_info
-from codegrpo.train import checkpoints
+from codegrpo.training import checkpoints
 from tests.helpers.commands import command, train
 
 HF = "hf_" + "Zq8LmN3pR7sT1vW5xY9aB2cD4eF6gH0jK2"  # the shape of a real Hugging Face token

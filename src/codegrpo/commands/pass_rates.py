@@ -7,7 +7,7 @@ problems worth training on, the offline filter open-r1 applies.
 
 Input: a model (the model group, or checkpoint=DIR) and a problem set (the problems group).
 
-Samples evaluation.num_samples completions of every problem (codegrpo.evaluation.evaluate's generation and
+Samples evaluation.num_samples completions of every problem (codegrpo.evaluation.evaluator's generation and
 scoring, binary), a batch of evaluation.batch_size problems at a time, and appends each problem's line to
 ``rates`` as its batch is scored: an interrupted run continues where it stopped, and a finished file
 re-filters without loading the model. The file's first line names the problem set's SHA-256: a file of

@@ -40,7 +40,7 @@ class RecipeScale(enum.StrEnum):
 
 
 class GenerationBackend(enum.StrEnum):
-    """evaluation.backend: what samples an evaluation's completions (codegrpo.evaluation.evaluate)."""
+    """evaluation.backend: what samples an evaluation's completions (codegrpo.evaluation.evaluator)."""
 
     transformers = "transformers"  # the model's generate(), on any device
     vllm = "vllm"  # vLLM's engine (pip install vllm, on a GPU): many samples per problem, far faster
@@ -108,7 +108,7 @@ class LanguageName(enum.StrEnum):
 
 class SamplerKind(enum.StrEnum):
     uniform = "uniform"  # TRL's shuffled order, every problem once an epoch
-    difficulty = "difficulty"  # weighted by each problem's recent pass rate (codegrpo.train.sampling)
+    difficulty = "difficulty"  # weighted by each problem's recent pass rate (codegrpo.training.sampling)
 
 
 class RolloutKind(enum.StrEnum):

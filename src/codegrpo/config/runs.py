@@ -32,7 +32,7 @@ def saved_dir(checkpoint: str | None) -> str | None:
 
 @dataclass
 class PreemptionConfig:
-    """What a signal during training does (codegrpo.train.preemption): finish the optimizer step, save a
+    """What a signal during training does (codegrpo.training.preemption): finish the optimizer step, save a
     checkpoint, write PREEMPTED and exit with status 75; a second signal stops at once."""
 
     # Signal names; add SIGUSR2 under submitit (its requeue signal): the requeue then follows the save.

@@ -11,7 +11,7 @@ from codegrpo.errors import UsageError
 
 @dataclass
 class SamplerConfig:
-    """sampler=uniform | difficulty: which problems each generation batch trains on (codegrpo.train.sampling)."""
+    """sampler=uniform | difficulty: which problems each generation batch trains on (codegrpo.training.sampling)."""
 
     kind: SamplerKind = SamplerKind.uniform
     window: int = 4  # a problem's estimate: its pass rate over its last `window` generation batches
@@ -20,7 +20,7 @@ class SamplerConfig:
     explore: float = 0.2
     learning: float = 0.7
     revisit: float = 0.1
-    # DAPO's dynamic sampling (codegrpo.train.dynamic_sampling): a generation batch keeps the groups whose
+    # DAPO's dynamic sampling (codegrpo.training.dynamic_sampling): a generation batch keeps the groups whose
     # correctness differs and generates more prompts until it is full, at most max_rounds generations a batch.
     dynamic: bool = False
     max_rounds: int = 4

@@ -2,7 +2,7 @@
 its second reader.
 
 TRL calls each reward function on the same completions (the async ones concurrently): ``code_reward`` and
-``hack_penalty`` both need the batch's verdicts, and the sampler's pass rates (codegrpo.train.sampling) see
+``hack_penalty`` both need the batch's verdicts, and the sampler's pass rates (codegrpo.training.sampling) see
 them too. A SharedBatch holds those collaborators explicitly: how many readers each batch has, and the
 observers that get its verdicts once.
 """

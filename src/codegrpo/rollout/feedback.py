@@ -7,7 +7,7 @@ printed or raised, cut to ``truncate_chars``) go back as the next user message, 
 episode stops when every public test passes, after ``max_turns`` turns, or when the next turn would not fit in
 ``trainer.max_completion_length``. A problem without public tests gets one turn, as rollout=single. The last
 turn's code is scored on the HIDDEN tests by code_reward (and hack_penalty) through
-codegrpo.train.rollout_func's ``score_final_code``: the same verdict, statuses, partial credit and monitor as a
+codegrpo.training.rollout_func's ``score_final_code``: the same verdict, statuses, partial credit and monitor as a
 single turn. The rollout never holds a hidden test: its episodes hold ``public(problem)`` alone.
 """
 

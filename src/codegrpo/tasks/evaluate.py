@@ -13,7 +13,7 @@ from codegrpo import build
 from codegrpo.config.choices import RewardKind, SamplingFrom
 from codegrpo.config.eval_protocol import ProtocolConfig
 from codegrpo.config.runs import BASE_CHECKPOINT, EvaluateConfig, TrainConfig
-from codegrpo.evaluation.protocol import (
+from codegrpo.evaluation.paper_protocol import (
     PASS1,
     SAMPLING,
     beside_paper,
@@ -38,7 +38,7 @@ def evaluate_loaded(
 ) -> Evaluation:
     """``model`` sampled on ``problems`` as ``cfg.evaluation`` says, each sample judged with the binary reward
     (under rollout=feedback, each problem's hidden tests)."""
-    from codegrpo.evaluation.evaluate import evaluate_model
+    from codegrpo.evaluation.evaluator import evaluate_model
 
     sides = build.sides(cfg, problems)
     scorer = build.scorer(cfg, sides.hidden, sandbox, kind=RewardKind.binary)

@@ -40,7 +40,7 @@ def keep(problems: list[Problem], rates: dict[str, dict[str, Any]], lo: float, h
 
 
 def pass_rates(cfg: PassRatesConfig) -> list[Problem]:
-    from codegrpo.evaluation.evaluate import evaluate_model
+    from codegrpo.evaluation.evaluator import evaluate_model
     from codegrpo.models.hub import check_hub_model
 
     problems = build.problems(cfg.problems)

@@ -41,15 +41,15 @@ from codegrpo.tracking import console, secrets
 from codegrpo.tracking import wandb_run as tracking
 from codegrpo.tracking.runinfo import record_in_run_info, write_run_info
 from codegrpo.tracking.secrets import mask_text
-from codegrpo.train import checkpoints
-from codegrpo.train.preemption import MARKER, Guard, Preempted, parse_signals, write_marker
+from codegrpo.training import checkpoints
+from codegrpo.training.preemption import MARKER, Guard, Preempted, parse_signals, write_marker
 
 if TYPE_CHECKING:  # imported by the steps that load them
     from torch import nn
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
     from wandb.sdk.wandb_run import Run
 
-    from codegrpo.train.trl_adapter import CodeGRPOTrainer
+    from codegrpo.training.trl_adapter import CodeGRPOTrainer
 
 log = logging.getLogger(__name__)
 FAILED = "FAILED"

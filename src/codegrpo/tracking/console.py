@@ -97,7 +97,7 @@ def _seconds(value: float) -> str:
 
 def timing_part(logs: dict[str, Any]) -> str:
     """`gen 7.9 s at 41 tok/s, reward 0.02 s, update 1.1 s`: where the step's time went (the timing/* metrics,
-    codegrpo.train.timing; the rest is other_s); "" without them."""
+    codegrpo.training.timing; the rest is other_s); "" without them."""
     if keys.GENERATION_S not in logs:
         return ""
     rate = logs.get(keys.TOKENS_PER_S)
@@ -142,7 +142,7 @@ def log_over_bars(text: str, bars: Sequence[Any] = ()) -> None:
 
 def install(trainer: Trainer) -> None:
     """Replace the trainer's dict-printing progress output with one story line per logged step. (Which
-    steps write a completions table is the trainer's: codegrpo.train.trl_adapter.)"""
+    steps write a completions table is the trainer's: codegrpo.training.trl_adapter.)"""
     from transformers.trainer_callback import PrinterCallback, ProgressCallback, TrainerCallback
 
     class QuietProgress(ProgressCallback):

@@ -1,5 +1,5 @@
 """TRL behind one adapter: each method of TRL's or transformers' that is not public and that
-codegrpo.train.trl_adapter overrides is still there, where the adapter expects it, with the parameters the
+codegrpo.training.trl_adapter overrides is still there, where the adapter expects it, with the parameters the
 override takes, and does what the override assumes. A TRL or transformers upgrade that changes one fails
 here, not in the middle of a run (pyproject.toml bounds both to the versions these tests pass on)."""
 
@@ -12,7 +12,7 @@ import pytest
 from transformers import Trainer
 from trl import GRPOTrainer
 
-from codegrpo.train.trl_adapter import PRIVATE_OVERRIDES, CodeGRPOTrainer, make_trainer_class
+from codegrpo.training.trl_adapter import PRIVATE_OVERRIDES, CodeGRPOTrainer, make_trainer_class
 
 
 def owner_class(path: str) -> type:

@@ -1,4 +1,4 @@
-"""Checkpoints on disk (codegrpo.train.checkpoints): which dirs count as complete, staging and publishing, rotation,
+"""Checkpoints on disk (codegrpo.training.checkpoints): which dirs count as complete, staging and publishing, rotation,
 the saved state, and the refusal to resume a checkpoint of another setup."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from codegrpo.errors import UsageError
-from codegrpo.train import checkpoints
+from codegrpo.training import checkpoints
 
 
 def checkpoint(run_dir: Path, step: int, complete: bool = True) -> Path:

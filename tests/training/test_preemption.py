@@ -27,8 +27,8 @@ from codegrpo.errors import UsageError
 from codegrpo.models.conversion import _cache_dir_for, gguf_source
 from codegrpo.resources import PROJECT_ROOT
 from codegrpo.tasks.train import finalize, fit, prepare, settle_failed_run, train
-from codegrpo.train import checkpoints
-from codegrpo.train.preemption import PREEMPTED_EXIT, Guard, parse_signals
+from codegrpo.training import checkpoints
+from codegrpo.training.preemption import PREEMPTED_EXIT, Guard, parse_signals
 from tests.helpers.commands import TINY as TINY_RUN
 from tests.helpers.sandbox import child_pids, run_cgroups
 

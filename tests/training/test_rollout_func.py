@@ -1,4 +1,4 @@
-"""TRL's binding of the multi-turn rollout (codegrpo.train.rollout_func), run with a real tokenizer (the offline
+"""TRL's binding of the multi-turn rollout (codegrpo.training.rollout_func), run with a real tokenizer (the offline
 SmolLM2's) and the real local sandbox where what real programs print is the subject.
 
 The one stub: ``ScriptedTrainer._generate_single_turn``, TRL's generation, returns fixed token ids for fixed
@@ -32,8 +32,8 @@ from codegrpo.errors import UsageError
 from codegrpo.reward.code_reward import make_code_reward
 from codegrpo.reward.shared_batch import SharedBatch
 from codegrpo.rollout.metrics import EpisodeStats, episode_metrics
-from codegrpo.train.rollout_func import FINAL_CODE, make_feedback_rollout, score_final_code
-from codegrpo.train.timing import GENERATION, Clock
+from codegrpo.training.rollout_func import FINAL_CODE, make_feedback_rollout, score_final_code
+from codegrpo.training.timing import GENERATION, Clock
 from tests.helpers.feedback import DOUBLE, PLANTED, SAME, SUM, fenced, offline_tokenizer, scorer_of, shown
 from tests.helpers.sandbox import FAKE_KEY_ENV, FreshSuperserve, answering, backend_in
 
@@ -280,7 +280,7 @@ def test_the_public_tests_between_turns_are_reward_time_not_generation(tokenizer
 
 def test_a_problem_set_without_public_tests_warns_that_feedback_is_one_turn(caplog):
     scorer = scorer_of(script_sandbox(), [DOUBLE])
-    with caplog.at_level("WARNING", logger="codegrpo.train.rollout_func"):
+    with caplog.at_level("WARNING", logger="codegrpo.training.rollout_func"):
         make_feedback_rollout(shown(DOUBLE), scorer)
         make_feedback_rollout(shown(SUM, DOUBLE), scorer)  # one with public tests: no warning
     [warning] = [r.getMessage() for r in caplog.records]
@@ -514,7 +514,7 @@ def test_an_episode_cut_before_its_second_turn_is_counted_and_a_step_of_them_war
 
 def test_a_step_where_few_episodes_are_cut_early_counts_them_without_a_warning(caplog):
     from codegrpo.reward.metric_names import CUT_FIRST_TURN
-    from codegrpo.train.rollout_func import log_metrics
+    from codegrpo.training.rollout_func import log_metrics
 
     def episode(turns: int, cut: bool) -> Any:
         return SimpleNamespace(codes=["x"] * turns, public=[], feedback_tokens=0, cut=cut)

@@ -1,4 +1,4 @@
-"""sampler=difficulty (codegrpo.train.sampling): the draw is reproducible from the seed, prefers problems with
+"""sampler=difficulty (codegrpo.training.sampling): the draw is reproducible from the seed, prefers problems with
 reward spread, never runs dry, agrees across real torch.distributed ranks, survives a checkpoint, and a
 real TRL run with the offline model logs sampler/* and resumes exactly. Bad input is one line."""
 
@@ -15,7 +15,7 @@ from codegrpo.config.choices import SamplerKind
 from codegrpo.config.sampler import SamplerConfig
 from codegrpo.errors import UsageError
 from codegrpo.reward.verdict import Scored, Status, Verdict
-from codegrpo.train.sampling import STATE_FILE, DifficultySampler, Online
+from codegrpo.training.sampling import STATE_FILE, DifficultySampler, Online
 from tests import wandb_offline
 
 IDS = [f"p{i}" for i in range(12)]
@@ -135,7 +135,7 @@ def test_bad_sampler_settings_are_one_line_at_compose_time(compose_cfg):
 
 def test_a_problem_set_smaller_than_one_batch_is_refused_before_the_model_loads(compose_cfg):
     from codegrpo.tasks.train import prepare
-    from codegrpo.train.preemption import Guard
+    from codegrpo.training.preemption import Guard
 
     cfg = compose_cfg(
         "sampler=difficulty",
@@ -170,7 +170,7 @@ def test_training_with_the_difficulty_sampler_logs_sampler_metrics_and_resumes_e
     compose_cfg, tmp_path, tiny_model
 ):
     from codegrpo.tasks.train import finalize, fit, prepare
-    from codegrpo.train.preemption import Guard
+    from codegrpo.training.preemption import Guard
 
     def train_run(name: str, *overrides: str):
         cfg = dataclasses.replace(compose_cfg(*TINY, *tiny_model, *overrides), run_dir=str(tmp_path / name))

@@ -1,11 +1,11 @@
-"""The step's clock (codegrpo.train.timing): each second booked to the innermost open phase, the rest to other, and
+"""The step's clock (codegrpo.training.timing): each second booked to the innermost open phase, the rest to other, and
 each lap the timing/* metrics of one logged step."""
 
 from __future__ import annotations
 
 import pytest
 
-from codegrpo.train import timing
+from codegrpo.training import timing
 
 
 def ticking(*ticks: float) -> timing.Clock:
@@ -23,7 +23,7 @@ def idle(step: float, **booked: float) -> dict[str, float]:
 
 
 def test_the_clock_books_each_second_to_the_innermost_phase_and_the_rest_to_other():
-    from codegrpo.train.timing import Clock
+    from codegrpo.training.timing import Clock
 
     ticks = iter(
         [

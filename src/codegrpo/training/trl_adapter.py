@@ -3,16 +3,16 @@
 - the learning-signal metrics on every logged step (how far the weights moved; groups without spread);
 - the run's story on the console (codegrpo.tracking.console), and the completions tables every
   ``completions_every`` steps (TRL's ``log_completions``, which only this module changes);
-- checkpoints written whole or not at all, with the run's state beside them (codegrpo.train.checkpoints);
-- a signal saves after the current optimizer step and stops, every rank agreeing (codegrpo.train.preemption);
+- checkpoints written whole or not at all, with the run's state beside them (codegrpo.training.checkpoints);
+- a signal saves after the current optimizer step and stops, every rank agreeing (codegrpo.training.preemption);
 - each epoch's prompt order drawn from (seed, epoch), so a resumed run sees the prompts an uninterrupted
   one would (TRL's sampler draws every epoch from one generator, which a resume starts afresh).
-- sampler=difficulty's draw by recent pass rate, and the pass rates' sampler/* metrics (codegrpo.train.sampling).
-- where each logged step's time went: generation, reward, update, the rest (timing/*, codegrpo.train.timing).
+- sampler=difficulty's draw by recent pass rate, and the pass rates' sampler/* metrics (codegrpo.training.sampling).
+- where each logged step's time went: generation, reward, update, the rest (timing/*, codegrpo.training.timing).
 
 Every method of TRL's or transformers' that is not public and that the trainer overrides is here, and in
 ``PRIVATE_OVERRIDES`` with the class it comes from and the parameters the override expects;
-tests/train/test_trl_adapter.py checks each against the installed TRL and transformers, whose versions
+tests/training/test_trl_adapter.py checks each against the installed TRL and transformers, whose versions
 pyproject.toml bounds for that reason. This module imports TRL (seconds, with torch): codegrpo.build
 imports it when it builds a trainer, and nothing imports it earlier.
 """
@@ -45,11 +45,11 @@ from codegrpo.reward.metric_names import (
     TRL_STEP_TIME,
 )
 from codegrpo.tracking import console
-from codegrpo.train import checkpoints
-from codegrpo.train.dynamic_sampling import DynamicSampling
-from codegrpo.train.preemption import Guard
-from codegrpo.train.sampling import Online
-from codegrpo.train.timing import GENERATION, REWARD, SAVE, UPDATE, Clock
+from codegrpo.training import checkpoints
+from codegrpo.training.dynamic_sampling import DynamicSampling
+from codegrpo.training.preemption import Guard
+from codegrpo.training.sampling import Online
+from codegrpo.training.timing import GENERATION, REWARD, SAVE, UPDATE, Clock
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -62,7 +62,7 @@ class Override(NamedTuple):
 
     owner: str  # the class whose method the override calls with super(): the first in GRPOTrainer's MRO with it
     parameters: tuple[str, ...]  # its parameters, as the override takes and passes them
-    relies_on: str  # what else the override assumes of it (tests/train/test_trl_adapter.py checks this too)
+    relies_on: str  # what else the override assumes of it (tests/training/test_trl_adapter.py checks this too)
 
 
 PRIVATE_OVERRIDES: dict[str, Override] = {
@@ -238,7 +238,7 @@ class CodeGRPOTrainer(GRPOTrainer):
         self.clock = Clock()  # timing/*; rollout=feedback books its public tests as reward here (train/rollout_func.py)
         self._timed_optimizer: torch.optim.Optimizer | None = None
         self.add_callback(StepClock(self.clock))
-        self.online = online  # the pass rates and the sampler= choice (codegrpo.train.sampling)
+        self.online = online  # the pass rates and the sampler= choice (codegrpo.training.sampling)
         self.learning_signal = LearningSignal()
         self.add_callback(self.learning_signal)
         console.install(self)  # one line per step
@@ -248,7 +248,7 @@ class CodeGRPOTrainer(GRPOTrainer):
         if self.stop_on_signal is not None:
             self.add_callback(self.stop_on_signal)
         self._staging = False
-        # sampler.dynamic: DAPO's dynamic sampling (codegrpo.train.dynamic_sampling); the correctness rewards of the
+        # sampler.dynamic: DAPO's dynamic sampling (codegrpo.training.dynamic_sampling); the correctness rewards of the
         # last generation on this process, which it keeps or drops groups by.
         self.dynamic = (
             None
@@ -291,7 +291,7 @@ class CodeGRPOTrainer(GRPOTrainer):
         super().log(logs, start_time)
         self.learning_signal.check_spread(logs)
 
-    # -- where a step's time goes (codegrpo.train.timing): generation and reward inside the update's training_step
+    # -- where a step's time goes (codegrpo.training.timing): generation and reward inside the update's training_step
     # are booked to themselves, so update is the forward and backward passes, plus the optimizer's step.
 
     def training_step(

@@ -17,7 +17,7 @@ import yaml
 
 from codegrpo.config.choices import RecipeScale
 from codegrpo.resources import PROJECT_ROOT
-from codegrpo.train.recipe import paper_batch, warn_if_scaled
+from codegrpo.training.recipe import paper_batch, warn_if_scaled
 
 DOC = PROJECT_ROOT / "docs" / "recipes.md"
 RECIPES = ["deepcoder", "dapo", "dr_grpo", "code_r1", "rlef"]

@@ -21,7 +21,7 @@ loop makes for each later turn (vLLM server or colocate, transformers' continuou
 ``generate``), on token ids: the turns are concatenated, never re-tokenized. Feedback is a plain user
 message rendered by the model's own chat template, so any chat model works without a tool-calling template.
 CodeGRPOTrainer books the rollout as generation time, less the public tests' runs between turns, which go to
-its ``clock`` as reward time (codegrpo.train.timing): ``timing/generation_s`` is the model's alone.
+its ``clock`` as reward time (codegrpo.training.timing): ``timing/generation_s`` is the model's alone.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from codegrpo.rollout.engine import Generate, play
 from codegrpo.rollout.episode import Episode
 from codegrpo.rollout.feedback import Feedback
 from codegrpo.rollout.metrics import EpisodeStats, cut_first_turn, episode_metrics, warn_if_mostly_cut
-from codegrpo.train import timing
+from codegrpo.training import timing
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""Evaluation as the papers evaluate (codegrpo.evaluation.protocol, conf/protocol/): the fields a protocol needs,
+"""Evaluation as the papers evaluate (codegrpo.evaluation.paper_protocol, conf/protocol/): the fields a protocol needs,
 pass@1 by difficulty, and a run's figure beside its recipe's published one."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from codegrpo.config.eval_protocol import ProtocolConfig
 from codegrpo.config.evaluation import EvaluationConfig
 from codegrpo.data.problems import parse_problem
 from codegrpo.errors import ProblemError, UsageError
-from codegrpo.evaluation.protocol import (
+from codegrpo.evaluation.paper_protocol import (
     beside_paper,
     by_attribute,
     check_problems,

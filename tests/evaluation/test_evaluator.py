@@ -48,7 +48,7 @@ def test_an_evaluation_records_the_tokens_it_generated_per_second(compose_cfg, l
     padding after it is not generated) over the seconds generate() took, in the metrics, the summary and the file."""
     from codegrpo import build
     from codegrpo.config.choices import RewardKind
-    from codegrpo.evaluation.evaluate import Generated, evaluate_model
+    from codegrpo.evaluation.evaluator import Generated, evaluate_model
 
     counted = Generated()
     counted.add([[5, 6, 2, 2, 2], [7, 8, 9]], {2}, 0.5)  # a reply that ended (and was padded), one cut at the limit

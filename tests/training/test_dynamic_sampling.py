@@ -1,4 +1,4 @@
-"""DAPO's dynamic sampling (codegrpo.train.dynamic_sampling): which groups agree, how generation outputs of
+"""DAPO's dynamic sampling (codegrpo.training.dynamic_sampling): which groups agree, how generation outputs of
 different widths merge, how a batch is refilled round by round, and a real GRPO step with it."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import torch
 from codegrpo.config.sampler import SamplerConfig
 from codegrpo.errors import UsageError
 from codegrpo.resources import PROJECT_ROOT
-from codegrpo.train.dynamic_sampling import DynamicSampling, agreeing, check, merge, take_groups
+from codegrpo.training.dynamic_sampling import DynamicSampling, agreeing, check, merge, take_groups
 
 PAD = 9
 G = 2  # completions a group, in these tests

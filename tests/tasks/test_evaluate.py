@@ -1,7 +1,6 @@
 """The evaluate task (codegrpo.tasks.evaluate): one evaluation of a model in the real sandbox (eval.json), two
 eval files compared (comparison.json), the protocol's breakdown and the paper's figure beside the run's, and
-the user's mistakes refused before a model loads. (Named _task: tests/evaluation/test_evaluate.py is
-codegrpo.evaluation.evaluate's.)"""
+the user's mistakes refused before a model loads."""
 
 from __future__ import annotations
 

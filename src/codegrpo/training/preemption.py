@@ -2,7 +2,7 @@
 
 While training runs, the first of ``preemption.signals`` (SIGTERM, SIGINT, SIGUSR1 by default) only
 takes note. The trainer finishes the current optimizer step, every rank agrees, one checkpoint is saved
-(codegrpo.train.checkpoints), W&B and the logs are flushed, ``PREEMPTED`` names the checkpoint, and the
+(codegrpo.training.checkpoints), W&B and the logs are flushed, ``PREEMPTED`` names the checkpoint, and the
 command exits with status 75 (EX_TEMPFAIL: "try again", with ``resume=auto``). A second signal, or one
 outside training (while the model loads, while it evaluates), stops at once with status 128 + the
 signal's number, still closing the sandbox on the way out; a third gets the signal's default action.

@@ -1,4 +1,4 @@
-"""The GPU path's own errors (codegrpo.train.devices): one line each, before the model loads. Machines this
+"""The GPU path's own errors (codegrpo.training.devices): one line each, before the model loads. Machines this
 suite cannot run on (a GPU without bf16, one with it, vLLM installed) are facts built by hand; this machine's
 own facts are checked against torch, and check_devices against what TRL's GRPOConfig itself accepts here."""
 
@@ -17,8 +17,8 @@ import pytest
 
 from codegrpo.errors import UsageError
 from codegrpo.resources import PROJECT_ROOT
-from codegrpo.train import devices
-from codegrpo.train.devices import DeviceFacts, DeviceKind, check_devices, read_facts
+from codegrpo.training import devices
+from codegrpo.training.devices import DeviceFacts, DeviceKind, check_devices, read_facts
 
 NO_GPU = DeviceFacts(DeviceKind.cpu, "", bf16=False, torch_version="2.13.0+cpu", cuda_build=False, vllm=False)
 GPU_WITHOUT_BF16 = DeviceFacts(
