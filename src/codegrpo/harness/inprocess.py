@@ -19,14 +19,10 @@ import traceback
 import types
 
 from codegrpo.harness.audit_events import (  # in a sandbox: that file's text, inlined (sandbox_source)
-    AUDIT_EVENTS,
-    FRAME_ATTRIBUTES,
-    FRAME_FUNCTIONS,
     HONEST_HANDLERS,
-    KILL_EVENTS,
-    PASS_THROUGH,
-    PATH_EVENTS,
-    SPECIAL_EVENTS,
+    audit_hook,
+    event_category,
+    frame_walk,
 )
 
 PRELUDE_CACHE = 8
@@ -78,7 +74,7 @@ def _evidence_channel():
     """Where the tokens go: fd 2 while it is still the stderr pipe the host reads, else nowhere. A program
     that points fd 2 at its stdout (``os.dup2(1, 2)``) would otherwise get tokens in its answer and fail (red
     team 6); a copy of the pipe on an fd of its own would show in the program's /proc/self/fd."""
-    fstat = os.fstat
+    fstat, write_fd = os.fstat, os.write  # its own: the program may rebind os's attributes, never these
 
     def identity():
         try:
@@ -91,48 +87,54 @@ def _evidence_channel():
 
     def write(data):
         if stderr is not None and identity() == stderr:
-            os.write(2, data)
+            write_fd(2, data)
 
     return write
 
 
 def program_evidence():
-    """Install the program's audit hook (see above) and return what to call once it ran."""
-    import _signal  # type: ignore[import-not-found]
+    """Install the program's audit hook (see above) and return what to call once it ran. Its parts hold
+    their own references (audit_events): the program may rebind this module's globals (its functions hand
+    their __globals__ out: sys.getrecursionlimit is one), os's attributes and the builtins, never these."""
     import _thread
 
     library = (*sorted({sys.prefix, sys.base_prefix, sys.exec_prefix}), "<frozen")
     ours = os.path.dirname(os.path.abspath(__file__)) + "/"
-    home = os.getcwd()
-    getframe, write, ident, norm, join = (
-        sys._getframe,
-        _evidence_channel(),
+    sent, send = _sender(_evidence_channel())
+    hook = audit_hook(
+        event_category(_path_category(os.getcwd(), library), os.getpid()),
+        frame_walk(sys._getframe, library, lambda name: not name.startswith(ours)),
+        sent,
+        send,
         _thread.get_ident,
-        os.path.normpath,
-        os.path.join,
+        refuse_hooks=False,  # a hook of the program's own is evidence (patch:sys.addaudithook), and is added
     )
-    frame_functions, pass_through, kind = dict(FRAME_FUNCTIONS), PASS_THROUGH, type
-    busy, sent = set(), set()
-    paths = {str: str, bytes: lambda value: value.decode("utf-8", "replace")}
-    watched = frozenset(AUDIT_EVENTS).union(PATH_EVENTS, KILL_EVENTS, SPECIAL_EVENTS)
-    pid = os.getpid()
+    after = _changes(send)  # taken before the hook is installed
+    sys.addaudithook(hook)
+    return after
+
+
+def _sender(write):
+    """(sent, send): send(token) writes the token's line once, at once, through ``write``; ``sent``: those sent."""
+    sent, mark, failed = set(), AUDIT_MARK, OSError
 
     def send(token):
         if token not in sent:
             sent.add(token)
-            with contextlib.suppress(OSError):
-                write(f"\n{AUDIT_MARK}{token}\n".encode())
+            try:  # noqa: SIM105 (contextlib is this module's global, which the program may rebind)
+                write(f"\n{mark}{token}\n".encode())
+            except failed:
+                pass
 
-    def by_program():
-        frame = getframe(2)
-        while frame is not None:
-            code = frame.f_code
-            name = code.co_filename
-            hands_frames = name.startswith(library) and code.co_name in frame_functions.get(name.rpartition("/")[2], ())
-            if not (hands_frames or name.endswith(pass_through)):
-                return not name.startswith(library) and not name.startswith(ours)
-            frame = frame.f_back
-        return False
+    return sent, send
+
+
+def _path_category(home, library):
+    """The program's events on a path: evidence where the path is not its own (``home``, its cwd; /tmp; its
+    streams by any name; an fd) nor a read of the standard library's files (``library``'s prefixes)."""
+    kind, size, some, norm, join = type, len, any, os.path.normpath, os.path.join
+    paths = {str: str, bytes: lambda value: value.decode("utf-8", "replace")}
+    streams, stream_prefixes, own, installed = STREAM_PATHS, STREAM_PREFIXES, (home + "/", "/tmp/"), library[:-1]
 
     def path_category(event, args):
         path = args[0] if args else "."
@@ -142,76 +144,45 @@ def program_evidence():
         if convert is None:
             return "filesystem"  # a path object, whose code would run here
         full = norm(join(home, convert(path)))
-        if (
-            full in STREAM_PATHS
-            or full.startswith(STREAM_PREFIXES)
-            or full == home
-            or full.startswith((home + "/", "/tmp/"))
-        ):
+        if full in streams or full.startswith(stream_prefixes) or full == home or full.startswith(own):
             return ""
-        writes = event != "open" or (len(args) > 1 and kind(args[1]) is str and any(c in args[1] for c in "wax+"))
-        if not writes and event == "open" and full.startswith(library[:-1]):
+        writes = event != "open" or (size(args) > 1 and kind(args[1]) is str and some(c in args[1] for c in "wax+"))
+        if not writes and event == "open" and full.startswith(installed):
             return ""  # reading the standard library's own files
         return "filesystem"
 
-    def category(event, args):
-        if event in AUDIT_EVENTS:
-            return AUDIT_EVENTS[event]
-        if event in PATH_EVENTS:
-            return path_category(event, args)
-        if event in KILL_EVENTS:
-            target = args[0] if args and kind(args[0]) is int else None
-            return "exit" if event == "os.killpg" or target in (pid, 0, 1) else "process"
-        if event == "object.__getattr__":
-            return "introspection" if len(args) > 1 and kind(args[1]) is str and args[1] in FRAME_ATTRIBUTES else ""
-        if args:  # object.__setattr__, object.__delattr__
-            target = args[0]
-            patched = (
-                type in type.__getattribute__(kind(target), "__mro__")
-                and type.__getattribute__(target, "__module__") == "builtins"
-            )
-            named = len(args) > 1 and kind(args[1]) is str and args[1] in ("__code__", "__globals__")
-            return "patch" if patched or named else ""
-        return ""
+    return path_category
 
-    def hook(event, args):
-        if event not in watched:
-            return  # most events (input(), imports, compile, exec): nothing more is spent on them
-        me = ident()
-        if me in busy:
-            return
-        busy.add(me)
-        try:
-            found = category(event, args) if kind(event) is str else ""
-            if found and f"{found}:{event}" not in sent and by_program():
-                send(f"{found}:{event}")
-        except Exception:
-            pass  # evidence is best effort; the program's run never fails because of the monitor
-        finally:
-            busy.discard(me)
 
-    space = builtins.__dict__
+def _changes(send):
+    """Taken now, before the program runs: the builtins module's values and every signal's handler. The
+    returned after() compares them once it ran: a value replaced, added or removed, and a handler changed
+    (but SIGPIPE's to its default), each sent once."""
+    import _signal  # type: ignore[import-not-found]
+
+    space, kind, some, failed = builtins.__dict__, type, any, Exception
     saved = dict(space)
     getsignal = _signal.getsignal
     signals = {number: getsignal(number) for number in _signal.valid_signals()}
     honest = dict(HONEST_HANDLERS)
-    sys.addaudithook(hook)
 
     def after():
         try:
-            if space.__len__() != saved.__len__() or any(
+            if space.__len__() != saved.__len__() or some(
                 space.get(name, saved) is not value for name, value in saved.items()
             ):
                 send("patch:builtins")
-        except Exception:
+        except failed:
             send("patch:builtins")
         for number, handler in signals.items():
-            with contextlib.suppress(Exception):
+            try:
                 now = getsignal(number)
                 same = now is handler or (kind(now) is int and kind(handler) is int and now == handler)
                 if not same and not (kind(now) is int and honest.get(number) == now):
                     send("exit:signal.signal")
                     break
+            except failed:
+                pass
 
     return after
 

@@ -37,13 +37,12 @@ import sys
 
 from codegrpo.harness.audit_events import (  # in a sandbox: that file's text, inlined (sandbox_source)
     AUDIT_EVENTS,
-    FRAME_ATTRIBUTES,
-    FRAME_FUNCTIONS,
     HONEST_HANDLERS,
     KILL_EVENTS,
-    PASS_THROUGH,
     PATH_EVENTS,
-    SPECIAL_EVENTS,
+    audit_hook,
+    event_category,
+    frame_walk,
 )
 
 RESULT_LIMIT = 1 << 20
@@ -179,97 +178,53 @@ OUTPUT_PATHS = ("/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/", "/proc/sel
 
 
 def _install_audit_hook(fd, harness_file):
-    """The child's audit hook: each suspect event the completion raises, one token each kind, on ``fd``."""
+    """The child's audit hook: each suspect event the completion raises, one token each kind, on ``fd``. Its
+    parts (audit_events) and the ones below hold their own references: the completion may rebind the
+    harness's globals, os's attributes and the builtins, never these."""
     import _thread
 
     os.set_blocking(fd, False)  # a full pipe drops tokens; it never stops the completion or the scoring
     library = (*sorted({sys.prefix, sys.base_prefix, sys.exec_prefix}), "<frozen")
-    home, pid = os.getcwd(), os.getpid()
+    home, sent = os.getcwd(), set()
     own = (home, "/tmp")
     harness = os.path.normpath(os.path.join(home, harness_file))
-    getframe, write, ident, norm, join = sys._getframe, os.write, _thread.get_ident, os.path.normpath, os.path.join
-    # The hook's own references: the completion may rebind the harness's globals, never these.
-    frame_functions, pass_through = dict(FRAME_FUNCTIONS), PASS_THROUGH
-    busy, sent = set(), set()
+    kind, size, some, norm, join, write = type, len, any, os.path.normpath, os.path.join, os.write
+    quiet, output, installed = QUIET_PATHS, OUTPUT_PATHS, library[:-1]
     paths = {str: str, bytes: lambda value: value.decode("utf-8", "replace")}
-    watched = frozenset(AUDIT_EVENTS).union(PATH_EVENTS, KILL_EVENTS, SPECIAL_EVENTS)
-
-    def by_completion():
-        # The first frame past the library's pass-through helpers and frame functions must be the
-        # completion's: an event the library raises on its own (imports opening files, namedtuple's
-        # sys._getframe) is not evidence.
-        frame = getframe(2)
-        while frame is not None:
-            code = frame.f_code
-            name = code.co_filename
-            hands_frames = name.startswith(library) and code.co_name in frame_functions.get(name.rpartition("/")[2], ())
-            if not (hands_frames or name.endswith(pass_through)):
-                return not name.startswith(library) and name != harness_file
-            frame = frame.f_back
-        return False
 
     def path_category(event, args):
         path = args[0] if args else "."
-        if type(path) is int:
+        if kind(path) is int:
             return "forgery" if path != 0 and event == "open" else ""
-        convert = paths.get(type(path))
+        convert = paths.get(kind(path))
         if convert is None:
             return "filesystem"  # a path object (pathlib's, or the completion's own, whose code would run here)
         full = norm(join(home, convert(path)))
-        if full.startswith(OUTPUT_PATHS) and not full.endswith("/0"):
+        if full.startswith(output) and not full.endswith("/0"):
             return "forgery"
-        writes = event != "open" or (len(args) > 1 and type(args[1]) is str and any(c in args[1] for c in "wax+"))
-        if full == harness or full in QUIET_PATHS:
+        writes = event != "open" or (size(args) > 1 and kind(args[1]) is str and some(c in args[1] for c in "wax+"))
+        if full == harness or full in quiet:
             return "filesystem" if full == harness else ""
-        if any(full == top or full.startswith(top + "/") for top in own):
+        if some(full == top or full.startswith(top + "/") for top in own):
             return ""
-        if not writes and full.startswith(library[:-1]) and event == "open":
+        if not writes and full.startswith(installed) and event == "open":
             return ""  # reading the standard library's own files
         return "filesystem"
 
-    def category(event, args):
-        if event in AUDIT_EVENTS:
-            return AUDIT_EVENTS[event]
-        if event in PATH_EVENTS:
-            return path_category(event, args)
-        # Only exact builtin values are compared here: any other object's __eq__ would run the
-        # completion's code inside the hook, where its own events go unrecorded.
-        if event in KILL_EVENTS:
-            target = args[0] if args and type(args[0]) is int else None
-            return "exit" if event == "os.killpg" or target in (pid, 0, 1) else "process"
-        if event == "object.__getattr__":
-            return "introspection" if len(args) > 1 and type(args[1]) is str and args[1] in FRAME_ATTRIBUTES else ""
-        if event in ("object.__setattr__", "object.__delattr__") and args:
-            target = args[0]
-            patched = (
-                type in type.__getattribute__(type(target), "__mro__")
-                and type.__getattribute__(target, "__module__") == "builtins"
-            )
-            named = len(args) > 1 and type(args[1]) is str and args[1] in ("__code__", "__globals__")
-            return "patch" if patched or named else ""
-        return ""
+    def send(token):
+        sent.add(token)
+        write(fd, (token + "\n").encode())  # a full pipe's BlockingIOError: the hook drops the token
 
-    def hook(event, args):
-        if event not in watched:
-            return  # most events (imports, compile, exec): nothing more is spent on them
-        me = ident()
-        if me in busy:
-            return  # the hook's own calls (its sys._getframe) raise events too
-        busy.add(me)
-        try:
-            kind = category(event, args) if type(event) is str else ""
-            token = f"{kind}:{event}"
-            if kind and token not in sent and by_completion():
-                sent.add(token)
-                write(fd, (token + "\n").encode())
-        except Exception:
-            pass  # evidence is best effort; the completion's run never fails because of the monitor
-        finally:
-            busy.discard(me)
-        if event == "sys.addaudithook":
-            raise RuntimeError("audit hooks are the harness's")  # refused: a hook of its own is not added
-
-    sys.addaudithook(hook)
+    sys.addaudithook(
+        audit_hook(
+            event_category(path_category, os.getpid()),
+            frame_walk(sys._getframe, library, lambda name: name != harness_file),
+            sent,
+            send,
+            _thread.get_ident,
+            refuse_hooks=True,  # sys.addaudithook: raised in the hook, so a hook of the completion's is not added
+        )
+    )
 
 
 def _read_audit(fd):
@@ -758,6 +713,14 @@ def main(code, test, mode, entry="", prompt=""):
         os.close(request_w)
         data, status = _read_result(read_fd, pid)
         forged = bool(data) and _forged_result(data, status)
+    report = _parent_report(data, status, forged, mode, left_r, audit_r)
+    os.write(1, (json.dumps(report) + "\n").encode())
+
+
+def _parent_report(data, status, forged, mode, left_r, audit_r):
+    """The report the host reads, once the child is gone: its verdict ("refused" where no byte came on
+    ``left_r``), and the audit tokens, the child's on ``audit_r`` and what the parent saw itself, only when
+    there are any. ``forged``: bytes on the result pipe the child's harness did not write."""
     report = _report(data, status)
     if not _left_over(left_r):  # the completion never ran: the sandbox's fault, not the program's
         report = {"status": "refused", "error": str(report.get("error") or "the harness could not leave root")}
@@ -769,7 +732,7 @@ def main(code, test, mode, entry="", prompt=""):
     audit = sorted(found | set(seen))
     if audit:
         report["audit"] = audit
-    os.write(1, (json.dumps(report) + "\n").encode())
+    return report
 
 
 SIGNALS_OF_ITS_OWN = {6, 1, 2, 3, 10, 12, 15}  # abort, hup, int, quit, usr1, usr2, term: not a limit's kill
