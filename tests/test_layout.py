@@ -248,3 +248,15 @@ def test_the_mirror_check_sees_a_module_without_its_file(tmp_path):
 def test_no_two_test_modules_share_a_name():
     names = Counter(path.name for path in TESTS.rglob("test_*.py"))
     assert [name for name, count in names.items() if count > 1] == []
+
+
+def test_a_function_longer_than_a_screen_says_why_it_is_one():
+    """No function over 60 lines unless its docstring says why it cannot be split ("past 60 lines")."""
+    long = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if node.end_lineno - node.lineno >= 60 and "past 60 lines" not in (ast.get_docstring(node) or ""):
+                long.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name}")
+    assert not long, long

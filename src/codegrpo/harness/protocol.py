@@ -143,7 +143,10 @@ def exchange(control, document, fds, output_limits, grace_s=ANSWER_GRACE_S, fail
     the runner is idle and ready for the next request; it is yielded with the answer None (no result: the
     caller learns only that it is over) before the next run is sent. Runs never sent are not yielded. The
     runs after a failure go in index order, where a program might tell its test's place: what they show
-    decides which test failed first, never a reward (the caller's is 0 once one failed)."""
+    decides which test failed first, never a reward (the caller's is 0 once one failed).
+
+    One generator, past 60 lines: the order, the run in flight and the budget are one state that each
+    yield hands back to the caller; split, every piece would pass all of it around."""
     count, sizes, uids = runs(document), document["inputs"], document.get("uids")
     import random  # here: only a host runs this, and no program's interpreter gets the module from the runner
 

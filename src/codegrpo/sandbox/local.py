@@ -284,7 +284,8 @@ class LocalSandbox(SandboxBackend):
         """sh (joins the cgroups) -> setpriv (as root: the sandbox's uid) -> bwrap -> ``inner``, with
         ``fds.files`` read-only at their paths. The worker keeps WORKER_CAPABILITIES in the sandbox's own
         user namespace (to give each program namespaces of its own); there, the seccomp filter refuses
-        new user namespaces."""
+        new user namespaces. One function, past 60 lines: the sandbox's whole command line, read top to
+        bottom as its specification."""
         cfg = self.cfg
         join: list[str] = []
         if group is not None:
