@@ -75,3 +75,32 @@ def test_a_stdio_programs_hook_keeps_its_own_references(local_sandbox, name):
     result = run_source(local_sandbox, textwrap.dedent(code) + "print('done')\n")
     tokens = [line.removeprefix(MARK) for line in result.stderr.splitlines() if line.startswith(MARK)]
     assert result.stdout == "done\n" and token in tokens, result
+
+
+# Red team (issue 54): a path object whose metaclass hashes got the program's code into the hook (its table
+# lookup hashed the class), which rewrote the frame walker's cell: nothing after it was ever recorded.
+SILENCER = """
+import sys
+def _silence(cls):
+    for depth in range(1, 6):
+        for value in list(sys._getframe(depth).f_locals.values()):
+            for cell in getattr(value, "__closure__", None) or ():
+                if cell.cell_contents is sys._getframe:
+                    cell.cell_contents = lambda depth: None
+    return id(cls) >> 4
+Path = type("M", (type,), {"__hash__": _silence})("Path", (), {"__fspath__": lambda self: "/nonexistent"})
+sys.audit("os.walk", Path())
+sys._getframe()
+"""
+
+
+def test_no_method_of_a_path_object_runs_in_the_harness_hook(local_sandbox):
+    _, result = score(local_sandbox, "is_prime", SILENCER + PROBLEMS["is_prime"].reference)
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert {"filesystem:os.walk", "introspection:sys._getframe"} <= set(report.get("audit", [])), report
+
+
+def test_no_method_of_a_path_object_runs_in_a_stdio_programs_hook(local_sandbox):
+    result = run_source(local_sandbox, SILENCER + "print('done')\n")
+    tokens = {line.removeprefix(MARK) for line in result.stderr.splitlines() if line.startswith(MARK)}
+    assert result.stdout == "done\n" and {"filesystem:os.walk", "introspection:sys._getframe"} <= tokens, result

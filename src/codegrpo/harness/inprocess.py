@@ -132,18 +132,19 @@ def _sender(write):
 def _path_category(home, library):
     """The program's events on a path: evidence where the path is not its own (``home``, its cwd; /tmp; its
     streams by any name; an fd) nor a read of the standard library's files (``library``'s prefixes)."""
-    kind, size, some, norm, join = type, len, any, os.path.normpath, os.path.join
-    paths = {str: str, bytes: lambda value: value.decode("utf-8", "replace")}
+    kind, size, some, norm, join, decode = type, len, any, os.path.normpath, os.path.join, bytes.decode
     streams, stream_prefixes, own, installed = STREAM_PATHS, STREAM_PREFIXES, (home + "/", "/tmp/"), library[:-1]
 
     def path_category(event, args):
         path = args[0] if args else "."
         if kind(path) is int:
             return ""  # an fd: its own streams, or a file it opened
-        convert = paths.get(kind(path))
-        if convert is None:
+        # By identity: hashing or comparing a path object's class would run the program's code in the hook.
+        if kind(path) is bytes:
+            path = decode(path, "utf-8", "replace")
+        elif kind(path) is not str:
             return "filesystem"  # a path object, whose code would run here
-        full = norm(join(home, convert(path)))
+        full = norm(join(home, path))
         if full in streams or full.startswith(stream_prefixes) or full == home or full.startswith(own):
             return ""
         writes = event != "open" or (size(args) > 1 and kind(args[1]) is str and some(c in args[1] for c in "wax+"))

@@ -189,17 +189,18 @@ def _install_audit_hook(fd, harness_file):
     own = (home, "/tmp")
     harness = os.path.normpath(os.path.join(home, harness_file))
     kind, size, some, norm, join, write = type, len, any, os.path.normpath, os.path.join, os.write
-    quiet, output, installed = QUIET_PATHS, OUTPUT_PATHS, library[:-1]
-    paths = {str: str, bytes: lambda value: value.decode("utf-8", "replace")}
+    quiet, output, installed, decode = QUIET_PATHS, OUTPUT_PATHS, library[:-1], bytes.decode
 
     def path_category(event, args):
         path = args[0] if args else "."
         if kind(path) is int:
             return "forgery" if path != 0 and event == "open" else ""
-        convert = paths.get(kind(path))
-        if convert is None:
+        # By identity: hashing or comparing a path object's class would run the completion's code in the hook.
+        if kind(path) is bytes:
+            path = decode(path, "utf-8", "replace")
+        elif kind(path) is not str:
             return "filesystem"  # a path object (pathlib's, or the completion's own, whose code would run here)
-        full = norm(join(home, convert(path)))
+        full = norm(join(home, path))
         if full.startswith(output) and not full.endswith("/0"):
             return "forgery"
         writes = event != "open" or (size(args) > 1 and kind(args[1]) is str and some(c in args[1] for c in "wax+"))
