@@ -241,7 +241,7 @@ def test_the_mirror_check_sees_a_module_without_its_file(tmp_path):
     (package / "reward" / "names.py").write_text("KEY = 'reward'\n")  # no behaviour: no file needed
     (package / "reward" / "scorer.py").write_text("def score():\n    return 1\n")  # tests/reward/test_scorer.py
     (package / "harness").mkdir()
-    (package / "harness" / "protocol.py").write_text("def send():\n    return 1\n")  # test_harness_protocol.py
+    (package / "harness" / "protocol.py").write_text("def send():\n    return 1\n")  # tests/harness/test_protocol.py
     assert _modules_without_their_own_tests(package) == {"reward/gadget.py"}
 
 
