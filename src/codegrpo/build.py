@@ -229,8 +229,7 @@ def check_reward_functions(cfg: TrainConfig) -> list[Callable[..., object] | Non
     if unknown_args:
         raise UsageError(f"reward.args names {sorted(unknown_args)}, which reward.functions does not list")
     checked = [reward_entries.check(entry, cfg) for entry in entries]
-    weights = cfg.reward.weights if cfg.reward.weights is not None else cfg.trainer.reward_weights
-    if weights is not None and len(weights) != len(entries):
+    if (weights := _weights(cfg)) is not None and len(weights) != len(entries):
         raise UsageError(
             f"reward.weights has {len(weights)} values for {len(entries)} reward functions ({', '.join(entries)})"
         )
@@ -262,8 +261,11 @@ def reward_functions(
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise UsageError(f"reward.functions: two functions log under the same name {duplicates}")
-    weights = cfg.reward.weights if cfg.reward.weights is not None else cfg.trainer.reward_weights
-    return functions, None if weights is None else [float(w) for w in weights]
+    return functions, None if (weights := _weights(cfg)) is None else [float(w) for w in weights]
+
+
+def _weights(cfg: TrainConfig) -> list[float] | None:
+    return cfg.reward.weights if cfg.reward.weights is not None else cfg.trainer.reward_weights
 
 
 def grpo_config(cfg: TrainConfig, run_dir: Path, reward_weights: list[float] | None = None) -> GRPOConfig:
@@ -314,23 +316,29 @@ def sampler_state(cfg: TrainConfig, problem_set: list[Problem], checkpoint: Path
 def check_evaluate(cfg: EvaluateConfig, items: Sequence[str | None]) -> list[str | None]:
     """The checkpoints among ``items`` (the checkpoint, or compare's two; the rest are eval files), checked
     with the eval files before anything loads: one line each."""
-    from codegrpo.evaluation.vllm_engine import check_vllm
-    from codegrpo.models.hub import check_hub_model
-    from codegrpo.models.loading import check_checkpoint
-
     if cfg.compare and len(cfg.compare) != 2:
         raise UsageError(f"compare takes two eval files or checkpoints, got {len(cfg.compare)}")
     for item in items:
         if item is not None and item.endswith(".json") and not Path(item).is_file():
             raise UsageError(f"compare: no such eval file {item}")
     checkpoints = [item for item in items if not str(item).endswith(".json")]
+    check_sampling(cfg.model, cfg.evaluation, checkpoints)
+    return checkpoints
+
+
+def check_sampling(model_cfg: ModelConfig, settings: EvaluationConfig, checkpoints: Sequence[str | None]) -> None:
+    """What ``sampling_model`` loads for each of ``checkpoints`` (None or "base": the model group's), checked
+    before anything loads: one line each."""
+    from codegrpo.evaluation.vllm_engine import check_vllm
+    from codegrpo.models.hub import check_hub_model
+    from codegrpo.models.loading import check_checkpoint
+
     for item in checkpoints:
         check_checkpoint(item)  # a mistyped dir is one line naming it, not the Hub's error
-    if checkpoints and cfg.evaluation.backend is GenerationBackend.vllm:
+    if checkpoints and settings.backend is GenerationBackend.vllm:
         check_vllm()
     if any(saved_dir(item) is None for item in checkpoints):
-        check_hub_model(cfg.model)
-    return checkpoints
+        check_hub_model(model_cfg)
 
 
 def check_train(cfg: TrainConfig, ranks: int) -> None:

@@ -10,14 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from codegrpo import build
-from codegrpo.config.choices import GenerationBackend, RewardKind
-from codegrpo.config.runs import BASE_CHECKPOINT, PassRatesConfig, saved_dir
+from codegrpo.config.choices import RewardKind
+from codegrpo.config.runs import BASE_CHECKPOINT, PassRatesConfig
 from codegrpo.data.files import write_problems
 from codegrpo.data.problems import Problem
 from codegrpo.data.sets import problem_set_hash
 from codegrpo.errors import UsageError
-from codegrpo.evaluation.vllm_engine import check_vllm
-from codegrpo.models.loading import check_checkpoint
 
 
 def read_rates(path: Path, sha256: str) -> dict[str, dict[str, Any]]:
@@ -41,7 +39,6 @@ def keep(problems: list[Problem], rates: dict[str, dict[str, Any]], lo: float, h
 
 def pass_rates(cfg: PassRatesConfig) -> list[Problem]:
     from codegrpo.evaluation.evaluator import evaluate_model
-    from codegrpo.models.hub import check_hub_model
 
     problems = build.problems(cfg.problems)
     sha256 = problem_set_hash(problems)
@@ -49,11 +46,7 @@ def pass_rates(cfg: PassRatesConfig) -> list[Problem]:
     rates = read_rates(path, sha256)
     todo = [p for p in problems if p.id not in rates]
     if todo:
-        check_checkpoint(cfg.checkpoint)
-        if cfg.evaluation.backend is GenerationBackend.vllm:
-            check_vllm()
-        if saved_dir(cfg.checkpoint) is None:
-            check_hub_model(cfg.model)
+        build.check_sampling(cfg.model, cfg.evaluation, [cfg.checkpoint])
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.is_file():
             header = {
