@@ -89,10 +89,6 @@ def _output(argv: list[str]) -> str:
     return first_line(done.stdout or done.stderr) or f"exit status {done.returncode}"
 
 
-def _truthy(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
-
-
 # -- the sections ---------------------------------------------------------------------------------------
 
 
@@ -308,13 +304,13 @@ def optional_section(report: Report) -> None:
 
 
 def network_section(report: Report) -> None:
-    from codegrpo.models.hub import hub_reachable
+    from codegrpo.models.hub import hub_reachable, truthy
     from codegrpo.tracking.wandb_run import DEFAULT_BASE_URL
 
     probes: dict[str, str] = {}
     hub = os.environ.get("HF_ENDPOINT", HUB)
     wandb = os.environ.get("WANDB_BASE_URL", DEFAULT_BASE_URL)
-    offline_hub = next((name for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE") if _truthy(name)), None)
+    offline_hub = next((name for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE") if truthy(name)), None)
     wandb_mode = os.environ.get("WANDB_MODE", "").strip().lower()
     if offline_hub is None:
         probes["Hub"] = hub
@@ -352,17 +348,9 @@ def _probe_all(targets: dict[str, str], reachable: Callable[..., str | None]) ->
 
 def model_section(report: Report) -> None:
     """The offline default (conf/model/smollm2-135m.yaml): where its GGUF file is and where it converts to."""
-    import yaml  # type: ignore[import-untyped]
-    from omegaconf import OmegaConf
+    from codegrpo.models.conversion import gguf_source, offline_config
 
-    from codegrpo.config.model import ModelConfig
-    from codegrpo.models.conversion import gguf_source
-    from codegrpo.resources import config_dir
-
-    option = config_dir() / "model" / "smollm2-135m.yaml"
-    values = {k: v for k, v in (yaml.safe_load(option.read_text()) or {}).items() if k != "defaults"}
-    cfg = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(ModelConfig), values))
-    assert isinstance(cfg, ModelConfig)
+    cfg = offline_config()
     report.line("model=smollm2-135m", f"{cfg.gguf_file} from the package {cfg.gguf_package}")
     try:
         report.line("  GGUF file", str(gguf_source(cfg)))

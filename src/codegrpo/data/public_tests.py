@@ -76,14 +76,10 @@ def moved_tests(problem: Problem, same: SameTest) -> list[tuple[int, int]]:
     return moved
 
 
-def _with_tests(problem: Problem, tests: tuple[IOTest, ...]) -> Problem:
-    # The result is one side of the split, and says nothing of the other.
-    return dataclasses.replace(problem, tests=tests, public_tests=())
-
-
 def public(problem: Problem, same: SameTest) -> Problem:
-    """``problem`` with only its public tests (none: the problem gives no feedback)."""
-    return _with_tests(problem, split_tests(problem, same)[0])
+    """``problem`` with only its public tests (none: the problem gives no feedback), as its ``tests``: one
+    side of the split, which says nothing of the other."""
+    return dataclasses.replace(problem, tests=split_tests(problem, same)[0], public_tests=())
 
 
 def hidden(problem: Problem, same: SameTest) -> Problem:

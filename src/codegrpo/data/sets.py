@@ -156,12 +156,8 @@ def problem_set_hash(problems: Iterable[Problem]) -> str:
     digest = hashlib.sha256()
     for problem in problems:
         fields = dataclasses.asdict(problem)
-        if not problem.preamble:
-            del fields["preamble"]  # added later: a set without one keeps its hash, so resume takes older checkpoints
-        if not problem.public_tests:
-            del fields["public_tests"]  # added later, likewise
-        for later in ("difficulty", "released"):
+        for later in ("preamble", "public_tests", "difficulty", "released"):
             if not fields[later]:
-                del fields[later]  # added later, likewise
+                del fields[later]  # added later: a set without one keeps its hash, so resume takes older checkpoints
         digest.update(json.dumps(fields, sort_keys=True).encode())
     return digest.hexdigest()

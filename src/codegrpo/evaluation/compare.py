@@ -102,24 +102,15 @@ def write_comparison(comparison: Comparison, run_dir: Path, run=None) -> None:
     from codegrpo.tracking.plots import write_comparison_plot
 
     save(comparison, run_dir / "comparison.json")
-    write_comparison_plot(comparison.to_json(), run_dir / "comparison.png")
+    data = comparison.to_json()
+    write_comparison_plot(data, run_dir / "comparison.png")
     if run is not None:
         low, high = comparison.ci95
-        metrics = {
-            keys.PASS1_BEFORE: comparison.pass1_before,
-            keys.PASS1_AFTER: comparison.pass1_after,
-            keys.CHANGE: comparison.change,
-            "ci95_low": low,
-            "ci95_high": high,
-        }
+        pass1 = (keys.PASS1_BEFORE, keys.PASS1_AFTER, keys.CHANGE)
+        metrics = {key: data[key] for key in pass1} | {"ci95_low": low, "ci95_high": high}
         if comparison.breakdown is not None:
             metrics |= {name: getattr(comparison.breakdown, name) for name in ("format", "skill", "lost")}
         if comparison.first_turn is not None:
-            first = comparison.first_turn
-            metrics |= {
-                keys.first_turn(keys.PASS1_BEFORE): first.pass1_before,
-                keys.first_turn(keys.PASS1_AFTER): first.pass1_after,
-                keys.first_turn(keys.CHANGE): first.change,
-            }
+            metrics |= {keys.first_turn(key): data["first_turn"][key] for key in pass1}
         run.log({keys.compared(key): value for key, value in metrics.items()})
         run.summary[keys.compared("excludes_zero")] = comparison.excludes_zero

@@ -95,11 +95,9 @@ def _convert(source: Path, target: Path) -> None:
 OFFLINE_GROUP = "smollm2-135m"  # conf/model/<this>.yaml names the offline model's package and file
 
 
-def offline_model() -> str:
-    """The offline model (model=smollm2-135m) as a directory from_pretrained reads, converted on first use
-    into model.cache_dir: ``GRPOTrainer(model=codegrpo.offline_model(), ...)`` on a laptop without the Hub.
-    Its package and file are read from conf/model/, the cache dir from the schema's default
-    ($CODEGRPO_CACHE, else ~/.cache/codegrpo): no Hydra."""
+def offline_config() -> ModelConfig:
+    """The offline model's config (model=smollm2-135m): its package and file read from conf/model/, the cache
+    dir from the schema's default ($CODEGRPO_CACHE, else ~/.cache/codegrpo): no Hydra."""
     import yaml  # type: ignore[import-untyped]
     from omegaconf import OmegaConf
 
@@ -109,7 +107,13 @@ def offline_model() -> str:
     fields = {key: value for key, value in group.items() if key != "defaults"}
     cfg = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(ModelConfig), fields))
     assert isinstance(cfg, ModelConfig)
-    return str(convert_gguf(cfg))
+    return cfg
+
+
+def offline_model() -> str:
+    """The offline model as a directory from_pretrained reads, converted on first use into model.cache_dir:
+    ``GRPOTrainer(model=codegrpo.offline_model(), ...)`` on a laptop without the Hub."""
+    return str(convert_gguf(offline_config()))
 
 
 def main() -> None:

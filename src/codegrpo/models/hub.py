@@ -61,14 +61,6 @@ def check_push(cfg: TrainConfig) -> None:
         raise UsageError("trainer.push_to_hub=true needs save_model=true (the pushed model is final_model)")
 
 
-def model_files(model_dir: Path) -> list[Path]:
-    return sorted(
-        p
-        for p in model_dir.iterdir()
-        if p.is_file() and any(fnmatch.fnmatch(p.name, pattern) for pattern in MODEL_FILES)
-    )
-
-
 def _base_model(cfg: TrainConfig) -> tuple[str, str | None]:
     """(how the card names the base model, its Hub id for the card's metadata when it has one)."""
     model = cfg.model
@@ -123,8 +115,7 @@ def model_card(cfg: TrainConfig, run_dir: Path, repo_id: str) -> str:
                 f"# {repo_id.split('/')[-1]}",
                 "",
                 "Trained with GRPO ([TRL](https://huggingface.co/docs/trl)) by codegrpo: the reward runs each "
-                "generated "
-                "program against the problem's tests in a sandbox.",
+                "generated program against the problem's tests in a sandbox.",
                 "",
                 f"- **Base model:** {base}",
                 f"- **Weights:** {weights}",
@@ -153,7 +144,9 @@ def model_card(cfg: TrainConfig, run_dir: Path, repo_id: str) -> str:
 def stage(cfg: TrainConfig, run_dir: Path, model_dir: Path, staging: Path) -> list[str]:
     """Fill an empty staging folder with the model files and the card; return the file names."""
     staging.mkdir(parents=True)
-    for path in model_files(model_dir):
+    for path in sorted(model_dir.iterdir()):
+        if not path.is_file() or not any(fnmatch.fnmatch(path.name, pattern) for pattern in MODEL_FILES):
+            continue
         try:
             os.link(path, staging / path.name)  # no copy of the weights when on the same filesystem
         except OSError:
@@ -197,7 +190,7 @@ def push_final_model(cfg: TrainConfig, run_dir: Path, model_dir: Path) -> list[s
 HUB_TIMEOUT_S = 3.0
 
 
-def _truthy(name: str) -> bool:
+def truthy(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
@@ -229,7 +222,7 @@ def check_hub_model(model_cfg: ModelConfig) -> None:
         "the offline default is model=smollm2-135m; a Hub model needs network access, or its files "
         "in the Hugging Face cache (download them once, then HF_HUB_OFFLINE=1)"
     )
-    if _truthy("HF_HUB_OFFLINE") or _truthy("TRANSFORMERS_OFFLINE"):
+    if truthy("HF_HUB_OFFLINE") or truthy("TRANSFORMERS_OFFLINE"):
         if not _cached(name):
             raise ModelNotFoundError(
                 f"model {name!r} is not in the Hugging Face cache and HF_HUB_OFFLINE is set; {advice}"

@@ -112,17 +112,15 @@ def describe_model(cfg: ModelConfig, model: Any) -> dict[str, Any]:
             revision = None
     if hasattr(model, "parameters"):
         parameters: int | None = sum(p.numel() for p in model.parameters())
-        dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
+        dtype = str(next(model.parameters()).dtype)
     else:  # in vLLM's engine (evaluation.backend=vllm): the checkpoint's dtype; the weights are the engine's
         parameters = None
-        dtype = str(getattr(model.config, "dtype", None) or getattr(model.config, "torch_dtype", "")).removeprefix(
-            "torch."
-        )
+        dtype = str(getattr(model.config, "dtype", None) or getattr(model.config, "torch_dtype", ""))
     return {
         "name_or_path": choice.name,
         "source": choice.source.value,
         "revision": revision,
-        "dtype": dtype,
+        "dtype": dtype.removeprefix("torch."),
         "parameters": parameters,
     }
 

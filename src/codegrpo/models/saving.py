@@ -14,8 +14,6 @@ from codegrpo.errors import UsageError
 from codegrpo.reward.metric_names import RELATIVE_NORM
 
 log = logging.getLogger(__name__)
-
-
 ADAPTER_CONFIG = "adapter_config.json"
 
 
@@ -58,8 +56,6 @@ def cast_saved_weights(model_dir: Path, dtype_name: str) -> None:
 # Rounding a weight to a 7-bit (bf16) or 10-bit (fp16) mantissa errs by up to half a spacing, 2**-8 or
 # 2**-11 of its size; the root mean square over weights is about 2**-8.5 / sqrt(3) (2**-11.5 / sqrt(3)).
 MAX_ROUNDING = {"bfloat16": 2.0**-8, "float16": 2.0**-11}
-
-
 RMS_ROUNDING = {"bfloat16": 2.0**-8.5 / 3**0.5, "float16": 2.0**-11.5 / 3**0.5}
 
 
@@ -76,9 +72,8 @@ def rounding_warning(history: list[dict[str, Any]], dtype_name: str) -> str | No
         f"final_model is saved in {dtype_name} (model.save_dtype), which rounds each weight by up to "
         f"{MAX_ROUNDING[dtype_name]:.1e} of its size ({rms:.1e} in norm), more than this run's whole update "
         f"(at most {total:.1e} in norm): the saved weights differ from the trained ones by more than training "
-        "moved them. "
-        "The after-training evaluation used the trained weights; to keep them on disk, "
-        "set model.save_dtype=float32."
+        "moved them. The after-training evaluation used the trained weights; to keep them on disk, set "
+        "model.save_dtype=float32."
     )
 
 

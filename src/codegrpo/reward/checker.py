@@ -3,9 +3,8 @@
 Stricter than the anchors (docs/reward-design.md): a correct prefix, an extra line, reordered lines or a
 change of case always fail. ``tokens`` (the default) compares whitespace-separated tokens in order, a
 number where the expected token has a fraction or an exponent within a tolerance, an expected integer
-exactly as text;
-``lines`` compares lines without their trailing whitespace; ``exact`` compares the bytes. Trailing blank
-lines never count, except in ``exact``.
+exactly as text; ``lines`` compares lines without their trailing whitespace; ``exact`` compares the bytes.
+Trailing blank lines never count, except in ``exact``.
 """
 
 from __future__ import annotations

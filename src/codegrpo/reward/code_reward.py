@@ -186,9 +186,8 @@ class CodeReward:
         sandbox: ``"local"`` (bubblewrap, the default), ``"superserve"`` (Superserve's cloud microVMs; the
             key in ``SUPERSERVE_API_KEY``), ``"ray"`` (the local sandbox on a Ray cluster's nodes: the cluster
             ``ray.init`` finds, docs/scaling.md), a ``LocalSandboxConfig``/``SuperserveSandboxConfig``/
-            ``RaySandboxConfig``, or a
-            ``SandboxBackend`` of the caller's (a ``MemoryBackend`` in tests), which the reward uses as it is:
-            the caller opens and closes it, and it does not pickle with the reward.
+            ``RaySandboxConfig``, or a ``SandboxBackend`` of the caller's (a ``MemoryBackend`` in tests), which
+            the reward uses as it is: the caller opens and closes it, and it does not pickle with the reward.
         kind: ``"binary"`` (1.0 when every test passes) or ``"partial"`` (the fraction of tests passed).
         checker: how stdin/stdout output is compared: ``"tokens"``, ``"lines"`` or ``"exact"``.
         extract: which fenced code block of a completion is the code: ``"first"`` or ``"last"``.
@@ -293,12 +292,6 @@ class CodeReward:
         state = self._ensure_open()
         scorer = _judging(state.scorer, problems)
         return state.loop.run(_rewards(scorer.score, scorer.sandbox, problem_ids, completions, columns, self._trend))
-
-    async def score_batch(self, completions: Sequence[Any], **columns: Any) -> list[Scored]:
-        """The verdicts of ``completions`` (status, reward, reason), on the caller's event loop."""
-        problem_ids, problems = self._batch(len(completions), columns)
-        scorer = _judging(self._ensure_open().scorer, problems)
-        return await scorer.score(problem_ids, completions)
 
     # -- the problems of a batch, from its columns -------------------------------------------------------------
 

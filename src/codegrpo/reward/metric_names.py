@@ -83,11 +83,11 @@ def public_pass_turn(key: str) -> int | None:
 
 GENERATION_S = "timing/generation_s"  # sampling the completions (rollout=feedback: less its public tests)
 REWARD_S = "timing/reward_s"  # the reward functions, and rollout=feedback's public tests
-UPDATE_S = "timing/update_s"  # the forward and backward passes and the optimizer's step
+UPDATE_S = "timing/update_s"  # forward and backward passes (TRL's old and reference log-probs too), optimizer step
 SAVE_S = "timing/save_s"  # saving checkpoints (a save follows its step's row: booked to the next step)
-OTHER_S = "timing/other_s"  # the rest of the step
-STEP_S = "timing/step_s"  # the wall time since the previous logged step: the five above sum to it
-TOKENS_PER_S = "timing/tokens_per_s"  # the model's tokens generated per second of generation
+OTHER_S = "timing/other_s"  # the rest: loading the batch, gradient clipping, callbacks, logging
+STEP_S = "timing/step_s"  # the wall time since the previous logged step (or the start): the five above sum to it
+TOKENS_PER_S = "timing/tokens_per_s"  # the model's tokens generated per second of generation (this process's)
 RELATIVE_NORM = "update/relative_norm"  # how far the optimizer step moved the weights: |delta| / |weights|
 
 

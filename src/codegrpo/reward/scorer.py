@@ -37,7 +37,7 @@ from codegrpo.reward.verdict import (
     score_io,
     score_values,
 )
-from codegrpo.sandbox.base import Outcome, RunResult, SandboxBackend
+from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend
 
 
 class Scorer:
@@ -89,11 +89,7 @@ class Scorer:
         unique = [key for key in dict.fromkeys(keys) if key[1].strip()]
         judged = [_Judged(self, self.problem(pid)) for pid, _ in unique]
         programs = [
-            dataclasses.replace(
-                build_program(j.problem, code, self.language, self.timeout_s, self.budget_s),
-                digest=j.digest,
-                failed=j.failed if self.stops_early else None,
-            )
+            self._program(j.problem, code, digest=j.digest, failed=j.failed if self.stops_early else None)
             for j, (_, code) in zip(judged, unique, strict=True)
         ]
         results = await self.sandbox.run_many(programs)
@@ -119,14 +115,14 @@ class Scorer:
             TestReports(by_key[key], functools.partial(self.judge_run, by_key[key]), self.partial) for key in unique
         ]
         programs = [
-            dataclasses.replace(
-                build_program(r.problem, code, self.language, self.timeout_s, self.budget_s), digest=r.digest
-            )
-            for r, (_, code) in zip(reporting, unique, strict=True)
+            self._program(r.problem, code, digest=r.digest) for r, (_, code) in zip(reporting, unique, strict=True)
         ]
         results = await self.sandbox.run_many(programs) if programs else []
         judged = {key: r.report(result) for key, r, result in zip(unique, reporting, results, strict=True)}
         return [judged.get(key, NO_CODE) for key in keys]
+
+    def _program(self, problem: Problem, code: str, **fields: Any) -> Program:
+        return dataclasses.replace(build_program(problem, code, self.language, self.timeout_s, self.budget_s), **fields)
 
     def _flags(self, judged: _Judged, code: str, result: RunResult) -> tuple[str, ...]:
         try:

@@ -10,10 +10,12 @@ from typing import Any
 from codegrpo.errors import UsageError
 
 
-def prompt_ids(tokenizer: Any, messages: list[dict[str, str]], template: dict[str, Any] | None = None) -> list[int]:
-    """A chat prompt's token ids, ready for the model's reply (the chat template's generation prompt)."""
+def prompt_ids(
+    tokenizer: Any, messages: list[dict[str, str]], template: dict[str, Any] | None = None, reply: bool = True
+) -> list[int]:
+    """A chat prompt's token ids, ready for the model's reply (``reply``: the chat template's generation prompt)."""
     encoded = tokenizer.apply_chat_template(
-        messages, add_generation_prompt=True, tokenize=True, return_dict=True, **(template or {})
+        messages, add_generation_prompt=reply, tokenize=True, return_dict=True, **(template or {})
     )
     return list(encoded["input_ids"])
 
@@ -24,9 +26,8 @@ class _Suffix:
 
     def __init__(self, tokenizer: Any, eos: set[int], template: dict[str, Any]) -> None:
         self.tokenizer, self.template = tokenizer, template
-        head = [{"role": "user", "content": "dummy"}, {"role": "assistant", "content": "dummy"}]
-        self.head = head
-        prefix = self._ids(head, False)
+        self.head = [{"role": "user", "content": "dummy"}, {"role": "assistant", "content": "dummy"}]
+        prefix = prompt_ids(tokenizer, self.head, template, reply=False)
         ends = [i for i, token in enumerate(prefix) if token in eos]
         self.prefix = prefix[: ends[-1] + 1] if ends else prefix
         self.close = prefix[ends[-1] : ends[-1] + 1] if ends else []  # ends a turn that stopped without it
@@ -43,14 +44,8 @@ class _Suffix:
             return message
         return self.special.sub(lambda found: found.group()[0] + "\u200b" + found.group()[1:], message)
 
-    def _ids(self, messages: list[dict[str, str]], generation_prompt: bool) -> list[int]:
-        encoded = self.tokenizer.apply_chat_template(
-            messages, add_generation_prompt=generation_prompt, tokenize=True, return_dict=True, **self.template
-        )
-        return list(encoded["input_ids"])
-
     def __call__(self, message: str) -> list[int]:
-        full = self._ids([*self.head, {"role": "user", "content": message}], True)
+        full = prompt_ids(self.tokenizer, [*self.head, {"role": "user", "content": message}], self.template)
         if full[: len(self.prefix)] != self.prefix:
             raise UsageError(
                 "rollout=feedback: the model's chat template does not render a conversation as a "

@@ -106,10 +106,8 @@ def timing_part(logs: dict[str, Any]) -> str:
 
 
 def step_line(logs: dict[str, Any], step: int, max_steps: int, seconds: float) -> str:
-    """`step 3/8  reward 0.250  pass 25%  passed 1, failed 2, error 1  hacks 1  12.3 s (gen 7.9 s at 41 tok/s,
-    reward 0.02 s, update 1.1 s)`: the statuses that occurred, the completions the reward-hack monitor flagged
-    when there were any, rollout=feedback's turns (feedback_part), sampler.dynamic's rounds (dynamic_part), and
-    where the step's time went (timing_part)."""
+    """`step 3/8  reward 0.250  pass 25%  passed 1, failed 2, error 1  hacks 1  12.3 s (gen 7.9 s ...)`: the
+    statuses that occurred, the flagged count when any, then feedback_part, dynamic_part and timing_part."""
     split = timing_part(logs)
     counts = {s.value: logs.get(keys.status(s)) for s in Status}
     statuses = ", ".join(f"{name} {_count(count)}" for name, count in counts.items() if count)

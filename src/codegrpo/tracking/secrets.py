@@ -321,16 +321,11 @@ def refuse_overrides(overrides: Sequence[str]) -> None:
         key, value = _parsed(arg) or (key.lstrip("+~"), text)
         if not _null(value):
             found = Found(key, None, _leaves(value)) if secret_name(key) else _find(value, key)
-            if found and found.shape is None:
+            if found:
+                looks = "" if found.shape is None else f"=... looks like {found.shape.what}, which"
+                instead = _by_name(found.key) if found.shape is None else found.shape.instead
                 raise Refused(
-                    f"{found.key} would be written to {ELSEWHERE}: secrets stay off the command line; "
-                    f"{_by_name(found.key)}",
-                    found.values,
-                )
-            if found and found.shape is not None:
-                raise Refused(
-                    f"{found.key}=... looks like {found.shape.what}, which would be written to {ELSEWHERE}: "
-                    f"secrets stay off the command line; {found.shape.instead}",
+                    f"{found.key}{looks} would be written to {ELSEWHERE}: secrets stay off the command line; {instead}",
                     found.values,
                 )
         _refuse_argument(arg, bare=False)  # the override as given: a secret in its key (a legacy key's shape: above)

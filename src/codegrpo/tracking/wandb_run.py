@@ -114,11 +114,6 @@ def resolve_mode(cfg: LoggerConfig) -> tuple[WandbMode, str]:
     return WandbMode.offline, NO_CREDENTIALS
 
 
-def _job_type(cfg: LoggerConfig, default: str) -> str:
-    # An explicit logger.job_type wins, then wandb's own variable, then what the command is.
-    return getattr(cfg, "job_type", None) or os.environ.get("WANDB_JOB_TYPE") or default
-
-
 def start_run(
     cfg: LoggerConfig,
     run_dir: Path,
@@ -163,7 +158,7 @@ def start_run(
             group=cfg.group,
             name=name,
             tags=list(cfg.tags) or None,
-            job_type=_job_type(cfg, job_type),
+            job_type=getattr(cfg, "job_type", None) or os.environ.get("WANDB_JOB_TYPE") or job_type,
             dir=str(run_dir),
             mode=mode.value,  # wandb validates a plain string
             config=secrets.mask(config),

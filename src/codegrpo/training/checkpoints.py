@@ -93,14 +93,11 @@ def publish(staged: Path, run_dir: Path) -> Path:
     for file in staged.rglob("*"):
         if file.is_file():
             _fsync(file)
-    target = run_dir / staged.name
+    target, old = run_dir / staged.name, staging_dir(run_dir) / f"old-{staged.name}"
     if target.exists():  # the same step saved again (a resumed run's last step): replace it
-        old = staging_dir(run_dir) / f"old-{staged.name}"
         target.rename(old)
-        staged.rename(target)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        staged.rename(target)
+    staged.rename(target)
+    shutil.rmtree(old, ignore_errors=True)
     _fsync(run_dir)
     discard_staging(run_dir)
     return target

@@ -87,14 +87,14 @@ def _run_async(trainer: Any, coroutine: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coroutine)
 
 
-def _widest(trainer: Any, count: int) -> int:
-    """The most episodes still going on any process (``count`` here; with one process, ``count``)."""
+def _gathered(trainer: Any, items: list[T]) -> list[T]:
+    """``items`` of every process, in process order (accelerate's gather_object); with one process, ``items``."""
     accelerator = getattr(trainer, "accelerator", None)
     if accelerator is None or accelerator.num_processes <= 1:
-        return count
+        return items
     from accelerate.utils import gather_object
 
-    return max(gather_object([count]))
+    return list(gather_object(items))
 
 
 RolloutFunc = Callable[[list[Any], Any], dict[str, Any]]
@@ -152,7 +152,7 @@ def make_feedback_rollout(
             environment,
             chat,
             settings.max_turns,
-            widest=lambda n: _widest(trainer, n),
+            widest=lambda n: max(_gathered(trainer, [n])),  # the most episodes still going on any process
             run=run_tests,
         )
         log_metrics(trainer, episodes, settings.max_turns)
@@ -224,12 +224,7 @@ def log_metrics(trainer: Any, episodes: Sequence[Episode], max_turns: int) -> No
     store = getattr(trainer, "_metrics", None)
     if store is None:
         return
-    stats = [EpisodeStats.of(e) for e in episodes]
-    accelerator = getattr(trainer, "accelerator", None)
-    if accelerator is not None and accelerator.num_processes > 1:
-        from accelerate.utils import gather_object
-
-        stats = list(gather_object(stats))
+    stats = _gathered(trainer, [EpisodeStats.of(e) for e in episodes])
     model = getattr(trainer, "model", None)
     mode = "train" if model is None or model.training else "eval"
     for name, value in episode_metrics(stats, max_turns).items():
@@ -237,15 +232,11 @@ def log_metrics(trainer: Any, episodes: Sequence[Episode], max_turns: int) -> No
     share = cut_first_turn(stats, max_turns)
     if share is not None:
         store[mode][CUT_FIRST_TURN].append(share)
-    if getattr(accelerator, "is_main_process", True):
+    if getattr(getattr(trainer, "accelerator", None), "is_main_process", True):
         warn_if_mostly_cut(stats, max_turns, getattr(trainer, "max_completion_length", None))
 
 
 # -- the reward on the final code -----------------------------------------------------------------------------------
-
-
-def _is_async(function: Callable[..., Any]) -> bool:
-    return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(type(function).__call__)
 
 
 def turn_columns(columns: dict[str, Any], max_turns: int) -> dict[str, list[Any]]:
@@ -283,7 +274,7 @@ def score_final_code(function: Callable[..., Any], max_turns: int = 0) -> Callab
     def unscored(rewards: Any, faults: list[bool]) -> Any:
         return [None if fault else reward for reward, fault in zip(rewards, faults, strict=True)] if faults else rewards
 
-    if _is_async(function):
+    if inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(type(function).__call__):
 
         async def reward(completions: Any, **columns: Any) -> Any:
             scored, faults = split(completions, columns)

@@ -190,14 +190,11 @@ class DifficultySampler:
     def __len__(self) -> int:
         return self.per_epoch * self.batch_size * self.mini_repeat_count * self.repeat_count
 
-    def weights(self) -> np.ndarray:
-        return pool_weights(self.rates, self.shares)
-
     def draw(self, k: int) -> list[int]:
         """Generation batch k: ``batch_size`` distinct problems, weighted by pool, from (seed, k) and the
         observations of batches < k - 1 (weighted sampling without replacement, Efraimidis-Spirakis keys)."""
         self.rates.fold(k - 1)
-        weights = self.weights()
+        weights = pool_weights(self.rates, self.shares)
         keys = np.log(np.random.default_rng([self.seed, k]).random(len(weights))) / weights
         return np.argsort(-keys, kind="stable")[: self.batch_size].tolist()
 

@@ -1,15 +1,5 @@
-"""Where a training step's time goes: the ``timing/*`` metrics of every logged step.
-
-    timing/generation_s   sampling the completions (rollout=feedback: every turn, less its public tests)
-    timing/reward_s       the reward functions (sandbox runs and verdicts), and rollout=feedback's public tests
-    timing/update_s       the forward and backward passes (with the old and reference log-probs TRL computes
-                          for the loss) and the optimizer's step
-    timing/save_s         saving checkpoints: the Trainer saves after it logs a step, so a save is booked to the
-                          next logged step (the last step's save to none: it follows the last row)
-    timing/other_s        the rest: loading the batch, gradient clipping, callbacks, logging
-    timing/step_s         the wall time since the previous logged step (the first: since training began); the
-                          one step duration in the log (TRL's own step_time, training_step alone, is dropped)
-    timing/tokens_per_s   the model's tokens generated per second of generation (this process's)
+"""Where a training step's time goes: the ``timing/*`` metrics of every logged step (reward/metric_names.py
+says what each holds; the trainer drops TRL's own step_time, which times training_step alone).
 
 Each phase's clock counts only its own seconds: a phase that starts inside another pauses the outer one
 (TRL generates and scores inside its training_step; rollout=feedback runs public tests inside generation), so

@@ -52,9 +52,7 @@ class Loaded:
         return [f"problems: skipped {n} of {self.rows} rows ({why})" for why, n in sorted(self.skipped.items())]
 
 
-# -- shared pieces of the schemas ---------------------------------------------------------------------
-
-# -- one mapper per dataset -------------------------------------------------------------------------
+# -- each dataset's schema --------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -81,7 +79,6 @@ SCHEMAS = {
 
 
 # -- loading ------------------------------------------------------------------------------------------
-
 
 # The datasets library's builders that read files (problems.hub_path=json with problems.data_files=FILE).
 FILE_BUILDERS = frozenset({"json", "parquet", "arrow", "csv", "text"})

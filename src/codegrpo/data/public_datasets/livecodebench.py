@@ -4,6 +4,7 @@ of one JSON string, read with pickletools and never unpickled."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import pickletools
 import zlib
 from collections.abc import Mapping
@@ -51,15 +52,12 @@ def _lcb_tests(cases: Any, fn_name: Any, name: str) -> tuple[list[dict[str, Any]
 # about three times as much for a moment (the bytes, the string, the JSON's values).
 MAX_DECOMPRESSED = 256 << 20
 
-
 # What a pickled string is made of: its protocol and frame, one string or bytes opcode, perhaps the memo
 # entry pickle.dumps adds, and STOP. Any other opcode (a class or function reference, the way a pickle runs
 # code; a stack or memo opcode, the way a small pickle builds a huge object) is refused before it acts.
 _PICKLED_STRING = frozenset(
     {"UNICODE", "SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "SHORT_BINBYTES", "BINBYTES", "BINBYTES8"}
 )
-
-
 _PICKLE_FRAMING = frozenset({"PROTO", "FRAME", "MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT", "STOP"})
 
 
@@ -69,9 +67,9 @@ def decode_private_tests(value: Any, name: str) -> Any:
     pickletools.genops, which builds nothing, after every opcode is checked; the JSON inside is then decoded."""
     if not isinstance(value, str):
         return value
-    decoded = _decode_json_or_none(value)
-    if decoded is not None:
-        return decoded
+    with contextlib.suppress(ValueError):
+        if (decoded := json_value(value)) is not None:
+            return decoded
     try:
         packed = base64.b64decode(value.encode("ascii"), validate=True)
         inflater = zlib.decompressobj()
@@ -96,13 +94,6 @@ def _pickled_string(raw: bytes) -> str | bytes:
     if not strings:
         raise ValueError("the pickle holds no string")
     return strings[0]
-
-
-def _decode_json_or_none(value: str) -> Any:
-    try:
-        return json_value(value)
-    except ValueError:
-        return None
 
 
 def map_livecodebench(row: Mapping[str, Any], number: int, where: str) -> Row:

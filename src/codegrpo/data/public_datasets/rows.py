@@ -60,8 +60,6 @@ def _first_python3(solutions: Iterable[Any]) -> str:
 
 # A number starts only where no digit or dot precedes it, so the search is linear in the text's length.
 _SECONDS = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*(?:s\b|sec|second)", re.IGNORECASE)
-
-
 _SECONDS_TEXT = 100  # characters: a longer field is not a time limit ("2 seconds", "1.5 s")
 
 

@@ -17,17 +17,9 @@ change a reward (``hack_penalty`` in reward/shared_batch.py is the opt-in that d
 JavaScript has no audit hook: its static flags are all there is inside the program, and names built
 at run time (``process["ex" + "it"]``) pass them.
 
-The modules, in the order the evidence flows:
-
-- categories.py: CATEGORIES, and the tables of which names are evidence of which category;
-- harness_names.py: the harnesses' own names, the Python ones read from the harness itself;
-- literals.py: the tests' inputs and expected values, what hardcoded answers are compared with;
-- text_rules.py: what a string literal of either language shows;
-- python_rules.py: the Python rules (an ast visitor);
-- javascript_tree.py and javascript_rules.py: esprima's tree, and the JavaScript rules over it;
-- run_evidence.py: the runs' evidence (the audit tokens, what the runner saw printed);
-- flags.py: all of it together (``static_flags``, ``flags_of``);
-- trend.py: the flagged rates per batch (``hack_metrics``) and the warning when they rise (``HackTrend``).
+The modules, in the order the evidence flows (each one's docstring says what it holds): categories.py,
+harness_names.py, literals.py, text_rules.py, python_rules.py, javascript_tree.py and javascript_rules.py,
+run_evidence.py, flags.py (all of it together) and trend.py (the rates per batch, and the warning).
 
 docs/reward-design.md explains each category with an example, and the limits.
 """
