@@ -2,9 +2,7 @@
 
 Works with cgroup v1 and v2 (codegrpo.config.cgroupfs finds our cgroups). Each sandbox gets a parent cgroup
 inside this process's own cgroup, so whatever limits the trainer runs under still cover its programs,
-and each run gets a child of that parent with the limits set. On v2 a cgroup with processes cannot
-hand controllers to children, so the processes of our own cgroup (the trainer's) first move into a
-leaf beside the sandboxes' cgroups, ``codegrpo-leaf``. Where no writable cgroup exists, the caller
+and each run gets a child of that parent with the limits set. Where no writable cgroup exists, the caller
 falls back to rlimits (see ``CgroupLimits.unavailable``, which says what is missing and how to grant it).
 """
 

@@ -1,9 +1,6 @@
-"""Local sandbox: programs run in bubblewrap containers on this machine.
-
-Every program runs on a worker (codegrpo.sandbox.workers): a bubblewrap sandbox whose pid 1 is the runner
-``harness/runner.py``, which forks the program into fresh pid, mount, UTS, IPC and network
-namespaces of its own. A warm sandbox (``sandbox.warm``, the default) keeps its worker for program
-after program; a cold one starts a worker for one program. From the outside in::
+"""Local sandbox: programs run in bubblewrap containers on this machine, each on a worker
+(codegrpo.sandbox.workers), which a warm sandbox (``sandbox.warm``, the default) keeps for program after
+program and a cold one starts for one program. From the outside in::
 
     sh                 moves itself into the run's cgroups (only with cgroups), then execs
       setpriv          as root: the unprivileged sandbox uid
@@ -35,6 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from codegrpo.config.sandbox import LocalSandboxConfig
+from codegrpo.harness.protocol import close_all
 from codegrpo.sandbox import seccomp
 from codegrpo.sandbox.base import (
     Outcome,
@@ -48,7 +46,7 @@ from codegrpo.sandbox.base import (
     trivial_program,
 )
 from codegrpo.sandbox.cgroups import CgroupLimits, RunCgroup
-from codegrpo.sandbox.workers import WORKER_CAPABILITIES, WORKER_PATH, Launch, Ticket, WorkerPool, worker_files
+from codegrpo.sandbox.workers import WORKER_CAPABILITIES, WORKER_PATH, Launch, Ticket, WorkerPool, memfd, worker_files
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +56,7 @@ BWRAP_INSTALL_HINT = (
     "or choose sandbox=superserve. Model-written code is never run unsandboxed."
 )
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
+SANDBOX_ENV = {"HOME": "/tmp", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 _PREFLIGHT_TIMEOUT_S = 30.0
 _JOIN_EXIT = 125  # the launcher's exit status when it cannot move itself into the run's cgroup
 _PREFLIGHT = trivial_program(Runtime.python, _PREFLIGHT_TIMEOUT_S)  # through the harness, as a completion runs
@@ -181,14 +180,11 @@ class LocalSandbox(SandboxBackend):
         """How each limit is enforced on this machine (logged once; docs/security.md explains the fallbacks)."""
         controllers = self._cgroups.controllers if self._cgroups else {}
         memory = f"cgroup v{controllers['memory']}" if "memory" in controllers else "RLIMIT_AS"
-        # Counted per (user namespace, uid): each sandbox on its own. It binds every uid but host root's.
-        nproc = f"RLIMIT_NPROC as uid {self.uid}"
-        processes = f"cgroup v{controllers['pids']}" if "pids" in controllers else nproc
-        enforcement = {"memory": memory, "processes": processes}
+        processes = f"cgroup v{controllers['pids']}" if "pids" in controllers else f"RLIMIT_NPROC as uid {self.uid}"
         unavailable = self._cgroups.unavailable if self._cgroups else {"memory": "disabled", "pids": "disabled"}
         for controller, why in unavailable.items():
             log.warning("sandbox %s limit falls back to an rlimit: %s", controller, why)
-        return enforcement
+        return {"memory": memory, "processes": processes}
 
     def _site_dirs(self) -> list[str]:
         """The sandbox interpreter's site-packages directories, to hide third-party packages."""
@@ -257,8 +253,11 @@ class LocalSandbox(SandboxBackend):
                 end.close()
             fds.close()
             raise
-        fallback = self._fallback_limits(extra_processes=1)
-        config = program_limits(cfg, fallback.get("nproc"), fallback.get("as"))
+        # rlimits where no cgroup enforces the limit. RLIMIT_NPROC counts per (user namespace, uid) (Linux 5.14+):
+        # this sandbox alone. Host root is exempt.
+        controllers = self._cgroups.controllers if self._cgroups is not None else {}
+        processes = None if "pids" in controllers else cfg.max_processes + 1  # and the worker, as in its cgroup
+        config = program_limits(cfg, processes, None if "memory" in controllers else cfg.memory_mb << 20)
         config |= {"seccomp": seccomp.build_filter().hex(), "vm_root": cfg.vm_root}
         command = ["python3", "-I", WORKER_PATH, "serve", str(worker.fileno()), json.dumps(config)]
         argv = self._sandbox_command(fds, group, command)
@@ -269,23 +268,11 @@ class LocalSandbox(SandboxBackend):
 
         return Launch(argv, (*fds.pass_fds, worker.fileno()), group, host, fds.take_status(), close)
 
-    def _fallback_limits(self, extra_processes: int = 0) -> dict[str, int]:
-        """prlimit's names and values for the limits no cgroup enforces here."""
-        controllers = self._cgroups.controllers if self._cgroups is not None else {}
-        limits = {}
-        if "memory" not in controllers:
-            limits["as"] = self.cfg.memory_mb << 20
-        if "pids" not in controllers:
-            # Counted per user namespace (Linux 5.14+), so it limits this sandbox alone; root is exempt.
-            limits["nproc"] = self.cfg.max_processes + extra_processes
-        return limits
-
     def _sandbox_command(self, fds: _LaunchFds, group: RunCgroup | None, inner: list[str]) -> list[str]:
         """sh (joins the cgroups) -> setpriv (as root: the sandbox's uid) -> bwrap -> ``inner``, with
         ``fds.files`` read-only at their paths. The worker keeps WORKER_CAPABILITIES in the sandbox's own
         user namespace (to give each program namespaces of its own); there, the seccomp filter refuses
-        new user namespaces. One function, past 60 lines: the sandbox's whole command line, read top to
-        bottom as its specification."""
+        new user namespaces."""
         cfg = self.cfg
         join: list[str] = []
         if group is not None:
@@ -293,6 +280,7 @@ class LocalSandbox(SandboxBackend):
             # few ms on cgroup v1 (an RCU grace period): the launcher waits for it, not the event loop.
             script = "".join(f"echo $$ > {shlex.quote(path)} || exit {_JOIN_EXIT}\n" for path in group.procs_files)
             join = [self._sh, "-c", script + 'exec "$@"', "sh"]
+        environment = {"PATH": self._sandbox_path(), **SANDBOX_ENV}
         sandbox = [
             self._bwrap,
             "--unshare-all",
@@ -307,21 +295,7 @@ class LocalSandbox(SandboxBackend):
             "--hostname",
             "sandbox",
             "--clearenv",
-            "--setenv",
-            "PATH",
-            self._sandbox_path(),
-            "--setenv",
-            "HOME",
-            "/tmp",
-            "--setenv",
-            "LANG",
-            "C.UTF-8",
-            "--setenv",
-            "OMP_NUM_THREADS",
-            "1",
-            "--setenv",
-            "OPENBLAS_NUM_THREADS",
-            "1",
+            *(arg for name, value in environment.items() for arg in ("--setenv", name, value)),
             *self._mount_args,
             "--proc",
             "/proc",
@@ -366,10 +340,8 @@ class LocalSandbox(SandboxBackend):
         return list(await asyncio.gather(*(run_one(p) for p in programs)))
 
     async def run(self, program: Program) -> RunResult:
-        """Run one program; never raises for anything the program does.
-
-        When it returns (or is cancelled), no process of the program is left and its /tmp is gone.
-        """
+        """Run one program; never raises for anything the program does. When it returns (or is cancelled),
+        no process of the program is left and its /tmp is gone."""
         self._counts["runs"] += 1
         # The fake's VM root keeps capabilities: never a worker another program has used.
         fresh = not self.cfg.warm or self.cfg.vm_root
@@ -404,7 +376,6 @@ class LocalSandbox(SandboxBackend):
         cfg = self.cfg
         user = "setpriv (the trainer is root)" if self._user else "the trainer's own uid (not root)"
         warm = "warm workers" if self.cfg.warm and not self.cfg.vm_root else "a fresh sandbox per program"
-        syscalls = "seccomp, a profile like Docker's"
         return [
             ("user", f"uid {self.uid}, gid {cfg.gid if self._user else os.getegid()}", user),
             ("memory", f"{cfg.memory_mb} MiB", self.enforcement["memory"]),
@@ -420,14 +391,12 @@ class LocalSandbox(SandboxBackend):
                 "the host stops reading and kills",
             ),
             ("network", "none", "a network namespace of its own (loopback only)"),
-            ("syscalls", "no io_uring, bpf, mount, new namespaces, ...", syscalls),
+            ("syscalls", "no io_uring, bpf, mount, new namespaces, ...", "seccomp, a profile like Docker's"),
             ("at once", f"{cfg.max_concurrency} programs", f"the sandbox's semaphore; {warm}"),
         ]
 
     def stats(self) -> dict[str, float]:
-        """sandbox/runs, sandbox/<outcome> for each outcome seen, sandbox/cgroup_leaks if any,
-        sandbox/skipped_runs (runs not started after a failing one, Program.failed) if any, and how many warm
-        workers were started and retired."""
+        """sandbox/runs, /warm_reruns, /skipped_runs and /<outcome> as seen, and the warm pool's counts."""
         stats = {f"sandbox/{name}": float(count) for name, count in self._counts.items()}
         stats["sandbox/warm_started"] = float(self._pool.started)
         stats["sandbox/warm_retired"] = float(self._pool.retired)
@@ -447,10 +416,8 @@ class _LaunchFds:
         self.files: dict[str, int] = {}
         try:
             for path, text in files.items():
-                fd = self.files[path] = self._keep(os.memfd_create("codegrpo-file", os.MFD_CLOEXEC))
-                os.write(fd, text.encode("utf-8", "surrogatepass"))
-                os.lseek(fd, 0, os.SEEK_SET)
-            self.seccomp = self._keep(seccomp.filter_fd(program=False))
+                self.files[path] = self._keep(memfd("codegrpo-file", text.encode("utf-8", "surrogatepass")))
+            self.seccomp = self._keep(memfd("codegrpo-seccomp", seccomp.build_filter(program=False)))
             self.status_read, self.status_write = map(self._keep, os.pipe())
         except BaseException:
             self.close()
@@ -470,8 +437,7 @@ class _LaunchFds:
         return self.status_read
 
     def close(self) -> None:
-        for fd in self._open:
-            os.close(fd)
+        close_all(self._open)
         self._open.clear()
 
 

@@ -1,5 +1,4 @@
-"""A backend for tests that executes nothing: each run's result comes from a function (httpx's MockTransport,
-for sandboxes)."""
+"""MemoryBackend: a sandbox backend for tests, answered by a function (httpx's MockTransport, for sandboxes)."""
 
 from __future__ import annotations
 
@@ -18,9 +17,9 @@ Handler = Callable[[Program, str | None], RunResult | Awaitable[RunResult]]
 class MemoryBackend(SandboxBackend):
     """A SandboxBackend for tests, answered by ``handler``: it executes nothing and isolates nothing.
 
-    Never give it model-written code to judge for real: no program runs, the handler decides every result.
     It is for testing code that runs programs through a sandbox (a reward function, a Scorer, a rollout)
-    without bubblewrap or a cloud account, as httpx's ``MockTransport`` is for code that sends requests.
+    without bubblewrap or a cloud account, as httpx's ``MockTransport`` is for code that sends requests:
+    never for judging model-written code, as the handler decides every result.
 
     ``handler(program, stdin)`` answers one run with its ``RunResult`` (a plain function or an ``async``
     one): a program without ``inputs`` is one run, with ``stdin=None``; a program with inputs is one run

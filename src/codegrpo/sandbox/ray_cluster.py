@@ -1,29 +1,17 @@
 """sandbox=ray: codegrpo's local sandbox on a Ray cluster's nodes, so that model-written code leaves the training
-machine without a cloud account (docs/scaling.md).
+machine without a cloud account (docs/scaling.md has the design and its red teams).
 
 Each of ``sandbox.actors`` Ray actors opens a LocalSandbox (bubblewrap, warm workers, every limit the local
-sandbox has) on the node Ray places it on, ``sandbox.resources`` choosing the nodes (custom resources that only
-CPU nodes offer keep the actors off the GPU nodes). A batch is split among the actors, each running its share
-of ``sandbox.max_concurrency`` programs at once. Programs cross without their host-side callables: the Scorer's
-``digest`` (which holds the expected outputs) and ``failed`` stay here, and each run is digested when it comes
-back, so expected outputs never leave the trainer and the verdict is the trainer's. Fail-fast (binary reward)
-holds there too: a node reports each run of such a program as it is read, the trainer judges it and answers
-whether it failed, and the node goes on as the local sandbox does with that answer (the next run is already
-going meanwhile; runs shorter than the round trip are paced by it).
+sandbox has) on the node Ray places it on (``sandbox.resources`` keeps them off the GPU nodes) and runs its share
+of ``sandbox.max_concurrency`` programs. Programs cross without their host-side callables: the Scorer's ``digest``
+(which holds the expected outputs) and ``failed`` stay here, so expected outputs never leave the trainer and the
+verdict is the trainer's; for fail-fast, a node reports each run as it is read and waits for the trainer's answer.
 
-One cap for the whole job: where several processes train together (WORLD_SIZE > 1: torchrun, accelerate on
-GPUs), every rank uses one pool of named actors (its name from the job's MASTER_ADDR:MASTER_PORT, run id, run dir,
-and the host where the master is a loopback address), so ``sandbox.max_concurrency`` holds across all ranks, not per
-rank; ``sandbox.pool=<name>`` shares one on purpose, between jobs too, whose settings must then agree. The first
-rank to ask creates an actor, the others find it. A shared pool's actors are detached (they outlive the rank that
-made them) and know their holders, (job, rank) pairs: a rank that leaves kills an actor only where it was its last
-holder, and an actor whose holders' processes have all gone closes itself.
-
-Results stream back program by program (digested here as each arrives), so neither the actor nor the trainer
-holds a chunk's outputs at once. Faults are infrastructure, never a 0: where a chunk's actor dies or misses its
-deadline (its programs' wall time, in rounds of the actor's concurrency, plus ``RAY_SLACK_S``), the programs it
-had not finished run once more on another actor, and the actor is replaced; a second failure gives those
-programs SANDBOX_ERROR results, which the reward reads as None.
+Every rank of a distributed launch (WORLD_SIZE > 1) uses one pool of named, detached actors, so the cap holds
+across ranks (``sandbox.pool=<name>`` shares one on purpose, between jobs too). An actor knows its holders, (job,
+rank) pairs: only its last holder kills it, and one whose holders' processes have all gone closes itself. Results
+stream back program by program; where a chunk's actor dies or misses its deadline, it is replaced and the programs
+it had not finished run once more on another actor, a second failure making them SANDBOX_ERROR (None, never a 0).
 """
 
 from __future__ import annotations
@@ -46,13 +34,11 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Sequence
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from codegrpo.config.sandbox import LocalSandboxConfig, RaySandboxConfig
 from codegrpo.errors import SandboxFatalError, UsageError
-from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend
-
-if TYPE_CHECKING:
-    from codegrpo.config.sandbox import RaySandboxConfig
+from codegrpo.sandbox.base import Outcome, Program, RunResult, Runtime, SandboxBackend
 
 RAY_EXTRA = "pip install -e '.[ray]' (an installed codegrpo: pip install 'codegrpo[ray]')"
 RAY_SLACK_S = 30.0  # a chunk's deadline beyond its programs' own time: scheduling, transfer, a worker's start
@@ -80,15 +66,13 @@ Item = tuple[int, int | None, int | None, RunResult]  # run_each's: (index, run,
 
 
 class _Reports:
-    """A run_each call's reports of runs to the caller, and the caller's answers: whether each run failed."""
+    """A run_each call's items for the caller (its results, and reports of runs), and the caller's answers by
+    report number: whether each run failed."""
 
-    def __init__(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        items: asyncio.Queue[Item | BaseException],
-        answers: dict[int, concurrent.futures.Future[bool]],
-    ) -> None:
-        self.loop, self.items, self.answers = loop, items, answers
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.items: asyncio.Queue[Item | BaseException] = asyncio.Queue()
+        self.answers: dict[int, concurrent.futures.Future[bool]] = {}
         self.numbers = itertools.count()
         self.latest: dict[tuple[int, int], int] = {}  # each run's last report
         self.over = threading.Event()
@@ -222,8 +206,6 @@ class SandboxActor:
         """Open the sandbox (its trivial program of each runtime); (this node's name, this process's pid)."""
         import ray
 
-        from codegrpo.config.sandbox import LocalSandboxConfig
-        from codegrpo.sandbox.base import Runtime
         from codegrpo.sandbox.local import LocalSandbox
 
         node = f"{socket.gethostname()} (Ray node {ray.get_runtime_context().get_node_id()[:8]})"
@@ -252,16 +234,15 @@ class SandboxActor:
         await self.ready.wait()
         sandbox = self.sandbox
         assert sandbox is not None
-        items: asyncio.Queue[Item | BaseException] = asyncio.Queue()
-        answers = self.answers[call] = {}
-        reports = _Reports(asyncio.get_running_loop(), items, answers)
+        reports = _Reports()
+        self.answers[call] = reports.answers
 
         async def one(index: int, program: Program) -> None:
             try:
                 [result] = await sandbox.run_many([program])  # run_many: under the sandbox's semaphore
-                items.put_nowait((index, None, None, result))
+                reports.items.put_nowait((index, None, None, result))
             except BaseException as error:
-                items.put_nowait(error)
+                reports.items.put_nowait(error)
                 raise
 
         running = [
@@ -271,7 +252,7 @@ class SandboxActor:
         try:
             finished = 0
             while finished < len(programs):
-                item = await items.get()
+                item = await reports.items.get()
                 if isinstance(item, BaseException):
                     raise item
                 finished += item[1] is None
@@ -389,11 +370,6 @@ def _remote(program: Program) -> Program:
     return dataclasses.replace(program, digest=None, failed=None)
 
 
-def _asks(program: Program) -> bool:
-    """Whether a node asks the host, run by run, whether ``program``'s runs go on (its fail-fast)."""
-    return program.inputs is not None and program.failed is not None
-
-
 def _digested(program: Program, result: RunResult, reported: dict[int, RunResult]) -> RunResult:
     """A node's result kept as the host keeps a run (Program.kept), run by run; a run the node reported as it
     was read (``reported``, kept then) comes back without its output, and what was kept of it stands."""
@@ -413,14 +389,11 @@ def _digested(program: Program, result: RunResult, reported: dict[int, RunResult
 @contextlib.contextmanager
 def _signal_handlers_kept() -> Iterator[None]:
     """ray.init on the main thread sets SIGTERM to sys.exit: a preempted run would stop with no checkpoint."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    kept = signal.getsignal(signal.SIGTERM)
+    kept = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
     try:
         yield
     finally:
-        if kept is not None:  # None: a handler set outside Python, which Python cannot reinstall
+        if kept is not None:  # None: off the main thread, or a handler set outside Python (not reinstallable)
             signal.signal(signal.SIGTERM, kept)
 
 
@@ -455,7 +428,12 @@ class RaySandbox(SandboxBackend):
 
         if not ray.is_initialized():  # else the caller's own Ray (a script's, a test's): used, and left running
             self._start_ray()
-        self._check_resources()
+        if not self._placeable():  # its actors would never be placed
+            raise UsageError(
+                f"sandbox.resources={dict(self.cfg.resources or {})}: no node of the Ray cluster offers them, so no "
+                "sandbox actor could be placed (start CPU nodes with `ray start --resources='{\"sandbox\": 8}'`, "
+                "docs/scaling.md)"
+            )
 
     def _start_ray(self) -> None:
         import ray
@@ -486,15 +464,6 @@ class RaySandbox(SandboxBackend):
             return True
         offered = [node.get("Resources", {}) for node in ray.nodes() if node.get("Alive")]
         return any(all(node.get(name, 0) >= amount for name, amount in wanted.items()) for node in offered)
-
-    def _check_resources(self) -> None:
-        """UsageError where no node offers what one actor asks for: its actors would never be placed."""
-        if not self._placeable():
-            raise UsageError(
-                f"sandbox.resources={dict(self.cfg.resources or {})}: no node of the Ray cluster offers them, so no "
-                "sandbox actor could be placed (start CPU nodes with `ray start --resources='{\"sandbox\": 8}'`, "
-                "docs/scaling.md)"
-            )
 
     def _pool_settings(self) -> dict[str, Any]:
         """What a shared pool's users must agree on: every setting but where the cluster is, and the runtimes."""
@@ -647,7 +616,8 @@ class RaySandbox(SandboxBackend):
         import ray
 
         call = os.urandom(8).hex()
-        asking = [_asks(program) for program in programs]
+        # Fail-fast: a node asks the host, run by run, whether such a program's runs go on.
+        asking = [program.inputs is not None and program.failed is not None for program in programs]
         stream = actor.run_each.options(num_returns="streaming").remote(
             [_remote(program) for program in programs], asking, call
         )

@@ -1,24 +1,22 @@
 """Seccomp filters for the local sandbox, in the spirit of Docker's default profile.
 
-Refused for every process of a sandbox (``base``): keyrings, SysV IPC and POSIX message queues (state a
-namespace keeps without a process), io_uring, Linux AIO (io_setup, io_submit, ...), bpf,
-perf_event_open, userfaultfd, kexec, new user namespaces (clone/unshare with CLONE_NEWUSER; clone3 says
-ENOSYS so libc falls back to clone, whose flags a filter can read), and every syscall of a foreign ABI
-(x32, i386 through int 0x80). A program (``program``) is refused as well the mount family, unshare,
-setns, any clone that makes a namespace, ptrace, preadv2/pwritev2 with RWF_NOWAIT (EOPNOTSUPP: it would
-tell what is in the page cache), and what waits on the host's disk beyond a kill: O_DIRECT in open,
-openat and fcntl(F_SETFL) (EINVAL, as on a filesystem without it), openat2 (ENOSYS: libc falls back to
-openat, whose flags a filter reads) and readahead (EPERM); sync, syncfs, fsync, fdatasync,
-sync_file_range and fadvise64 succeed at once without doing anything (a program writes only to its
-tmpfs, where they do nothing anyway). None of which a Python or Node program that scores code needs. A
-cold sandbox runs under the program filter; a warm worker under the base one (it makes each program's
-namespaces), and each program's process adds the program filter before it runs a line of the program.
+Refused for every process of a sandbox (``base``): keyrings, SysV IPC and POSIX message queues (state a namespace
+keeps without a process), io_uring, Linux AIO (io_setup, io_submit, ...), bpf, perf_event_open, userfaultfd, kexec,
+new user namespaces (clone/unshare with CLONE_NEWUSER; clone3 says ENOSYS so libc falls back to clone, whose flags a
+filter can read), and every syscall of a foreign ABI (x32, i386 through int 0x80). A program (``program``) is
+refused as well the mount family, unshare, setns, any clone that makes a namespace, ptrace, preadv2/pwritev2 with
+RWF_NOWAIT (EOPNOTSUPP: it would tell what is in the page cache, a channel between programs and sandboxes), and what
+waits on the host's disk beyond a kill: O_DIRECT in open, openat and fcntl(F_SETFL) (EINVAL, as on a filesystem
+without it), openat2 (ENOSYS: libc falls back to openat, whose flags a filter reads) and readahead (EPERM); sync,
+syncfs, fsync, fdatasync, sync_file_range and fadvise64 succeed at once without doing anything (a program writes
+only to its tmpfs, where they do nothing anyway). None of which a Python or Node program that scores code needs. A
+cold sandbox runs under the program filter; a warm worker under the base one (it makes each program's namespaces),
+and each program's process adds the program filter before it runs a line of the program.
 """
 
 from __future__ import annotations
 
 import errno
-import os
 import platform
 import struct
 
@@ -147,8 +145,7 @@ _COMMON = {
 # the kill at the timeout, and takes from the host's fs.aio-nr budget.
 AIO = ("io_setup", "io_destroy", "io_submit", "io_cancel", "io_getevents", "io_pgetevents")
 # Waits on the host's disk that no kill interrupts: sync and syncfs flush every dirty page of the machine,
-# fsync and friends a file's (a read-only mount does not stop them). A program only writes to its tmpfs,
-# where they do nothing: they succeed without waiting. readahead blocks until its pages are read.
+# fsync and friends a file's (a read-only mount does not stop them); readahead blocks until its pages are read.
 DISK_WAITS = ("sync", "syncfs", "fsync", "fdatasync", "sync_file_range", "fadvise64")
 F_SETFL = 4
 BASE_DENIED = (
@@ -209,7 +206,6 @@ def build_filter(machine: str | None = None, program: bool = True) -> bytes:
     denied = [(numbers[name], refuse) for name in BASE_DENIED + (PROGRAM_DENIED if program else ())]
     denied.append((numbers["clone3"], _ERRNO | errno.ENOSYS))
     if program:
-        # openat2's flags are in a struct no filter can read: ENOSYS, so libc falls back to openat.
         denied.append((numbers["openat2"], _ERRNO | errno.ENOSYS))
         denied += [(numbers[name], _ERRNO | 0) for name in DISK_WAITS]  # "succeeded", at once
     for number, action in denied:
@@ -217,13 +213,9 @@ def build_filter(machine: str | None = None, program: bool = True) -> bytes:
     # (syscall, argument, flags refused in it, the refusal)
     flag_checks = [(numbers["clone"], 0, CLONE_NAMESPACES if program else CLONE_NEWUSER, refuse)]
     if program:
-        # RWF_NOWAIT tells whether a file is in the page cache: a channel between programs (and sandboxes).
-        not_supported = _ERRNO | errno.EOPNOTSUPP
-        flag_checks += [(numbers[name], 5, RWF_NOWAIT, not_supported) for name in ("preadv2", "pwritev2")]
-        # O_DIRECT reads and writes wait on the disk uninterruptibly: refused as filesystems without it do.
-        invalid = _ERRNO | errno.EINVAL
+        flag_checks += [(numbers[name], 5, RWF_NOWAIT, _ERRNO | errno.EOPNOTSUPP) for name in ("preadv2", "pwritev2")]
         flag_checks += [
-            (numbers[name], argument, o_direct, invalid)
+            (numbers[name], argument, o_direct, _ERRNO | errno.EINVAL)
             for name, argument in (("open", 1), ("openat", 2))
             if name in numbers
         ]
@@ -253,11 +245,3 @@ def build_filter(machine: str | None = None, program: bool = True) -> bytes:
         ]
     code.append((_RETURN, 0, 0, _ALLOW))
     return b"".join(_INSTRUCTION.pack(*instruction) for instruction in code)
-
-
-def filter_fd(program: bool = True) -> int:
-    """A memfd holding a filter, positioned at its start, for bwrap's --seccomp."""
-    fd = os.memfd_create("codegrpo-seccomp", os.MFD_CLOEXEC)
-    os.write(fd, build_filter(program=program))
-    os.lseek(fd, 0, os.SEEK_SET)
-    return fd

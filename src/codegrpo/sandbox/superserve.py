@@ -1,28 +1,17 @@
-"""Superserve backend: programs run in fresh Firecracker microVMs in Superserve's cloud.
+"""Superserve backend: programs run in fresh Firecracker microVMs in Superserve's cloud (docs/superserve.md).
 
-As in Superserve's TRL guide, a program can get its own sandbox, created with outbound traffic
-denied and ``auto_delete_seconds=0``; the program is written with files.write, run under
-``timeout -s KILL``, and the sandbox is killed in a ``finally``. A sandbox costs four round trips
-(create, write, exec, kill), and a create is much the slowest, so when a batch has more programs
-than ``max_concurrency`` they are split into chunks of up to ``programs_per_sandbox``: each chunk
-gets one sandbox, one write (harness/runner.py with the programs and inprocess.py, encrypted) and
-one exec, in which the trusted runner runs the programs one after another, isolated from it and
-from each other, the Python ones forked from a warm interpreter (see runner.py). A chunk
-whose runner gives no well-formed result for every program is run again, one sandbox per program,
-so nothing a program does to the runner changes any verdict but its own. On top of the guide:
-
-- one cap on live sandboxes for every call, from any thread or event loop (TRL scores async
-  rewards on its own loop thread; commands use asyncio.run);
-- transient faults are retried with jittered backoff, and a rate limit pauses every new create;
-- a fatal fault raises one SandboxFatalError, and the batch's other sandboxes are killed;
-- no leaks: a create whose answer was lost is found again by its metadata tag and killed, a
-  cancelled call kills its sandboxes, and aclose() or, failing that, an exit hook kills the rest.
-
-Retry budget. The SDK retries only idempotent requests itself (GET and DELETE: 3 attempts on 429,
-502-504 and connection errors), and resends a data-plane call once after re-activating the sandbox
-on 401 or 503. Create, write and exec are POSTs it never retries, so ``max_retries`` is the budget
-for a whole attempt (create, write, exec) per program or chunk; kills get the same budget on top
-of the SDK's own DELETE retries.
+As in Superserve's TRL guide, a sandbox is created with outbound traffic denied and ``auto_delete_seconds=0``,
+its program run under ``timeout -s KILL``, and it is killed in a ``finally``. A create is much the slowest of a
+sandbox's four round trips (create, write, exec, kill), so a batch of more programs than ``max_concurrency`` is
+split into chunks of up to ``programs_per_sandbox``: each chunk gets one sandbox, one write (harness/runner.py with
+the programs, encrypted) and one exec, in which the trusted runner runs the programs one after another, isolated
+from it and from each other. A chunk whose runner gives no well-formed result for every program is run again, one
+sandbox per program, so nothing a program does to the runner changes any verdict but its own. On top of the guide:
+one cap on live sandboxes for every thread and event loop; transient faults retried with jittered backoff, a rate
+limit pausing every create; a fatal fault raised once, the batch's other sandboxes killed; and no leaks: a create
+whose answer was lost is found by its metadata tag and killed, a cancelled call kills its sandboxes, and aclose()
+or, failing that, an exit hook kills the rest. The SDK never retries a POST (create, write, exec), so
+``max_retries`` is the budget of a whole attempt per program or chunk; kills get it on top of the SDK's own.
 """
 
 from __future__ import annotations
@@ -43,7 +32,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 
 import httpx
 from superserve import (
@@ -113,8 +102,6 @@ class SuperserveSandbox(SandboxBackend):
                 f"which is not set. Create a key in the Superserve console ({API_KEY_DOCS}) and "
                 f"`export {cfg.api_key_env}=ss_live_...`, or choose sandbox=local."
             )
-        if cfg.programs_per_sandbox < 1:
-            raise SandboxFatalError(f"sandbox.programs_per_sandbox must be at least 1, not {cfg.programs_per_sandbox}")
         if "0.0.0.0/0" not in cfg.deny_out:
             log.warning("sandbox.deny_out does not block 0.0.0.0/0: model-written code can reach the internet")
         self.cfg = cfg
@@ -140,7 +127,9 @@ class SuperserveSandbox(SandboxBackend):
         self._raise_if_fatal()
         if not programs:
             return []
-        self._register_exit_hook()
+        if not self._exit_hook:  # on Ctrl-C, TRL's reward loop thread may stop with our tasks pending: kill at exit
+            self._exit_hook = True
+            atexit.register(self._cleanup_at_exit)
         chunks = self._chunks(programs)
         error: BaseException | None = None
         async with async_connection_pool():  # creates in this batch share connections
@@ -168,9 +157,8 @@ class SuperserveSandbox(SandboxBackend):
 
     async def aclose(self) -> None:
         """Cancel calls in flight (on any loop), kill every sandbox this backend knows of, sweep orphans."""
-        inflight = self._cancel_inflight()
-        deadline = time.monotonic() + CANCEL_WAIT_S
-        while time.monotonic() < deadline and _pending(inflight):
+        pending = self._cancel_inflight()
+        while pending():
             await asyncio.sleep(0.02)
         with self._lock:
             alive = list(self._alive)
@@ -369,33 +357,27 @@ class SuperserveSandbox(SandboxBackend):
                     self._count("reaped")
                 await self._kill(info.id)
 
-    def _cancel_inflight(self) -> list[tuple[asyncio.Task[list[RunResult]], asyncio.AbstractEventLoop]]:
-        """Cancel every program in flight, on whatever loop runs it; each then kills its own sandbox."""
-        me = _current_task()
+    def _cancel_inflight(self) -> Callable[[], bool]:
+        """Cancel every program in flight, on whatever loop runs it; each then kills its own sandbox. Returns
+        whether one may still be doing so (its loop must be running for that), for CANCEL_WAIT_S at most."""
+        me: asyncio.Task | None = None
+        with contextlib.suppress(RuntimeError):  # no loop runs in this thread (the exit hook's)
+            me = asyncio.current_task()
         with self._lock:
             inflight = [(task, loop) for task, loop in self._inflight.items() if task is not me]
         for task, loop in inflight:
             if loop.is_running():
                 loop.call_soon_threadsafe(task.cancel)
-        return inflight
-
-    def _register_exit_hook(self) -> None:
-        # On Ctrl-C, TRL's reward loop thread may be stopped with our tasks still pending: kill from here.
-        if not self._exit_hook:
-            self._exit_hook = True
-            atexit.register(self._cleanup_at_exit)
+        deadline = time.monotonic() + CANCEL_WAIT_S
+        return lambda: time.monotonic() < deadline and any(not t.done() and loop.is_running() for t, loop in inflight)
 
     def _cleanup_at_exit(self) -> None:
-        """Last resort when aclose() was never awaited, as after Ctrl-C.
-
-        Uses the sync SDK: once the interpreter is shutting down, asyncio cannot resolve host names
-        (its executor is gone), while plain sockets still work.
-        """
+        """Last resort when aclose() was never awaited, as after Ctrl-C. With the sync SDK: once the interpreter
+        is shutting down, asyncio cannot resolve host names (its executor is gone), while plain sockets still work."""
         self._exiting = True
         deadline = time.monotonic() + EXIT_CLEANUP_S
-        inflight = self._cancel_inflight()
-        cancel_deadline = time.monotonic() + CANCEL_WAIT_S
-        while time.monotonic() < cancel_deadline and _pending(inflight):
+        pending = self._cancel_inflight()
+        while pending():
             time.sleep(0.02)
         if self._creates_since_sweep:
             try:
@@ -558,18 +540,6 @@ class _Slots:
             self._free += 1
 
 
-def _current_task() -> asyncio.Task | None:
-    try:
-        return asyncio.current_task()
-    except RuntimeError:  # no loop runs in this thread
-        return None
-
-
-def _pending(inflight: list[tuple[asyncio.Task[list[RunResult]], asyncio.AbstractEventLoop]]) -> bool:
-    """Whether a cancelled program may still be killing its sandbox (its loop must be running to do so)."""
-    return any(not task.done() and loop.is_running() for task, loop in inflight)
-
-
 def _wake(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
         waiter.set_result(None)
@@ -594,11 +564,10 @@ def _may_have_created(error: BaseException) -> bool:
 def _first_error(group: BaseExceptionGroup) -> BaseException:
     """The error to raise for a failed batch: the first fatal one, else the first of any kind."""
     fatal, _ = group.split(SandboxFatalError)
-    return _flatten(fatal or group)[0]
-
-
-def _flatten(group: BaseExceptionGroup) -> list[BaseException]:
-    return [leaf for e in group.exceptions for leaf in (_flatten(e) if isinstance(e, BaseExceptionGroup) else [e])]
+    first = (fatal or group).exceptions[0]
+    while isinstance(first, BaseExceptionGroup):  # a group nested in the group: its own first
+        first = first.exceptions[0]
+    return first
 
 
 def _describe(error: BaseException) -> str:

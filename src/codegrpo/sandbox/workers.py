@@ -93,10 +93,12 @@ def init_pidfd(status_line: bytes, launcher_pid: int) -> int | None:
     return None
 
 
-def _memfd(name: str, data: bytes) -> int:
+def memfd(name: str, data: bytes) -> int:
+    """A close-on-exec memfd holding ``data``, positioned at its start (bwrap reads its fds from there)."""
     fd = os.memfd_create(name, os.MFD_CLOEXEC)
     try:
         os.write(fd, data)
+        os.lseek(fd, 0, os.SEEK_SET)
     except BaseException:
         os.close(fd)
         raise
@@ -183,9 +185,9 @@ class Worker:
         request, stdin = program.request()
         runs: list[RunResult | None] = [None] * protocol_runs(request)  # by test index: they run shuffled
         try:
-            fds = [_memfd("codegrpo-program", program.source.encode("utf-8", "surrogatepass"))]
+            fds = [memfd("codegrpo-program", program.source.encode("utf-8", "surrogatepass"))]
             if stdin is not None:
-                fds.append(_memfd("codegrpo-stdin", stdin))
+                fds.append(memfd("codegrpo-stdin", stdin))
 
             def failed(index: int) -> bool:
                 kept = runs[index]
