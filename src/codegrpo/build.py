@@ -99,8 +99,7 @@ def eval_problems(cfg: TrainConfig | EvaluateConfig) -> list[Problem]:
 
 
 def share_concurrency(value: int, ranks: int) -> int:
-    """One training process's share of ``sandbox.max_concurrency`` (at least 1, SandboxConfig checks) when
-    ``ranks`` train on this machine."""
+    """One of ``ranks`` training processes' share of ``sandbox.max_concurrency`` (at least 1)."""
     return max(1, value // ranks)
 
 
@@ -161,7 +160,10 @@ WANDB_ID_FILE = "wandb_run_id.txt"  # in the run dir: a resume without a checkpo
 
 def train_tracking(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> Run | None:
     """A training run's W&B run (rank 0's): a resumed run continues the one its checkpoint names, and a
-    multirun job is grouped by its sweep and named by its overrides."""
+    multirun job is grouped by its sweep dir and named by its overrides."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
     from codegrpo.training import checkpoints
 
     id_file = run_dir / WANDB_ID_FILE
@@ -169,27 +171,15 @@ def train_tracking(cfg: TrainConfig, run_dir: Path, checkpoint: Path | None) -> 
     run_id = (state or {}).get("wandb_run_id")
     if run_id is None and cfg.resume and id_file.is_file():
         run_id = id_file.read_text().strip()
-    group, name = _sweep_identity(cfg)
+    group, name = cfg.logger.group, cfg.logger.name
+    if HydraConfig.initialized() and (hydra_cfg := HydraConfig.get()).mode == RunMode.MULTIRUN:
+        group = group or Path(hydra_cfg.sweep.dir).name
+        name = name or hydra_cfg.job.override_dirname or f"job{hydra_cfg.job.num}"
     cfg = dataclasses.replace(cfg, logger=dataclasses.replace(cfg.logger, group=group, name=name))
     run = tracking(cfg, run_dir, "train", run_id)
     if run is not None:
         id_file.write_text(run.id)
     return run
-
-
-def _sweep_identity(cfg: TrainConfig) -> tuple[str | None, str | None]:
-    """W&B group and name for a multirun job: the sweep dir and the job's overrides."""
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
-    if not HydraConfig.initialized():
-        return cfg.logger.group, cfg.logger.name
-    hydra_cfg = HydraConfig.get()
-    if hydra_cfg.mode != RunMode.MULTIRUN:
-        return cfg.logger.group, cfg.logger.name
-    group = cfg.logger.group or Path(hydra_cfg.sweep.dir).name
-    name = cfg.logger.name or hydra_cfg.job.override_dirname or f"job{hydra_cfg.job.num}"
-    return group, name
 
 
 def dataset(problem_set: list[Problem], cfg: ProblemsConfig) -> Dataset:
@@ -211,9 +201,8 @@ def dataset(problem_set: list[Problem], cfg: ProblemsConfig) -> Dataset:
 
 
 def sides(cfg: TrainConfig | EvaluateConfig, problem_set: list[Problem]) -> Sides:
-    """What the model may see and what the reward (and evaluation) scores, the one place they are told apart:
-    under rollout=feedback each problem's public and hidden tests, as the run's checker and tolerance tell
-    them apart; with one turn nothing is shown (``public`` is empty) and every test is scored."""
+    """What the model may see and what is scored, told apart here alone: under rollout=feedback each problem's
+    public and hidden tests (by the run's checker); with one turn nothing is shown and every test is scored."""
     if cfg.rollout.kind is not RolloutKind.feedback:
         return Sides([], problem_set)
     return sides_of(problem_set, same_test(cfg.reward.checker, cfg.reward.float_tolerance))
@@ -302,9 +291,8 @@ def rollout(cfg: TrainConfig, public: list[Problem], scorer: Scorer | None) -> C
 
 
 def sampler_state(cfg: TrainConfig, problem_set: list[Problem], checkpoint: Path | None = None) -> Online:
-    """The sampler's state: each problem's recent pass rate (row i of the dataset is ``problem_set[i]``),
-    restored from ``checkpoint`` on resume. The reward functions' SharedBatch feeds it (its observer
-    ``online.rates.observe``), and the trainer draws each batch from it."""
+    """Each problem's recent pass rate (row i of the dataset is ``problem_set[i]``), restored from
+    ``checkpoint``: the rewards' SharedBatch feeds it (``online.rates.observe``), the trainer draws from it."""
     from codegrpo.training.sampling import Online
 
     state = Online(cfg.sampler, [p.id for p in problem_set], cfg.seed)
@@ -342,9 +330,8 @@ def check_sampling(model_cfg: ModelConfig, settings: EvaluationConfig, checkpoin
 
 
 def check_train(cfg: TrainConfig, ranks: int) -> None:
-    """Every check a training run can fail in a second, before anything heavy: GRPO's constraints (checked when
-    the config is read; again here for a config changed since), the metric a sweep optimises, the GPU path,
-    the model's whereabouts, a distributed launch's run dir, the save dtype, a push, peft and the rewards."""
+    """Every check a training run can fail in a second, before anything heavy (GRPO's constraints again: the
+    config may have changed since it was read)."""
     from codegrpo.models.hub import check_hub_model, check_push
     from codegrpo.models.loading import build_peft_config, check_model
     from codegrpo.models.saving import check_save_dtype
@@ -370,9 +357,8 @@ def check_train(cfg: TrainConfig, ranks: int) -> None:
 
 
 def check_optimized_metric(cfg: TrainConfig) -> None:
-    """``optimized_metric`` names a metric of a training run's result (metric_names.RESULT_METRICS) that this
-    run will have. A run can still end without it (final_reward_mean needs a logged step):
-    tasks.train.optimized_value says so then."""
+    """``optimized_metric`` names a result metric this run will have (a run may still end without
+    final_reward_mean, which needs a logged step: tasks.train.optimized_value says so then)."""
     name = cfg.optimized_metric
     if name is None:
         return
@@ -419,9 +405,8 @@ def resume(cfg: TrainConfig, run_dir: Path, problem_set: list[Problem]) -> Path 
 
 @dataclasses.dataclass
 class Rewards:
-    """What judges a training run, made together: the Scorer of the hidden tests, the reward functions that
-    read it and their weights, the sampler's pass rates they feed, and rollout=feedback's rollout_func on the
-    public tests (None: TRL's own generation)."""
+    """What judges a training run, made together because the reward functions read the scorer and feed the
+    sampler (``rollout_func`` None: TRL's own generation)."""
 
     scorer: Scorer
     functions: list[Callable[..., object]]
@@ -467,9 +452,8 @@ def trainer(
     guard: Guard | None = None,
     wandb_run_id: str | None = None,
 ) -> CodeGRPOTrainer:
-    """The GRPOTrainer of this run: its checkpoints carry the config, the problem set's hash and the W&B
-    run id (resume checks them); ``guard``'s signals save a checkpoint after the current step. The
-    ``sampler`` group draws its prompts from ``judged``'s pass rates, which its reward functions feed."""
+    """The GRPOTrainer of this run: its checkpoints carry what resume checks (the config, the problem set's
+    hash) and the W&B run id; ``guard``'s signals save a checkpoint after the current step."""
     from codegrpo.models.loading import build_peft_config
     from codegrpo.training.trl_adapter import make_trainer_class
 

@@ -17,9 +17,8 @@ PACKAGED = {"conf": "conf", "problems": "problem_sets"}
 
 def source_root() -> Path | None:
     """The checkout this package runs from, or None when it runs from an installed wheel."""
-    root = PROJECT_ROOT
-    is_checkout = (root / "pyproject.toml").is_file() and (root / "conf" / "train.yaml").is_file()
-    return root if is_checkout else None
+    is_checkout = (PROJECT_ROOT / "pyproject.toml").is_file() and (PROJECT_ROOT / "conf" / "train.yaml").is_file()
+    return PROJECT_ROOT if is_checkout else None
 
 
 def config_dir() -> Path:

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import NoReturn, TypeVar, cast
 
 from hydra.core.config_store import ConfigStore
+from hydra.core.hydra_config import HydraConfig
 from hydra.errors import ConfigCompositionException, OverrideParseException
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -33,12 +35,9 @@ CONFIG_DIR = str(config_dir())
 
 
 def prepare_hydra(*, trainer: bool) -> None:
-    """What Hydra needs before it composes a command's config: the typed schemas in its ConfigStore and the
-    resolvers the YAML files use. Each command's entry point calls it before Hydra starts, as do tests and
-    scripts that compose; importing a command does nothing. Idempotent.
-
-    ``trainer``: the trainer schema too, which may import trl (and torch, codegrpo.config.trainer_fields):
-    only train composes it."""
+    """The schemas and resolvers Hydra needs to compose a command's config, registered by the entry point (and
+    tests that compose), not on import. Idempotent. ``trainer``: the trainer schema too, which may import trl
+    (register_configs): only train composes it."""
     register_configs(trainer=trainer)
     OmegaConf.register_new_resolver("codegrpo_help", command_help, replace=True)
     # train.yaml's hydra.searchpath: the conf/ of the directory the user stands in (their own experiments),
@@ -142,7 +141,9 @@ def run(task: Callable[[C], T], cfg: DictConfig, on_failure: Callable[[BaseExcep
             if isinstance(error, secrets.Refused):  # what no mask knew: a run dir that exists keeps Hydra's files
                 _scrub_hydra_outputs(error.values)
             if not started:  # refused before the task: nothing of a run was written, and an earlier run's dir
-                _discard_hydra_only_output()  # keeps what it held (no FAILED marker on a finished run)
+                if HydraConfig.initialized():  # keeps what it held (no FAILED marker on a finished run)
+                    hydra_cfg = HydraConfig.get()
+                    discard_empty_run_dir(Path(hydra_cfg.runtime.output_dir), f"{hydra_cfg.job.name}.log")
             elif on_failure is not None:
                 on_failure(error)
             raise
@@ -157,21 +158,9 @@ def discard_empty_run_dir(run_dir: Path, log_name: str) -> None:
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
-def _discard_hydra_only_output() -> None:
-    """Remove this job's output dir if it holds only what Hydra wrote (.hydra/ and the job's log)."""
-    from hydra.core.hydra_config import HydraConfig
-
-    if HydraConfig.initialized():
-        output = Path(HydraConfig.get().runtime.output_dir)
-        discard_empty_run_dir(output, f"{HydraConfig.get().job.name}.log")
-
-
 def _scrub_hydra_outputs(refused: Sequence[str] = ()) -> list[str]:
     """Mask the files Hydra wrote for this job (.hydra/, and a sweep's multirun.yaml), taking out the values
     ``refused`` too; returns the job's command-line overrides (none outside Hydra: a test calling run)."""
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
     if not HydraConfig.initialized():
         return []
     hydra_cfg = HydraConfig.get()
@@ -183,12 +172,10 @@ def _scrub_hydra_outputs(refused: Sequence[str] = ()) -> list[str]:
 
 
 def entry_point(hydra_main: Callable[[], object], trainer: bool = False) -> Callable[[], None]:
-    """A command's console script: its ``@hydra.main`` function, after ``prepare_hydra`` (``trainer``: with the
-    trainer schema), with a config that does not compose (a misspelt key, a wrong type, an unknown option)
-    reported as one line on stderr, as ``run`` reports a CodegrpoError, in place of Hydra's five or more (the
-    override, a hint, the key's full name and types, how to see a traceback), with codegrpo's status for a
-    usage error, 2 (Hydra's is 1, which a failed run also gives). HYDRA_FULL_ERROR=1 still shows Hydra's own
-    traceback.
+    """A command's console script: its ``@hydra.main`` function, after ``prepare_hydra``, with a config that
+    does not compose (a misspelt key, a wrong type, an unknown option) reported as ``run`` reports a
+    CodegrpoError, in place of Hydra's five lines or more and its status 1. HYDRA_FULL_ERROR=1 still shows
+    Hydra's own traceback.
 
     Hydra prints a composition error itself unless HYDRA_FULL_ERROR is set, so it is set until the task
     starts, and ``run`` takes it off: the task's own errors are reported as before."""

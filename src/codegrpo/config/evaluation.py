@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from codegrpo.config.choices import GenerationBackend, SamplingFrom, Split
-from codegrpo.config.values import check_at_least, check_count
+from codegrpo.config.values import check_at_least, check_count, is_count
 from codegrpo.errors import UsageError
 
 
@@ -45,7 +45,7 @@ class EvaluationConfig:
         check_count("evaluation.vllm_max_model_len", self.vllm_max_model_len, "tokens; null: the model's context")
         for name in ("num_samples", "max_new_tokens", "batch_size"):
             check_at_least(f"evaluation.{name}", getattr(self, name), 1)
-        if any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in self.k):
+        if not all(is_count(k, 1) for k in self.k):
             raise UsageError(f"evaluation.k={list(self.k)} must be integers of at least 1 (pass@k)")
         if self.temperature == 0 and self.num_samples > 1:
             raise UsageError(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from collections.abc import Mapping
@@ -18,6 +17,8 @@ from codegrpo.config.values import (
     check_positive,
     check_seconds,
     host_memory_mb,
+    is_count,
+    is_positive,
 )
 from codegrpo.errors import UsageError
 
@@ -98,18 +99,14 @@ class LocalSandboxConfig(SandboxConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         most = host_memory_mb()
-        if (
-            isinstance(self.memory_mb, bool)
-            or not isinstance(self.memory_mb, int)
-            or not (MIN_MEMORY_MB <= self.memory_mb <= max(most, MIN_MEMORY_MB))
-        ):
+        if not is_count(self.memory_mb, MIN_MEMORY_MB) or self.memory_mb > max(most, MIN_MEMORY_MB):
             raise UsageError(
                 f"sandbox.memory_mb={self.memory_mb} must be from {MIN_MEMORY_MB} (a sandbox's worker "
                 f"needs it to start) to {most} (this machine's memory)"
             )
         for name in ("uid", "gid"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_ID:
+            if not is_count(value, 0) or value > MAX_ID:
                 raise UsageError(f"sandbox.{name}={value} must be a host {name} from 0 to {MAX_ID}")
         if self.python:
             path = self.python
@@ -202,7 +199,7 @@ class RaySandboxConfig(LocalSandboxConfig):
                 f"sandbox.resources={self.resources} must be a dict of amounts: sandbox.resources={{sandbox:1}}"
             )
         for name, amount in (self.resources or {}).items():
-            if isinstance(amount, bool) or not isinstance(amount, (int, float)) or not 0 < amount < math.inf:
+            if not is_positive(amount):
                 raise UsageError(f"sandbox.resources.{name}={amount} must be a positive number")
 
 

@@ -1,16 +1,8 @@
-"""Training in three steps, each testable alone: ``prepare`` -> ``fit`` -> ``finalize``.
+"""Training in three steps, each testable alone: ``prepare`` (the checks, then every piece through
+codegrpo.build) -> ``fit`` (the before evaluation, training) -> ``finalize`` (the final model on every rank,
+since saving gathers sharded weights; then rank 0's records, evaluation, push and summary).
 
-- ``prepare(cfg, stack, guard)`` checks everything that can fail in a second (values, the model's
-  whereabouts, the problems, a resume's checkpoint, the sandbox) before it loads the model, then builds
-  every piece through codegrpo.build: sandbox, scorer, reward functions, GRPOConfig, model, W&B, trainer.
-- ``fit(prepared)`` evaluates the base model (``evaluation.before``) and trains. A signal makes it save a
-  checkpoint after the current step, write PREEMPTED and raise Preempted (exit status 75).
-- ``finalize(prepared, fitted)`` saves the final model (every rank: the save gathers sharded weights), then
-  on rank 0 alone writes the records, evaluates, pushes and prints the summary.
-
-``train(cfg)`` runs the three; ``train_objective(cfg)`` also returns the value of the result's
-``optimized_metric`` for a sweeper (a run without it fails). ``settle_failed_run`` leaves no run dir behind a
-run that failed before its first step, and a ``FAILED`` file in any other.
+``train(cfg)`` runs the three; ``train_objective`` and ``settle_failed_run`` are the command's hooks.
 """
 
 from __future__ import annotations
@@ -33,7 +25,7 @@ from codegrpo.data.problems import Problem
 from codegrpo.data.sets import problem_set_hash
 from codegrpo.errors import UsageError
 from codegrpo.evaluation.compare import compare, comparison_summary, write_comparison
-from codegrpo.evaluation.results import Comparison, Evaluation, load_evaluation, save
+from codegrpo.evaluation.results import Evaluation, load_evaluation, save
 from codegrpo.reward import metric_names as keys
 from codegrpo.sandbox.base import SandboxBackend, format_limits
 from codegrpo.tasks.evaluate import evaluate_loaded
@@ -122,14 +114,6 @@ def evaluate_phase(
     if run is not None:
         run.log({keys.evaluation(k, phase): v for k, v in results.metrics().items()})
     return results
-
-
-def compare_phases(cfg: TrainConfig, before: Evaluation, after: Evaluation, run: Run | None) -> Comparison:
-    """The paired change in pass@1 from before to after training: comparison.json, .png, W&B, the log."""
-    comparison = compare(before, after, cfg.evaluation.bootstrap, cfg.seed)
-    write_comparison(comparison, Path(cfg.run_dir), run)
-    log.info("eval change: %s", comparison_summary(comparison))
-    return comparison
 
 
 def prepare(cfg: TrainConfig, stack: ExitStack, guard: Guard) -> Prepared:
@@ -243,8 +227,11 @@ def finalize(prepared: Prepared, fitted: Fitted) -> dict[str, float]:
         write_plots(history, run_dir)
     if cfg.evaluation.after:
         after = evaluate_phase(cfg, final, prepared.tokenizer, prepared.sandbox, "after", run)
-        if fitted.before is not None:
-            metrics[keys.EVAL_CHANGE] = compare_phases(cfg, fitted.before, after, run).change
+        if fitted.before is not None:  # the paired change in pass@1: comparison.json, .png, W&B, the log
+            comparison = compare(fitted.before, after, cfg.evaluation.bootstrap, cfg.seed)
+            write_comparison(comparison, run_dir, run)
+            log.info("eval change: %s", comparison_summary(comparison))
+            metrics[keys.EVAL_CHANGE] = comparison.change
     if cfg.save_model and cfg.trainer.push_to_hub:
         push_final_model(cfg, run_dir, run_dir / "final_model")
     console.final_summary(run_dir, history, run)

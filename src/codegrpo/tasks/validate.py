@@ -100,9 +100,8 @@ def validate(cfg: ScoreConfig) -> int:
         write_problems(kept, Path(cfg.keep_passing))
         print(f"wrote {len(kept)}/{len(problems)} problems (reference passes, tests not weak) to {cfg.keep_passing}")
     print(summary(scored), file=sys.stderr)
-    ok = not failing and not missing
     if pairs:
         print(f"{cfg.problems.name}: {len(problems) - len(failing) - len(missing)}/{len(problems)} references pass")
     else:
         print(f"{cfg.problems.name}: no references to run; {len(weak)}/{len(problems)} problems have weak tests")
-    return 0 if ok else 1
+    return 0 if not failing and not missing else 1
