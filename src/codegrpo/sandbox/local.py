@@ -30,6 +30,7 @@ import weakref
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from types import MappingProxyType
 
 from codegrpo.config.sandbox import LocalSandboxConfig
 from codegrpo.harness.protocol import close_all
@@ -56,7 +57,8 @@ BWRAP_INSTALL_HINT = (
     "or choose sandbox=superserve. Model-written code is never run unsandboxed."
 )
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
-SANDBOX_ENV = {"HOME": "/tmp", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+# Read-only: no code of the trainer's process can change what every sandbox gets (red team 7).
+SANDBOX_ENV = MappingProxyType({"HOME": "/tmp", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"})
 _PREFLIGHT_TIMEOUT_S = 30.0
 _JOIN_EXIT = 125  # the launcher's exit status when it cannot move itself into the run's cgroup
 _PREFLIGHT = trivial_program(Runtime.python, _PREFLIGHT_TIMEOUT_S)  # through the harness, as a completion runs
