@@ -100,3 +100,28 @@ def test_grpo_trains_a_step_through_the_environment_and_its_tool_calls_run_in_th
         top = {name.split("/")[0] for name in env._task.files}
         assert env.calls[0].observation == "exit code 0\n" + "".join(f"{name}\n" for name in sorted(top))
     factory.session.close()
+
+
+@pytest.mark.slow
+def test_the_docs_script_trains_as_it_is_written(tmp_path):
+    """docs/agents.md's TRL script, run verbatim in an empty dir with the offline model."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from codegrpo.resources import PROJECT_ROOT
+
+    text = (PROJECT_ROOT / "docs" / "agents.md").read_text()
+    script = text.split("```python\n", 1)[1].split("```", 1)[0]
+    script += "\nimport json\nprint('HISTORY', json.dumps(trainer.state.log_history))\n"
+    (tmp_path / "agents.py").write_text(script)
+    env = os.environ | {"PYTHONPATH": str(PROJECT_ROOT / "src"), "TRL_EXPERIMENTAL_SILENCE": "1"}
+    done = subprocess.run(
+        [sys.executable, "agents.py"], cwd=tmp_path, capture_output=True, text=True, timeout=1200, env=env
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.startswith("3 tasks, 0 skipped")
+    history = json.loads(done.stdout.split("HISTORY ", 1)[1])
+    steps = [entry for entry in history if "rewards/RepoEnvironment/mean" in entry]
+    assert len(steps) == 2 and all("tools/call_frequency" in entry for entry in steps)

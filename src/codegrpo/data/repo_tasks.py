@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from codegrpo.data.files import resolve_path
 from codegrpo.errors import ProblemError
 
 # Dockerfile instructions that change nothing the workspace holds.
@@ -60,8 +61,9 @@ class NeedsImage(Exception):
 
 
 def load_repo_tasks(root: str | Path) -> tuple[list[RepoTask], list[Skipped]]:
-    """Every task folder under ``root`` (a folder holding task.toml), and the ones skipped, with why."""
-    folder = Path(root)
+    """Every task folder under ``root`` (a folder holding task.toml), and the ones skipped, with why. A relative
+    ``root`` is taken from the project root, as problem files are (data.files.resolve_path)."""
+    folder = resolve_path(str(root))
     if not folder.is_dir():
         raise ProblemError(f"task folder {folder} does not exist")
     tasks, skipped = [], []
