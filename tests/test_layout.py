@@ -128,6 +128,7 @@ LAYERS = (
     "sandbox",
     "reward",
     "rollout",
+    "agents",
     "tracking",
     "models",
     "evaluation",

@@ -88,7 +88,7 @@ def _interpreter_prefix(python: str) -> Path:
     return Path(sys.base_prefix).resolve()
 
 
-def _reachable_by_others(path: Path) -> bool:
+def reachable_by_others(path: Path) -> bool:
     """Whether a user outside the path's owners and groups can list ``path`` (mode bits)."""
     try:
         if not path.stat().st_mode & stat.S_IROTH:
@@ -155,15 +155,15 @@ class LocalSandbox(SandboxBackend):
         if not self._user:
             return prefix
         for path in self.cfg.extra_ro_paths:
-            if os.path.exists(path) and not _reachable_by_others(Path(path).resolve()):
+            if os.path.exists(path) and not reachable_by_others(Path(path).resolve()):
                 raise SandboxFatalError(
                     f"sandbox.extra_ro_paths: {path} is not readable by the sandbox's uid "
                     f"{self.cfg.uid}; make it world-readable or drop it"
                 )
-        if _reachable_by_others(prefix):
+        if reachable_by_others(prefix):
             return prefix
         system = Path("/usr/bin/python3")
-        if not self.cfg.python and system.exists() and _reachable_by_others(_interpreter_prefix(str(system))):
+        if not self.cfg.python and system.exists() and reachable_by_others(_interpreter_prefix(str(system))):
             _warn_once(
                 f"sandbox-python-{self.cfg.uid}-{prefix}".replace("/", "_"),
                 "the sandbox runs as uid %d, which cannot reach this Python's %s: programs run with %s (set "

@@ -1,0 +1,1 @@
+"""Areas of shapes, by name (shapes.registry.area)."""

@@ -1,0 +1,8 @@
+#!/bin/bash
+cat > text.py <<'PY'
+import re
+
+
+def slugify(title):
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+PY

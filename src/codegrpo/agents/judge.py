@@ -1,0 +1,150 @@
+"""A workspace judged against its task's hidden tests, the verdict decided here on the host.
+
+Each hidden test file runs in a run of its own (a fresh process and /tmp: no file can change another's
+run), handed the workspace's files and the host's copy of the tests (harness/workspace.py, ``judge``). A run's
+report counts only with its nonce, drawn here for that run, and only if the canary beside its tests failed;
+every test function the host finds in the file must have run and passed. Anything else fails the file:
+a missing or second report, a test never collected, a canary that passed (flagged as tampering).
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from codegrpo.agents.workspace import encode_files, read_report, workspace_program
+from codegrpo.data.repo_tasks import RepoTask
+from codegrpo.sandbox.base import Outcome, RunResult, SandboxBackend
+
+
+class JudgeStatus(enum.StrEnum):
+    passed = "passed"
+    failed = "failed"
+    tampered = "tampered"  # a report without its nonce, two reports, or a canary that passed
+    infra = "infra"  # the sandbox failed: no verdict (reward None)
+
+
+@dataclass(frozen=True)
+class Judgment:
+    status: JudgeStatus
+    passed: int  # the hidden test functions that passed
+    total: int
+    failing: tuple[str, ...] = ()  # the tests that failed, by node id
+    detail: str = ""
+
+    def reward(self, partial: bool = False) -> float | None:
+        if self.status is JudgeStatus.infra:
+            return None
+        if self.status is JudgeStatus.tampered:
+            return 0.0
+        if partial:
+            return self.passed / self.total if self.total else 0.0
+        return 1.0 if self.status is JudgeStatus.passed else 0.0
+
+
+@dataclass
+class _File:
+    name: str
+    tests: tuple[str, ...]  # the test functions the host finds in it: "name" or "Class::name"
+    nonce: str
+    canary: str
+    outcomes: dict[str, str] = field(default_factory=dict)
+
+
+def collected_tests(source: bytes) -> tuple[str, ...]:
+    """The test functions pytest collects from a file by default: module-level test_*, Test*.test_*."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ()
+    names = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+            names.append(node.name)
+        elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+            names += [
+                f"{node.name}::{item.name}"
+                for item in node.body
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name.startswith("test")
+            ]
+    return tuple(names)
+
+
+def judge_programs(task: RepoTask, files: dict[str, bytes], site: str) -> tuple[list[_File], list]:
+    """One judging program per hidden test file of ``task``, against ``files``."""
+    test_files = sorted(n for n in task.hidden_tests if n.rsplit("/", 1)[-1].startswith("test_") and n.endswith(".py"))
+    plans, programs = [], []
+    for name in test_files:
+        tests = collected_tests(task.hidden_tests[name])
+        plan = _File(name, tests, secrets.token_hex(16), f"test_{secrets.token_hex(6)}")
+        request = {
+            "mode": "judge",
+            "files": encode_files(files),
+            "tests": encode_files(task.hidden_tests),
+            "file": name,
+            "site": site,
+            "nonce": plan.nonce,
+            "canary": plan.canary,
+        }
+        plans.append(plan)
+        programs.append(workspace_program(request, task.verifier_timeout_s))
+    return plans, programs
+
+
+async def judge(backend: SandboxBackend, task: RepoTask, files: dict[str, bytes], site: str) -> Judgment:
+    """``files`` (a workspace) against ``task``'s hidden tests."""
+    return (await judge_many(backend, [(task, files)], site))[0]
+
+
+async def judge_many(
+    backend: SandboxBackend, workspaces: Sequence[tuple[RepoTask, dict[str, bytes]]], site: str
+) -> list[Judgment]:
+    """Every workspace against its task's hidden tests, all in one sandbox batch."""
+    planned = [judge_programs(task, files, site) for task, files in workspaces]
+    results = await backend.run_many([program for _, programs in planned for program in programs])
+    judgments, at = [], 0
+    for plans, _ in planned:
+        judgments.append(_verdict(plans, results[at : at + len(plans)]))
+        at += len(plans)
+    return judgments
+
+
+def _verdict(plans: list[_File], results: Sequence[RunResult]) -> Judgment:
+    passed = total = 0
+    failing: list[str] = []
+    for plan, result in zip(plans, results, strict=True):
+        run = result.runs[0] if result.runs else result
+        if Outcome.SANDBOX_ERROR in (result.outcome, run.outcome):
+            return Judgment(JudgeStatus.infra, 0, 0, detail=result.error or run.error)
+        reports = [line for line in run.stdout.splitlines() if line.strip()]
+        report = read_report(result)
+        total += len(plan.tests)
+        if report is None or len(reports) != 1 or report.get("nonce") != plan.nonce:
+            if report is not None and (len(reports) != 1 or report.get("nonce") != plan.nonce):
+                return Judgment(JudgeStatus.tampered, 0, total, detail=f"{plan.name}: a report not the judge's")
+            failing.append(f"{plan.name}: {run.outcome.value}, no report")
+            continue
+        outcomes: dict[str, str] = report.get("outcomes", {})
+        if not isinstance(outcomes, dict):
+            return Judgment(JudgeStatus.tampered, 0, total, detail=f"{plan.name}: a malformed report")
+        canary = [o for nodeid, o in outcomes.items() if nodeid.endswith(f"::{plan.canary}")]
+        if canary != ["failed"]:
+            return Judgment(JudgeStatus.tampered, 0, total, detail=f"{plan.name}: the canary test did not fail")
+        for test in plan.tests:
+            mine = [o for nodeid, o in outcomes.items() if _names(nodeid, plan.name, test)]
+            if mine and all(o == "passed" for o in mine):
+                passed += 1
+            else:
+                failing.append(f"{plan.name}::{test}" + ("" if mine else " (not run)"))
+        failing += [n for n, o in outcomes.items() if o == "error" and "::" not in n]  # collection errors
+    status = JudgeStatus.passed if not failing and passed == total and total else JudgeStatus.failed
+    return Judgment(status, passed, total, tuple(failing))
+
+
+def _names(nodeid: str, file: str, test: str) -> bool:
+    """Whether ``nodeid`` is a run of ``test`` (any of its parameters) in ``file``."""
+    path, _, rest = nodeid.partition("::")
+    return path.endswith(file) and rest.split("[", 1)[0] == test
