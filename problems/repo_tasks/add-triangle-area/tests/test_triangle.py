@@ -1,7 +1,6 @@
 import math
 
 import pytest
-
 from shapes.geometry import triangle_area
 from shapes.registry import area
 
