@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import ast
 import enum
+import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from codegrpo.agents.workspace import encode_files, read_report, workspace_program
 from codegrpo.data.repo_tasks import RepoTask
+from codegrpo.harness import sandbox_source
 from codegrpo.sandbox.base import Outcome, RunResult, SandboxBackend
 
 
@@ -73,13 +75,31 @@ def collected_tests(source: bytes) -> tuple[str, ...]:
     return tuple(names)
 
 
+def canary_name(source: bytes) -> str:
+    """A test name made of the file's own words, which no test of it has: nothing in its name tells it apart."""
+    words = sorted({w for w in re.findall(r"[a-z]+", source.decode("utf-8", "replace")) if 3 <= len(w) <= 12})
+    taken = set(re.findall(rb"def (test\w*)", source))
+    draw = secrets.SystemRandom()
+    while True:
+        name = "_".join(["test", *draw.sample(words or ["case", "value", "check"], k=min(2, len(words) or 2))])
+        name += f"_{draw.randrange(2, 10)}" if draw.random() < 0.5 else ""
+        if name.encode() not in taken:
+            return name
+
+
+def canary_source(name: str) -> str:
+    """The canary appended to the hidden file: a test that fails however the code under test behaves."""
+    first, second = secrets.SystemRandom().sample(range(10, 1000), 2)
+    return f"\n\ndef {name}():\n    assert {first} == {second}\n"
+
+
 def judge_programs(task: RepoTask, files: dict[str, bytes], site: str) -> tuple[list[_File], list]:
     """One judging program per hidden test file of ``task``, against ``files``."""
     test_files = sorted(n for n in task.hidden_tests if n.rsplit("/", 1)[-1].startswith("test_") and n.endswith(".py"))
     plans, programs = [], []
     for name in test_files:
-        tests = collected_tests(task.hidden_tests[name])
-        plan = _File(name, tests, secrets.token_hex(16), f"test_{secrets.token_hex(6)}")
+        source = task.hidden_tests[name]
+        plan = _File(name, collected_tests(source), secrets.token_hex(16), canary_name(source))
         request = {
             "mode": "judge",
             "files": encode_files(files),
@@ -87,7 +107,8 @@ def judge_programs(task: RepoTask, files: dict[str, bytes], site: str) -> tuple[
             "file": name,
             "site": site,
             "nonce": plan.nonce,
-            "canary": plan.canary,
+            "canary_source": canary_source(plan.canary),
+            "runner": sandbox_source("workspace"),  # the judge's child runs this same program
         }
         plans.append(plan)
         programs.append(workspace_program(request, task.verifier_timeout_s))
@@ -119,19 +140,17 @@ def _verdict(plans: list[_File], results: Sequence[RunResult]) -> Judgment:
         run = result.runs[0] if result.runs else result
         if Outcome.SANDBOX_ERROR in (result.outcome, run.outcome):
             return Judgment(JudgeStatus.infra, 0, 0, detail=result.error or run.error)
-        reports = [line for line in run.stdout.splitlines() if line.strip()]
         report = read_report(result)
         total += len(plan.tests)
-        if report is None or len(reports) != 1 or report.get("nonce") != plan.nonce:
-            if report is not None and (len(reports) != 1 or report.get("nonce") != plan.nonce):
-                return Judgment(JudgeStatus.tampered, 0, total, detail=f"{plan.name}: a report not the judge's")
+        if report is None:
             failing.append(f"{plan.name}: {run.outcome.value}, no report")
             continue
-        outcomes: dict[str, str] = report.get("outcomes", {})
-        if not isinstance(outcomes, dict):
-            return Judgment(JudgeStatus.tampered, 0, total, detail=f"{plan.name}: a malformed report")
-        canary = [o for nodeid, o in outcomes.items() if nodeid.endswith(f"::{plan.canary}")]
-        if canary != ["failed"]:
+        outcomes = report.get("outcomes")
+        if report.get("nonce") != plan.nonce or not isinstance(outcomes, dict):
+            return Judgment(JudgeStatus.tampered, 0, total, detail=f"{plan.name}: a report not the judge's")
+        collected = not any(o == "error" and "::" not in n for n, o in outcomes.items())
+        canary = [o for nodeid, o in outcomes.items() if _names(nodeid, plan.name, plan.canary)]
+        if canary != ["failed"] and (collected or canary):  # a file that cannot be collected runs no canary
             return Judgment(JudgeStatus.tampered, 0, total, detail=f"{plan.name}: the canary test did not fail")
         for test in plan.tests:
             mine = [o for nodeid, o in outcomes.items() if _names(nodeid, plan.name, test)]

@@ -167,13 +167,15 @@ def workspace_program(request: dict, timeout_s: float) -> Program:
 
 
 def read_report(result: RunResult) -> dict | None:
-    """The workspace program's report (its stdout's last line), or None where the run did not end with one."""
+    """The workspace program's report (its stdout's one line), or None where the run did not end with one.
+    Whatever the line holds (nested past the parser's depth, not JSON), it is None, never an error here."""
     run = result.runs[0] if result.runs else result
     if run.outcome is not Outcome.EXITED or run.exit_code != 0:
         return None
+    lines = run.stdout.strip().splitlines()
     try:
-        report = json.loads(run.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
+        report = json.loads(lines[-1]) if len(lines) == 1 else None
+    except Exception:  # RecursionError too: a report is plain data, a few levels deep
         return None
     return report if isinstance(report, dict) else None
 

@@ -5,13 +5,17 @@ and either runs a shell command there (``shell``: the output, and the files as t
 one hidden test file against the files with pytest (``judge``: each test's outcome). It prints one JSON line.
 Run by ``python3 -I`` as a sandbox program: it imports nothing of codegrpo.
 
-The judge runs pytest so that nothing the workspace holds is read as configuration: pytest's ini options
-come from the request alone (``-c`` names an empty file of ours), conftest.py files are read only below the
-test's own folder, entry-point plugins are off, and compiled files are written and read under a cache of
-this run's own (``sys.pycache_prefix``), never a ``__pycache__`` of the workspace. The test file is the
-host's copy, written after the workspace's files, in a folder of its own outside the workspace. Outcomes go
-back on stdout with the run's nonce, which only a report made by this program carries; a canary test that
-must fail runs beside the real ones, so a workspace that makes every test pass is seen.
+This program makes itself non-dumpable first, so nothing it starts (the agent's commands, the code under
+test) can open its fds or read its memory: its request, the nonce and the report channel (a copy of stdout;
+what anything else prints goes to stderr) stay its own.
+
+The judge runs pytest in a child (``_child``) that gets only file paths: the code under test runs there and
+can tell its parent nothing but outcomes, which the parent sends on with the nonce. pytest reads nothing of the
+workspace as configuration: its ini is an empty file of ours (``-c``), conftest.py files are read only from the
+test's folder down, entry-point plugins are off, compiled files go to a cache of this run's own
+(``sys.pycache_prefix``), and the workspace comes last on ``sys.path``, so none of its files shadows the standard
+library or pytest. The test file is the host's copy, written after the workspace's files in a folder outside
+it, with the host's canary appended: a test that must fail, named from the file's own words.
 """
 
 import base64
@@ -120,7 +124,7 @@ def _shell(request):
 
 
 class _Outcomes:
-    """A pytest plugin that keeps each test's outcome by node id (call phase, or the phase that failed)."""
+    """The child's pytest plugin: each test's outcome by node id (its call, or the phase that failed)."""
 
     def __init__(self):
         self.outcomes = {}
@@ -135,47 +139,72 @@ class _Outcomes:
             self.outcomes[report.nodeid or "<collection>"] = "error"
 
 
-def _judge(request):
-    """One hidden test file, with the canary beside it, against the workspace: each test's outcome."""
-    _write_tree(TESTS, request["tests"])
-    canary = request["canary"]
-    with open(os.path.join(TESTS, f"{canary}.py"), "w") as handle:
-        handle.write(f"def {canary}():\n    raise AssertionError('the canary fails')\n")
-    os.makedirs(CACHE, exist_ok=True)
-    config = os.path.join(CACHE, "pytest.ini")
-    with open(config, "w") as handle:
-        handle.write("[pytest]\n")
-    sys.pycache_prefix = CACHE
+def _child(test_file, site, workspace, cache, out):
+    """The process that runs pytest on one hidden test file. The code under test runs here, so it is given
+    nothing it could forge a report with: no nonce, no request, and a parent it cannot read (_not_dumpable).
+    Its outcomes go to the fd ``out``; the parent adds the nonce."""
+    sys.path.insert(0, site)
+    sys.path.append(workspace)  # after the standard library and pytest: a workspace file shadows none of them
+    sys.pycache_prefix = cache
     sys.dont_write_bytecode = True
-    sys.path[:0] = [request["site"]]
-    os.chdir(WORKSPACE)
-    os.environ.pop("PYTEST_ADDOPTS", None)
-    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     import pytest
 
     plugin = _Outcomes()
-    args = [
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "-c",
-        config,
-        "--rootdir",
-        TESTS,
-        "--confcutdir",
-        TESTS,
-        "-o",
-        f"pythonpath={WORKSPACE}",
-        "-o",
-        "python_files=test_*.py *_test.py",
-        "-o",
-        "python_functions=test_*",
-        "--continue-on-collection-errors",  # the canary runs whatever the file does
-        os.path.join(TESTS, request["file"]),
-        os.path.join(TESTS, f"{canary}.py"),
-    ]
-    status = pytest.main(args, plugins=[plugin])
-    return {"nonce": request["nonce"], "status": int(status), "outcomes": plugin.outcomes}
+    folder = os.path.dirname(test_file)
+    config = os.path.join(cache, "pytest.ini")
+    args = ["-q", "-p", "no:cacheprovider", "-c", config, "--rootdir", folder, "--confcutdir", folder]
+    status = pytest.main([*args, "--continue-on-collection-errors", test_file], plugins=[plugin])
+    with os.fdopen(int(out), "w") as handle:
+        handle.write(json.dumps({"status": int(status), "outcomes": plugin.outcomes}))
+
+
+CHILD_FLAG = "--judge-child"
+CHILD_REPORT_BYTES = 1 << 20
+
+
+def _not_dumpable():
+    """No process this one starts can open its fds or read its memory through /proc (PR_SET_DUMPABLE 0):
+    the nonce and the report channel stay out of reach of the code under test and of the agent's commands."""
+    import ctypes
+
+    if ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE)")
+
+
+def _judge(request):
+    """One hidden test file, the canary appended to it, against the workspace: each test's outcome, with the nonce."""
+    _write_tree(TESTS, request["tests"])
+    target = os.path.join(TESTS, request["file"])
+    with open(target, "a") as handle:
+        handle.write(request["canary_source"])
+    os.makedirs(CACHE, exist_ok=True)
+    with open(os.path.join(CACHE, "pytest.ini"), "w") as handle:
+        handle.write("[pytest]\n")
+    reading, writing = os.pipe()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "LANG": "C.UTF-8"}
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    argv = [sys.executable, "-I", "-c", request["runner"], CHILD_FLAG, target, request["site"], WORKSPACE, CACHE]
+    argv.append(str(writing))
+    child = subprocess.Popen(
+        argv, cwd=WORKSPACE, env=env, stdin=subprocess.DEVNULL, stdout=2, stderr=2, pass_fds=(writing,)
+    )
+    os.close(writing)
+    data = b""
+    while len(data) <= CHILD_REPORT_BYTES:
+        chunk = os.read(reading, READ_CHUNK)
+        if not chunk:
+            break
+        data += chunk
+    os.close(reading)
+    child.kill()
+    child.wait()
+    try:
+        found = json.loads(data[:CHILD_REPORT_BYTES])
+        outcomes = {str(k): str(v) for k, v in found["outcomes"].items()}
+        status = int(found["status"])
+    except Exception:  # the child died, or wrote what is not its report: no test passed
+        outcomes, status = {}, -1
+    return {"nonce": request["nonce"], "status": status, "outcomes": outcomes}
 
 
 def _report_channel():
@@ -186,6 +215,10 @@ def _report_channel():
 
 
 def main():
+    if sys.argv[1:2] == [CHILD_FLAG]:
+        _child(*sys.argv[2:7])
+        return
+    _not_dumpable()
     request = json.loads(sys.stdin.read())
     channel = _report_channel()
     os.makedirs(WORKSPACE, exist_ok=True)

@@ -14,9 +14,10 @@ from pathlib import Path
 from codegrpo.errors import SandboxFatalError
 from codegrpo.sandbox.local import reachable_by_others
 
-# pytest and what it imports (pytest 8 and 9: pluggy, iniconfig, packaging, pygments for its reports).
 FALLBACK_ROOT = Path("/var/tmp")  # kept across reboots, open to every user: a folder of this user's own in it
-PACKAGES = ("pytest", "_pytest", "py", "pluggy", "iniconfig", "packaging", "pygments")
+# pytest and what it imports: these it cannot run without, and those some of its versions use (pygments since 8.4).
+PACKAGES = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging")
+OPTIONAL = ("py", "pygments")
 
 
 def pytest_site(cache: Path | None = None) -> Path:
@@ -28,8 +29,10 @@ def pytest_site(cache: Path | None = None) -> Path:
     staging = root / f".{site.name}-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    for name in PACKAGES:
+    for name in (*PACKAGES, *OPTIONAL):
         spec = importlib.util.find_spec(name)
+        if (spec is None or spec.origin is None) and name in OPTIONAL:
+            continue
         if spec is None or spec.origin is None:
             raise SandboxFatalError(f"{name} is not installed here, and a task's tests need it: pip install pytest")
         origin = Path(spec.origin)
