@@ -121,7 +121,7 @@ def test_the_docs_script_trains_as_it_is_written(tmp_path):
         [sys.executable, "agents.py"], cwd=tmp_path, capture_output=True, text=True, timeout=1200, env=env
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.startswith("3 tasks, 0 skipped")
+    assert "3 tasks, 0 skipped" in done.stdout.splitlines()  # wandb may say its mode first
     history = json.loads(done.stdout.split("HISTORY ", 1)[1])
     steps = [entry for entry in history if "rewards/RepoEnvironment/mean" in entry]
     assert len(steps) == 2 and all("tools/call_frequency" in entry for entry in steps)

@@ -159,7 +159,8 @@ def test_what_an_extra_brings_through_another_package_never_replaces_codegrpos_o
 def test_by_default_the_declared_ranges_are_codegrpos_installed_metadata():
     found = {d.name: d for d in declared()}
     assert found["esprima"].range == ">=4.0.1" and found["esprima"].extra is None
-    assert found["peft"].extra == "peft" and found["pytest"].extra == "dev"
+    assert found["peft"].extra == "peft" and found["ruff"].extra == "dev"
+    assert found["pytest"].extra is None  # required: agents' hidden tests run with this Python's pytest
     assert "codegrpo" not in found
     extras = [d.extra for d in found.values()]
     assert extras == sorted(extras, key=lambda extra: extra is not None)  # the required ones first
