@@ -249,24 +249,26 @@ def test_rollout_feedback_needs_the_runs_scorer_and_makes_a_rollout_func(compose
 def test_the_sampler_state_follows_the_problem_sets_order_and_resumes_from_a_checkpoint(compose_cfg, tmp_path):
     cfg = compose_cfg("seed=7")
     problems = [dataclasses.replace(_echo("1\n"), id=name) for name in ("b", "a", "c")]
-    state = build.sampler_state(cfg, problems)
+    ids = [p.id for p in problems]
+    state = build.sampler_state(cfg, ids)
     assert state.rates.ids == ["b", "a", "c"] and state.seed == 7 and state.cfg == cfg.sampler
     state.rates.recent = [[1.0], [], [0.5]]
     state.rates.generations = state.rates.applied = 1
     state.save(tmp_path)
-    resumed = build.sampler_state(cfg, problems, tmp_path)
+    resumed = build.sampler_state(cfg, ids, tmp_path)
     assert resumed.rates.recent == [[1.0], [], [0.5]] and resumed.rates.generations == 1
     (tmp_path / "fresh").mkdir()
-    assert build.sampler_state(cfg, problems, tmp_path / "fresh").rates.recent == [[], [], []]
+    assert build.sampler_state(cfg, ids, tmp_path / "fresh").rates.recent == [[], [], []]
 
 
 def test_the_rewards_are_made_together_the_scorer_on_the_hidden_tests_the_rollout_on_the_public(compose_cfg):
     cfg = compose_cfg("rollout=feedback", "reward.functions=[code_reward,hack_penalty]")
-    judged = build.rewards(cfg, [_echo("1\n", "2\n", "3\n")], MemoryBackend(_never))
+    judged = build.rewards(cfg, build.TrainingSet(problems=[_echo("1\n", "2\n", "3\n")]), MemoryBackend(_never))
+    assert judged.scorer is not None and judged.environment_factory is None
     assert [t.input for t in judged.scorer.problems["echo"].tests] == ["2\n", "3\n"]
     assert [f.__name__ for f in judged.functions] == ["code_reward", "hack_penalty"] and judged.weights is None
     assert judged.online.rates.ids == ["echo"] and callable(judged.rollout_func)
-    assert build.rewards(compose_cfg(), [_echo("1\n")], MemoryBackend(_never)).rollout_func is None
+    assert build.rewards(compose_cfg(), build.TrainingSet([_echo("1\n")]), MemoryBackend(_never)).rollout_func is None
 
 
 # -- before a training run starts ----------------------------------------------------------------------------
@@ -282,11 +284,11 @@ def test_a_distributed_launch_without_one_run_dir_is_refused_before_anything_loa
 
 
 def test_a_resume_is_none_a_complete_checkpoint_or_one_line(compose_cfg, tmp_path):
-    problems = [_echo("1\n")]
-    assert build.resume(compose_cfg(), tmp_path, problems) is None
-    assert build.resume(compose_cfg("resume=auto"), tmp_path, problems) is None  # nothing to resume: fresh
+    sha256 = build.TrainingSet([_echo("1\n")]).sha256
+    assert build.resume(compose_cfg(), tmp_path, sha256) is None
+    assert build.resume(compose_cfg("resume=auto"), tmp_path, sha256) is None  # nothing to resume: fresh
     with pytest.raises(UsageError, match=r"^resume=.*: not a complete checkpoint-N directory \(or use resume=auto\)$"):
-        build.resume(compose_cfg(f"resume={tmp_path / 'checkpoint-3'}"), tmp_path, problems)
+        build.resume(compose_cfg(f"resume={tmp_path / 'checkpoint-3'}"), tmp_path, sha256)
 
 
 # -- trl.GRPOConfig -----------------------------------------------------------------------------------------
@@ -306,3 +308,92 @@ def test_grpo_config_writes_into_the_run_dir_and_never_pushes_or_keeps_a_token(c
     with pytest.raises(UsageError) as error:  # GRPOConfig's own ValueError, in one line
         build.grpo_config(both, tmp_path)
     assert str(error.value).startswith("trainer: ") and "\n" not in str(error.value)
+
+
+# -- rollout=tools: agents on repository tasks ----------------------------------------------------------------
+
+
+def test_rollout_tools_trains_on_the_shipped_repository_tasks_with_a_tool_round_per_turn_after_the_first(
+    compose_cfg, tmp_path
+):
+    cfg = compose_cfg("rollout=tools", "rollout.max_turns=3")
+    assert cfg.problems.name == "repo_tasks" and cfg.model.chat_template == "auto"
+    build.check_train(cfg, ranks=1)
+    training = build.training_set(cfg, ranks=1, main=True)
+    assert training.ids == ["add-triangle-area", "fix-median", "slugify-test"] and not training.problems
+    assert len(training.sha256) == 64 and training.sha256 != build.TrainingSet(tasks=training.tasks[:2]).sha256
+    assert build.grpo_config(cfg, tmp_path).max_tool_calling_iterations == 2
+    limited = build.training_set(compose_cfg("rollout=tools", "problems.limit=1"), ranks=1, main=True)
+    assert limited.ids == ["add-triangle-area"]
+
+
+def test_an_episodes_token_budget_holds_its_turns_and_the_tool_results_between_them(compose_cfg):
+    cfg = compose_cfg("rollout=tools", "rollout.max_turns=3", "rollout.budgets.output_chars=300")
+    assert cfg.trainer.generation_kwargs == {"max_new_tokens": 128}  # a turn's cap
+    assert cfg.trainer.max_completion_length == 3 * 128 + 2 * (300 // 3 + 16)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["problems=repo_tasks"], r"^problems=repo_tasks holds repository tasks, for agents: add rollout=tools$"),
+        (["rollout=tools", "problems=trivial"], r"^rollout=tools trains agents on repository tasks, not problems="),
+        (["rollout=tools", "trainer.max_tool_calling_iterations=3"], r"under rollout=tools set rollout.max_turns"),
+        (["rollout=tools", "sampler=difficulty"], r"^rollout=tools draws tasks uniformly"),
+        (["rollout=tools", "sampler.dynamic=true"], r"^rollout=tools draws tasks uniformly"),
+        (["rollout=tools", "evaluation.after=true"], r"^rollout=tools: evaluation.before and evaluation.after"),
+    ],
+)
+def test_what_rollout_tools_cannot_do_is_one_line_before_anything_loads(compose_cfg, overrides, message):
+    with pytest.raises(UsageError, match=message) as raised:
+        build.check_train(compose_cfg(*overrides), ranks=1)
+    assert "\n" not in str(raised.value)
+
+
+def test_rollout_tools_on_a_transformers_without_environments_is_one_line_naming_the_version(
+    compose_cfg, monkeypatch
+):
+    import transformers
+
+    monkeypatch.setattr(transformers, "__version__", "5.1.0")
+    with pytest.raises(UsageError, match=r"^rollout=tools needs transformers>=5.2.0 .* this is 5.1.0: pip install"):
+        build.check_train(compose_cfg("rollout=tools"), ranks=1)
+
+
+def test_a_task_folder_that_holds_nothing_it_can_run_or_is_broken_is_one_line(compose_cfg, tmp_path):
+    from codegrpo.errors import ProblemError
+
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ProblemError, match=r"holds no task"):
+        build.training_set(compose_cfg("rollout=tools", f"problems.path={tmp_path / 'empty'}"), ranks=1, main=True)
+    image = tmp_path / "image" / "needs-node"
+    for name, text in {
+        "instruction.md": "Fix it.",
+        "task.toml": "[metadata]\n",
+        "environment/Dockerfile": "FROM node:20\n",
+        "tests/test.sh": "pytest\n",
+        "tests/test_it.py": "def test_it():\n    pass\n",
+    }.items():
+        (image / name).parent.mkdir(parents=True, exist_ok=True)
+        (image / name).write_text(text)
+    with pytest.raises(UsageError, match=r"every task was skipped \(1; the log says why\)$"):
+        build.training_set(compose_cfg("rollout=tools", f"problems.path={tmp_path / 'image'}"), ranks=1, main=True)
+    broken = tmp_path / "broken" / "bad-toml"
+    broken.mkdir(parents=True)
+    (broken / "instruction.md").write_text("Fix it.")
+    (broken / "task.toml").write_text("[metadata\n")
+    with pytest.raises(ProblemError, match=r"task.toml") as raised:
+        build.training_set(compose_cfg("rollout=tools", f"problems.path={tmp_path / 'broken'}"), ranks=1, main=True)
+    assert "\n" not in str(raised.value)
+
+
+def test_the_problem_commands_refuse_a_folder_of_repository_tasks_in_one_line(compose_cfg):
+    with pytest.raises(UsageError, match=r"^problems=repo_tasks is a folder of repository tasks, for agents: train"):
+        build.problems(compose_cfg("problems=repo_tasks").problems)
+
+
+def test_a_model_template_that_cannot_render_tool_calls_names_the_setting_that_fixes_it(compose_cfg):
+    cfg = compose_cfg("rollout=tools", "model.chat_template=own")
+    with pytest.raises(UsageError, match=r"cannot render tool calls, .* use model.chat_template=tool_chatml"):
+        build.check_tool_template(cfg.model)
+    build.check_tool_template(compose_cfg("rollout=tools").model)  # auto: ChatML with tool calls for SmolLM2

@@ -11,7 +11,7 @@
     dataset(problems, cfg.problems)   the prompts and test columns GRPOTrainer samples from
     sides(cfg, problems)              what the model may see and what the reward scores (rollout=feedback)
     check_reward_functions(cfg)       reward.functions, their args and weights, checked before the run starts
-    sampler_state(cfg, problems)      the sampler's pass rates, fed by the rewards' verdicts (resumed from a checkpoint)
+    sampler_state(cfg, ids)           the sampler's pass rates, fed by the rewards' verdicts (resumed from a checkpoint)
     reward_functions(cfg, scorer)     reward.functions and their weights (codegrpo.reward.functions checks each)
     rollout(cfg, public, scorer)      rollout=feedback's rollout_func (codegrpo.training.rollout_func), or None
     grpo_config(cfg, run_dir)         trl.GRPOConfig from the trainer group
@@ -20,9 +20,12 @@
 A training run (codegrpo.tasks.train) adds its own steps, in this order:
 
     check_train(cfg, ranks)           every check that fails in a second, before anything loads: one line each
-    train_problems(cfg, ranks, main)  the training problems (a paper recipe names its CPU twin if it cannot load)
-    resume(cfg, run_dir, problems)    the checkpoint a run resumes from, checked against this run, or None
-    rewards(cfg, problems, sandbox)   what judges the run: the sides, scorer, reward functions, sampler, rollout
+    training_set(cfg, ranks, main)    the training problems (a paper recipe names its CPU twin if it cannot load),
+                                      or under rollout=tools the repository tasks (repo_tasks)
+    resume(cfg, run_dir, sha256)      the checkpoint a run resumes from, checked against this run, or None
+    train_sandbox(cfg, ranks)         ``sandbox``, set up for workspaces under rollout=tools
+    rewards(cfg, training, sandbox)   what judges the run: the sides, scorer, reward functions, sampler, rollout;
+                                      under rollout=tools the agents' environments and their judge
     training_args(cfg, run_dir, ...)  trl.GRPOConfig, with the batch checked against the problems and the sampler
 
 The tasks (codegrpo.tasks) call these; nothing else assembles a run, and what they build is handed on.
@@ -37,7 +40,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codegrpo.config.choices import GenerationBackend, LanguageName, LoggerBackend, RewardKind, RolloutKind, Split
+from codegrpo.config.choices import (
+    GenerationBackend,
+    LanguageName,
+    Loader,
+    LoggerBackend,
+    RewardKind,
+    RolloutKind,
+    SamplerKind,
+    Split,
+)
 from codegrpo.config.evaluation import EvaluationConfig
 from codegrpo.config.model import ModelConfig
 from codegrpo.config.problem_set import ProblemsConfig
@@ -50,6 +62,7 @@ from codegrpo.data.files import load_problems
 from codegrpo.data.problems import Problem
 from codegrpo.data.prompts import messages_for
 from codegrpo.data.public_tests import Sides, sides_of
+from codegrpo.data.repo_tasks import RepoTask, load_repo_tasks, task_set_hash
 from codegrpo.data.sets import load_problem_set, problem_set_hash, select_split
 from codegrpo.errors import UsageError
 from codegrpo.reward import functions as reward_entries
@@ -68,6 +81,7 @@ if TYPE_CHECKING:  # imported where used: the scoring commands load neither
     from trl import GRPOConfig
     from wandb.sdk.wandb_run import Run
 
+    from codegrpo.agents.environment import Session
     from codegrpo.training.preemption import Guard
     from codegrpo.training.sampling import Online
     from codegrpo.training.trl_adapter import CodeGRPOTrainer
@@ -125,12 +139,13 @@ def scorer(
 
 
 def model(
-    cfg: ModelConfig, checkpoint: str | None = None, bf16: bool = False
+    cfg: ModelConfig, checkpoint: str | None = None, bf16: bool = False, tools: bool = False
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
-    """(model, tokenizer) of the model group, or of ``checkpoint`` (a saved dir; "base" is the group's)."""
+    """(model, tokenizer) of the model group, or of ``checkpoint`` (a saved dir; "base" is the group's); with
+    ``tools``, a chat template that renders tool calls where model.chat_template=auto."""
     from codegrpo.models.loading import load_model_and_tokenizer
 
-    return load_model_and_tokenizer(_checkpoint_of(cfg, checkpoint), bf16=bf16)
+    return load_model_and_tokenizer(_checkpoint_of(cfg, checkpoint), bf16=bf16, tools=tools)
 
 
 def _checkpoint_of(cfg: ModelConfig, checkpoint: str | None) -> ModelConfig:
@@ -272,6 +287,8 @@ def grpo_config(cfg: TrainConfig, run_dir: Path, reward_weights: list[float] | N
     args["hub_token"] = None  # TRL never pushes, and would pickle a token into every training_args.bin
     if reward_weights is not None:
         args["reward_weights"] = reward_weights
+    if cfg.rollout.kind is RolloutKind.tools:  # TRL's tool rounds: every model turn after the first
+        args["max_tool_calling_iterations"] = cfg.rollout.max_turns - 1
     try:
         return GRPOConfig(output_dir=str(run_dir), seed=cfg.seed, **current_names(args, GRPOConfig))
     except ValueError as error:  # a check of TRL's that codegrpo.config.trainer.check_trainer does not mirror
@@ -290,12 +307,12 @@ def rollout(cfg: TrainConfig, public: list[Problem], scorer: Scorer | None) -> C
     return make_feedback_rollout(public, scorer, cfg.rollout, prompt_of=lambda p: messages_for(p, cfg.problems))
 
 
-def sampler_state(cfg: TrainConfig, problem_set: list[Problem], checkpoint: Path | None = None) -> Online:
-    """Each problem's recent pass rate (row i of the dataset is ``problem_set[i]``), restored from
-    ``checkpoint``: the rewards' SharedBatch feeds it (``online.rates.observe``), the trainer draws from it."""
+def sampler_state(cfg: TrainConfig, ids: list[str], checkpoint: Path | None = None) -> Online:
+    """Each problem's recent pass rate (row i of the dataset is ``ids[i]``'s), restored from ``checkpoint``:
+    the rewards' SharedBatch feeds it (``online.rates.observe``), the trainer draws from it."""
     from codegrpo.training.sampling import Online
 
-    state = Online(cfg.sampler, [p.id for p in problem_set], cfg.seed)
+    state = Online(cfg.sampler, ids, cfg.seed)
     if checkpoint is not None:
         state.load(checkpoint)
     return state
@@ -341,6 +358,7 @@ def check_train(cfg: TrainConfig, ranks: int) -> None:
     check_trainer(cfg.trainer)
     check_optimized_metric(cfg)
     check_episode_budget(cfg.trainer, cfg.rollout)
+    check_tools(cfg)
     with naming_the_twin(cfg.recipe):  # a paper-scale recipe that cannot start here names its CPU twin
         check_devices(cfg)  # the GPU path: no GPU, no bf16 on it, no vLLM
         check_model(cfg.model)  # a directory that holds no model
@@ -373,20 +391,110 @@ def check_optimized_metric(cfg: TrainConfig) -> None:
         )
 
 
-def train_problems(cfg: TrainConfig, ranks: int, main: bool) -> list[Problem]:
-    """The training problems; on the main process, a warning where a paper recipe's batch is scaled to ``ranks``."""
+# TRL's environment_factory needs transformers 5.2 (GRPOTrainer refuses older ones once the model has loaded).
+TOOLS_TRANSFORMERS = "5.2.0"
+
+
+def check_tools(cfg: TrainConfig) -> None:
+    """rollout=tools and a set of repository tasks go together, with what TRL's environments need: one line
+    each, before anything loads."""
+    tools, tasks = cfg.rollout.kind is RolloutKind.tools, cfg.problems.loader is Loader.repo_tasks
+    if tasks and not tools:
+        raise UsageError(f"problems={cfg.problems.name} holds repository tasks, for agents: add rollout=tools")
+    if not tools:
+        return
+    if not tasks:
+        raise UsageError(
+            f"rollout=tools trains agents on repository tasks, not problems={cfg.problems.name}: use "
+            "problems=repo_tasks (problems.path=<a folder of Harbor-style tasks> for your own)"
+        )
+    import transformers
+    from packaging.version import Version
+
+    if Version(transformers.__version__) < Version(TOOLS_TRANSFORMERS):
+        raise UsageError(
+            f"rollout=tools needs transformers>={TOOLS_TRANSFORMERS} (TRL's environment_factory); this is "
+            f"{transformers.__version__}: pip install 'transformers>={TOOLS_TRANSFORMERS}'"
+        )
+    if cfg.trainer.max_tool_calling_iterations is not None:
+        raise UsageError(
+            f"trainer.max_tool_calling_iterations={cfg.trainer.max_tool_calling_iterations}: under rollout=tools "
+            "set rollout.max_turns (the model's turns an episode; TRL's tool rounds are one fewer)"
+        )
+    if cfg.sampler.kind is not SamplerKind.uniform or cfg.sampler.dynamic:
+        raise UsageError(
+            "rollout=tools draws tasks uniformly: sampler=difficulty and sampler.dynamic are not built for agents yet"
+        )
+    if cfg.evaluation.before or cfg.evaluation.after:
+        raise UsageError(
+            "rollout=tools: evaluation.before and evaluation.after evaluate problems, not agents' episodes: "
+            "set both to false"
+        )
+
+
+def check_tool_template(cfg: ModelConfig) -> None:
+    """The model's tokenizer, with model.chat_template applied, renders tool calls (rollout=tools): one line
+    naming the setting that fixes it, before the model loads. The model must be resolved (``resolve_model``)."""
+    from transformers import AutoTokenizer
+
+    from codegrpo.models.chat_templates import apply_chat_template_choice, check_tool_calling
+    from codegrpo.models.loading import resolve_model
+
+    path = resolve_model(cfg)
+    tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=cfg.trust_remote_code)
+    check_tool_calling(apply_chat_template_choice(tokenizer, cfg.chat_template, tools=True), path, cfg.chat_template)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingSet:
+    """What a run trains on, a dataset row each: problems, or under rollout=tools repository tasks."""
+
+    problems: list[Problem] = dataclasses.field(default_factory=list)
+    tasks: list[RepoTask] = dataclasses.field(default_factory=list)
+
+    @property
+    def ids(self) -> list[str]:
+        return [p.id for p in self.problems] + [t.id for t in self.tasks]
+
+    @property
+    def sha256(self) -> str:
+        """The content's hash, which run_info.json records and a resume checks."""
+        return task_set_hash(self.tasks) if self.tasks else problem_set_hash(self.problems)
+
+    def __len__(self) -> int:
+        return len(self.problems) + len(self.tasks)
+
+
+def training_set(cfg: TrainConfig, ranks: int, main: bool) -> TrainingSet:
+    """The training problems, or the repository tasks under rollout=tools; on the main process, a warning where
+    a paper recipe's batch is scaled to ``ranks``."""
     from codegrpo.training.recipe import naming_the_twin, warn_if_scaled
 
+    if cfg.rollout.kind is RolloutKind.tools:
+        return TrainingSet(tasks=repo_tasks(cfg.problems))
     with naming_the_twin(cfg.recipe):
         problem_set = problems(cfg.problems)
     if main:
         warn_if_scaled(cfg.recipe, cfg.trainer, ranks)
-    return problem_set
+    return TrainingSet(problems=problem_set)
 
 
-def resume(cfg: TrainConfig, run_dir: Path, problem_set: list[Problem]) -> Path | None:
+def repo_tasks(cfg: ProblemsConfig) -> list[RepoTask]:
+    """The task folders under ``problems.path`` this sandbox can hold (the others skipped, each with its reason
+    in the log), then the split and the limit."""
+    tasks, skipped = load_repo_tasks(cfg.path)
+    for task in skipped:
+        log.warning("task %s skipped: %s", task.path, task.reason)
+    if not tasks:
+        raise UsageError(f"problems.path={cfg.path}: every task was skipped ({len(skipped)}; the log says why)")
+    log.info("%d repository tasks from %s, %d skipped", len(tasks), cfg.path, len(skipped))
+    chosen = select_split(tasks, cfg.split, cfg.eval_fraction)
+    return chosen[: cfg.limit] if cfg.limit else chosen
+
+
+def resume(cfg: TrainConfig, run_dir: Path, sha256: str) -> Path | None:
     """The checkpoint this run resumes from (resume=auto: the newest complete one in ``run_dir``, None to start
-    fresh; else the one given), checked against this run's config and problems."""
+    fresh; else the one given), checked against this run's config and its training set's hash ``sha256``."""
     from codegrpo.training import checkpoints
 
     if not cfg.resume:
@@ -398,7 +506,7 @@ def resume(cfg: TrainConfig, run_dir: Path, problem_set: list[Problem]) -> Path 
         if not checkpoints.is_complete(checkpoint):
             raise UsageError(f"resume={cfg.resume}: not a complete checkpoint-N directory (or use resume=auto)")
     if checkpoint is not None:
-        checkpoints.check_resume(checkpoint, to_plain(cfg), problem_set_hash(problem_set), cfg.resume_force)
+        checkpoints.check_resume(checkpoint, to_plain(cfg), sha256, cfg.resume_force)
         log.info("resuming from %s", checkpoint)
     return checkpoint
 
@@ -406,34 +514,76 @@ def resume(cfg: TrainConfig, run_dir: Path, problem_set: list[Problem]) -> Path 
 @dataclasses.dataclass
 class Rewards:
     """What judges a training run, made together because the reward functions read the scorer and feed the
-    sampler (``rollout_func`` None: TRL's own generation)."""
+    sampler (``rollout_func`` None: TRL's own generation). Under rollout=tools there is no scorer: the reward
+    functions judge the episodes of ``environment_factory``'s environments, which share ``session``."""
 
-    scorer: Scorer
+    scorer: Scorer | None
     functions: list[Callable[..., object]]
     weights: list[float] | None
     online: Online
     rollout_func: Callable[..., object] | None
+    environment_factory: Callable[[], object] | None = None
+    session: Session | None = None
+
+    def close(self) -> None:
+        """Stop the agents' session's loop thread (the sandbox is the run's, closed by whoever opened it)."""
+        if self.session is not None:
+            self.session.close()
 
 
 def rewards(
-    cfg: TrainConfig, problem_set: list[Problem], backend: SandboxBackend, checkpoint: Path | None = None
+    cfg: TrainConfig, training: TrainingSet, backend: SandboxBackend, checkpoint: Path | None = None
 ) -> Rewards:
     """The run's Rewards, through ``backend``; the sampler's state resumed from ``checkpoint``."""
-    public, hidden = sides(cfg, problem_set)
+    online = sampler_state(cfg, training.ids, checkpoint)
+    if cfg.rollout.kind is RolloutKind.tools:
+        return tool_rewards(cfg, training.tasks, backend, online)
+    public, hidden = sides(cfg, training.problems)
     judge = scorer(cfg, hidden, backend)
-    online = sampler_state(cfg, problem_set, checkpoint)
     functions, weights = reward_functions(cfg, judge, [online.rates.observe])
     return Rewards(judge, functions, weights, online, rollout(cfg, public, judge))
 
 
+def tool_rewards(cfg: TrainConfig, tasks: list[RepoTask], backend: SandboxBackend, online: Online) -> Rewards:
+    """rollout=tools' Rewards: the environments' Session on ``backend`` (``train_sandbox``'s), and reward.functions,
+    whose code_reward and hack_penalty judge the episodes' final workspaces (codegrpo.agents.rewards)."""
+    import functools
+
+    from codegrpo.agents.environment import Session, WorkspaceEnvironment
+    from codegrpo.agents.rewards import make_tool_rewards
+
+    partial = cfg.reward.kind is RewardKind.partial
+    session = Session(tasks, backend, cfg.rollout.budgets, partial)
+    served = make_tool_rewards(session, partial)
+    checked = check_reward_functions(cfg)
+    functions = [f if f is not None else served[e] for e, f in zip(cfg.reward.functions, checked, strict=True)]
+    weights = None if (given := _weights(cfg)) is None else [float(w) for w in given]
+    factory = functools.partial(WorkspaceEnvironment, session)
+    return Rewards(None, functions, weights, online, None, factory, session)
+
+
+def train_sandbox(cfg: TrainConfig, ranks: int) -> SandboxBackend:
+    """``sandbox`` for a training run: under rollout=tools set up for workspaces (room for a workspace in a run's
+    output and /tmp, pytest where the sandbox can read it; codegrpo.agents.workspace.sandbox_config)."""
+    if cfg.rollout.kind is not RolloutKind.tools:
+        return sandbox(cfg.sandbox, cfg.problems.language, ranks)
+    from codegrpo.agents.workspace import sandbox_config
+    from codegrpo.sandbox.pytest_site import pytest_site
+
+    return sandbox(sandbox_config(cfg.sandbox, cfg.rollout.budgets, str(pytest_site())), cfg.problems.language, ranks)
+
+
 def training_args(cfg: TrainConfig, run_dir: Path, weights: list[float] | None, problem_count: int) -> GRPOConfig:
-    """``grpo_config``, with the batch it makes checked against the problem set and the sampler."""
+    """``grpo_config``, with the batch it makes checked against the problem set and the sampler, and under
+    rollout=tools the model's chat template checked for tool calls."""
     from codegrpo.models.loading import resolve_model
     from codegrpo.training import dynamic_sampling
     from codegrpo.training.sampling import check_batch
 
     # A GGUF model is converted first: once GRPOConfig starts torch.distributed, only rank 0 would save it.
     resolve_model(cfg.model)
+    if cfg.rollout.kind is RolloutKind.tools:
+        check_tool_template(cfg.model)
     args = grpo_config(cfg, run_dir, weights)
     assert args.generation_batch_size is not None and args.num_generations is not None  # GRPOConfig sets both
     check_batch(cfg.sampler, problem_count, args.generation_batch_size // args.num_generations)
@@ -446,7 +596,7 @@ def trainer(
     cfg: TrainConfig,
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
-    problem_set: list[Problem],
+    training: TrainingSet,
     judged: Rewards,
     args: GRPOConfig,
     guard: Guard | None = None,
@@ -454,15 +604,23 @@ def trainer(
 ) -> CodeGRPOTrainer:
     """The GRPOTrainer of this run: its checkpoints carry what resume checks (the config, the problem set's
     hash) and the W&B run id; ``guard``'s signals save a checkpoint after the current step."""
+    from datasets import Dataset
+
+    from codegrpo.agents.environment import task_dataset_rows
     from codegrpo.models.loading import build_peft_config
     from codegrpo.training.trl_adapter import make_trainer_class
 
-    state = {"config": to_plain(cfg), "problems_sha256": problem_set_hash(problem_set), "wandb_run_id": wandb_run_id}
+    state = {"config": to_plain(cfg), "problems_sha256": training.sha256, "wandb_run_id": wandb_run_id}
+    rows = (
+        Dataset.from_list(task_dataset_rows(training.tasks, cfg.problems.system_prompt))
+        if training.tasks
+        else dataset(training.problems, cfg.problems)
+    )
     return make_trainer_class()(
         model=model,
         reward_funcs=judged.functions,
         args=args,
-        train_dataset=dataset(problem_set, cfg.problems),
+        train_dataset=rows,
         processing_class=tokenizer,
         peft_config=build_peft_config(cfg.peft),
         completions_every=cfg.completions_every,
@@ -471,4 +629,5 @@ def trainer(
         online=judged.online,
         dynamic=cfg.sampler if cfg.sampler.dynamic else None,
         rollout_func=judged.rollout_func,
+        environment_factory=judged.environment_factory,
     )

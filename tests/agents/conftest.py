@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from codegrpo.agents.workspace import Budgets, sandbox_config
+from codegrpo.agents.workspace import sandbox_config
+from codegrpo.config.rollout import Budgets
 from codegrpo.config.sandbox import LocalSandboxConfig
 from codegrpo.data.repo_tasks import RepoTask, load_repo_tasks
 from codegrpo.resources import project_path

@@ -9,7 +9,8 @@ import dataclasses
 import pytest
 
 from codegrpo.agents.judge import JudgeStatus, Judgment, collected_tests, judge
-from codegrpo.agents.workspace import Budgets, Workspace
+from codegrpo.agents.workspace import Workspace
+from codegrpo.config.rollout import Budgets
 from codegrpo.sandbox.base import Outcome, RunResult
 from codegrpo.sandbox.memory import MemoryBackend
 

@@ -13,7 +13,8 @@ import asyncio
 import pytest
 
 from codegrpo.agents.judge import JudgeStatus, judge, judge_many
-from codegrpo.agents.workspace import Budgets, ToolStatus, Workspace
+from codegrpo.agents.workspace import ToolStatus, Workspace
+from codegrpo.config.rollout import Budgets
 
 BUGGY = """
 def mean(values):

@@ -7,7 +7,8 @@ import asyncio
 
 import pytest
 
-from codegrpo.agents.workspace import Budgets, ToolStatus, Workspace, normal_path
+from codegrpo.agents.workspace import ToolStatus, Workspace, normal_path
+from codegrpo.config.rollout import Budgets
 
 
 def shell(box, workspace: Workspace, command: str) -> str:

@@ -13,6 +13,7 @@ from omegaconf.errors import ValidationError
 
 from codegrpo.config import choices
 from codegrpo.config.choices import (
+    ChatTemplate,
     Checker,
     Dtype,
     Extract,
@@ -54,7 +55,7 @@ VALUES = {
     SaveDtype: ["auto", "float32", "bfloat16", "float16"],
     LanguageName: ["python", "javascript"],
     SamplerKind: ["uniform", "difficulty"],
-    RolloutKind: ["single", "feedback"],
+    RolloutKind: ["single", "feedback", "tools"],
     Form: ["expression", "humaneval", "stdio", "call"],
     Loader: [
         "apps",
@@ -65,7 +66,9 @@ VALUES = {
         "verifiable_coding",
         "humaneval_plus",
         "leetcode",
+        "repo_tasks",
     ],
+    ChatTemplate: ["auto", "own", "tool_chatml"],
 }
 
 
@@ -132,7 +135,8 @@ def test_the_choices_that_name_other_things_name_them_all():
     from codegrpo.data.public_datasets import SCHEMAS
     from codegrpo.reward.programs import LANGUAGES
 
-    assert set(LANGUAGES) == set(LanguageName) and set(SCHEMAS) == set(Loader)
+    # A folder of repository tasks is read by data/repo_tasks.py, not by a dataset's schema.
+    assert set(LANGUAGES) == set(LanguageName) and set(SCHEMAS) | {Loader.repo_tasks} == set(Loader)
     fields = {field.name for field in dataclasses.fields(Problem)}
     assert {attribute.value for attribute in ProblemAttribute} <= fields
 

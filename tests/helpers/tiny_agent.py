@@ -53,7 +53,8 @@ def _fit(staging: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from codegrpo.models.chat_templates import ChatTemplate, apply_chat_template_choice
+    from codegrpo.config.choices import ChatTemplate
+    from codegrpo.models.chat_templates import apply_chat_template_choice
 
     tokenizer = apply_chat_template_choice(AutoTokenizer.from_pretrained(tiny_model()), ChatTemplate.tool_chatml)
     model = AutoModelForCausalLM.from_pretrained(tiny_model(), dtype=torch.float32)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from transformers import AutoTokenizer
 
+from codegrpo.config.choices import ChatTemplate
 from codegrpo.errors import UsageError
-from codegrpo.models.chat_templates import ChatTemplate, apply_chat_template_choice, check_tool_calling
+from codegrpo.models.chat_templates import apply_chat_template_choice, check_tool_calling
 from codegrpo.models.conversion import offline_model
 
 
@@ -27,7 +28,7 @@ def tokenizer():
 def test_the_offline_models_own_template_cannot_render_tool_calls_and_the_error_names_the_fix(tokenizer):
     own = apply_chat_template_choice(tokenizer, ChatTemplate.own)
     with pytest.raises(UsageError, match=r"model\.chat_template=tool_chatml") as raised:
-        check_tool_calling(own, "SmolLM2")
+        check_tool_calling(own, "SmolLM2", ChatTemplate.own)
     assert "\n" not in str(raised.value)
 
 

@@ -2,8 +2,10 @@
 
 TRL makes one environment per rollout and reuses it: ``reset(**row)`` starts an episode on the row's task
 (its ``task_id`` column) with a fresh workspace and returns the task's instruction; every public method but
-``reset`` and ``get_reward`` is a tool the model may call. ``get_reward`` judges the final workspace against
-the hidden tests: the first call of a batch judges every episode that has ended since, in one sandbox batch.
+``reset`` and ``get_reward`` is a tool the model may call. ``RepoEnvironment.get_reward`` judges the final
+workspace against the hidden tests: the first call of a batch judges every episode that has ended since, in
+one sandbox batch. ``WorkspaceEnvironment`` is the same without ``get_reward``, for a run whose reward
+functions judge the environments themselves (``python train.py rollout=tools``: codegrpo.agents.rewards).
 
 The environments of one factory share a Session: the tasks, one sandbox backend and the event loop it runs
 on (a thread of its own: TRL calls tools from its training thread).
@@ -14,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import weakref
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -47,7 +49,7 @@ class Session:
             cfg = sandbox_config(sandbox, budgets, self.site)
             self.backend, self.owned = make_backend(cfg, Runtime.python), True
             self.run(self.backend.__aenter__())
-        self.environments: weakref.WeakSet[RepoEnvironment] = weakref.WeakSet()
+        self.environments: weakref.WeakSet[WorkspaceEnvironment] = weakref.WeakSet()
         self._finalizer = weakref.finalize(self, _close, self.loop, self.thread, self.backend if self.owned else None)
 
     def close(self) -> None:
@@ -57,9 +59,9 @@ class Session:
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
 
-    def judge_pending(self) -> None:
-        """Judge every episode that has ended and is not judged yet, in one sandbox batch."""
-        pending = [env for env in self.environments if env._workspace is not None and env._judgment is None]
+    def judge(self, environments: Iterable[WorkspaceEnvironment]) -> None:
+        """Judge each of ``environments`` whose episode is not judged yet, all in one sandbox batch."""
+        pending = [env for env in environments if env._task and env._workspace and env._judgment is None]
         if not pending:
             return
         workspaces = [(env._task, env._workspace.files) for env in pending if env._task and env._workspace]
@@ -75,7 +77,7 @@ def _close(loop: asyncio.AbstractEventLoop, thread: threading.Thread, backend: S
     thread.join(timeout=10)
 
 
-class RepoEnvironment:
+class WorkspaceEnvironment:
     """One episode at a time on a repository task, its tools run in codegrpo's sandbox."""
 
     def __init__(self, session: Session) -> None:
@@ -92,13 +94,13 @@ class RepoEnvironment:
         sandbox: SandboxConfig | SandboxBackend | None = None,
         budgets: Budgets | None = None,
         partial: bool = False,
-    ) -> Callable[[], RepoEnvironment]:
+    ) -> Callable[[], WorkspaceEnvironment]:
         """TRL's ``environment_factory``: environments on ``tasks`` (a task folder, or loaded tasks) through
         ``sandbox`` (the local sandbox's defaults when None); ``partial`` rewards the fraction of tests passed."""
         loaded = load_repo_tasks(tasks)[0] if isinstance(tasks, (str, Path)) else list(tasks)
         session = Session(loaded, sandbox or LocalSandboxConfig(), budgets or Budgets(), partial)
 
-        def make() -> RepoEnvironment:
+        def make() -> WorkspaceEnvironment:
             return cls(session)
 
         make.session = session  # type: ignore[attr-defined]
@@ -163,15 +165,15 @@ class RepoEnvironment:
         targets = " ".join(task.public_tests) or "."
         return self.bash(f"python -m pytest -q {targets}")
 
-    def get_reward(self) -> float | None:
-        """The final workspace against the task's hidden tests: 1.0 when they all pass (or the fraction passed,
-        with ``partial``), 0.0 otherwise, None where the sandbox failed."""
-        if self._workspace is None:
-            return None
-        if self._judgment is None:
-            self._session.judge_pending()
-        assert self._judgment is not None
-        return self._judgment.reward(self._session.partial)
+    @property
+    def task(self) -> RepoTask | None:
+        """The task of the current (or last) episode."""
+        return self._task
+
+    @property
+    def files(self) -> dict[str, bytes]:
+        """The episode's workspace as it stands."""
+        return {} if self._workspace is None else self._workspace.files
 
     @property
     def calls(self) -> list[ToolCall]:
@@ -180,6 +182,20 @@ class RepoEnvironment:
     @property
     def judgment(self) -> Judgment | None:
         return self._judgment
+
+
+class RepoEnvironment(WorkspaceEnvironment):
+    """A WorkspaceEnvironment that owns its reward, as TRL's environments may (``get_reward``)."""
+
+    def get_reward(self) -> float | None:
+        """The final workspace against the task's hidden tests: 1.0 when they all pass (or the fraction passed,
+        with ``partial``), 0.0 otherwise, None where the sandbox failed."""
+        if self._workspace is None:
+            return None
+        if self._judgment is None:
+            self._session.judge(self._session.environments)
+        assert self._judgment is not None
+        return self._judgment.reward(self._session.partial)
 
 
 def task_dataset_rows(tasks: Sequence[RepoTask], system_prompt: str | None = None) -> list[dict[str, Any]]:

@@ -15,21 +15,10 @@ import json
 import posixpath
 from dataclasses import dataclass, field
 
+from codegrpo.config.rollout import Budgets
 from codegrpo.config.sandbox import LocalSandboxConfig, SandboxConfig
 from codegrpo.harness import sandbox_source
 from codegrpo.sandbox.base import Outcome, Program, RunResult, SandboxBackend
-
-
-@dataclass(frozen=True)
-class Budgets:
-    """What one episode may spend (rollout.tools.*)."""
-
-    tool_calls: int = 16
-    sandbox_s: float = 60.0  # the shell commands' sandbox time, all together
-    command_s: float = 10.0  # one command's
-    output_chars: int = 2000  # of one call's observation
-    workspace_bytes: int = 1 << 20
-    workspace_files: int = 200
 
 
 class ToolStatus(enum.StrEnum):

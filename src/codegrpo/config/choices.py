@@ -114,6 +114,7 @@ class SamplerKind(enum.StrEnum):
 class RolloutKind(enum.StrEnum):
     single = "single"  # one turn: the completion is the code (the default)
     feedback = "feedback"  # turns with the public tests' results as feedback (codegrpo.rollout.feedback)
+    tools = "tools"  # an agent's episode in a workspace of a repository task (codegrpo.agents)
 
 
 class Form(enum.StrEnum):
@@ -146,3 +147,12 @@ class Loader(enum.StrEnum):
     verifiable_coding = "verifiable_coding"
     humaneval_plus = "humaneval_plus"
     leetcode = "leetcode"
+    repo_tasks = "repo_tasks"  # a folder of Harbor-style repository tasks (rollout=tools; data/repo_tasks.py)
+
+
+class ChatTemplate(enum.StrEnum):
+    """model.chat_template: the tokenizer's own, or one by name that renders tool calls (models/chat_templates.py)."""
+
+    auto = "auto"  # the tokenizer's own, unless rollout=tools needs tool calls it cannot render: tool_chatml
+    own = "own"
+    tool_chatml = "tool_chatml"  # ChatML with Hermes-style tool calls, as Qwen2.5 writes them

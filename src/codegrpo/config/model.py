@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from codegrpo.config.choices import Dtype, SaveDtype
+from codegrpo.config.choices import ChatTemplate, Dtype, SaveDtype
 
 
 @dataclass
@@ -23,3 +23,6 @@ class ModelConfig:
     # The dtype final_model is written in: auto (the trained weights' own, fp32 by default) | float32 |
     # bfloat16 | float16. bf16 halves the disk but can round away more than a short run's whole update.
     save_dtype: SaveDtype = SaveDtype.auto
+    # auto: the tokenizer's chat template, unless rollout=tools needs tool calls it cannot render (SmolLM2's),
+    # then tool_chatml (ChatML with tool calls; codegrpo.models.chat_templates); own; tool_chatml.
+    chat_template: ChatTemplate = ChatTemplate.auto

@@ -5,7 +5,7 @@ the YAML files use. Only the commands (and tests that compose) import it, so the
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, cast
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
@@ -28,29 +28,31 @@ from codegrpo.config.sandbox import (
 from codegrpo.config.trainer import LoraSchema, turn_cap
 
 
-def _feedback_root(root: Any) -> Any:
-    """The composed config's rollout group when it is rollout=feedback, else None."""
+def _turns_root(root: Any) -> RolloutConfig | None:
+    """The composed config's rollout group when its episodes take turns (rollout=feedback or tools), else None."""
     rollout = OmegaConf.select(root, "rollout", default=None)
     kind = OmegaConf.select(root, "rollout.kind", default=None) if rollout is not None else None
-    return rollout if str(getattr(kind, "value", kind)) == RolloutKind.feedback.value else None
+    if str(getattr(kind, "value", kind)) not in (RolloutKind.feedback.value, RolloutKind.tools.value):
+        return None
+    return cast(RolloutConfig, OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(RolloutConfig), rollout)))
 
 
 def episode_tokens(tokens: int, *, _root_: Any) -> int:
     """``${episode_tokens:N}`` (a trainer's max_completion_length): N, one completion's tokens; under
-    rollout=feedback an episode's, rollout.max_turns turns of a turn's cap (trainer.generation_kwargs'
-    max_new_tokens, else N) and the feedback between them."""
-    rollout = _feedback_root(_root_)
+    rollout=feedback or tools an episode's, rollout.max_turns turns of a turn's cap (trainer.generation_kwargs'
+    max_new_tokens, else N) and the feedback or tool results between them."""
+    rollout = _turns_root(_root_)
     if rollout is None:
         return int(tokens)
     cap = turn_cap(OmegaConf.select(_root_, "trainer.generation_kwargs", default=None))
-    return episode_budget(int(rollout.max_turns), cap if cap is not None else int(tokens))
+    return episode_budget(rollout, cap if cap is not None else int(tokens))
 
 
 def turn_limit(tokens: int, *, _root_: Any) -> DictConfig | None:
-    """``${turn_limit:N}`` (a trainer's generation_kwargs): None, or under rollout=feedback a cap of N tokens
-    on each turn (max_new_tokens; vLLM's max_tokens under trainer.use_vllm). A DictConfig, not a dict: an
-    Any field takes only a node in place (OmegaConf.resolve, as --cfg job --resolve does)."""
-    if _feedback_root(_root_) is None:
+    """``${turn_limit:N}`` (a trainer's generation_kwargs): None, or under rollout=feedback or tools a cap of N
+    tokens on each turn (max_new_tokens; vLLM's max_tokens under trainer.use_vllm). A DictConfig, not a dict:
+    an Any field takes only a node in place (OmegaConf.resolve, as --cfg job --resolve does)."""
+    if _turns_root(_root_) is None:
         return None
     vllm = bool(OmegaConf.select(_root_, "trainer.use_vllm", default=False))
     return OmegaConf.create({"max_tokens" if vllm else "max_new_tokens": int(tokens)})

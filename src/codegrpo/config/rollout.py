@@ -1,25 +1,46 @@
-"""The rollout group: one turn, or turns of feedback on the public tests; and the episode's token budget."""
+"""The rollout group: one turn, turns of feedback on the public tests, or an agent's tool calls in a workspace;
+and the episode's budgets."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from codegrpo.config.choices import RolloutKind
 from codegrpo.config.trainer import TrainerConfig, turn_cap
-from codegrpo.config.values import MAX_SHOWN_CHARS
+from codegrpo.config.values import MAX_SHOWN_CHARS, MAX_TIMEOUT_S, check_at_least, check_positive, check_seconds
 from codegrpo.errors import UsageError
 
 
 @dataclass
+class Budgets:
+    """What one agent's episode may spend (rollout=tools: rollout.budgets.*; codegrpo.agents.workspace)."""
+
+    tool_calls: int = 16
+    sandbox_s: float = 60.0  # the shell commands' sandbox time, all together
+    command_s: float = 10.0  # one command's
+    output_chars: int = 2000  # of one call's observation
+    workspace_bytes: int = 1 << 20
+    workspace_files: int = 200
+
+    def __post_init__(self) -> None:
+        for name in ("tool_calls", "output_chars", "workspace_bytes", "workspace_files"):
+            check_at_least(f"rollout.budgets.{name}", getattr(self, name), 1)
+        check_positive("rollout.budgets.sandbox_s", self.sandbox_s)
+        check_seconds("rollout.budgets.command_s", self.command_s, MAX_TIMEOUT_S)
+
+
+@dataclass
 class RolloutConfig:
-    """rollout=single | feedback: one turn, or turns that show the model its code's results on the public
-    tests and score its last code on the hidden ones (codegrpo.rollout.feedback)."""
+    """rollout=single | feedback | tools: one turn; turns that show the model its code's results on the public
+    tests and score its last code on the hidden ones (codegrpo.rollout.feedback); or an agent's episode of
+    tool calls in a repository task's workspace, judged on the hidden tests (codegrpo.agents)."""
 
     kind: RolloutKind = RolloutKind.single
-    max_turns: int = 3  # model turns per episode (feedback)
+    max_turns: int = 3  # model turns per episode (feedback; tools: TRL's max_tool_calling_iterations)
     max_failures: int = 3  # failing tests one feedback message shows
     truncate_chars: int = 400  # of each input, expected output, output and error shown
     show_expected: bool = True  # show the failing tests' expected outputs
+    budgets: Budgets = field(default_factory=Budgets)  # tools
 
     def __post_init__(self) -> None:
         for name in ("max_turns", "max_failures", "truncate_chars"):
@@ -34,10 +55,22 @@ class RolloutConfig:
 FEEDBACK_TOKENS = 112
 
 
-def episode_budget(max_turns: int, turn: int) -> int:
-    """The completion tokens an episode of ``max_turns`` turns of at most ``turn`` tokens needs: every turn and
-    a feedback message between each two (rollout=feedback; trainer.max_completion_length bounds it)."""
-    return max_turns * turn + (max_turns - 1) * FEEDBACK_TOKENS
+def between_turns(rollout: RolloutConfig) -> int:
+    """The tokens an episode spends between two model turns: a feedback message's (rollout=feedback), or
+    under rollout=tools a tool call's result at its longest, rollout.budgets.output_chars characters (code and
+    command output run about 3 characters a token) in its message's frame."""
+    if rollout.kind is RolloutKind.tools:
+        return rollout.budgets.output_chars // 3 + TOOL_FRAME_TOKENS
+    return FEEDBACK_TOKENS
+
+
+TOOL_FRAME_TOKENS = 16  # a tool message's role, name and the cut notice
+
+
+def episode_budget(rollout: RolloutConfig, turn: int) -> int:
+    """The completion tokens an episode of ``rollout.max_turns`` turns of at most ``turn`` tokens needs: every
+    turn and what comes between each two (trainer.max_completion_length bounds it)."""
+    return rollout.max_turns * turn + (rollout.max_turns - 1) * between_turns(rollout)
 
 
 def check_episode_budget(trainer: TrainerConfig, rollout: RolloutConfig) -> None:
@@ -54,7 +87,7 @@ def check_episode_budget(trainer: TrainerConfig, rollout: RolloutConfig) -> None
             f"turn and the feedback between them, and no turn is capped, so the first can take it all: "
             f"set trainer.generation_kwargs.max_new_tokens (a turn's tokens; 'max_tokens' with vLLM)"
         )
-    needed = episode_budget(rollout.max_turns, cap)
+    needed = episode_budget(rollout, cap)
     if budget < needed:
         raise UsageError(
             f"rollout=feedback: trainer.max_completion_length={budget} cannot hold rollout.max_turns="

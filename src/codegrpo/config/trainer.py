@@ -40,6 +40,7 @@ class TrainerConfig:
     hub_token: Optional[str] = MISSING
     hub_private_repo: Optional[bool] = MISSING
     hub_revision: Optional[str] = MISSING
+    max_tool_calling_iterations: Optional[int] = MISSING
 
     def __post_init__(self) -> None:
         if hasattr(self, "num_generations"):  # the schema with every GRPOConfig field (GRPOTrainerConfig)

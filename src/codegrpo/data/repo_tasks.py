@@ -14,6 +14,7 @@ that is not Python's) makes the task skipped, with the reason; a malformed task 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import posixpath
 import re
@@ -75,6 +76,18 @@ def load_repo_tasks(root: str | Path) -> tuple[list[RepoTask], list[Skipped]]:
     if not tasks and not skipped:
         raise ProblemError(f"task folder {folder} holds no task (a folder with a task.toml)")
     return tasks, skipped
+
+
+def task_set_hash(tasks: list[RepoTask]) -> str:
+    """A stable hash of the tasks' content (what the agent sees and what judges it), for the run's records."""
+    digest = hashlib.sha256()
+    for task in tasks:
+        for part in (task.id, task.instruction, json.dumps(task.public_tests), str(task.verifier_timeout_s)):
+            digest.update(part.encode() + b"\0")
+        for files in (task.files, task.hidden_tests):
+            for name in sorted(files):
+                digest.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
+    return digest.hexdigest()
 
 
 def load_repo_task(folder: Path) -> RepoTask:

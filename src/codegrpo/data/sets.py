@@ -9,19 +9,28 @@ import json
 import re
 import sys
 from collections.abc import Iterable
+from typing import Protocol, TypeVar
 
-from codegrpo.config.choices import Split, TestSelection
+from codegrpo.config.choices import Loader, Split, TestSelection
 from codegrpo.config.problem_set import ProblemsConfig
 from codegrpo.config.sandbox import SandboxConfig
 from codegrpo.data import public_datasets
 from codegrpo.data.files import load_problems
 from codegrpo.data.problems import MAX_TESTS, IOTest, Problem, parse_problem
 from codegrpo.data.public_tests import is_shown
-from codegrpo.errors import ProblemError
+from codegrpo.errors import ProblemError, UsageError
 
 
-def select_split(problems: list[Problem], split: Split, eval_fraction: float) -> list[Problem]:
-    """A split that depends on each problem's id alone, so it never changes as a set grows."""
+class _Identified(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+Item = TypeVar("Item", bound=_Identified)
+
+
+def select_split(problems: list[Item], split: Split, eval_fraction: float) -> list[Item]:
+    """A split that depends on each problem's (or task's) id alone, so it never changes as a set grows."""
     try:
         split = Split(split)  # a config built without OmegaConf may hold the name
     except ValueError:
@@ -29,7 +38,7 @@ def select_split(problems: list[Problem], split: Split, eval_fraction: float) ->
     if split is Split.all:
         return problems
 
-    def in_eval(problem: Problem) -> bool:
+    def in_eval(problem: Item) -> bool:
         return int(hashlib.sha256(problem.id.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF < eval_fraction
 
     chosen = [p for p in problems if in_eval(p) == (split is Split.eval)]
@@ -142,6 +151,10 @@ def _keep_tests(problem: Problem, cfg: ProblemsConfig) -> tuple[IOTest, ...]:
 
 def load_problem_set(cfg: ProblemsConfig) -> list[Problem]:
     """The configured problems: a file or a dataset, then the filters, the split and the limit."""
+    if cfg.loader is Loader.repo_tasks:
+        raise UsageError(
+            f"problems={cfg.name} is a folder of repository tasks, for agents: train on it with rollout=tools"
+        )
     if cfg.loader:  # a public code-RL dataset in its own schema (apps, taco, ...)
         problems = public_datasets.load(cfg)
     else:

@@ -9,16 +9,10 @@ it fits any model whose tokenizer has ChatML's ``<|im_start|>`` and ``<|im_end|>
 from __future__ import annotations
 
 import copy
-import enum
 from typing import Any
 
+from codegrpo.config.choices import ChatTemplate
 from codegrpo.errors import UsageError
-
-
-class ChatTemplate(enum.StrEnum):
-    own = "own"  # the tokenizer's
-    tool_chatml = "tool_chatml"
-
 
 DEFAULT_SYSTEM = "You are a careful software engineer. You work in a repository through the tools you are given."
 
@@ -53,8 +47,11 @@ TOOL_CHATML = (
 )
 
 
-def apply_chat_template_choice(tokenizer: Any, choice: ChatTemplate) -> Any:
-    """``tokenizer`` with the chosen template (and the parser of its tool calls) in place of its own."""
+def apply_chat_template_choice(tokenizer: Any, choice: ChatTemplate, tools: bool = False) -> Any:
+    """``tokenizer`` with the chosen template (and the parser of its tool calls) in place of its own; auto keeps
+    its own unless ``tools`` (rollout=tools) needs tool calls its own cannot render, then tool_chatml."""
+    if choice is ChatTemplate.auto:
+        choice = ChatTemplate.tool_chatml if tools and not _renders_tools(tokenizer) else ChatTemplate.own
     if choice is ChatTemplate.own:
         return tokenizer
     vocabulary = tokenizer.get_vocab()
@@ -81,12 +78,17 @@ def _parses_templates() -> bool:
     return bool(_SUPPORTS_RESPONSE_TEMPLATE)
 
 
-def check_tool_calling(tokenizer: Any, name: str) -> None:
-    """A one-line error where ``tokenizer``'s template cannot render tool calls, naming the setting that fixes it."""
+def _renders_tools(tokenizer: Any) -> bool:
     from trl.chat_template_utils import supports_tool_calling
 
-    if not supports_tool_calling(tokenizer):
-        raise UsageError(
-            f"{name}'s chat template cannot render tool calls, which rollout=tools needs: set "
-            "model.chat_template=tool_chatml (ChatML with tool calls), or use a model whose template has them"
-        )
+    return bool(getattr(tokenizer, "chat_template", None)) and bool(supports_tool_calling(tokenizer))
+
+
+def check_tool_calling(tokenizer: Any, name: str, choice: ChatTemplate = ChatTemplate.auto) -> None:
+    """One line, naming the setting that fixes it, where ``tokenizer`` (``name``'s, with ``choice`` applied)
+    cannot render a tool-calling conversation."""
+    if not _renders_tools(tokenizer):
+        fix = "a model whose template renders tool calls"
+        if choice is ChatTemplate.own:
+            fix = "model.chat_template=tool_chatml (ChatML with tool calls; auto picks it)"
+        raise UsageError(f"{name}'s chat template cannot render tool calls, which rollout=tools needs: use {fix}")

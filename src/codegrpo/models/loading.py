@@ -16,6 +16,7 @@ from codegrpo.config.model import ModelConfig
 from codegrpo.config.runs import saved_dir
 from codegrpo.config.trainer import LoraSchema
 from codegrpo.errors import ModelNotFoundError, UsageError
+from codegrpo.models.chat_templates import apply_chat_template_choice
 from codegrpo.models.conversion import convert_gguf
 from codegrpo.models.saving import ADAPTER_CONFIG
 
@@ -145,9 +146,12 @@ def load_dtype(cfg: ModelConfig) -> torch.dtype:
     return torch.float32 if cfg.dtype is Dtype.auto else getattr(torch, cfg.dtype)
 
 
-def load_model_and_tokenizer(cfg: ModelConfig, bf16: bool = False) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
-    """Load the model and its tokenizer. Weights are float32 unless model.dtype names another dtype, also
-    when the trainer trains in bf16 (`bf16` is accepted for callers, and logged): see load_dtype."""
+def load_model_and_tokenizer(
+    cfg: ModelConfig, bf16: bool = False, tools: bool = False
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """Load the model and its tokenizer, with model.chat_template's template (one for tool calls where ``tools``
+    needs it). Weights are float32 unless model.dtype names another dtype, also when the trainer trains in bf16
+    (`bf16` is accepted for callers, and logged): see load_dtype."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = resolve_model(cfg)
@@ -171,6 +175,7 @@ def load_model_and_tokenizer(cfg: ModelConfig, bf16: bool = False) -> tuple[PreT
         ) from error
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
+    tokenizer = apply_chat_template_choice(tokenizer, cfg.chat_template, tools)
     loaded = describe_model(cfg, model)
     log.info(
         "model: %s (%s, revision %s, %s, %.1fM parameters)",

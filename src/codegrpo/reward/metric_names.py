@@ -79,6 +79,19 @@ def public_pass_turn(key: str) -> int | None:
     return int(key[len(_PUBLIC_PASS) :]) if key.startswith(_PUBLIC_PASS) else None
 
 
+# -- rollout=tools: the episodes of a step (agents/rewards.py); TRL's own tools/call_frequency beside them --------
+
+TOOL_CALLS = "episodes/tool_calls"  # the mean tool calls an episode made
+TOOL_ERRORS = "episodes/tool_errors"  # the share of the calls that failed, timed out or hit a sandbox failure
+TOOL_BUDGET = "episodes/budget_exhausted"  # the share of episodes that ran out of a budget
+TOOL_TURNS = "episodes/turns"  # the mean model turns an episode took
+
+
+def judge(status: str) -> str:
+    """``judge/<status>``: how many of the step's workspaces the judge found passed, failed, tampered or infra."""
+    return f"judge/{status}"
+
+
 # -- the trainer: train/timing.py, train/trl_adapter.py, train/sampling.py, every logged step ------------------
 
 GENERATION_S = "timing/generation_s"  # sampling the completions (rollout=feedback: less its public tests)

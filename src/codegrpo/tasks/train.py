@@ -20,9 +20,8 @@ from typing import TYPE_CHECKING, Any
 from omegaconf import OmegaConf
 
 from codegrpo import build
+from codegrpo.config.choices import RolloutKind
 from codegrpo.config.runs import TrainConfig, to_plain
-from codegrpo.data.problems import Problem
-from codegrpo.data.sets import problem_set_hash
 from codegrpo.errors import UsageError
 from codegrpo.evaluation.compare import compare, comparison_summary, write_comparison
 from codegrpo.evaluation.results import Evaluation, load_evaluation, save
@@ -73,7 +72,7 @@ class Prepared:
 
     cfg: TrainConfig
     run_dir: Path
-    problems: list[Problem]
+    training: build.TrainingSet
     sandbox: SandboxBackend
     tokenizer: PreTrainedTokenizerBase
     trainer: CodeGRPOTrainer
@@ -122,30 +121,31 @@ def prepare(cfg: TrainConfig, stack: ExitStack, guard: Guard) -> Prepared:
     from codegrpo.models.loading import describe_model
 
     build.check_train(cfg, world_size())
-    problems = build.train_problems(cfg, world_size(), is_main_process())
+    training = build.training_set(cfg, world_size(), is_main_process())
     # Every mistake above is the run's only line: the run dir is named once the run can start.
     run_dir = Path(cfg.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     console.announce_run_dir(run_dir)
-    checkpoint = build.resume(cfg, run_dir, problems)
+    checkpoint = build.resume(cfg, run_dir, training.sha256)
     # Every rank scores its own completions, so each gets its share of the sandbox's cap.
-    sandbox = stack.enter_context(build.sandbox(cfg.sandbox, cfg.problems.language, world_size()))
-    rewards = build.rewards(cfg, problems, sandbox, checkpoint)
+    sandbox = stack.enter_context(build.train_sandbox(cfg, world_size()))
+    rewards = build.rewards(cfg, training, sandbox, checkpoint)
+    stack.callback(rewards.close)
     if is_main_process():
-        _write_records(cfg, run_dir, problems, sandbox, checkpoint)
-    args = build.training_args(cfg, run_dir, rewards.weights, len(problems))
-    model, tokenizer = build.model(cfg.model, bf16=bool(args.bf16))
+        _write_records(cfg, run_dir, training.sha256, sandbox, checkpoint)
+    args = build.training_args(cfg, run_dir, rewards.weights, len(training))
+    model, tokenizer = build.model(cfg.model, bf16=bool(args.bf16), tools=cfg.rollout.kind is RolloutKind.tools)
     if is_main_process():
         record_in_run_info(run_dir, {"model": describe_model(cfg.model, model)})  # what loaded, not what was asked
     run = build.train_tracking(cfg, run_dir, checkpoint) if is_main_process() else None  # only rank 0 logs
     stack.callback(tracking.finish_run, run)  # flushed on every way out, a preemption included
     run_id = run.id if run is not None else None
-    trainer = build.trainer(cfg, model, tokenizer, problems, rewards, args, guard, run_id)
-    return Prepared(cfg, run_dir, problems, sandbox, tokenizer, trainer, run, guard, checkpoint)
+    trainer = build.trainer(cfg, model, tokenizer, training, rewards, args, guard, run_id)
+    return Prepared(cfg, run_dir, training, sandbox, tokenizer, trainer, run, guard, checkpoint)
 
 
 def _write_records(
-    cfg: TrainConfig, run_dir: Path, problems: list[Problem], sandbox: SandboxBackend, checkpoint: Path | None
+    cfg: TrainConfig, run_dir: Path, sha256: str, sandbox: SandboxBackend, checkpoint: Path | None
 ) -> None:
     """run_info.json and config.yaml (no secret in either), and the sandbox's limits in the log."""
     limits = sandbox.limits()
@@ -154,7 +154,7 @@ def _write_records(
         "resumed_from": str(checkpoint) if checkpoint else None,
         "sandbox_limits": [dict(zip(("limit", "value", "enforced_by"), row, strict=True)) for row in limits],
     }
-    write_run_info(run_dir, cfg.seed, problem_set_hash(problems), extra)
+    write_run_info(run_dir, cfg.seed, sha256, extra)
     OmegaConf.save(OmegaConf.create(secrets.mask(to_plain(cfg))), run_dir / "config.yaml")
     for stale in (MARKER, FAILED):  # this run's outcome replaces the last one's
         (run_dir / stale).unlink(missing_ok=True)

@@ -81,6 +81,23 @@ def feedback_part(logs: dict[str, Any]) -> str:
     return "  ".join(p for p in parts if p)
 
 
+def tools_part(logs: dict[str, Any]) -> str:
+    """rollout=tools' `judged passed 1, failed 3  calls 4.2 (errors 25%)  turns 3.1  budget 10%` (the judge's
+    statuses of the step's workspaces, the tool calls an episode made and the share that failed, the model's
+    turns, the episodes that ran out of a budget, when any did); else ""."""
+    if keys.TOOL_CALLS not in logs:
+        return ""
+    judged = [(s, logs.get(keys.judge(s))) for s in ("passed", "failed", "tampered", "infra")]
+    budget = logs.get(keys.TOOL_BUDGET)
+    parts = [
+        "judged " + ", ".join(f"{name} {_count(count)}" for name, count in judged if count),
+        f"calls {logs[keys.TOOL_CALLS]:.1f} (errors {logs.get(keys.TOOL_ERRORS, 0.0):.0%})",
+        f"turns {logs[keys.TOOL_TURNS]:.1f}" if keys.TOOL_TURNS in logs else "",
+        f"budget {budget:.0%}" if budget else "",
+    ]
+    return "  ".join(p for p in parts if p)
+
+
 def dynamic_part(logs: dict[str, Any]) -> str:
     """sampler.dynamic's `rounds 2.5  filler 20%` (the generations a batch took, averaged over the logged steps,
     and the share of the batch that groups without spread filled), so the statuses before it, which count every
@@ -107,16 +124,17 @@ def timing_part(logs: dict[str, Any]) -> str:
 
 def step_line(logs: dict[str, Any], step: int, max_steps: int, seconds: float) -> str:
     """`step 3/8  reward 0.250  pass 25%  passed 1, failed 2, error 1  hacks 1  12.3 s (gen 7.9 s ...)`: the
-    statuses that occurred, the flagged count when any, then feedback_part, dynamic_part and timing_part."""
+    statuses that occurred (rollout=tools: tools_part), the flagged count when any, then feedback_part,
+    dynamic_part and timing_part."""
     split = timing_part(logs)
     counts = {s.value: logs.get(keys.status(s)) for s in Status}
     statuses = ", ".join(f"{name} {_count(count)}" for name, count in counts.items() if count)
-    pass_rate = logs.get(keys.PASS_RATE)
+    pass_rate, tools = logs.get(keys.PASS_RATE), tools_part(logs)
     parts = [
         f"step {step}/{max_steps}" if max_steps > 0 else f"step {step}",
         f"reward {logs[keys.REWARD_MEAN]:.3f}",
         f"pass {pass_rate:.0%}" if pass_rate is not None else "",
-        statuses or "no completions scored",
+        tools or statuses or "no completions scored",
         f"hacks {_count(logs[keys.HACKS_COUNT])}" if logs.get(keys.HACKS_COUNT) else "",
         feedback_part(logs),
         dynamic_part(logs),
