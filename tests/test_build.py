@@ -350,9 +350,7 @@ def test_what_rollout_tools_cannot_do_is_one_line_before_anything_loads(compose_
     assert "\n" not in str(raised.value)
 
 
-def test_rollout_tools_on_a_transformers_without_environments_is_one_line_naming_the_version(
-    compose_cfg, monkeypatch
-):
+def test_rollout_tools_on_a_transformers_without_environments_is_one_line_naming_the_version(compose_cfg, monkeypatch):
     import transformers
 
     monkeypatch.setattr(transformers, "__version__", "5.1.0")
