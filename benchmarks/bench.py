@@ -41,6 +41,12 @@ k. feedback: rollout=feedback's own overhead in one step (8 episodes, one each o
 l. ray: the local section's corpus through sandbox=ray on a two-node Ray cluster started on this machine vs
    sandbox=local at the same concurrency, and the latency a batch of one program gains (`--only ray`; not in
    the default run).
+m. agents: tool calls/s of agents' workspaces (codegrpo.agents) on the local sandbox at each --workers count:
+   short shell commands (ls, cat, echo, python -c) on the fix-median task's files through RepoEnvironment.bash
+   one call at a time (as TRL's tool loop calls them), and in 8 episodes' workspaces at once (each episode's
+   calls awaited in turn, and as one run_many batch); beside plain sandboxed programs (print(1), and
+   bash -c "echo 1" from Python) as the ratio workspace / plain; and the shipped tasks' solved workspaces
+   judged per second (`--only agents --workers 2,4`, --agents-calls; not in the default run).
 """
 
 from __future__ import annotations
@@ -69,6 +75,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     "sampler": ("sampler",),
     "startup": ("startup",),
     "ray": ("ray",),
+    "agents": ("agents",),
 }
 
 
@@ -106,6 +113,9 @@ def main(argv: list[str] | None = None) -> None:
         "--generation-batches", help="completions per generation call (default 4,16 on the CPU, 4,16,64,256 on CUDA)"
     )
     parser.add_argument("--generation-tokens", type=int, help="new tokens each (default 32 on the CPU, 256 on CUDA)")
+    parser.add_argument(
+        "--agents-calls", type=int, default=8, help="tool calls of each of the agents section's 8 episodes (<= 16)"
+    )
     parser.add_argument("--json", help="also write the results to this JSON file")
     args = parser.parse_args(argv)
     sections = args.only.split(",")

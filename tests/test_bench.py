@@ -99,6 +99,7 @@ SMALLEST: dict[str, tuple[str, tuple]] = {
     "hacks": ("bench_hacks", (1,)),
     "sampler": ("bench_sampler", (1, [1], 2, 2, 2, 1, ["uniform"], SCRATCH, TINY)),
     "ray": ("bench_ray", (40, 2)),
+    "agents": ("bench_agents", ([2], 1, 1, 0)),
 }
 
 
@@ -129,3 +130,17 @@ def test_every_section_runs_and_prints_numbers(section, tmp_path):
         given = {id(SCRATCH): tmp_path, id(TINY): str(tiny_model())}
         rows = bench(*(given.get(id(arg), arg) for arg in args))
     assert rows and all(isinstance(value, float | int) for _, value, _ in rows), rows
+
+
+def test_the_agents_section_runs_its_tool_calls_and_judges_the_solved_workspaces():
+    """A tiny run on the real local sandbox: every row a number, every call ok and every solved workspace
+    passed (a note "k/n ..." with k < n fails it), and the ratios printed."""
+    from benchmarks.sections.agents import bench_agents
+
+    rows = bench_agents([2], episodes=2, calls=2, judged=1)
+    assert all(isinstance(value, float) and value > 0 for _, value, _ in rows), rows
+    counted = [re.fullmatch(r"(\d+)/(\d+) (calls ok|passed)", note) for _, _, note in rows]
+    tallies = [(int(m[1]), int(m[2]), m[3]) for m in counted if m]
+    assert len(tallies) == 8 and all(ok == total > 0 for ok, total, _ in tallies), rows
+    assert [total for _, total, what in tallies if what == "passed"] == [3]  # the 3 shipped tasks, solved
+    assert sum(measure.startswith("ratio") for measure, _, _ in rows) == 4
