@@ -18,7 +18,8 @@ from collections.abc import Awaitable, Callable
 from benchmarks.common import Row, ints
 from codegrpo.agents.environment import RepoEnvironment
 from codegrpo.agents.judge import JudgeStatus, judge_many
-from codegrpo.agents.workspace import Budgets, ToolStatus, Workspace, sandbox_config
+from codegrpo.agents.workspace import ToolStatus, Workspace, sandbox_config
+from codegrpo.config.rollout import Budgets
 from codegrpo.config.sandbox import LocalSandboxConfig
 from codegrpo.data.repo_tasks import RepoTask, load_repo_tasks
 from codegrpo.resources import project_path
