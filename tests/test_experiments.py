@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from codegrpo.commands import CONFIG_DIR
+from codegrpo.config.choices import Loader
 from codegrpo.data.files import load_problems
+from codegrpo.data.repo_tasks import load_repo_tasks
 from codegrpo.resources import PROJECT_ROOT
 from tests.helpers.commands import train as run_train
 
@@ -39,6 +41,9 @@ def test_experiment_composes_and_its_problems_load(compose_cfg, name):
     cfg = compose_cfg(f"experiment={name}")
     if cfg.problems.hub_path:  # a dataset from the Hub: the experiment's own test loads it offline
         assert cfg.problems.name
+        return
+    if cfg.problems.loader is Loader.repo_tasks:  # an agents' experiment: a folder of repository tasks
+        assert load_repo_tasks(cfg.problems.path)[0]
         return
     assert load_problems(cfg.problems.path, cfg.problems.limit)
 
@@ -104,3 +109,24 @@ def test_transfer_experiment_evaluates_families_it_never_trains_on(compose_cfg):
     trained = {family[p.id] for p in load_problem_set(cfg.problems)}
     evaluated = {family[p.id] for p in eval_problems(cfg)}
     assert len(trained) >= 30 and len(evaluated) >= 10 and not trained & evaluated
+
+
+def test_the_agents_recipe_composes_as_a_tool_calling_run_of_qwen_coder_on_one_gpu():
+    """`python train.py experiment=agents_qwen_coder --cfg job`: the Hub and the GPU are out of reach here."""
+    done = subprocess.run(
+        [sys.executable, "train.py", "experiment=agents_qwen_coder", "--cfg", "job", "--resolve"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    for line in (
+        "name_or_path: Qwen/Qwen2.5-Coder-1.5B-Instruct",
+        "kind: tools",
+        "loader: repo_tasks",
+        "max_completion_length: 6144",
+        "max_new_tokens: 512",
+        "  bf16: true",
+    ):
+        assert line in done.stdout, line

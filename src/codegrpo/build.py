@@ -372,6 +372,8 @@ def check_train(cfg: TrainConfig, ranks: int) -> None:
     check_push(cfg)
     build_peft_config(cfg.peft)  # peft=lora without peft installed fails here, not after the model loads
     check_reward_functions(cfg)
+    if cfg.rollout.kind is RolloutKind.tools:  # the tokenizer alone (a GGUF model is converted once, here)
+        check_tool_template(cfg.model)
 
 
 def check_optimized_metric(cfg: TrainConfig) -> None:
@@ -440,9 +442,9 @@ def check_tool_template(cfg: ModelConfig) -> None:
     from codegrpo.models.chat_templates import apply_chat_template_choice, check_tool_calling
     from codegrpo.models.loading import resolve_model
 
-    path = resolve_model(cfg)
-    tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=cfg.trust_remote_code)
-    check_tool_calling(apply_chat_template_choice(tokenizer, cfg.chat_template, tools=True), path, cfg.chat_template)
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model(cfg), trust_remote_code=cfg.trust_remote_code)
+    tokenizer = apply_chat_template_choice(tokenizer, cfg.chat_template, tools=True)
+    check_tool_calling(tokenizer, f"model {cfg.name_or_path or cfg.gguf_file}", cfg.chat_template)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -574,16 +576,13 @@ def train_sandbox(cfg: TrainConfig, ranks: int) -> SandboxBackend:
 
 
 def training_args(cfg: TrainConfig, run_dir: Path, weights: list[float] | None, problem_count: int) -> GRPOConfig:
-    """``grpo_config``, with the batch it makes checked against the problem set and the sampler, and under
-    rollout=tools the model's chat template checked for tool calls."""
+    """``grpo_config``, with the batch it makes checked against the problem set and the sampler."""
     from codegrpo.models.loading import resolve_model
     from codegrpo.training import dynamic_sampling
     from codegrpo.training.sampling import check_batch
 
     # A GGUF model is converted first: once GRPOConfig starts torch.distributed, only rank 0 would save it.
     resolve_model(cfg.model)
-    if cfg.rollout.kind is RolloutKind.tools:
-        check_tool_template(cfg.model)
     args = grpo_config(cfg, run_dir, weights)
     assert args.generation_batch_size is not None and args.num_generations is not None  # GRPOConfig sets both
     check_batch(cfg.sampler, problem_count, args.generation_batch_size // args.num_generations)
