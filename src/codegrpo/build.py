@@ -1,7 +1,8 @@
 """The composition root: every piece of a run is built here, from the typed config, and nowhere else.
 
     problems(cfg.problems)            the problem set, loaded and validated
-    eval_problems(cfg)                the problems an evaluation scores (held out by default)
+    eval_problems(cfg)                the problems an evaluation scores (held out by default); eval_tasks(cfg): the
+                                      repository tasks of an agents' evaluation (rollout=tools)
     check_evaluate(cfg, items)        an evaluation's checkpoints (and eval files), checked before anything loads
     sandbox(cfg.sandbox, language)    the backend that ``sandbox._target_`` names; open it with
                                       ``with`` / ``async with``, which checks it works and closes it
@@ -23,7 +24,7 @@ A training run (codegrpo.tasks.train) adds its own steps, in this order:
     training_set(cfg, ranks, main)    the training problems (a paper recipe names its CPU twin if it cannot load),
                                       or under rollout=tools the repository tasks (repo_tasks)
     resume(cfg, run_dir, sha256)      the checkpoint a run resumes from, checked against this run, or None
-    train_sandbox(cfg, ranks)         ``sandbox``, set up for workspaces under rollout=tools
+    run_sandbox(cfg, ranks)           ``sandbox``, set up for workspaces under rollout=tools
     rewards(cfg, training, sandbox)   what judges the run: the sides, scorer, reward functions, sampler, rollout;
                                       under rollout=tools the agents' environments and their judge
     training_args(cfg, run_dir, ...)  trl.GRPOConfig, with the batch checked against the problems and the sampler
@@ -112,6 +113,13 @@ def eval_problems(cfg: TrainConfig | EvaluateConfig) -> list[Problem]:
     return found[: settings.limit]
 
 
+def eval_tasks(cfg: EvaluateConfig) -> list[RepoTask]:
+    """The repository tasks an agents' evaluation plays (rollout=tools): ``evaluation.split`` of problems.path's
+    tasks, then ``evaluation.limit``."""
+    settings = cfg.evaluation
+    return repo_tasks(dataclasses.replace(cfg.problems, split=settings.split, limit=None))[: settings.limit]
+
+
 def share_concurrency(value: int, ranks: int) -> int:
     """One of ``ranks`` training processes' share of ``sandbox.max_concurrency`` (at least 1)."""
     return max(1, value // ranks)
@@ -155,11 +163,13 @@ def _checkpoint_of(cfg: ModelConfig, checkpoint: str | None) -> ModelConfig:
     return cfg
 
 
-def sampling_model(cfg: ModelConfig, checkpoint: str | None, settings: EvaluationConfig) -> tuple[Any, Any]:
+def sampling_model(
+    cfg: ModelConfig, checkpoint: str | None, settings: EvaluationConfig, tools: bool = False
+) -> tuple[Any, Any]:
     """(model, tokenizer) to sample an evaluation with: ``model`` as above under evaluation.backend=transformers,
     the same weights in vLLM's engine under evaluation.backend=vllm."""
     if settings.backend is not GenerationBackend.vllm:
-        return model(cfg, checkpoint)
+        return model(cfg, checkpoint, tools=tools)
     from codegrpo.evaluation.vllm_engine import load_vllm
 
     return load_vllm(_checkpoint_of(cfg, checkpoint), settings)
@@ -327,8 +337,29 @@ def check_evaluate(cfg: EvaluateConfig, items: Sequence[str | None]) -> list[str
         if item is not None and item.endswith(".json") and not Path(item).is_file():
             raise UsageError(f"compare: no such eval file {item}")
     checkpoints = [item for item in items if not str(item).endswith(".json")]
+    check_agents(cfg, checkpoints)
     check_sampling(cfg.model, cfg.evaluation, checkpoints)
     return checkpoints
+
+
+def check_agents(cfg: EvaluateConfig, checkpoints: Sequence[str | None]) -> None:
+    """rollout=tools' evaluation (an agent's episodes on repository tasks) and what it cannot do: one line each,
+    before a model loads; each checkpoint's chat template renders tool calls."""
+    tools, tasks = cfg.rollout.kind is RolloutKind.tools, cfg.problems.loader is Loader.repo_tasks
+    if tasks and not tools:
+        raise UsageError(
+            f"problems={cfg.problems.name} holds repository tasks: evaluate agents on it with rollout=tools"
+        )
+    if not tools:
+        return
+    if not tasks:
+        raise UsageError(f"rollout=tools evaluates agents on repository tasks, not problems={cfg.problems.name}")
+    if cfg.evaluation.backend is GenerationBackend.vllm or cfg.protocol is not None or cfg.evaluation.problems_path:
+        raise UsageError(
+            "rollout=tools evaluates with evaluation.backend=transformers on problems.path's tasks, without a protocol"
+        )
+    for item in checkpoints:
+        check_tool_template(_checkpoint_of(cfg.model, item))
 
 
 def check_sampling(model_cfg: ModelConfig, settings: EvaluationConfig, checkpoints: Sequence[str | None]) -> None:
@@ -547,7 +578,7 @@ def rewards(
 
 
 def tool_rewards(cfg: TrainConfig, tasks: list[RepoTask], backend: SandboxBackend, online: Online) -> Rewards:
-    """rollout=tools' Rewards: the environments' Session on ``backend`` (``train_sandbox``'s), and reward.functions,
+    """rollout=tools' Rewards: the environments' Session on ``backend`` (``run_sandbox``'s), and reward.functions,
     whose code_reward and hack_penalty judge the episodes' final workspaces (codegrpo.agents.rewards)."""
     import functools
 
@@ -564,9 +595,9 @@ def tool_rewards(cfg: TrainConfig, tasks: list[RepoTask], backend: SandboxBacken
     return Rewards(None, functions, weights, online, None, factory, session)
 
 
-def train_sandbox(cfg: TrainConfig, ranks: int) -> SandboxBackend:
-    """``sandbox`` for a training run: under rollout=tools set up for workspaces (room for a workspace in a run's
-    output and /tmp, pytest where the sandbox can read it; codegrpo.agents.workspace.sandbox_config)."""
+def run_sandbox(cfg: TrainConfig | EvaluateConfig, ranks: int = 1) -> SandboxBackend:
+    """``sandbox`` for a training run or an evaluation: under rollout=tools set up for workspaces (room for a
+    workspace in a run's output and /tmp, pytest where the sandbox can read it; agents.workspace.sandbox_config)."""
     if cfg.rollout.kind is not RolloutKind.tools:
         return sandbox(cfg.sandbox, cfg.problems.language, ranks)
     from codegrpo.agents.workspace import sandbox_config

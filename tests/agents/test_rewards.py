@@ -122,3 +122,24 @@ def test_train_py_rollout_tools_trains_a_step_and_the_models_tool_call_runs_in_t
     table = pd.read_parquet(next(Path(cfg.run_dir, "completions").glob("*.parquet")))
     assert any(f"bash({COMMAND}) -> ok: exit code 0" in t for t in table["trajectory"])
     assert set(table["task_id"]) <= {"fix-median", "add-triangle-area", "slugify-test"}
+
+
+def test_the_monitors_rules_for_code_flag_what_the_workspace_wrote_and_no_reference(session, repo_tasks):
+    """An answer whose __eq__ is always true passes the hidden tests' assertions (the judge's known gap,
+    tests/agents/test_redteam_agents.py); the monitor's rules on the files the agent wrote flag it."""
+    from tests.agents.test_redteam_agents import ALWAYS_EQUAL, BUGGY
+
+    references = []
+    for task in repo_tasks.values():
+        env = WorkspaceEnvironment(session)
+        env.reset(task_id=task.id)
+        assert env.bash(task.solution).startswith("exit code 0")
+        references.append(env)
+    cheat = WorkspaceEnvironment(session)
+    cheat.reset(task_id="fix-median")
+    cheat.write_file("stats.py", BUGGY + ALWAYS_EQUAL)
+    everyone = [*references, cheat]
+    penalties = make_tool_rewards(session, partial=False)["hack_penalty"]([[]] * 4, environments=everyone)
+    assert [flags(env) for env in references] == [[], [], []] and "eq_override" in flags(cheat)
+    assert penalties == [0.0, 0.0, 0.0, -1.0]
+    assert episode_metrics(everyone, [[]] * 4)[keys.hacks("eq_override")] == 0.25

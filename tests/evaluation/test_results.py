@@ -241,7 +241,8 @@ def test_save_writes_indented_json_and_returns_the_path(tmp_path):
 def _record(compose_cfg, checkpoint, *overrides: str) -> dict:
     cfg = compose_cfg("problems=jsonl", "problems.path=problems/seed.jsonl", *overrides, config_name="evaluate")
     model = SimpleNamespace(config=SimpleNamespace(dtype="bfloat16", _commit_hash=None))  # as vLLM's engine shows it
-    return evaluation_record(cfg, checkpoint, load_problems("problems/seed.jsonl"), model)
+    problems = load_problems("problems/seed.jsonl")
+    return evaluation_record(cfg, checkpoint, len(problems), problem_set_hash(problems), model)
 
 
 def test_an_evaluation_records_the_checkpoint_problems_and_sampling_to_repeat_it(compose_cfg, tmp_path, monkeypatch):

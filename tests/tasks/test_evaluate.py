@@ -173,3 +173,42 @@ def test_a_runs_checkpoint_is_evaluated_under_a_protocol_beside_its_recipes_figu
     ]
     saved = json.loads((tmp_path / "evaluate" / "eval.json").read_text())
     assert saved["protocol"]["beside_paper"]["paper"] == 40.0
+
+
+# -- rollout=tools: an agent's episodes on repository tasks ------------------------------------------------
+
+
+def test_an_agents_evaluation_plays_episodes_and_judges_their_workspaces(compose_cfg):
+    """codegrpo-evaluate rollout=tools, with the tiny model fitted to call `bash ls` then stop: each episode's
+    call runs in the sandbox on its own workspace, nothing is fixed, pass@k is 0 and the samples say why."""
+    from tests.helpers.tiny_agent import COMMAND, tiny_agent
+
+    overrides = [f"model.name_or_path={tiny_agent()}", "model.gguf_package=", "model.gguf_file="]
+    sampling = ["evaluation.num_samples=2", "evaluation.k=[1,2]", "evaluation.temperature=1.0"]
+    sampling += ["evaluation.max_new_tokens=48"]
+    cfg = compose_cfg("rollout=tools", *overrides, *sampling, config_name="evaluate")
+    results = evaluate(cfg)
+    assert results.pass_at == {1: 0.0, 2: 0.0} and results.num_problems == 3 and results.num_samples == 2
+    assert results.per_problem == {"add-triangle-area": 0, "fix-median": 0, "slugify-test": 0}
+    assert results.status_counts == {"failed": 6} and results.feedback is not None
+    assert results.feedback["episodes/tool_calls"] == 1.0 and results.feedback["episodes/turns"] == 2.0
+    for sample in results.samples:
+        assert sample["status"] == "failed" and sample["turns"] == 2 and sample["reply"].startswith("Done.")
+        assert sample["trajectory"].startswith(f"bash({COMMAND}) -> ok: exit code 0")
+    saved = json.loads((PROJECT_ROOT / cfg.run_dir / "eval.json").read_text())
+    assert saved["record"]["rollout"] == "tools" and saved["record"]["problems"]["count"] == 3
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["problems=repo_tasks"], r"^problems=repo_tasks holds repository tasks: evaluate agents on it with rollout"),
+        (["rollout=tools", "problems=trivial"], r"^rollout=tools evaluates agents on repository tasks, not problems="),
+        (["rollout=tools", "evaluation.backend=vllm"], r"^rollout=tools evaluates with evaluation.backend=transf"),
+        (["rollout=tools", "model.chat_template=own"], r"cannot render tool calls, .*model.chat_template=tool_chatml"),
+    ],
+)
+def test_what_an_agents_evaluation_cannot_do_is_one_line_before_a_model_loads(compose_cfg, overrides, message):
+    with pytest.raises(UsageError, match=message) as raised:
+        evaluate(compose_cfg(*overrides, config_name="evaluate"))
+    assert "\n" not in str(raised.value)

@@ -18,21 +18,28 @@ from codegrpo.agents.workspace import ToolCall, ToolStatus
 from codegrpo.errors import UsageError
 from codegrpo.reward import metric_names as keys
 from codegrpo.reward.metric_names import CODE_REWARD, HACK_PENALTY
+from codegrpo.reward.monitor.flags import static_flags
 
 TRAJECTORY_CHARS = 1500  # of one episode's trajectory in the completions table
 CALL_CHARS = 160  # of one call's argument and of its result there
 
 
 def flags(environment: WorkspaceEnvironment) -> list[str]:
-    """What the monitor sees in an ended episode: the judge's canary tripped (``test_tampering``), or a public
-    test file of the task changed in the final workspace (``edited_tests``): the agent changed what checks it."""
+    """What the monitor sees in an ended episode: the judge's canary tripped (``test_tampering``); a public test
+    file of the task changed in the final workspace (``edited_tests``: the agent changed what checks it); and the
+    monitor's rules for code (reward.monitor: ``eq_override``, ...) on each Python file the agent wrote, which
+    catch what the judge cannot (an answer whose ``__eq__`` is always true passes the assertions)."""
     found = []
     judgment, task, files = environment.judgment, environment.task, environment.files
     if judgment is not None and judgment.status is JudgeStatus.tampered:
         found.append("test_tampering")
-    if task is not None and any(files.get(name) != task.files.get(name) for name in task.public_tests):
+    if task is None:
+        return found
+    if any(files.get(name) != task.files.get(name) for name in task.public_tests):
         found.append("edited_tests")
-    return found
+    written = [data for name, data in files.items() if name.endswith(".py") and data != task.files.get(name)]
+    in_code = set().union(*(static_flags(data.decode("utf-8", "replace")) for data in written))
+    return found + sorted(in_code)
 
 
 def trajectory(calls: Sequence[ToolCall], limit: int = TRAJECTORY_CHARS) -> str:
@@ -71,7 +78,7 @@ def episode_metrics(environments: Sequence[WorkspaceEnvironment], completions: S
     }
     for status in JudgeStatus:
         metrics[keys.judge(status.value)] = float(sum(j is not None and j.status is status for j in judged))
-    for flag in ("test_tampering", "edited_tests"):
+    for flag in sorted({"test_tampering", "edited_tests"}.union(*flagged)):
         metrics[keys.hacks(flag)] = statistics.fmean(flag in f for f in flagged)
     return metrics
 

@@ -7,7 +7,9 @@ rollout.feedback's environment): the model sees its code's results on the public
 ``rollout.max_turns`` turns of at most ``evaluation.max_new_tokens`` tokens each, within the model's context.
 The first turn's code and the last turn's are both scored on the hidden tests: the Evaluation is the last
 turn's, with the first turn's inside it (``first_turn``) and their paired comparison (``turn_gain``), as RLEF
-reports both."""
+reports both.
+
+Under rollout=tools each sample is an agent's episode on a repository task (``evaluate_agents``)."""
 
 from __future__ import annotations
 
@@ -19,19 +21,24 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from codegrpo.agents.environment import Session
+from codegrpo.agents.episodes import Episode, play
 from codegrpo.config.choices import RolloutKind
 from codegrpo.config.evaluation import EvaluationConfig
 from codegrpo.config.problem_set import ProblemsConfig
 from codegrpo.config.rollout import RolloutConfig
 from codegrpo.data.problems import Problem
 from codegrpo.data.prompts import messages_for
+from codegrpo.data.repo_tasks import RepoTask
 from codegrpo.evaluation.results import Evaluation, pass_at_k
 from codegrpo.evaluation.vllm_engine import Turn, VllmModel, vllm_turn
 from codegrpo.reward.explain import explain
 from codegrpo.reward.scorer import Scored, Scorer
+from codegrpo.reward.verdict import Status
 
 log = logging.getLogger(__name__)
 
@@ -279,3 +286,79 @@ def evaluate_feedback(
     last.feedback = episode_metrics([EpisodeStats.of(e) for e in episodes], rollout.max_turns)
     last.turn_gain = compare(first, last, settings.bootstrap, settings.seed).to_json()
     return last
+
+
+REPLY_CHARS = 400  # of an episode's last message in its sample record
+# The judge's statuses as a sample's verdict status (Evaluation.outcomes: passed, a wrong answer, no answer).
+_JUDGED = {"passed": Status.PASSED, "failed": Status.FAILED, "tampered": Status.FAILED, "infra": Status.INFRA}
+
+
+def evaluate_agents(
+    model,
+    tokenizer,
+    session: Session,
+    tasks: list[RepoTask],
+    settings: EvaluationConfig,
+    rollout: RolloutConfig,
+    system_prompt: str | None = None,
+) -> Evaluation:
+    """num_samples episodes per repository task (rollout=tools: codegrpo.agents.episodes), each turn at most
+    evaluation.max_new_tokens tokens within the model's context, every final workspace judged on the hidden
+    tests: pass@k over the tasks, each episode's trajectory, and the episodes' metrics (episodes/*, judge/*)."""
+    import torch
+
+    from codegrpo.agents.rewards import episode_metrics
+    from codegrpo.models.loading import context_length
+
+    started = time.monotonic()
+    set_torch_threads()
+    torch.manual_seed(settings.seed)
+    generated = Generated()
+    turn = sampling_turn(model, tokenizer, settings, _eos(model, tokenizer), generated)
+    with inference(model):
+        episodes = play(
+            session,
+            tasks,
+            settings.num_samples,
+            tokenizer,
+            turn,
+            rollout.max_turns,
+            context_length(model),
+            settings.max_new_tokens,
+            system_prompt,
+        )
+    n = settings.num_samples
+    samples = [_episode_sample(e) for e in episodes]
+    statuses = [sample["judge"] for sample in samples]
+    correct = [statuses[i * n : (i + 1) * n].count("passed") for i in range(len(tasks))]
+    return Evaluation(
+        pass_at={k: float(np.mean([pass_at_k(n, c, k) for c in correct])) for k in settings.k},
+        num_problems=len(tasks),
+        num_samples=n,
+        status_counts=dict(Counter(statuses)),
+        per_problem={task.id: c for task, c in zip(tasks, correct, strict=True)},
+        samples=samples,
+        wall_s=time.monotonic() - started,
+        feedback=episode_metrics([e.environment for e in episodes], [e.messages for e in episodes]),
+        generated_tokens=generated.tokens,
+        generation_s=generated.seconds,
+    )
+
+
+def _episode_sample(episode: Episode) -> dict[str, Any]:
+    """An agent's episode as its eval file records it: the task, the verdict, what the agent did and said."""
+    from codegrpo.agents.rewards import flags, trajectory
+
+    environment, judgment = episode.environment, episode.environment.judgment
+    status = judgment.status.value if judgment is not None else "infra"
+    return {
+        "problem_id": environment.task.id if environment.task else "",
+        "status": _JUDGED[status].value,
+        "judge": status,
+        "failing": list(judgment.failing) if judgment is not None else [],
+        "turns": episode.turns,
+        "cut": episode.cut,
+        "flags": flags(environment),
+        "trajectory": trajectory(environment.calls),
+        "reply": str(episode.messages[-1].get("content") or "")[:REPLY_CHARS] if episode.turns else "",
+    }

@@ -7,7 +7,6 @@ import dataclasses
 import json
 import sys
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +22,6 @@ from codegrpo.tracking.runinfo import codegrpo_commit
 
 if TYPE_CHECKING:
     from codegrpo.config.runs import EvaluateConfig
-    from codegrpo.data.problems import Problem
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -65,7 +63,7 @@ class Evaluation:
     samples: list[dict[str, Any]] = field(default_factory=list)  # explain() of every sample, in order
     wall_s: float | None = None
     # rollout=feedback: this is the last turn's evaluation; the first turn's, the paired change from it to this
-    # one (Comparison.to_json()), and the episodes' feedback/* metrics.
+    # one (Comparison.to_json()), and the episodes' feedback/* metrics (rollout=tools: episodes/* and judge/*).
     first_turn: Evaluation | None = None
     turn_gain: dict[str, Any] | None = None
     feedback: dict[str, float] | None = None
@@ -241,11 +239,11 @@ def load_evaluation(path: Path) -> Evaluation:
 
 
 def evaluation_record(
-    cfg: EvaluateConfig, checkpoint: str | None, problems: Sequence[Problem], model: Any
+    cfg: EvaluateConfig, checkpoint: str | None, count: int, sha256: str, model: Any
 ) -> dict[str, Any]:
     """What an eval file records so the evaluation can be repeated: the model that loaded (or the checkpoint),
-    the problem set (name, split, count and hash), the sampling settings and k, the rollout, the commit."""
-    from codegrpo.data.sets import problem_set_hash
+    the problem set (name, split, the ``count`` evaluated and their hash ``sha256``), the sampling settings and
+    k, the rollout, the commit."""
     from codegrpo.models.loading import describe_model
 
     settings = cfg.evaluation
@@ -260,8 +258,8 @@ def evaluation_record(
                 "name": cfg.problems.name,
                 "path": settings.problems_path or cfg.problems.path,
                 "split": settings.split.value,
-                "count": len(problems),
-                "sha256": problem_set_hash(problems),
+                "count": count,
+                "sha256": sha256,
             },
             "sampling": {
                 "num_samples": settings.num_samples,

@@ -1,6 +1,6 @@
-"""The evaluate task: pass@k of a model or checkpoint on an eval problem set, or the paired comparison of
-two (codegrpo-evaluate); and ``evaluate_loaded``, the one evaluation of a loaded model, which training's
-``evaluation.before`` / ``evaluation.after`` run too."""
+"""The evaluate task: pass@k of a model or checkpoint on an eval problem set (under rollout=tools, an agent's
+episodes on repository tasks), or the paired comparison of two (codegrpo-evaluate); and ``evaluate_loaded``,
+the one evaluation of a loaded model, which training's ``evaluation.before`` / ``evaluation.after`` run too."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codegrpo import build
-from codegrpo.config.choices import RewardKind, SamplingFrom
+from codegrpo.config.choices import RewardKind, RolloutKind, SamplingFrom
 from codegrpo.config.eval_protocol import ProtocolConfig
 from codegrpo.config.runs import BASE_CHECKPOINT, EvaluateConfig, TrainConfig
+from codegrpo.data.repo_tasks import RepoTask, task_set_hash
+from codegrpo.data.sets import problem_set_hash
 from codegrpo.evaluation.paper_protocol import (
     PASS1,
     SAMPLING,
@@ -43,6 +45,23 @@ def evaluate_loaded(
     sides = build.sides(cfg, problems)
     scorer = build.scorer(cfg, sides.hidden, sandbox, kind=RewardKind.binary)
     return evaluate_model(model, tokenizer, scorer, problems, cfg.problems, cfg.evaluation, cfg.rollout, sides.public)
+
+
+def evaluate_episodes(
+    cfg: EvaluateConfig, model: Any, tokenizer: Any, sandbox: SandboxBackend, tasks: list[RepoTask]
+) -> Evaluation:
+    """rollout=tools: ``model``'s episodes on ``tasks`` (an agent in each workspace, through ``sandbox``),
+    judged on the hidden tests with the binary reward."""
+    from codegrpo.agents.environment import Session
+    from codegrpo.evaluation.evaluator import evaluate_agents
+
+    session = Session(tasks, sandbox, cfg.rollout.budgets, partial=False)
+    try:
+        return evaluate_agents(
+            model, tokenizer, session, tasks, cfg.evaluation, cfg.rollout, cfg.problems.system_prompt
+        )
+    finally:
+        session.close()
 
 
 def protocol_results(
@@ -103,17 +122,24 @@ def evaluate(cfg: EvaluateConfig) -> Evaluation | Comparison:
     if cfg.evaluation.sampling_from is SamplingFrom.recipe:
         cfg = dataclasses.replace(cfg, evaluation=recipe_sampling(cfg.evaluation, trained))
         tell("sampling as the run's recipe: " + ", ".join(f"{n} {getattr(cfg.evaluation, n)}" for n in SAMPLING))
-    with build.sandbox(cfg.sandbox, cfg.problems.language) if checkpoints else nullcontext() as sandbox:
-        problems = build.eval_problems(cfg) if checkpoints else []
+    tools = cfg.rollout.kind is RolloutKind.tools
+    with build.run_sandbox(cfg) if checkpoints else nullcontext() as sandbox:
+        problems = build.eval_problems(cfg) if checkpoints and not tools else []
+        tasks = build.eval_tasks(cfg) if checkpoints and tools else []
         check_problems(cfg.protocol, problems, cfg.problems.name)  # before a model loads
         for label, item in zip("ab" if cfg.compare else [""], items, strict=True):
             if item is not None and item.endswith(".json"):
                 results = load_evaluation(Path(item))
             else:
-                model, tokenizer = build.sampling_model(cfg.model, item, cfg.evaluation)
+                model, tokenizer = build.sampling_model(cfg.model, item, cfg.evaluation, tools)
                 assert sandbox is not None  # opened whenever a checkpoint is evaluated
-                results = evaluate_loaded(cfg, model, tokenizer, sandbox, problems)
-                results.record = evaluation_record(cfg, item, problems, model)
+                if tools:
+                    results = evaluate_episodes(cfg, model, tokenizer, sandbox, tasks)
+                    evaluated = len(tasks), task_set_hash(tasks)
+                else:
+                    results = evaluate_loaded(cfg, model, tokenizer, sandbox, problems)
+                    evaluated = len(problems), problem_set_hash(problems)
+                results.record = evaluation_record(cfg, item, *evaluated, model)
                 if cfg.protocol is not None:
                     results.protocol = protocol_results(cfg, results, problems, trained, base=run_config(item) is None)
                     tell(protocol_summary(cfg.protocol, results.protocol, item or BASE_CHECKPOINT))

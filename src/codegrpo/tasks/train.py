@@ -128,7 +128,7 @@ def prepare(cfg: TrainConfig, stack: ExitStack, guard: Guard) -> Prepared:
     console.announce_run_dir(run_dir)
     checkpoint = build.resume(cfg, run_dir, training.sha256)
     # Every rank scores its own completions, so each gets its share of the sandbox's cap.
-    sandbox = stack.enter_context(build.train_sandbox(cfg, world_size()))
+    sandbox = stack.enter_context(build.run_sandbox(cfg, world_size()))
     rewards = build.rewards(cfg, training, sandbox, checkpoint)
     stack.callback(rewards.close)
     if is_main_process():
