@@ -104,3 +104,16 @@ def test_a_sandbox_failure_is_an_infra_observation_and_changes_nothing(site):
     workspace = Workspace({"a": b"1"}, Budgets(), site)
     assert shell(broken, workspace, "rm a") == "the sandbox failed; the workspace is as it was"
     assert workspace.calls[-1].status is ToolStatus.infra and workspace.files == {"a": b"1"}
+
+
+def test_a_command_that_leaves_a_process_holding_its_output_returns_when_bash_does(agent_box, site):
+    """`server &` keeps the output pipe open: the call still ends with bash, not at its time limit, and the
+    process it left is gone before the files are read back."""
+    import time
+
+    workspace = Workspace({}, Budgets(command_s=8.0), site)
+    started = time.monotonic()
+    observation = shell(agent_box, workspace, "(sleep 1; echo late > late.txt) & echo started")
+    assert observation == "exit code 0\nstarted\n" and time.monotonic() - started < 3
+    time.sleep(1.5)
+    assert "late.txt" not in workspace.files and workspace.calls[-1].status is ToolStatus.ok

@@ -22,6 +22,7 @@ import base64
 import contextlib
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -31,6 +32,7 @@ WORKSPACE = "/tmp/ws"
 TESTS = "/tmp/judge/tests"
 CACHE = "/tmp/judge/cache"
 READ_CHUNK = 1 << 16
+IDLE_S = 0.02  # output idle this long after bash has exited: the command is done
 
 
 def _write_tree(root, files):
@@ -91,25 +93,28 @@ def _shell(request):
     )
     deadline = time.monotonic() + request["timeout_s"]
     kept, size, timed_out = bytearray(), 0, False
-    os.set_blocking(process.stdout.fileno(), False)
+    fd = process.stdout.fileno()
+    os.set_blocking(fd, False)
     while True:
-        try:
-            chunk = os.read(process.stdout.fileno(), READ_CHUNK)
-        except BlockingIOError:
-            chunk = None
-        if chunk == b"":
-            break
-        if chunk:
-            size += len(chunk)
-            kept += chunk[: max(0, request["max_output"] - len(kept))]
-            continue
-        if time.monotonic() > deadline:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
             timed_out = True
             break
-        time.sleep(0.005)
-    if timed_out or process.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
+        if select.select([fd], [], [], min(IDLE_S, remaining))[0]:
+            try:
+                chunk = os.read(fd, READ_CHUNK)
+            except BlockingIOError:
+                chunk = None
+            if chunk == b"":
+                break
+            if chunk:
+                size += len(chunk)
+                kept += chunk[: max(0, request["max_output"] - len(kept))]
+                continue
+        elif process.poll() is not None:
+            break  # bash has exited and the output is idle: what still holds the pipe is left behind, killed below
+    with contextlib.suppress(ProcessLookupError):  # the command's group, so nothing changes the files as they are read
+        os.killpg(process.pid, signal.SIGKILL)
     code = process.wait()
     files, links, over = _read_tree(WORKSPACE, request["max_files"], request["max_bytes"])
     return {
