@@ -1,4 +1,5 @@
-"""Fixtures of the agents' tests: the shipped repository tasks and a real local sandbox set up for workspaces."""
+"""Fixtures of the agents' tests: the shipped repository tasks, a real local sandbox set up for workspaces, and
+every backend set up so (each local mode, sandbox=ray, sandbox=superserve on the fake)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,13 @@ from codegrpo.config.sandbox import LocalSandboxConfig
 from codegrpo.data.repo_tasks import RepoTask, load_repo_tasks
 from codegrpo.resources import project_path
 from codegrpo.sandbox import pytest_site as sites
+from tests.helpers.sandbox import LOCAL_MODES, workspace_backend_in
+
+# sandbox=local's default mode runs in the fast suite; the other local modes, Ray's and Superserve's are slow.
+BACKENDS = [
+    LOCAL_MODES[0],
+    *(pytest.param(mode, marks=pytest.mark.slow) for mode in (*LOCAL_MODES[1:], "ray", "superserve")),
+]
 
 
 @pytest.fixture(scope="session")
@@ -33,3 +41,13 @@ def agent_box(site):
     import asyncio
 
     asyncio.run(box.aclose())
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def backend(request, site):
+    """(a backend, the pytest folder its programs are given): each mode set up as RepoEnvironment sets it up
+    (tests.helpers.sandbox.workspace_backend_in), shared by a module's tests."""
+    if request.param == "ray":
+        pytest.importorskip("ray")
+    with workspace_backend_in(request.param, site, timeout_s=20) as made:
+        yield made

@@ -7,12 +7,15 @@ import asyncio
 import dataclasses
 
 import pytest
+from benchmarks.fakes import FAKE_API_KEY, FakeSuperserve
 
-from codegrpo.agents.judge import JudgeStatus, Judgment, collected_tests, judge
-from codegrpo.agents.workspace import Workspace
+from codegrpo.agents.judge import NO_PYTEST, JudgeStatus, Judgment, collected_tests, judge
+from codegrpo.agents.workspace import ToolStatus, Workspace, sandbox_config
 from codegrpo.config.rollout import Budgets
+from codegrpo.config.sandbox import SuperserveSandboxConfig
 from codegrpo.sandbox.base import Outcome, RunResult
 from codegrpo.sandbox.memory import MemoryBackend
+from tests.helpers.sandbox import FAKE_KEY_ENV, FreshSuperserve
 
 
 def solved(box, task, site, script: str | None) -> dict[str, bytes]:
@@ -118,6 +121,34 @@ def test_a_sandbox_failure_is_no_verdict_and_no_reward(repo_tasks, site):
     broken = MemoryBackend(lambda program, stdin: RunResult(Outcome.SANDBOX_ERROR, error="the node went away"))
     verdict = asyncio.run(judge(broken, repo_tasks["fix-median"], {}, site))
     assert verdict.status is JudgeStatus.infra and verdict.reward() is None and verdict.reward(True) is None
+
+
+def assert_no_pytest_is_infra(box, task, site: str) -> None:
+    solved = Workspace(dict(task.files), Budgets(), site)
+    asyncio.run(solved.shell(box, task.solution))
+    assert solved.calls[-1].status is ToolStatus.ok, solved.calls[-1].observation
+    verdict = asyncio.run(judge(box, task, solved.files, site))
+    assert verdict.status is JudgeStatus.infra and verdict.reward() is None and verdict.detail == NO_PYTEST, verdict
+    asyncio.run(solved.shell(box, "python -m pytest -q"))  # the agent sees why its tests cannot run
+    assert solved.calls[-1].status is ToolStatus.failed and "No module named pytest" in solved.calls[-1].observation
+
+
+def test_a_sandbox_without_pytest_is_the_sandboxs_fault_not_the_workspaces(agent_box, repo_tasks):
+    """The local sandbox, given a pytest folder it does not bind: the judge's verdict is infra (no reward), as
+    with a Superserve image that lacks pytest, not a failure that would read as the model's."""
+    assert_no_pytest_is_infra(agent_box, repo_tasks["fix-median"], "/nonexistent/pytest-site")
+
+
+@pytest.mark.slow
+def test_a_superserve_image_without_pytest_is_infra(repo_tasks, site, monkeypatch):
+    """The fake's VMs as an image without pytest (the fake's own default): what a real VM whose image lacks it
+    would give, the host's pytest folder being nowhere in the VM."""
+    monkeypatch.setenv(FAKE_KEY_ENV, FAKE_API_KEY)
+    with FakeSuperserve() as fake:
+        cfg = SuperserveSandboxConfig(api_key_env=FAKE_KEY_ENV, base_url=fake.base_url, max_concurrency=2)
+        assert_no_pytest_is_infra(
+            FreshSuperserve(fake, sandbox_config(cfg, Budgets(), site)), repo_tasks["fix-median"], site
+        )
 
 
 def test_rewards_from_a_judgment():

@@ -4,6 +4,8 @@ that leaves fix-median's bug unfixed. Those marked HOLE passed the judge (reward
 stdin, shadowed the standard library through pytest's pythonpath, or wrote to the report fd. Now pytest runs in a
 child that holds no nonce, under a parent it cannot read (non-dumpable); the workspace comes last on sys.path;
 the canary sits in the hidden file, named from its words; and an unreadable report fails that workspace alone.
+Every attack runs on every backend (the ``backend`` fixture): sandbox=local's default mode in the fast suite, the
+other local modes, sandbox=ray and sandbox=superserve (on the fake) in the slow one.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ import pytest
 from codegrpo.agents.judge import JudgeStatus, judge, judge_many
 from codegrpo.agents.workspace import ToolStatus, Workspace
 from codegrpo.config.rollout import Budgets
+from tests.helpers.run_if import run_if
+
+pytestmark = run_if(bwrap=True)
 
 BUGGY = """
 def mean(values):
@@ -128,11 +133,12 @@ HOLES = {
 
 
 @pytest.mark.parametrize("attack", sorted(HOLES))
-def test_a_workspace_cannot_forge_or_fake_the_hidden_tests_verdict(agent_box, repo_tasks, site, attack):
+def test_a_workspace_cannot_forge_or_fake_the_hidden_tests_verdict(backend, repo_tasks, attack):
     """HOLE at 36d4168 (the judge said passed, reward 1.0)."""
+    box, site = backend
     task = repo_tasks["fix-median"]
     files = {**task.files, **{name: text.encode() for name, text in HOLES[attack].items()}}
-    verdict = asyncio.run(judge(agent_box, task, files, site))
+    verdict = asyncio.run(judge(box, task, files, site))
     assert verdict.status in (JudgeStatus.failed, JudgeStatus.tampered), verdict
     assert verdict.reward() == 0.0 and verdict.reward(partial=True) < 1.0, verdict
 
@@ -162,17 +168,19 @@ sys.stderr.write(f"HUNT found {len(found)} candidates\n")
 """
 
 
-def test_the_code_under_test_finds_no_nonce_to_forge_a_report_with(agent_box, repo_tasks, site):
+def test_the_code_under_test_finds_no_nonce_to_forge_a_report_with(backend, repo_tasks):
+    box, site = backend
     task = repo_tasks["fix-median"]
-    verdict = asyncio.run(judge(agent_box, task, {**task.files, "stats.py": (HUNT_NONCE + BUGGY).encode()}, site))
+    verdict = asyncio.run(judge(box, task, {**task.files, "stats.py": (HUNT_NONCE + BUGGY).encode()}, site))
     # What it wrote into its own result pipe spoils only its own outcomes: tampered (or failed), never a pass.
     assert verdict.status in (JudgeStatus.failed, JudgeStatus.tampered) and verdict.reward(partial=True) < 1.0
 
 
 @pytest.mark.xfail(strict=True, reason="known: an object equal to everything passes `==` asserts (docs/agents.md)")
-def test_a_result_equal_to_everything_is_not_a_pass(agent_box, repo_tasks, site):
+def test_a_result_equal_to_everything_is_not_a_pass(backend, repo_tasks):
+    box, site = backend
     task = repo_tasks["fix-median"]
-    verdict = asyncio.run(judge(agent_box, task, {**task.files, "stats.py": (BUGGY + ALWAYS_EQUAL).encode()}, site))
+    verdict = asyncio.run(judge(box, task, {**task.files, "stats.py": (BUGGY + ALWAYS_EQUAL).encode()}, site))
     assert verdict.status is not JudgeStatus.passed
 
 
@@ -182,32 +190,35 @@ def test_a_result_equal_to_everything_is_not_a_pass(agent_box, repo_tasks, site)
 DEEP_JSON = 'import os\nos.write(3, b"[" * 200000)\n'
 
 
-def test_a_report_the_host_cannot_parse_fails_that_workspace_alone(agent_box, repo_tasks, site):
+def test_a_report_the_host_cannot_parse_fails_that_workspace_alone(backend, repo_tasks):
     """HOLE at 36d4168 ( RecursionError out of judge_many)."""
+    box, site = backend
     task = repo_tasks["fix-median"]
     honest = dict(task.files)
     hostile = {**task.files, "stats.py": (DEEP_JSON + BUGGY).encode()}
-    verdicts = asyncio.run(judge_many(agent_box, [(task, honest), (task, hostile)], site))
+    verdicts = asyncio.run(judge_many(box, [(task, honest), (task, hostile)], site))
     assert verdicts[0].status is JudgeStatus.failed and verdicts[0].passed == 2
     assert verdicts[1].status in (JudgeStatus.failed, JudgeStatus.tampered) and verdicts[1].reward() == 0.0
 
 
-def test_a_shell_command_cannot_crash_the_host_through_the_harness_report_fd(agent_box, repo_tasks, site):
+def test_a_shell_command_cannot_crash_the_host_through_the_harness_report_fd(backend, repo_tasks):
     """HOLE at 36d4168 ( RecursionError out of Workspace.shell). The command opens its parent's (the
     harness's) report pipe through /proc/$PPID/fd/3 and writes an unterminated deep array before the report."""
+    box, site = backend
     task = repo_tasks["fix-median"]
     workspace = Workspace(dict(task.files), Budgets(), site)
     command = "python -c \"import os; os.write(os.open('/proc/%d/fd/3' % os.getppid(), os.O_WRONLY), b'[' * 200000)\""
-    asyncio.run(workspace.shell(agent_box, command))
+    asyncio.run(workspace.shell(box, command))
     assert workspace.calls[-1].status is not ToolStatus.ok
 
 
-def test_a_shell_command_cannot_pass_its_own_failure_off_as_the_sandboxs(agent_box, repo_tasks, site):
+def test_a_shell_command_cannot_pass_its_own_failure_off_as_the_sandboxs(backend, repo_tasks):
     """HOLE at 36d4168 ( ToolStatus.infra, "the sandbox failed"). The same fd, a few junk bytes: the
     report no longer parses, and the call reads as infrastructure's fault, not the command's."""
+    box, site = backend
     task = repo_tasks["fix-median"]
     workspace = Workspace(dict(task.files), Budgets(), site)
-    asyncio.run(workspace.shell(agent_box, "printf junk > /proc/$PPID/fd/3"))
+    asyncio.run(workspace.shell(box, "printf junk > /proc/$PPID/fd/3"))
     assert workspace.calls[-1].status is not ToolStatus.infra
 
 
@@ -237,8 +248,9 @@ HELD = {
 
 
 @pytest.mark.parametrize("attack", sorted(HELD))
-def test_attacks_that_held(agent_box, repo_tasks, site, attack):
+def test_attacks_that_held(backend, repo_tasks, attack):
+    box, site = backend
     task = repo_tasks["fix-median"]
     files = {**task.files, **{name: text.encode() for name, text in HELD[attack].items()}}
-    verdict = asyncio.run(judge(agent_box, task, files, site))
+    verdict = asyncio.run(judge(box, task, files, site))
     assert verdict.status in (JudgeStatus.failed, JudgeStatus.tampered) and verdict.reward() == 0.0, verdict

@@ -12,6 +12,8 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
+import tempfile
 import textwrap
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -20,7 +22,10 @@ from typing import Any
 
 import pytest
 from benchmarks.fakes import FAKE_API_KEY, FakeSuperserve
+from benchmarks.fakes.superserve_api import VM_FILES
 
+from codegrpo.agents.workspace import sandbox_config
+from codegrpo.config.rollout import Budgets
 from codegrpo.config.sandbox import LocalSandboxConfig, RaySandboxConfig, SuperserveSandboxConfig
 from codegrpo.data.files import load_problems
 from codegrpo.harness import sandbox_source
@@ -191,9 +196,9 @@ FAKE_KEY_ENV = "CODEGRPO_TEST_FAKE_SUPERSERVE_KEY"
 class FreshSuperserve(SandboxBackend):
     """A Superserve backend on the fake, a fresh one per call (its sandboxes are all killed after each)."""
 
-    def __init__(self, fake: FakeSuperserve) -> None:
+    def __init__(self, fake: FakeSuperserve, cfg: SuperserveSandboxConfig | None = None) -> None:
         self.fake = fake  # what a test counts of the calls it made
-        self.cfg = SuperserveSandboxConfig(api_key_env=FAKE_KEY_ENV, base_url=fake.base_url, max_concurrency=2)
+        self.cfg = cfg or SuperserveSandboxConfig(api_key_env=FAKE_KEY_ENV, base_url=fake.base_url, max_concurrency=2)
 
     async def run_many(self, programs: Sequence[Program]) -> list[RunResult]:
         backend = SuperserveSandbox(self.cfg)
@@ -222,6 +227,66 @@ def backend_in(mode: str, **settings: Any) -> Iterator[SandboxBackend]:
     box = make_sandbox(warm=warm == "warm", **({"use_cgroups": limits == "cgroups"} if limits else {}), **settings)
     try:
         yield box
+    finally:
+        asyncio.run(box.aclose())
+
+
+LOCAL_MODES = ("warm-cgroups", "warm-rlimits", "cold-cgroups", "cold-rlimits")  # the first: sandbox=local's default
+# What a VM's runner gives each program fresh (harness/runner.py: /tmp and VM_WRITABLE): a folder there is hidden.
+VM_FRESH = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+
+
+@contextlib.contextmanager
+def vm_image_site(site: str) -> Iterator[str]:
+    """The pytest a Superserve VM's image brings (docs/agents.md), as the fake can model it: a pytest folder its
+    VMs bind read-only, at a path the VM's runner keeps for every program. ``site`` where it lies outside
+    ``VM_FRESH``; else a copy made for the test under the project's outputs/ (removed after), or a skip."""
+    if not any(Path(site).is_relative_to(place) for place in VM_FRESH):
+        yield site
+        return
+    from codegrpo.sandbox.local import reachable_by_others
+    from codegrpo.sandbox.pytest_site import pytest_site
+
+    outputs = PROJECT_ROOT / "outputs"
+    if not (os.access(outputs, os.W_OK) and reachable_by_others(outputs)):
+        pytest.skip(f"the fake VM hides {site} (a fresh {VM_FRESH}), and {outputs} cannot hold a copy")
+    image = Path(tempfile.mkdtemp(prefix="vm-image-pytest-", dir=outputs))
+    try:
+        image.chmod(0o755)
+        yield str(pytest_site(image))
+    finally:
+        shutil.rmtree(image, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def workspace_backend_in(
+    mode: str, site: str, budgets: Budgets | None = None, **settings: Any
+) -> Iterator[tuple[SandboxBackend, str]]:
+    """``backend_in``'s backend of ``mode`` set up for agents' workspaces as RepoEnvironment sets it up
+    (agents.workspace.sandbox_config over the mode's config; ``settings`` are that config's), and the pytest
+    folder its programs are given. On "superserve" the fake's VMs have pytest as an image would (vm_image_site)."""
+    from codegrpo.sandbox.local import LocalSandbox
+
+    budgets = budgets or Budgets()
+    settings = {"max_concurrency": 2, **settings}
+    if mode == "superserve":
+        os.environ[FAKE_KEY_ENV] = FAKE_API_KEY
+        with vm_image_site(site) as image_site:
+            image = LocalSandboxConfig(warm=False, vm_root=True, extra_ro_paths=[image_site], **VM_FILES)
+            with FakeSuperserve(local_cfg=image) as fake:
+                cfg = SuperserveSandboxConfig(api_key_env=FAKE_KEY_ENV, base_url=fake.base_url, **settings)
+                yield FreshSuperserve(fake, sandbox_config(cfg, budgets, image_site)), image_site
+        return
+    if mode == "ray":
+        cfg = sandbox_config(RaySandboxConfig(**{"address": "local", "actors": 2, **settings}), budgets, site)
+        with RaySandbox(cfg) as box:
+            yield box, site
+        return
+    warm, _, limits = mode.partition("-")
+    cgroups = {"use_cgroups": limits == "cgroups"} if limits else {}
+    box = LocalSandbox(sandbox_config(LocalSandboxConfig(warm=warm == "warm", **cgroups, **settings), budgets, site))
+    try:
+        yield box, site
     finally:
         asyncio.run(box.aclose())
 

@@ -21,6 +21,11 @@ from codegrpo.data.repo_tasks import RepoTask
 from codegrpo.harness import sandbox_source
 from codegrpo.sandbox.base import Outcome, RunResult, SandboxBackend
 
+NO_PYTEST = (
+    "the sandbox has no pytest: the local sandbox binds sandbox.pytest_site's folder "
+    "(agents.workspace.sandbox_config), a Superserve VM's image must install it (docs/agents.md)"
+)
+
 
 class JudgeStatus(enum.StrEnum):
     passed = "passed"
@@ -148,6 +153,8 @@ def _verdict(plans: list[_File], results: Sequence[RunResult]) -> Judgment:
         outcomes = report.get("outcomes")
         if report.get("nonce") != plan.nonce or not isinstance(outcomes, dict):
             return Judgment(JudgeStatus.tampered, 0, total, detail=f"{plan.name}: a report not the judge's")
+        if report.get("no_pytest") is True:  # said before the workspace's code ran: the sandbox's fault
+            return Judgment(JudgeStatus.infra, 0, 0, detail=NO_PYTEST)
         collected = not any(o == "error" and "::" not in n for n, o in outcomes.items())
         canary = [o for nodeid, o in outcomes.items() if _names(nodeid, plan.name, plan.canary)]
         if canary != ["failed"] and (collected or canary):  # a file that cannot be collected runs no canary
