@@ -155,3 +155,20 @@ def test_rewards_from_a_judgment():
     assert Judgment(JudgeStatus.failed, 2, 4).reward(partial=True) == 0.5
     assert Judgment(JudgeStatus.tampered, 4, 4).reward(partial=True) == 0.0
     assert dataclasses.replace(Judgment(JudgeStatus.passed, 4, 4)).reward() == 1.0
+
+
+def test_a_reports_error_names_reach_the_host_few_cut_and_without_control_characters():
+    """The code under test runs in pytest's process and can make it report any collection errors it likes:
+    the verdict keeps ten names, each cut at 200 characters, control characters escaped."""
+    import json
+
+    from codegrpo.agents.judge import MAX_ERRORS, NAME_CHARS, _File, _verdict
+
+    plan = _File("test_x.py", ("test_a",), "n" * 32, "test_canary")
+    names = {f"\x1b[2Jevil{i}" + "x" * 500: "error" for i in range(1000)}
+    report = {"nonce": plan.nonce, "status": 1, "outcomes": names}
+    result = RunResult(Outcome.EXITED, 0, json.dumps(report) + "\n")
+    verdict = _verdict([plan], [result])
+    assert verdict.status is JudgeStatus.failed and verdict.reward() == 0.0
+    errors = [name for name in verdict.failing if "evil" in name]
+    assert len(errors) == MAX_ERRORS and all(len(name) <= NAME_CHARS + 8 and "\x1b" not in name for name in errors)

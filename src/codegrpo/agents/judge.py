@@ -19,8 +19,12 @@ from dataclasses import dataclass, field
 from codegrpo.agents.workspace import encode_files, read_report, workspace_program
 from codegrpo.data.repo_tasks import RepoTask
 from codegrpo.harness import sandbox_source
+from codegrpo.reward.verdict import clean_text
 from codegrpo.sandbox.base import Outcome, RunResult, SandboxBackend
 
+# A report's names reach the host's writers (the completions table, eval.json): a few, cut, control characters
+# escaped, however many the workspace's code made pytest report.
+MAX_ERRORS, NAME_CHARS = 10, 200
 NO_PYTEST = (
     "the sandbox has no pytest: the local sandbox binds sandbox.pytest_site's folder "
     "(agents.workspace.sandbox_config), a Superserve VM's image must install it (docs/agents.md)"
@@ -165,7 +169,8 @@ def _verdict(plans: list[_File], results: Sequence[RunResult]) -> Judgment:
                 passed += 1
             else:
                 failing.append(f"{plan.name}::{test}" + ("" if mine else " (not run)"))
-        failing += [n for n, o in outcomes.items() if o == "error" and "::" not in n]  # collection errors
+        errors = [n for n, o in outcomes.items() if o == "error" and "::" not in n]  # collection errors
+        failing += [clean_text(str(name)[:NAME_CHARS]) for name in errors[:MAX_ERRORS]]
     status = JudgeStatus.passed if not failing and passed == total and total else JudgeStatus.failed
     return Judgment(status, passed, total, tuple(failing))
 
