@@ -432,6 +432,11 @@ EXCEPTIONS: list[tuple[str, str, str]] = [
         "make",
     ),
     (r"^make bench\b", "the benchmarks take tens of minutes; tests/ cover what each measures", "make"),
+    (
+        r"^python -m benchmarks\.bench\b",
+        "a benchmark runs for minutes; tests/test_bench.py runs each section small",
+        "",
+    ),
     (r"^pip install ", "installs from a package index; the venv this suite runs in is what it builds", ""),
     (
         r"^export SUPERSERVE_API_KEY=",

@@ -117,3 +117,11 @@ def test_a_command_that_leaves_a_process_holding_its_output_returns_when_bash_do
     assert observation == "exit code 0\nstarted\n" and time.monotonic() - started < 3
     time.sleep(1.5)
     assert "late.txt" not in workspace.files and workspace.calls[-1].status is ToolStatus.ok
+
+
+def test_a_command_on_its_way_out_is_waited_for_not_killed(agent_box, site):
+    """`ls` closes its output before it exits: the call waits for it (exit code 0), it is not killed on the
+    output's end (exit code -9, as a kill right after the output's end made one call in a few)."""
+    workspace = Workspace({"a.txt": b"1"}, Budgets(tool_calls=40), site)
+    observations = [shell(agent_box, workspace, "ls") for _ in range(30)]
+    assert set(observations) == {"exit code 0\na.txt\n"}

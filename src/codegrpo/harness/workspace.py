@@ -69,6 +69,40 @@ def _read_tree(root, max_files, max_bytes):
     return files, links, None
 
 
+def _read_output(process, deadline, max_output):
+    """The command's output, the first ``max_output`` bytes kept, until bash has exited and its output ends or
+    idles; then its whole group is killed. (kept, total bytes, whether it ran past ``deadline``)."""
+    kept, size, timed_out = bytearray(), 0, False
+    fd = process.stdout.fileno()
+    os.set_blocking(fd, False)
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            timed_out = True
+            break
+        if select.select([fd], [], [], min(IDLE_S, remaining))[0]:
+            try:
+                chunk = os.read(fd, READ_CHUNK)
+            except BlockingIOError:
+                chunk = None
+            if chunk == b"":
+                break
+            if chunk:
+                size += len(chunk)
+                kept += chunk[: max(0, max_output - len(kept))]
+                continue
+        elif process.poll() is not None:
+            break  # bash has exited and the output is idle: what still holds the pipe is left behind, killed below
+    if not timed_out:  # the output ended (or idles): bash may still be on its way out, or running without it
+        try:
+            process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+    with contextlib.suppress(ProcessLookupError):  # the command's group, so nothing changes the files as they are read
+        os.killpg(process.pid, signal.SIGKILL)
+    return kept, size, timed_out
+
+
 def _shell(request):
     """Run the command in the workspace, its output (stdout and stderr as one) cut at ``max_output`` bytes."""
     # `python` is the sandbox's python3, as in the tasks' images (their test.sh files call it so).
@@ -92,30 +126,7 @@ def _shell(request):
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    deadline = time.monotonic() + request["timeout_s"]
-    kept, size, timed_out = bytearray(), 0, False
-    fd = process.stdout.fileno()
-    os.set_blocking(fd, False)
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            timed_out = True
-            break
-        if select.select([fd], [], [], min(IDLE_S, remaining))[0]:
-            try:
-                chunk = os.read(fd, READ_CHUNK)
-            except BlockingIOError:
-                chunk = None
-            if chunk == b"":
-                break
-            if chunk:
-                size += len(chunk)
-                kept += chunk[: max(0, request["max_output"] - len(kept))]
-                continue
-        elif process.poll() is not None:
-            break  # bash has exited and the output is idle: what still holds the pipe is left behind, killed below
-    with contextlib.suppress(ProcessLookupError):  # the command's group, so nothing changes the files as they are read
-        os.killpg(process.pid, signal.SIGKILL)
+    kept, size, timed_out = _read_output(process, time.monotonic() + request["timeout_s"], request["max_output"])
     code = process.wait()
     files, links, over = _read_tree(WORKSPACE, request["max_files"], request["max_bytes"])
     return {
