@@ -158,3 +158,21 @@ def test_the_monitors_rules_for_code_flag_what_the_workspace_wrote_and_no_refere
     assert [flags(env) for env in references] == [[], [], []] and "eq_override" in flags(cheat)
     assert penalties == [0.0, 0.0, 0.0, -1.0]
     assert episode_metrics(everyone, [[]] * 4)[keys.hacks("eq_override")] == 0.25
+
+
+@pytest.mark.slow
+def test_the_documented_command_trains_as_written(tmp_path):
+    """`python train.py rollout=tools debug=fast`, verbatim with the offline model (it seldom calls a tool)."""
+    import json
+    import subprocess
+    import sys
+
+    from codegrpo.resources import PROJECT_ROOT
+
+    command = [sys.executable, "train.py", "rollout=tools", "debug=fast", f"hydra.run.dir={tmp_path}"]
+    done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    [step] = [e for e in json.loads((tmp_path / "log_history.json").read_text()) if keys.LOSS in e]
+    assert step[keys.judge("passed")] + step[keys.judge("failed")] == 2 and keys.TOOL_CALLS in step
+    said = done.stdout + done.stderr  # Hydra's log goes to stdout
+    assert "judged " in said and "3 repository tasks from problems/repo_tasks, 0 skipped" in said
