@@ -172,3 +172,21 @@ def test_a_reports_error_names_reach_the_host_few_cut_and_without_control_charac
     assert verdict.status is JudgeStatus.failed and verdict.reward() == 0.0
     errors = [name for name in verdict.failing if "evil" in name]
     assert len(errors) == MAX_ERRORS and all(len(name) <= NAME_CHARS + 8 and "\x1b" not in name for name in errors)
+
+
+def test_the_canaries_fail_for_every_reference_however_they_are_drawn(agent_box, repo_tasks, site):
+    """Each canary copies one of the file's tests with one expectation changed (never another canary's copy,
+    whose change changed back would pass): a correct workspace is passed every time, never tampered."""
+    from codegrpo.agents.judge import judge_many, with_canaries
+
+    source = repo_tasks["fix-median"].hidden_tests["test_median.py"]
+    for _ in range(50):
+        marked, canaries = with_canaries(source)
+        assert 2 <= len(canaries) <= 3 and all(f"def {name}():".encode() in marked for name in canaries)
+    solved = []
+    for task in repo_tasks.values():
+        workspace = Workspace(dict(task.files), Budgets(), site)
+        assert asyncio.run(workspace.shell(agent_box, task.solution)).startswith("exit code 0")
+        solved += [(task, workspace.files)] * 6
+    verdicts = asyncio.run(judge_many(agent_box, solved, site))
+    assert [v.status for v in verdicts] == [JudgeStatus.passed] * len(solved), verdicts

@@ -37,6 +37,18 @@ def tool_methods(environment: WorkspaceEnvironment) -> list[Callable[..., Any]]:
     ]
 
 
+def valid_text(value: Any) -> Any:
+    """``value`` (a parsed reply: dicts, lists, strings) with each lone surrogate replaced by "?": a call's JSON may
+    write ``"\\ud800"``, which no tokenizer or UTF-8 writer takes (the next turn's prompt could not be rendered)."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {valid_text(key): valid_text(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [valid_text(item) for item in value]
+    return value
+
+
 def run_calls(tools: Sequence[Callable[..., Any]], calls: Sequence[Any]) -> list[dict[str, Any]]:
     """Each call's tool message, as TRL makes them: an unknown tool, bad arguments or an exception become an
     ``{"error": ...}`` result the model sees."""
@@ -100,7 +112,7 @@ def play(
         replies, _ = turn([e.tokens for e in active])
         for episode, reply in zip(active, replies, strict=True):
             tools = tool_methods(episode.environment)
-            message = parse_response(tokenizer, list(reply), prefix=episode.tokens, tools=list[Any](tools))
+            message = valid_text(parse_response(tokenizer, list(reply), prefix=episode.tokens, tools=list[Any](tools)))
             episode.messages.append(message)
             episode.turns += 1
             calls = message.get("tool_calls") or []

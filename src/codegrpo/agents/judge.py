@@ -2,7 +2,7 @@
 
 Each hidden test file runs in a run of its own (a fresh process and /tmp: no file can change another's
 run), handed the workspace's files and the host's copy of the tests (harness/workspace.py, ``judge``). A run's
-report counts only with its nonce, drawn here for that run, and only if the canary beside its tests failed;
+report counts only with its nonce, drawn here for that run, and only if every canary among its tests failed;
 every test function the host finds in the file must have run and passed. Anything else fails the file:
 a missing or second report, a test never collected, a canary that passed (flagged as tampering).
 """
@@ -15,6 +15,7 @@ import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from codegrpo.agents.workspace import encode_files, read_report, workspace_program
 from codegrpo.data.repo_tasks import RepoTask
@@ -61,7 +62,7 @@ class _File:
     name: str
     tests: tuple[str, ...]  # the test functions the host finds in it: "name" or "Class::name"
     nonce: str
-    canary: str
+    canaries: tuple[str, ...]
     outcomes: dict[str, str] = field(default_factory=dict)
 
 
@@ -96,10 +97,62 @@ def canary_name(source: bytes) -> str:
             return name
 
 
-def canary_source(name: str) -> str:
-    """The canary appended to the hidden file: a test that fails however the code under test behaves."""
-    first, second = secrets.SystemRandom().sample(range(10, 1000), 2)
-    return f"\n\ndef {name}():\n    assert {first} == {second}\n"
+def with_canaries(source: bytes) -> tuple[bytes, tuple[str, ...]]:
+    """The hidden file with two or three canaries among its tests (``with_canary``), and their names: however a
+    workspace picks the one test it reports failed (the last, the first, ...), a canary it missed is caught."""
+    names: list[str] = []
+    for _ in range(secrets.SystemRandom().choice((2, 3))):
+        names.append(canary_name(source))
+        source = with_canary(source, names[-1], models_besides=names)
+    return source, tuple(names)
+
+
+def with_canary(source: bytes, name: str, models_besides: Sequence[str] = ()) -> bytes:
+    """The hidden file with a canary test named ``name`` among its own tests, at a random place: a copy of one of
+    its tests whose expected value in one ``==`` assert is changed (so it fails however the code under test
+    behaves, and reads like the file's tests), or where the file has none such, an assert of two numbers."""
+    draw = secrets.SystemRandom()
+    plain = f"def {name}():\n    assert {draw.randrange(10, 500)} == {draw.randrange(500, 999)}"
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source + f"\n\n{plain}\n".encode()
+    tests = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
+    # Never a canary's copy: its changed expectation changed back would pass.
+    originals = [test for test in tests if not test.args.args and test.name not in models_besides]
+    models = [(test, where) for test in originals for where in _expectations(test)]
+    text = plain
+    if models:
+        test, constant = draw.choice(models)
+        original = constant.value
+        constant.value = _changed(cast(int | float | str, original), draw)
+        canary = ast.FunctionDef(name, test.args, test.body, [], test.returns, test.type_comment)
+        text = ast.unparse(ast.fix_missing_locations(canary))
+        constant.value = original
+    lines = source.decode("utf-8", "replace").splitlines(keepends=True)
+    starts = [min([t.lineno, *(d.lineno for d in t.decorator_list)]) - 1 for t in tests] + [len(lines)]
+    at = draw.choice(starts)
+    gap = "\n" if at and not lines[at - 1].endswith("\n") else ""
+    return "".join([*lines[:at], gap, text, "\n\n\n", *lines[at:]]).encode()
+
+
+def _expectations(test: ast.FunctionDef) -> list[ast.Constant]:
+    """The literal expected values of ``test``'s top-level ``assert a == b`` statements (numbers and strings)."""
+    found = []
+    for statement in test.body:
+        if isinstance(statement, ast.Assert) and isinstance(statement.test, ast.Compare):
+            compare = statement.test
+            if len(compare.ops) == 1 and isinstance(compare.ops[0], ast.Eq):
+                for side in (compare.left, compare.comparators[0]):
+                    if isinstance(side, ast.Constant) and type(side.value) in (int, float, str):
+                        found.append(side)
+    return found
+
+
+def _changed(value: int | float | str, draw: secrets.SystemRandom) -> int | float | str:
+    if isinstance(value, str):
+        return value + draw.choice("abcdefghijklmnopqrstuvwxyz")
+    return value + draw.choice((1, 2, 3, 5, 7)) * (1 if draw.random() < 0.5 else -1)
 
 
 def judge_programs(task: RepoTask, files: dict[str, bytes], site: str) -> tuple[list[_File], list]:
@@ -108,15 +161,15 @@ def judge_programs(task: RepoTask, files: dict[str, bytes], site: str) -> tuple[
     plans, programs = [], []
     for name in test_files:
         source = task.hidden_tests[name]
-        plan = _File(name, collected_tests(source), secrets.token_hex(16), canary_name(source))
+        tests, canaries = with_canaries(source)
+        plan = _File(name, collected_tests(source), secrets.token_hex(16), canaries)
         request = {
             "mode": "judge",
             "files": encode_files(files),
-            "tests": encode_files(task.hidden_tests),
+            "tests": encode_files({**task.hidden_tests, name: tests}),
             "file": name,
             "site": site,
             "nonce": plan.nonce,
-            "canary_source": canary_source(plan.canary),
             "runner": sandbox_source("workspace"),  # the judge's child runs this same program
         }
         plans.append(plan)
@@ -160,11 +213,16 @@ def _verdict(plans: list[_File], results: Sequence[RunResult]) -> Judgment:
         if report.get("no_pytest") is True:  # said before the workspace's code ran: the sandbox's fault
             return Judgment(JudgeStatus.infra, 0, 0, detail=NO_PYTEST)
         collected = not any(o == "error" and "::" not in n for n, o in outcomes.items())
-        canary = [o for nodeid, o in outcomes.items() if _names(nodeid, plan.name, plan.canary)]
-        if canary != ["failed"] and (collected or canary):  # a file that cannot be collected runs no canary
-            return Judgment(JudgeStatus.tampered, 0, total, detail=f"{plan.name}: the canary test did not fail")
-        for test in plan.tests:
-            mine = [o for nodeid, o in outcomes.items() if _names(nodeid, plan.name, test)]
+        canaries = [[o for nodeid, o in outcomes.items() if _names(nodeid, plan.name, c)] for c in plan.canaries]
+        runs = {test: [o for nodeid, o in outcomes.items() if _names(nodeid, plan.name, test)] for test in plan.tests}
+        ran = any(canaries)
+        if any(canary != ["failed"] for canary in canaries) and (collected or ran):  # uncollected: no canary runs
+            if all(mine and all(o == "passed" for o in mine) for mine in runs.values()):
+                return Judgment(JudgeStatus.tampered, 0, total, detail=f"{plan.name}: the canary test did not fail")
+            # Wrong code can meet the canary's changed expectation: a failure, and none of the file's tests counts.
+            failing.append(f"{plan.name}: the canary test did not fail")
+            continue
+        for test, mine in runs.items():
             if mine and all(o == "passed" for o in mine):
                 passed += 1
             else:

@@ -8,6 +8,7 @@ trajectory. ``hack_penalty`` is -1.0 for an episode the monitor flagged, as with
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -22,11 +23,13 @@ from codegrpo.reward.monitor.flags import static_flags
 
 TRAJECTORY_CHARS = 1500  # of one episode's trajectory in the completions table
 CALL_CHARS = 160  # of one call's argument and of its result there
+COMPILED = (".pyc", ".pyo", ".so", ".pyd")  # what Python imports besides .py files: a sourceless module
 
 
 def flags(environment: WorkspaceEnvironment) -> list[str]:
     """What the monitor sees in an ended episode: the judge's canary tripped (``test_tampering``); a public test
-    file of the task changed in the final workspace (``edited_tests``: the agent changed what checks it); and the
+    file of the task changed in the final workspace (``edited_tests``: the agent changed what checks it); compiled
+    Python the task did not ship (``compiled_code``: imported like source, unread by the rules); and the
     monitor's rules for code (reward.monitor: ``eq_override``, ...) on each Python file the agent wrote, which
     catch what the judge cannot (an answer whose ``__eq__`` is always true passes the assertions)."""
     found = []
@@ -37,6 +40,8 @@ def flags(environment: WorkspaceEnvironment) -> list[str]:
         return found
     if any(files.get(name) != task.files.get(name) for name in task.public_tests):
         found.append("edited_tests")
+    if any(name.endswith(COMPILED) and data != task.files.get(name) for name, data in files.items()):
+        found.append("compiled_code")  # Python imports it, and the rules below cannot read it
     written = [data for name, data in files.items() if name.endswith(".py") and data != task.files.get(name)]
     in_code = set().union(*(static_flags(data.decode("utf-8", "replace")) for data in written))
     return found + sorted(in_code)
@@ -49,8 +54,15 @@ def trajectory(calls: Sequence[ToolCall], limit: int = TRAJECTORY_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + f" [... {len(text) - limit} more]"
 
 
-def _cut(text: str) -> str:
-    flat = " ".join(text.split())
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _cut(text: Any) -> str:
+    """``text`` (whatever the model passed: a tool's argument need not be a string) as one cut line that every
+    writer takes: whitespace runs one space, other control characters (terminal escapes) and lone surrogates
+    (from a call's JSON, ``"\\ud800"``) replaced."""
+    flat = " ".join(str(text).split()).encode("utf-8", "replace").decode("utf-8")
+    flat = _CONTROL.sub("\ufffd", flat)
     return flat if len(flat) <= CALL_CHARS else flat[:CALL_CHARS] + "..."
 
 
@@ -104,7 +116,9 @@ def make_tool_rewards(session: Session, partial: bool) -> dict[str, Callable[...
         if (log_extra := columns.get("log_extra")) is not None:
             log_extra("task_id", [env.task.id if env.task else "" for env in ended])
             log_extra("status", [env.judgment.status.value if env.judgment else "" for env in ended])
-            log_extra("error", [", ".join(env.judgment.failing[:3]) if env.judgment else "" for env in ended])
+            log_extra(
+                "error", [", ".join(map(_cut, env.judgment.failing[:3])) if env.judgment else "" for env in ended]
+            )
             log_extra("trajectory", [trajectory(env.calls) for env in ended])
             log_extra("flags", [", ".join(flags(env)) for env in ended])
         return [env.judgment.reward(partial) if env.judgment else None for env in ended]

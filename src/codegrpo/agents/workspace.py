@@ -62,7 +62,8 @@ class Workspace:
         limit = self.budgets.output_chars
         if len(text) > limit:
             text = text[:limit] + f"\n[... {len(text) - limit} more characters cut]"
-        text = text.replace("<|im_end|>", "").replace("<|im_start|>", "")  # chat control tokens are not output
+        while "<|im_end|>" in text or "<|im_start|>" in text:  # chat control tokens are not output, however nested
+            text = text.replace("<|im_end|>", "").replace("<|im_start|>", "")
         self.calls.append(ToolCall(tool, argument, status, text, seconds))
         return text
 

@@ -15,7 +15,7 @@ workspace as configuration: its ini is an empty file of ours (``-c``), conftest.
 test's folder down, entry-point plugins are off, compiled files go to a cache of this run's own
 (``sys.pycache_prefix``), and the workspace comes last on ``sys.path``, so none of its files shadows the standard
 library or pytest. The test file is the host's copy, written after the workspace's files in a folder outside
-it, with the host's canary appended: a test that must fail, named from the file's own words.
+it, with the host's canary among its tests: a test that must fail, named from the file's own words.
 """
 
 import base64
@@ -34,77 +34,95 @@ TESTS = "/tmp/judge/tests"
 CACHE = "/tmp/judge/cache"
 READ_CHUNK = 1 << 16
 IDLE_S = 0.02  # output idle this long after bash has exited: the command is done
+NAMED_LINKS, NAME_CHARS = 20, 200  # of the links a report names
 
 
 def _write_tree(root, files):
-    """Each file of ``files`` (relative path -> base64) under ``root``; paths were checked on the host."""
+    """Each file of ``files`` (relative path -> base64) under ``root``; paths were checked on the host. What no
+    file system can hold (a file where another's folder is, a name that is not UTF-8) is left out: the paths and
+    why, so that one such file does not fail every run of its workspace."""
+    left_out = []
     for path, data in files.items():
         if path.startswith("/") or ".." in path.split("/"):
             raise ValueError(f"refused path {path}")
         target = os.path.join(root, path)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        with open(target, "wb") as handle:
-            handle.write(base64.b64decode(data))
+        try:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "wb") as handle:
+                handle.write(base64.b64decode(data))
+        except (OSError, UnicodeError) as error:
+            left_out.append((ascii(path), type(error).__name__))
+    return left_out
 
 
 def _read_tree(root, max_files, max_bytes):
-    """The regular files under ``root`` (base64), or why not: more than ``max_files`` files or ``max_bytes``."""
-    files, links, total = {}, [], 0
-    for folder, dirs, names in os.walk(root):
+    """The regular files under ``root`` (base64), or why not: more than ``max_files`` files, or more than
+    ``max_bytes`` in their contents or a quarter of it in their paths as the report writes them (JSON escapes, six
+    bytes a character beyond ASCII), so that the report always fits the run's output. A few of the links and
+    other things that are not files are named, cut: the host reads none of them."""
+    files, links, total, names = {}, [], 0, 0
+    for folder, dirs, found in os.walk(root):
         dirs[:] = [d for d in dirs if d != "__pycache__"]
-        for name in names:
+        for name in found:
             path = os.path.join(folder, name)
             relative = os.path.relpath(path, root)
             if os.path.islink(path) or not os.path.isfile(path):
-                links.append(relative)
+                if len(links) < NAMED_LINKS:
+                    links.append(relative[:NAME_CHARS])
                 continue
             size = os.path.getsize(path)
             total += size
+            names += len(json.dumps(relative))
             if len(files) >= max_files:
                 return None, links, "files"
-            if total > max_bytes:
+            if total > max_bytes or names > max_bytes // 4:
                 return None, links, "bytes"
             with open(path, "rb") as handle:
                 files[relative] = base64.b64encode(handle.read()).decode("ascii")
     return files, links, None
 
 
-def _read_output(process, deadline, max_output):
-    """The command's output, the first ``max_output`` bytes kept, until bash has exited and its output ends or
-    idles; then its whole group is killed. (kept, total bytes, whether it ran past ``deadline``)."""
-    kept, size, timed_out = bytearray(), 0, False
-    fd = process.stdout.fileno()
-    os.set_blocking(fd, False)
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            timed_out = True
-            break
-        if select.select([fd], [], [], min(IDLE_S, remaining))[0]:
-            try:
-                chunk = os.read(fd, READ_CHUNK)
-            except BlockingIOError:
-                chunk = None
-            if chunk == b"":
-                break
-            if chunk:
-                size += len(chunk)
-                kept += chunk[: max(0, max_output - len(kept))]
-                continue
-        elif process.poll() is not None:
-            break  # bash has exited and the output is idle: what still holds the pipe is left behind, killed below
-    if not timed_out:  # the output ended (or idles): bash may still be on its way out, or running without it
-        try:
-            process.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            timed_out = True
-    with contextlib.suppress(ProcessLookupError):  # the command's group, so nothing changes the files as they are read
+def _end_all(process):
+    """Kill the command's group and, where this program is its sandbox's pid 1 (the local sandbox, warm or cold),
+    every other process there, and reap them: a process in a session of its own (setsid, a daemon) outlives its
+    group and would change the files as they are read back. Returns the command's exit code."""
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
-    return kept, size, timed_out
+    code = process.wait()
+    if os.getpid() == 1:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(-1, signal.SIGKILL)  # pid 1 of a pid namespace: all the others in it, never itself
+        with contextlib.suppress(ChildProcessError):
+            while True:  # every orphan is this process's child: none is running once all are reaped
+                os.waitpid(-1, 0)
+    return code
 
 
-def _shell(request):
-    """Run the command in the workspace, its output (stdout and stderr as one) cut at ``max_output`` bytes."""
+def _shell(request, left_out=()):
+    """Run the command in the workspace, its output (stdout and stderr as one) cut at ``max_output`` bytes.
+    ``left_out``: the workspace's files that could not be written, named at the head of the output."""
+    head = "".join(f"{path} cannot be written here ({why}): left out of the workspace\n" for path, why in left_out)
+    command = request["command"]
+    if isinstance(command, str):
+        code, kept, size, timed_out = _run_command(request, head.encode())
+    else:  # TRL's parser types no argument: {"command": 123} comes here
+        code, size, timed_out = 2, 0, False
+        kept = (head + f"the command is a {type(command).__name__}, not a string: nothing ran\n").encode()
+    files, links, over = _read_tree(WORKSPACE, request["max_files"], request["max_bytes"])
+    return {
+        "exit_code": code,
+        "output": kept.decode("utf-8", "replace"),
+        "output_bytes": size,
+        "timed_out": timed_out,
+        "files": files,
+        "links": links,
+        "over": over,
+    }
+
+
+def _run_command(request, kept):
+    """The command under bash, until it has exited and its output is idle (or its time is up), then every process
+    it left: its exit code, the output after ``kept`` (cut), the output's whole size and whether it timed out."""
     # `python` is the sandbox's python3, as in the tasks' images (their test.sh files call it so).
     shims = "/tmp/judge/bin"
     os.makedirs(shims, exist_ok=True)
@@ -126,18 +144,34 @@ def _shell(request):
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    kept, size, timed_out = _read_output(process, time.monotonic() + request["timeout_s"], request["max_output"])
-    code = process.wait()
-    files, links, over = _read_tree(WORKSPACE, request["max_files"], request["max_bytes"])
-    return {
-        "exit_code": code,
-        "output": kept.decode("utf-8", "replace"),
-        "output_bytes": size,
-        "timed_out": timed_out,
-        "files": files,
-        "links": links,
-        "over": over,
-    }
+    deadline = time.monotonic() + request["timeout_s"]
+    kept, size, timed_out = bytearray(kept), 0, False
+    fd = process.stdout.fileno()
+    os.set_blocking(fd, False)
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            timed_out = True
+            break
+        if select.select([fd], [], [], min(IDLE_S, remaining))[0]:
+            try:
+                chunk = os.read(fd, READ_CHUNK)
+            except BlockingIOError:
+                chunk = None
+            if chunk == b"":
+                break
+            if chunk:
+                size += len(chunk)
+                kept += chunk[: max(0, request["max_output"] - len(kept))]
+                continue
+        elif process.poll() is not None:
+            break  # bash has exited and the output is idle: what still holds the pipe is left behind, killed below
+    if not timed_out:  # at EOF bash may still be running (its last program closes its output before it exits)
+        try:
+            process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+    return _end_all(process), bytes(kept), size, timed_out  # nothing changes the files as they are read
 
 
 class _Outcomes:
@@ -199,14 +233,12 @@ def _finds_pytest(site):
 
 
 def _judge(request):
-    """One hidden test file, the canary appended to it, against the workspace: each test's outcome, with the nonce.
+    """One hidden test file (its canary among its tests) against the workspace: each test's outcome, with the nonce.
     Where the sandbox has no pytest, no test can run: a report of that (the host's infra verdict), not a failure."""
     if not _finds_pytest(request["site"]):
         return {"nonce": request["nonce"], "status": -1, "outcomes": {}, "no_pytest": True}
     _write_tree(TESTS, request["tests"])
     target = os.path.join(TESTS, request["file"])
-    with open(target, "a") as handle:
-        handle.write(request["canary_source"])
     os.makedirs(CACHE, exist_ok=True)
     with open(os.path.join(CACHE, "pytest.ini"), "w") as handle:
         handle.write("[pytest]\n")
@@ -219,12 +251,17 @@ def _judge(request):
         argv, cwd=WORKSPACE, env=env, stdin=subprocess.DEVNULL, stdout=2, stderr=2, pass_fds=(writing,)
     )
     os.close(writing)
+    os.set_blocking(reading, False)
     data = b""
     while len(data) <= CHILD_REPORT_BYTES:
-        chunk = os.read(reading, READ_CHUNK)
-        if not chunk:
-            break
-        data += chunk
+        if select.select([reading], [], [], IDLE_S)[0]:
+            with contextlib.suppress(BlockingIOError):
+                chunk = os.read(reading, READ_CHUNK)
+                if not chunk:
+                    break
+                data += chunk
+        elif child.poll() is not None:
+            break  # the child has exited and its pipe is idle: a process it left holding the pipe sends nothing more
     os.close(reading)
     child.kill()
     child.wait()
@@ -252,8 +289,8 @@ def main():
     request = json.loads(sys.stdin.read())
     channel = _report_channel()
     os.makedirs(WORKSPACE, exist_ok=True)
-    _write_tree(WORKSPACE, request["files"])
-    result = _shell(request) if request["mode"] == "shell" else _judge(request)
+    left_out = _write_tree(WORKSPACE, request["files"])
+    result = _shell(request, left_out) if request["mode"] == "shell" else _judge(request)
     sys.stdout.flush()
     with os.fdopen(channel, "wb") as report:
         report.write((json.dumps(result) + "\n").encode())
