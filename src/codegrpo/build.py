@@ -337,14 +337,17 @@ def check_evaluate(cfg: EvaluateConfig, items: Sequence[str | None]) -> list[str
         if item is not None and item.endswith(".json") and not Path(item).is_file():
             raise UsageError(f"compare: no such eval file {item}")
     checkpoints = [item for item in items if not str(item).endswith(".json")]
-    check_agents(cfg, checkpoints)
+    check_agents(cfg)
     check_sampling(cfg.model, cfg.evaluation, checkpoints)
+    if cfg.rollout.kind is RolloutKind.tools:  # each checkpoint's template renders tool calls
+        for item in checkpoints:
+            check_tool_template(_checkpoint_of(cfg.model, item))
     return checkpoints
 
 
-def check_agents(cfg: EvaluateConfig, checkpoints: Sequence[str | None]) -> None:
+def check_agents(cfg: EvaluateConfig) -> None:
     """rollout=tools' evaluation (an agent's episodes on repository tasks) and what it cannot do: one line each,
-    before a model loads; each checkpoint's chat template renders tool calls."""
+    before a model loads."""
     tools, tasks = cfg.rollout.kind is RolloutKind.tools, cfg.problems.loader is Loader.repo_tasks
     if tasks and not tools:
         raise UsageError(
@@ -358,8 +361,6 @@ def check_agents(cfg: EvaluateConfig, checkpoints: Sequence[str | None]) -> None
         raise UsageError(
             "rollout=tools evaluates with evaluation.backend=transformers on problems.path's tasks, without a protocol"
         )
-    for item in checkpoints:
-        check_tool_template(_checkpoint_of(cfg.model, item))
 
 
 def check_sampling(model_cfg: ModelConfig, settings: EvaluationConfig, checkpoints: Sequence[str | None]) -> None:

@@ -135,3 +135,16 @@ def test_a_folder_without_tasks_is_an_error(tmp_path):
         load_repo_tasks(tmp_path)
     with pytest.raises(ProblemError, match="does not exist"):
         load_repo_tasks(tmp_path / "nope")
+
+
+def test_a_task_folder_given_for_the_folder_of_tasks_or_a_file_is_one_line_saying_which(tmp_path):
+    from codegrpo.errors import ProblemError
+
+    task = tmp_path / "one-task"
+    task.mkdir()
+    (task / "task.toml").write_text("[metadata]\n")
+    with pytest.raises(ProblemError, match=r"one-task is a task: give the folder that holds it \(its parent, "):
+        load_repo_tasks(task)
+    (tmp_path / "file.txt").write_text("x")
+    with pytest.raises(ProblemError, match=r"file.txt is a file, not a folder of task folders$"):
+        load_repo_tasks(tmp_path / "file.txt")

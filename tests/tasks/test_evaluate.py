@@ -212,3 +212,8 @@ def test_what_an_agents_evaluation_cannot_do_is_one_line_before_a_model_loads(co
     with pytest.raises(UsageError, match=message) as raised:
         evaluate(compose_cfg(*overrides, config_name="evaluate"))
     assert "\n" not in str(raised.value)
+
+
+def test_an_agents_evaluation_of_a_missing_checkpoint_names_the_checkpoint(compose_cfg, tmp_path):
+    with pytest.raises(UsageError, match=r"^checkpoint="):
+        evaluate(compose_cfg("rollout=tools", f"checkpoint={tmp_path / 'final_model'}", config_name="evaluate"))

@@ -7,6 +7,7 @@ Every final workspace is then judged in one sandbox batch."""
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -109,6 +110,7 @@ def play(
                 active.append(episode)
         if not active:
             break
+        print(f"turn {number + 1}/{max_turns}: {len(active)} of {len(episodes)} episodes going", file=sys.stderr)
         replies, _ = turn([e.tokens for e in active])
         for episode, reply in zip(active, replies, strict=True):
             tools = tool_methods(episode.environment)

@@ -63,10 +63,14 @@ class NeedsImage(Exception):
 
 def load_repo_tasks(root: str | Path) -> tuple[list[RepoTask], list[Skipped]]:
     """Every task folder under ``root`` (a folder holding task.toml), and the ones skipped, with why. A relative
-    ``root`` is taken from the project root, as problem files are (data.files.resolve_path)."""
+    ``root`` is found as problem files are (data.files.resolve_path: where you stand, else the checkout)."""
     folder = resolve_path(str(root))
-    if not folder.is_dir():
+    if not folder.exists():
         raise ProblemError(f"task folder {folder} does not exist")
+    if not folder.is_dir():
+        raise ProblemError(f"task folder {folder} is a file, not a folder of task folders")
+    if (folder / "task.toml").is_file():
+        raise ProblemError(f"{folder} is a task: give the folder that holds it (its parent, {folder.parent})")
     tasks, skipped = [], []
     for toml in sorted(folder.glob("*/task.toml")):
         try:

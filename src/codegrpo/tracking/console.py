@@ -32,11 +32,13 @@ log = logging.getLogger(__name__)
 def quiet_library_deprecations() -> None:
     """Silence the FutureWarnings TRL's own code raises under transformers 5.18+ (it reads the deprecated
     ``model.is_gradient_checkpointing`` on every generation and calls ``gradient_checkpointing_enable`` /
-    ``_disable``); no setting of ours causes them, and they say nothing a researcher can act on. Other
-    warnings still show, and go to train.log too."""
+    ``_disable``); no setting of ours causes them, and they say nothing a researcher can act on. Nor does TRL's
+    word on every rollout=tools run that environment_factory is experimental (docs/agents.md says so once).
+    Other warnings still show, and go to train.log too."""
     warnings.filterwarnings(
         "ignore", message=r"`(is_)?gradient_checkpointing(_enable|_disable)?` is deprecated", category=FutureWarning
     )
+    warnings.filterwarnings("ignore", message=r"You are using 'environment_factory', which is an experimental")
     logging.captureWarnings(True)
 
 
