@@ -8,7 +8,6 @@ trajectory. ``hack_penalty`` is -1.0 for an episode the monitor flagged, as with
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -20,6 +19,7 @@ from codegrpo.errors import UsageError
 from codegrpo.reward import metric_names as keys
 from codegrpo.reward.metric_names import CODE_REWARD, HACK_PENALTY
 from codegrpo.reward.monitor.flags import static_flags
+from codegrpo.reward.verdict import clean_text
 
 TRAJECTORY_CHARS = 1500  # of one episode's trajectory in the completions table
 CALL_CHARS = 160  # of one call's argument and of its result there
@@ -54,15 +54,11 @@ def trajectory(calls: Sequence[ToolCall], limit: int = TRAJECTORY_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + f" [... {len(text) - limit} more]"
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
 def _cut(text: Any) -> str:
     """``text`` (whatever the model passed: a tool's argument need not be a string) as one cut line that every
     writer takes: whitespace runs one space, other control characters (terminal escapes) and lone surrogates
-    (from a call's JSON, ``"\\ud800"``) replaced."""
-    flat = " ".join(str(text).split()).encode("utf-8", "replace").decode("utf-8")
-    flat = _CONTROL.sub("\ufffd", flat)
+    (from a call's JSON, ``"\\ud800"``) escaped (reward.verdict.clean_text)."""
+    flat = clean_text(" ".join(str(text).split()))
     return flat if len(flat) <= CALL_CHARS else flat[:CALL_CHARS] + "..."
 
 
