@@ -272,7 +272,8 @@ def workspace_backend_in(
     if mode == "superserve":
         os.environ[FAKE_KEY_ENV] = FAKE_API_KEY
         with vm_image_site(site) as image_site:
-            image = LocalSandboxConfig(warm=False, vm_root=True, extra_ro_paths=[image_site], **VM_FILES)
+            # The VM's own room for a workspace, as sandbox_config gives the host's run (a real VM has no such cap).
+            image = sandbox_config(LocalSandboxConfig(warm=False, vm_root=True, **VM_FILES), budgets, image_site)
             with FakeSuperserve(local_cfg=image) as fake:
                 cfg = SuperserveSandboxConfig(api_key_env=FAKE_KEY_ENV, base_url=fake.base_url, **settings)
                 yield FreshSuperserve(fake, sandbox_config(cfg, budgets, image_site)), image_site
