@@ -337,7 +337,10 @@ def test_an_episodes_token_budget_holds_its_turns_and_the_tool_results_between_t
     ("overrides", "message"),
     [
         (["problems=repo_tasks"], r"^problems=repo_tasks holds repository tasks, for agents: add rollout=tools$"),
-        (["rollout=tools", "problems=trivial"], r"^rollout=tools trains agents on repository tasks, not problems="),
+        (
+            ["rollout=tools", "problems=trivial"],
+            r"^rollout=tools works on repository tasks, not problems=trivial: use problems=",
+        ),
         (["rollout=tools", "trainer.max_tool_calling_iterations=3"], r"under rollout=tools set rollout.max_turns"),
         (["rollout=tools", "sampler=difficulty"], r"^rollout=tools draws tasks uniformly"),
         (["rollout=tools", "sampler.dynamic=true"], r"^rollout=tools draws tasks uniformly"),

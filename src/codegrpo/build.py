@@ -345,18 +345,25 @@ def check_evaluate(cfg: EvaluateConfig, items: Sequence[str | None]) -> list[str
     return checkpoints
 
 
-def check_agents(cfg: EvaluateConfig) -> None:
-    """rollout=tools' evaluation (an agent's episodes on repository tasks) and what it cannot do: one line each,
-    before a model loads."""
+def agents_run(cfg: TrainConfig | EvaluateConfig) -> bool:
+    """Whether this is an agents' run (rollout=tools): rollout=tools and a set of repository tasks go together,
+    one line where one comes without the other."""
     tools, tasks = cfg.rollout.kind is RolloutKind.tools, cfg.problems.loader is Loader.repo_tasks
     if tasks and not tools:
+        raise UsageError(f"problems={cfg.problems.name} holds repository tasks, for agents: add rollout=tools")
+    if tools and not tasks:
         raise UsageError(
-            f"problems={cfg.problems.name} holds repository tasks: evaluate agents on it with rollout=tools"
+            f"rollout=tools works on repository tasks, not problems={cfg.problems.name}: use problems=repo_tasks "
+            "(problems.path=<a folder of Harbor-style tasks> for your own)"
         )
-    if not tools:
+    return tools
+
+
+def check_agents(cfg: EvaluateConfig) -> None:
+    """An agents' evaluation (episodes on repository tasks) and what it cannot do: one line each, before a model
+    loads."""
+    if not agents_run(cfg):
         return
-    if not tasks:
-        raise UsageError(f"rollout=tools evaluates agents on repository tasks, not problems={cfg.problems.name}")
     if cfg.evaluation.backend is GenerationBackend.vllm or cfg.protocol is not None or cfg.evaluation.problems_path:
         raise UsageError(
             "rollout=tools evaluates with evaluation.backend=transformers on problems.path's tasks, without a protocol"
@@ -430,18 +437,9 @@ TOOLS_TRANSFORMERS = "5.2.0"
 
 
 def check_tools(cfg: TrainConfig) -> None:
-    """rollout=tools and a set of repository tasks go together, with what TRL's environments need: one line
-    each, before anything loads."""
-    tools, tasks = cfg.rollout.kind is RolloutKind.tools, cfg.problems.loader is Loader.repo_tasks
-    if tasks and not tools:
-        raise UsageError(f"problems={cfg.problems.name} holds repository tasks, for agents: add rollout=tools")
-    if not tools:
+    """An agents' training run and what TRL's environments need: one line each, before anything loads."""
+    if not agents_run(cfg):
         return
-    if not tasks:
-        raise UsageError(
-            f"rollout=tools trains agents on repository tasks, not problems={cfg.problems.name}: use "
-            "problems=repo_tasks (problems.path=<a folder of Harbor-style tasks> for your own)"
-        )
     import transformers
     from packaging.version import Version
 

@@ -17,19 +17,11 @@ import pytest
 from codegrpo.agents.judge import JudgeStatus, judge, judge_many
 from codegrpo.agents.workspace import ToolStatus, Workspace
 from codegrpo.config.rollout import Budgets
+from tests.helpers.agent_attacks import ALWAYS_EQUAL, BUGGY
 from tests.helpers.run_if import run_if
 
 pytestmark = run_if(bwrap=True)
 
-BUGGY = """
-def mean(values):
-    return sum(values) / len(values)
-
-
-def median(values):
-    ordered = sorted(values)
-    return ordered[len(ordered) // 2]
-"""
 
 # HOLE: the report forged from the code under test, nonce and report fd read off the judge's own frames.
 FORGE_FRAMES = """
@@ -93,17 +85,6 @@ def _prof(frame, event, arg):
 sys.setprofile(_prof)
 """
 
-# HOLE (known class, for the monitor): an object equal to everything passes every `==` assert.
-ALWAYS_EQUAL = """
-class _Any(float):
-    def __eq__(self, other):
-        return True
-    __hash__ = float.__hash__
-
-_buggy = median
-def median(values):
-    return _Any(_buggy(values))
-"""
 
 # HOLE: a workspace readline.py. pytest imports readline early (capture's workaround) after pythonpath put
 # /tmp/ws first on sys.path: a stdlib name shadowed, code run before collection. It rewrites the hidden test

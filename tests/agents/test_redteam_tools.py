@@ -23,16 +23,7 @@ from codegrpo.agents.judge import JudgeStatus, judge
 from codegrpo.agents.rewards import CALL_CHARS, TRAJECTORY_CHARS, make_tool_rewards, trajectory
 from codegrpo.agents.workspace import ToolStatus, Workspace
 from codegrpo.config.rollout import Budgets
-
-BUGGY = """
-def mean(values):
-    return sum(values) / len(values)
-
-
-def median(values):
-    ordered = sorted(values)
-    return ordered[len(ordered) // 2]
-"""
+from tests.helpers.agent_attacks import ALWAYS_EQUAL, BUGGY
 
 
 def shell(box, workspace: Workspace, command: str) -> str:
@@ -431,18 +422,6 @@ def test_names_cannot_overflow_the_report_into_a_sandbox_failure(backend, script
     workspace = Workspace({"make.py": script.encode()}, Budgets(), site)
     observation = shell(agent_box, workspace, "python make.py")
     assert workspace.calls[-1].status in (ToolStatus.ok, ToolStatus.budget), observation
-
-
-ALWAYS_EQUAL = """
-class _Any(float):
-    def __eq__(self, other):
-        return True
-    __hash__ = float.__hash__
-
-_buggy = median
-def median(values):
-    return _Any(_buggy(values))
-"""
 
 
 def test_an_answer_compiled_to_bytecode_does_not_hide_from_the_monitor(session):

@@ -202,8 +202,8 @@ def test_an_agents_evaluation_plays_episodes_and_judges_their_workspaces(compose
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        (["problems=repo_tasks"], r"^problems=repo_tasks holds repository tasks: evaluate agents on it with rollout"),
-        (["rollout=tools", "problems=trivial"], r"^rollout=tools evaluates agents on repository tasks, not problems="),
+        (["problems=repo_tasks"], r"^problems=repo_tasks holds repository tasks, for agents: add rollout=tools$"),
+        (["rollout=tools", "problems=trivial"], r"^rollout=tools works on repository tasks, not problems=trivial"),
         (["rollout=tools", "evaluation.backend=vllm"], r"^rollout=tools evaluates with evaluation.backend=transf"),
         (["rollout=tools", "model.chat_template=own"], r"cannot render tool calls, .*model.chat_template=tool_chatml"),
     ],
