@@ -447,3 +447,22 @@ def test_secrets_in_the_environment_push_and_log_yet_reach_no_file_and_no_output
     assert (run_dir / "checkpoint-1" / checkpoints.STATE_FILE).is_file()
     assert list(run_dir.glob("wandb/offline-run-*/run-*.wandb"))
     assert _leaks(tmp_path, done, [HF, WANDB, superserve]) == []
+
+
+def test_a_hydra_file_caught_half_written_by_another_rank_is_read_again_then_scrubbed(tmp_path):
+    """The ranks of a distributed launch share one run dir, and each one's Hydra writes .hydra/ as it starts: a
+    rank scrubbing the file another is writing read half a YAML (a ScannerError in CI's two-rank test)."""
+    import threading
+
+    hydra_dir = tmp_path / ".hydra"
+    hydra_dir.mkdir()
+    whole = f"trainer:\n  hub_token: {HF}\n  learning_rate: 1.0e-06\n"
+    (hydra_dir / "config.yaml").write_text(whole[: whole.index("learning") + 3] + ":\n  - [")  # cut mid-write
+    finish = threading.Timer(0.2, (hydra_dir / "config.yaml").write_text, [whole])
+    finish.start()
+    try:
+        assert secrets.scrub_hydra_files(hydra_dir) == [hydra_dir / "config.yaml"]
+    finally:
+        finish.join()
+    assert OmegaConf.to_container(OmegaConf.load(hydra_dir / "config.yaml")) == {"trainer": {"learning_rate": 1e-06}}
+    assert [p.name for p in hydra_dir.iterdir()] == ["config.yaml"]  # the masked copy replaced it whole

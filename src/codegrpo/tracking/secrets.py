@@ -370,12 +370,35 @@ def scrub_hydra_files(directory: Path, refused: Sequence[str] = ()) -> list[Path
     changed = []
     paths = sorted(directory.glob("*.yaml")) if directory.is_dir() else [directory] if directory.is_file() else []
     for path in paths:
-        data = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+        data = _settled(path)
         masked = _without(mask(data), scrubbed)
         if masked != data:
-            OmegaConf.save(OmegaConf.create(masked), path)
+            written = path.with_name(f".{path.name}.{os.getpid()}")
+            OmegaConf.save(OmegaConf.create(masked), written)
+            os.replace(written, path)  # whole: another rank may be reading it
             changed.append(path)
     return changed
+
+
+SETTLE_TRIES, SETTLE_PAUSE_S = 40, 0.05
+
+
+def _settled(path: Path) -> object:
+    """A YAML file's contents. The ranks of a distributed launch share one run dir and each one's Hydra writes
+    these files as it starts: a file caught half written is read again, for two seconds at most."""
+    import time
+
+    import yaml  # type: ignore[import-untyped]
+    from omegaconf import OmegaConf
+
+    for attempt in range(SETTLE_TRIES):
+        try:
+            return OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+        except yaml.YAMLError:
+            if attempt == SETTLE_TRIES - 1:
+                raise
+            time.sleep(SETTLE_PAUSE_S)
+    return None  # not reached: the last try raises
 
 
 class MaskingFilter(logging.Filter):
